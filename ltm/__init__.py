@@ -1,0 +1,82 @@
+"""ltm: long-term memory for LLM agents, a drop-in for MetaGPT's memory API.
+
+Importing ``ltm`` is cheap: the public names load their modules (FAISS, SQLite, models) on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "BackendUnavailable": "ltm.errors",
+    "ConfigError": "ltm.errors",
+    "InvalidInput": "ltm.errors",
+    "LLMError": "ltm.errors",
+    "LTMError": "ltm.errors",
+    "Memory": "ltm.memory",
+    "MemoryItem": "ltm.steps",
+    "Message": "ltm.message",
+    "NotFound": "ltm.errors",
+    "Settings": "ltm.config",
+    "StepMemory": "ltm.steps",
+    "StoreCorrupted": "ltm.errors",
+    "StoreMismatch": "ltm.errors",
+    "UserRequirement": "ltm.message",
+    "ValidationFailed": "ltm.errors",
+    "any_to_str": "ltm.message",
+    "any_to_str_set": "ltm.message",
+}
+
+__all__ = [
+    "BackendUnavailable",
+    "ConfigError",
+    "InvalidInput",
+    "LLMError",
+    "LTMError",
+    "Memory",
+    "MemoryItem",
+    "Message",
+    "NotFound",
+    "Settings",
+    "StepMemory",
+    "StoreCorrupted",
+    "StoreMismatch",
+    "UserRequirement",
+    "ValidationFailed",
+    "any_to_str",
+    "any_to_str_set",
+]
+
+if TYPE_CHECKING:
+    from ltm.config import Settings
+    from ltm.errors import (
+        BackendUnavailable,
+        ConfigError,
+        InvalidInput,
+        LLMError,
+        LTMError,
+        NotFound,
+        StoreCorrupted,
+        StoreMismatch,
+        ValidationFailed,
+    )
+    from ltm.memory import Memory
+    from ltm.message import Message, UserRequirement, any_to_str, any_to_str_set
+    from ltm.steps import MemoryItem, StepMemory
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ltm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,70 @@
+"""The one exception tree of ltm.
+
+Every error ltm raises on purpose is an ``LTMError``; backend exceptions (sqlite3, redis, faiss, openai)
+are translated at the boundary with ``raise ... from exc`` so callers catch one family::
+
+    LTMError
+     ├── ConfigError          a setting is missing or contradictory
+     ├── InvalidInput         bad argument or content (also a ValueError)
+     │    └── ValidationFailed    a memory file or payload failed validation
+     ├── NotFound             the thing asked for does not exist (also a KeyError)
+     ├── StoreMismatch        a store was opened with another model, dimension or schema
+     ├── StoreCorrupted       a store's files cannot be read back
+     ├── BackendUnavailable   Redis, SQLite or another backend cannot be reached
+     └── LLMError             an LLM call failed after its retries, or answered nonsense
+
+Messages say what to do about the problem, not only what it is.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailable",
+    "ConfigError",
+    "InvalidInput",
+    "LLMError",
+    "LTMError",
+    "NotFound",
+    "StoreCorrupted",
+    "StoreMismatch",
+    "ValidationFailed",
+]
+
+
+class LTMError(Exception):
+    """Root of every error ltm raises on purpose."""
+
+
+class ConfigError(LTMError):
+    """A setting is missing, malformed or contradictory."""
+
+
+class InvalidInput(LTMError, ValueError):
+    """An argument or a piece of content cannot be accepted; nothing was stored."""
+
+
+class ValidationFailed(InvalidInput):
+    """A memory file or structured payload failed validation; the message says what to fix."""
+
+
+class NotFound(LTMError, KeyError):
+    """The message, file, version or key asked for does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreMismatch(LTMError):
+    """A store was reopened with another embedding model, dimension, metric or schema."""
+
+
+class StoreCorrupted(LTMError):
+    """A store's files cannot be read back; restore from a backup or export."""
+
+
+class BackendUnavailable(LTMError):
+    """A backend (Redis, SQLite, a vector engine) could not be reached or failed mid-operation."""
+
+
+class LLMError(LTMError):
+    """An LLM call failed after the configured retries, or its answer could not be used."""

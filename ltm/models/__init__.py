@@ -1,0 +1,1 @@
+"""Model interfaces: embeddings (llama-index ``BaseEmbedding``), the LLM protocol, the offline summarizer."""

@@ -1,0 +1,44 @@
+"""Shared fixtures: settings on a temp data root, a private redis-server, the hash and local embeddings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from ltm.config import Settings
+from tests.support.redis_server import RedisServer
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings on a temp data root with the fast deterministic hash embedding."""
+    return Settings(storage_dir=tmp_path / "storage", embedding="hash")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One private redis-server for the whole run (never skipped: scripts/setup installs the binary)."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> Iterator[str]:
+    """The private server's URL, flushed before each test; restarted if a fault test left it stopped."""
+    if redis_server.proc is None or redis_server.proc.poll() is not None:
+        redis_server.start()
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    yield redis_server.url
