@@ -1,0 +1,1 @@
+"""Storage layer: the persistent message store and the key-value backends."""
