@@ -1,0 +1,140 @@
+"""Embedding calls for the store: batched, validated, and never repeated for the same content.
+
+Every vector is keyed by ``sha256(model name, purpose, text)``. The store looks keys up in its own
+SQLite rows first (so a restart never re-embeds stored content); this object keeps a bounded in-process
+LRU of recent keys on top (queries, ``find_news`` batches that are added right after). Sync and async
+paths share everything but the model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from ltm.errors import InvalidInput, LTMError
+from ltm.store.validation import normalise
+
+__all__ = ["Embedder", "content_key"]
+
+# "text" vectors are what stored messages get; "query" vectors serve free-text search. Models such as
+# instruction-tuned ones embed the two differently, so they are cached apart.
+TEXT, QUERY = "text", "query"
+
+
+def content_key(model: str, text: str, purpose: str = TEXT) -> bytes:
+    """The cache key of ``text`` embedded by ``model`` for ``purpose``."""
+    return hashlib.sha256(f"{model}\x00{purpose}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+
+
+class Embedder:
+    """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors."""
+
+    def __init__(self, embedding: BaseEmbedding, model: str, cache_size: int = 4096) -> None:
+        self.embedding = embedding
+        self.model = model
+        self.calls = 0  # model calls made (one per batch), for tests and stats
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def keys(self, texts: Sequence[str], purpose: str = TEXT) -> list[bytes]:
+        return [content_key(self.model, t, purpose) for t in texts]
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        dim: int | None,
+        known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None = None,
+        purpose: str = TEXT,
+    ) -> np.ndarray:
+        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model."""
+        keys, have, todo = self._plan(texts, known, purpose)
+        if todo:
+            self._store(keys, todo, self._call(purpose, [texts[i] for i in todo]), dim, have)
+        return self._gather(keys, have, dim)
+
+    async def aembed(
+        self,
+        texts: Sequence[str],
+        dim: int | None,
+        known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None = None,
+        purpose: str = TEXT,
+    ) -> np.ndarray:
+        """Async twin of :meth:`embed` (the model call is awaited)."""
+        keys, have, todo = self._plan(texts, known, purpose)
+        if todo:
+            self._store(keys, todo, await self._acall(purpose, [texts[i] for i in todo]), dim, have)
+        return self._gather(keys, have, dim)
+
+    # -- shared logic ------------------------------------------------------------------------------------
+    def _plan(
+        self, texts: Sequence[str], known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None, purpose: str
+    ) -> tuple[list[bytes], dict[bytes, np.ndarray], list[int]]:
+        keys = self.keys(texts, purpose)
+        have: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for key in keys:
+                vec = self._cache.get(key)
+                if vec is not None:
+                    have[key] = vec
+                    self._cache.move_to_end(key)
+        missing = [k for k in dict.fromkeys(keys) if k not in have]
+        if missing and known is not None:
+            have.update(known(missing))
+        todo: list[int] = []
+        planned: set[bytes] = set()
+        for i, key in enumerate(keys):
+            if key not in have and key not in planned:
+                planned.add(key)
+                todo.append(i)
+        return keys, have, todo
+
+    def _store(
+        self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None, have: dict[bytes, np.ndarray]
+    ) -> None:
+        if len(raw) != len(todo):
+            raise InvalidInput(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
+        vectors = normalise(raw, dim, f"embedding {self.model!r}")
+        with self._lock:
+            for i, vec in zip(todo, vectors, strict=True):
+                have[keys[i]] = vec
+                self._put(keys[i], vec)
+
+    def _gather(self, keys: list[bytes], have: dict[bytes, np.ndarray], dim: int | None) -> np.ndarray:
+        if not keys:
+            return np.zeros((0, dim or 0), dtype=np.float32)
+        return np.ascontiguousarray(np.stack([have[k] for k in keys]), dtype=np.float32)
+
+    def _put(self, key: bytes, vec: np.ndarray) -> None:
+        self._cache[key] = vec
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    # -- the only I/O ------------------------------------------------------------------------------------
+    def _call(self, purpose: str, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        try:
+            if purpose == QUERY and len(texts) == 1:
+                return [self.embedding.get_query_embedding(texts[0])]
+            return self.embedding.get_text_embedding_batch(texts)
+        except LTMError:
+            raise
+        except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
+            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+
+    async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        try:
+            if purpose == QUERY and len(texts) == 1:
+                return [await self.embedding.aget_query_embedding(texts[0])]
+            return await self.embedding.aget_text_embedding_batch(texts)
+        except LTMError:
+            raise
+        except Exception as exc:
+            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc

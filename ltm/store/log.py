@@ -1,0 +1,251 @@
+"""``memory.sqlite``: the namespace's source of truth.
+
+Messages (each with a ``seq`` from AUTOINCREMENT, so a seq is never reused even after deletes), their
+embeddings as float32 blobs keyed by content hash, tombstones (so a FAISS snapshot older than a delete can
+be replayed forward) and an FTS5 table for BM25 keyword search, all in WAL mode with
+``synchronous=FULL``: a write returns only after its transaction is on disk. sqlite3 errors are translated
+here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadable file -> StoreCorrupted.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltm.errors import BackendUnavailable, StoreCorrupted
+
+__all__ = ["MessageLog", "Row"]
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS messages(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    role TEXT NOT NULL,
+    cause_by TEXT NOT NULL,
+    sent_from TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    metadata TEXT NOT NULL,
+    body TEXT NOT NULL,
+    text_key BLOB NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
+CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
+CREATE TABLE IF NOT EXISTS tombstones(
+    tseq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tokenize='unicode61 remove_diacritics 2');
+"""
+# BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
+BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
+_CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
+
+
+@dataclass(frozen=True)
+class Row:
+    """One message ready to be written: the columns plus its keyword-index text per FTS column."""
+
+    id: str
+    role: str
+    cause_by: str
+    sent_from: str
+    created_at: float
+    metadata: str
+    body: str
+    text_key: bytes
+    vector: np.ndarray
+    fts: tuple[str, str, str, str]
+
+
+class MessageLog:
+    """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
+        self.path = path
+        with translate(path):
+            self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                      check_same_thread=False)
+            self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(_DDL)
+            self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction: ``BEGIN IMMEDIATE`` (takes the write lock now) or a deferred read snapshot."""
+        with translate(self.path):
+            self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    # -- change detection --------------------------------------------------------------------------------
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (PRAGMA data_version): a cheap "anything new?"."""
+        with translate(self.path):
+            return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
+    def heads(self) -> tuple[int, int]:
+        """(highest message seq ever assigned, highest tombstone seq ever assigned)."""
+        with translate(self.path):
+            found = dict(self.db.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+        return int(found.get("messages", 0)), int(found.get("tombstones", 0))
+
+    # -- writes (inside transaction()) -------------------------------------------------------------------
+    def insert(self, rows: Sequence[Row]) -> list[tuple[int, Row]]:
+        """Insert rows whose id is new; returns (seq, row) for each inserted one."""
+        out: list[tuple[int, Row]] = []
+        for row in rows:
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, "
+                "text_key, embedding) VALUES (?,?,?,?,?,?,?,?,?)",
+                (row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
+                 row.text_key, row.vector.astype(np.float32).tobytes()),
+            )
+            if cur.rowcount == 1:
+                seq = int(cur.lastrowid or 0)
+                self.db.execute("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                                (seq, *row.fts))
+                out.append((seq, row))
+        return out
+
+    def delete(self, message_id: str) -> int | None:
+        """Delete one message, leave a tombstone; its seq, or None when absent."""
+        found = self.db.execute("SELECT seq FROM messages WHERE id=?", (message_id,)).fetchone()
+        if found is None:
+            return None
+        seq = int(found[0])
+        self.db.execute("DELETE FROM messages WHERE seq=?", (seq,))
+        self.db.execute("DELETE FROM fts WHERE rowid=?", (seq,))
+        self.db.execute("INSERT INTO tombstones(seq) VALUES (?)", (seq,))
+        return seq
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def vectors_after(self, seq: int) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, vectors) of live rows with seq > ``seq``, in seq order."""
+        return self._vectors("SELECT seq, embedding FROM messages WHERE seq > ? ORDER BY seq", (seq,))
+
+    def tombstones_after(self, tseq: int) -> np.ndarray:
+        with translate(self.path):
+            rows = self.db.execute("SELECT seq FROM tombstones WHERE tseq > ?", (tseq,)).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def live_seqs(self) -> np.ndarray:
+        with translate(self.path):
+            rows = self.db.execute("SELECT seq FROM messages").fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def _vectors(self, sql: str, params: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
+        with translate(self.path):
+            rows = self.db.execute(sql, params).fetchall()
+        seqs = np.array([r[0] for r in rows], dtype=np.int64)
+        if not rows:
+            return seqs, np.zeros((0, 0), dtype=np.float32)
+        blob = b"".join(r[1] for r in rows)
+        return seqs, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Stored embeddings by content key (the store's embedding cache)."""
+        found: dict[bytes, np.ndarray] = {}
+        with translate(self.path):
+            for start in range(0, len(keys), _CHUNK):
+                part = list(keys[start:start + _CHUNK])
+                marks = ",".join("?" * len(part))
+                for key, blob in self.db.execute(
+                    f"SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", part
+                ):
+                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
+        return found
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        with translate(self.path):
+            for start in range(0, len(ids), _CHUNK):
+                part = list(ids[start:start + _CHUNK])
+                marks = ",".join("?" * len(part))
+                found.update(r[0] for r in self.db.execute(f"SELECT id FROM messages WHERE id IN ({marks})", part))
+        return found
+
+    def bodies(self, seqs: Sequence[int]) -> dict[int, str]:
+        """Message JSON by seq (absent seqs were deleted meanwhile)."""
+        found: dict[int, str] = {}
+        with translate(self.path):
+            for start in range(0, len(seqs), _CHUNK):
+                part = [int(s) for s in seqs[start:start + _CHUNK]]
+                marks = ",".join("?" * len(part))
+                found.update(self.db.execute(f"SELECT seq, body FROM messages WHERE seq IN ({marks})", part))
+        return found
+
+    def body_of(self, message_id: str) -> str | None:
+        with translate(self.path):
+            row = self.db.execute("SELECT body FROM messages WHERE id=?", (message_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def count(self) -> int:
+        with translate(self.path):
+            return int(self.db.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+    def recent(self, n: int) -> list[str]:
+        """Bodies of the newest ``n`` messages by insertion order, oldest first."""
+        with translate(self.path):
+            rows = self.db.execute("SELECT body FROM messages ORDER BY seq DESC LIMIT ?", (n,)).fetchall()
+        return [r[0] for r in reversed(rows)]
+
+    def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
+        """Seqs of live messages satisfying a filter clause (from ``query.filter_sql``)."""
+        with translate(self.path):
+            rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
+        """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0)."""
+        sql = (
+            f"SELECT m.seq, -bm25(fts, {BM25_WEIGHTS}) AS score FROM fts JOIN messages m ON m.seq = fts.rowid "
+            f"WHERE fts MATCH ? AND ({where}) ORDER BY bm25(fts, {BM25_WEIGHTS}) LIMIT ?"
+        )
+        with translate(self.path):
+            rows = self.db.execute(sql, [match, *params, limit]).fetchall()
+        return [(int(s), float(v)) for s, v in rows]
+
+
+@contextmanager
+def translate(path: Path) -> Iterator[None]:
+    """sqlite3 exceptions -> ltm errors naming the file and the fix."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if "locked" in text or "busy" in text:
+            raise BackendUnavailable(
+                f"{path} stayed locked by another writer past the busy timeout; retry, or find the stuck process"
+            ) from exc
+        if "malformed" in text or "not a database" in text or "corrupt" in text:
+            raise _corrupted(path, exc) from exc
+        if "unable to open" in text or "disk i/o" in text or "readonly" in text:
+            raise BackendUnavailable(f"{path} cannot be opened or written ({exc}); check the path and disk") from exc
+        raise
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
+            raise
+        raise _corrupted(path, exc) from exc
+
+
+def _corrupted(path: Path, exc: Exception) -> StoreCorrupted:
+    return StoreCorrupted(
+        f"{path} is corrupted ({exc}); restore it from a backup, or recover what is readable with "
+        f"`sqlite3 {path} .recover`, then reopen"
+    )

@@ -1,0 +1,109 @@
+"""Search plumbing shared by every mode: filters as SQL, the FTS5 query, keyword-index text, rank fusion.
+
+Filters (all optional, combined with AND): ``role``, ``cause_by`` (a class, instance or string, or a list
+of them), ``sent_from``, ``created_after`` / ``created_before`` (unix seconds, inclusive / exclusive), and
+``metadata`` (a dict; each key must equal its value, compared as JSON scalars).
+
+Conversation turns: a message's keyword-index text has four columns: its content; *who* (metadata
+``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``); and
+*context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.store.conversation.with_context`).
+BM25 weighs them 1.0 / 0.6 / 0.6 / 0.3, so the turn's own words rank first but "what did Alice say in the
+May session" still reaches the right turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ltm.errors import InvalidInput
+from ltm.message import Message, any_to_str_set
+
+__all__ = ["RRF_K", "filter_sql", "fts_match", "fuse", "keyword_columns"]
+
+RRF_K = 60  # the usual reciprocal-rank-fusion constant: rank r contributes 1 / (60 + r)
+_FILTERS = {"role", "cause_by", "sent_from", "created_after", "created_before", "metadata"}
+_WORD = re.compile(r"\w+", re.UNICODE)
+_KEY = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+_STOPWORD_TEXT = (
+    "a an and are as at be but by did do does for from had has have he her his how i if in into is it its me my "
+    "of on or our she so than that the their them then there these they this to us was we were what when where "
+    "which who whom why will with you your"
+)
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
+
+
+def filter_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """A WHERE clause over the ``messages m`` table and its parameters; ("1", []) when unfiltered."""
+    if not filters:
+        return "1", []
+    unknown = set(filters) - _FILTERS
+    if unknown:
+        raise InvalidInput(f"unknown filter(s) {sorted(unknown)}; use {sorted(_FILTERS)}")
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column in ("role", "cause_by", "sent_from"):
+        value = filters.get(column)
+        if value is None:
+            continue
+        values = sorted(any_to_str_set(value))  # a string, a class / instance (cause_by), or a list of them
+        clauses.append(f"m.{column} IN ({','.join('?' * len(values))})")
+        params.extend(values)
+    for name, op in (("created_after", ">="), ("created_before", "<")):
+        value = filters.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise InvalidInput(f"filter {name} takes unix seconds (a number), got {value!r}")
+        clauses.append(f"m.created_at {op} ?")
+        params.append(float(value))
+    metadata = filters.get("metadata")
+    if metadata:
+        if not isinstance(metadata, Mapping):
+            raise InvalidInput(f"filter metadata takes a dict of key -> value, got {type(metadata).__name__}")
+        for key, value in metadata.items():
+            if not isinstance(key, str) or not _KEY.match(key):
+                raise InvalidInput(f"metadata filter keys are letters, digits and _, got {key!r}")
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise InvalidInput(f"metadata filter {key!r} compares scalars only, got {type(value).__name__}")
+            if value is None:
+                clauses.append(f"json_type(m.metadata, '$.{key}') = 'null'")
+            else:
+                clauses.append(f"json_extract(m.metadata, '$.{key}') = ?")
+                params.append(int(value) if isinstance(value, bool) else value)
+    return (" AND ".join(clauses) or "1"), params
+
+
+def fts_match(query: str) -> str | None:
+    """An FTS5 query OR-ing the query's words (stopwords dropped unless nothing else is left); None if none."""
+    words = [w.lower() for w in _WORD.findall(query)]
+    kept = [w for w in words if w not in _STOPWORDS] or words
+    unique = list(dict.fromkeys(kept))[:64]
+    if not unique:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+
+
+def keyword_columns(message: Message) -> tuple[str, str, str, str]:
+    """The (content, who, at, context) texts a message is keyword-indexed under."""
+    meta = message.metadata
+    who = " ".join(dict.fromkeys(str(v) for v in (meta.get("speaker"), message.sent_from, message.role) if v))
+    at = " ".join(str(meta[k]) for k in ("session", "date", "session_date") if meta.get(k) not in (None, ""))
+    context = meta.get("context") or ""
+    if not isinstance(context, str):
+        context = json.dumps(context, ensure_ascii=False)
+    return message.content, who, at, context
+
+
+def fuse(rankings: Sequence[Sequence[int]], names: Sequence[str]) -> list[tuple[int, float, tuple[str, ...]]]:
+    """Reciprocal rank fusion: (seq, sum of 1/(RRF_K + rank), signals that found it), best first."""
+    scores: dict[int, float] = {}
+    found: dict[int, list[str]] = {}
+    for ranking, name in zip(rankings, names, strict=True):
+        for rank, seq in enumerate(ranking, start=1):
+            scores[seq] = scores.get(seq, 0.0) + 1.0 / (RRF_K + rank)
+            found.setdefault(seq, []).append(name)
+    order = sorted(scores, key=lambda s: (-scores[s], s))
+    return [(s, scores[s], tuple(found[s])) for s in order]

@@ -1,0 +1,76 @@
+"""What the store accepts, checked before anything is written so bad input never reaches the files.
+
+Decisions (documented here because the signatures cannot say them):
+
+- Empty or whitespace-only content is refused: it has no meaning to embed, and remote embedding APIs
+  reject it. Keep such messages in short-term memory only.
+- Content above ``settings.max_content_bytes`` UTF-8 bytes is refused; split it first.
+- NUL characters and unpaired surrogates are refused (SQLite text and UTF-8 cannot hold them faithfully).
+  Other control characters (tabs, ANSI colour codes from tool output) are stored verbatim.
+- Vectors from an embedding must have the namespace's dimension, be finite and non-zero; they are
+  L2-normalised here so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ltm.errors import InvalidInput
+from ltm.message import Message
+
+__all__ = ["check_content", "check_message", "normalise"]
+
+
+def check_content(text: str, max_bytes: int, what: str = "content") -> None:
+    """Raise InvalidInput unless ``text`` can be stored and embedded."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInput(
+            f"{what} is empty; the long-term store needs text to embed (keep empty messages in short-term memory)"
+        )
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{what} contains an unpaired surrogate at position {exc.start}; decode the source with "
+            "errors='replace' or drop the character"
+        ) from exc
+    if size > max_bytes:
+        raise InvalidInput(
+            f"{what} is {size} bytes, above max_content_bytes={max_bytes}; split it into several messages "
+            "or raise LTM_MAX_CONTENT_BYTES"
+        )
+    if "\x00" in text:
+        raise InvalidInput(f"{what} contains a NUL character at position {text.index(chr(0))}; remove it")
+
+
+def check_message(message: object, max_bytes: int) -> Message:
+    """The message itself when it can be stored; InvalidInput naming its id otherwise."""
+    if not isinstance(message, Message):
+        raise InvalidInput(f"the store holds Message objects, got {type(message).__name__}; wrap it: Message(...)")
+    check_content(message.content, max_bytes, what=f"message {message.id} content")
+    return message
+
+
+def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, source: str) -> np.ndarray:
+    """Vectors as a C-contiguous float32 (n, dim) array of unit rows, or InvalidInput naming ``source``."""
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{source} returned something that is not a list of equal-length vectors") from exc
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise InvalidInput(f"{source} returned vectors of shape {array.shape}; expected (n, dim)")
+    if dim is not None and array.shape[1] != dim:
+        raise InvalidInput(
+            f"{source} returned {array.shape[1]}-dimensional vectors but this namespace holds {dim}; "
+            "use the embedding the namespace was built with"
+        )
+    if not np.isfinite(array).all():
+        raise InvalidInput(f"{source} returned NaN or infinite values; fix the embedding model or its input")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise InvalidInput(f"{source} returned an all-zero vector, which has no direction; fix the embedding")
+    return np.ascontiguousarray(array / norms, dtype=np.float32)

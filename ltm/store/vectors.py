@@ -1,0 +1,171 @@
+"""The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
+
+Flat (``IndexFlatIP`` over unit vectors, exact cosine) until the namespace holds ``hnsw_threshold``
+live vectors, then HNSW. HNSW cannot remove vectors, so a deleted seq becomes a *ghost*: it stays in the
+graph, searches exclude it with an ``IDSelectorNot``, and the store rebuilds the graph from SQLite when
+ghosts pass a fifth of it (no re-embedding: vectors are stored in SQLite). Delete therefore works for both.
+
+``index.faiss`` is written atomically (temp file, fsync, rename) as a small header (the last message and
+tombstone seqs it covers, ghosts, a CRC32 of the payload) followed by ``faiss.serialize_index``. A file that
+is truncated or fails its CRC is reported as None by :meth:`VectorIndex.load`, and the store rebuilds.
+The snapshot is read into RAM, not memory-mapped: a memory-mapped IndexIDMap2 segfaults on add/remove in
+faiss 1.15 (checked), and the store is read-write.
+
+FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from ltm.store.manifest import atomic_write
+
+__all__ = ["VectorIndex"]
+
+_MAGIC = b"LTMFAISS1\n"
+_HNSW_M = 32
+_EF_CONSTRUCTION = 80
+_EF_SEARCH = 96
+_EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
+faiss.omp_set_num_threads(1)
+_faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords and the HNSW parameter class
+
+
+class VectorIndex:
+    """An IndexIDMap2 (flat or HNSW) plus the seqs it covers; methods never touch SQLite."""
+
+    def __init__(self, dim: int, kind: str = "flat") -> None:
+        if kind not in ("flat", "hnsw"):
+            raise ValueError(f"index kind must be flat or hnsw, got {kind!r}")
+        self.dim, self.kind = dim, kind
+        inner: Any
+        if kind == "flat":
+            inner = faiss.IndexFlatIP(dim)
+        else:
+            inner = faiss.IndexHNSWFlat(dim, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            inner.hnsw.efConstruction = _EF_CONSTRUCTION
+        self.index: Any = faiss.IndexIDMap2(inner)
+        self.last_seq = 0  # every message seq <= this is applied
+        self.last_tseq = 0  # every tombstone <= this is applied
+        self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
+
+    # -- size --------------------------------------------------------------------------------------------
+    @property
+    def live(self) -> int:
+        return int(self.index.ntotal) - len(self.ghosts)
+
+    # -- changes -----------------------------------------------------------------------------------------
+    def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        if len(seqs):
+            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs.astype(np.int64))
+
+    def remove(self, seqs: np.ndarray) -> None:
+        if not len(seqs):
+            return
+        if self.kind == "flat":
+            self.index.remove_ids(seqs.astype(np.int64))
+            return
+        self.ghosts |= {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
+
+    def _holds(self, seq: int) -> bool:
+        try:  # IndexIDMap2 looks the id up in its reverse map; an absent id raises
+            self.index.reconstruct(seq)
+        except RuntimeError:
+            return False
+        return True
+
+    # -- queries -----------------------------------------------------------------------------------------
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist."""
+        k = max(1, min(k, max(self.live, 1)))
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
+            return self._exact(queries, k, allowed)
+        selector = self._selector(allowed)
+        if self.kind == "flat":
+            params = _faiss.SearchParameters(sel=selector) if selector is not None else None
+        else:
+            params = _faiss.SearchParametersHNSW(efSearch=max(_EF_SEARCH, 2 * k))
+            if selector is not None:
+                params.sel = selector
+        scores, ids = self.index.search(queries, k, params=params)
+        return scores, ids
+
+    def _selector(self, allowed: np.ndarray | None) -> Any:
+        parts: list[Any] = []
+        if allowed is not None:
+            parts.append(faiss.IDSelectorBatch(allowed.astype(np.int64)))
+        if self.ghosts:
+            parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.array(sorted(self.ghosts), dtype=np.int64))))
+        if not parts:
+            return None
+        selector: Any = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
+        selector.referenced = parts  # keep the SWIG objects alive as long as the selector
+        return selector
+
+    def _exact(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.array([s for s in allowed.tolist() if s not in self.ghosts], dtype=np.int64)
+        if not len(ids):
+            return np.full((len(queries), k), -np.inf, np.float32), np.full((len(queries), k), -1, np.int64)
+        vectors = np.vstack([self.index.reconstruct(int(i)) for i in ids])
+        sims = queries @ vectors.T
+        order = np.argsort(-sims, axis=1)[:, :k]
+        scores = np.take_along_axis(sims, order, axis=1)
+        found = ids[order]
+        if found.shape[1] < k:
+            pad = k - found.shape[1]
+            scores = np.hstack([scores, np.full((len(queries), pad), -np.inf, np.float32)])
+            found = np.hstack([found, np.full((len(queries), pad), -1, np.int64)])
+        return scores.astype(np.float32), found
+
+    def best(self, queries: np.ndarray) -> np.ndarray:
+        """Each query's highest cosine to any live vector; -1.0 when the index is empty."""
+        if self.live == 0 or not len(queries):
+            return np.full(len(queries), -1.0, dtype=np.float32)
+        scores, ids = self.search(queries, 1)
+        return np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
+
+    # -- snapshot ----------------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        """Write the snapshot atomically."""
+        payload = faiss.serialize_index(self.index).tobytes()
+        header = json.dumps({
+            "last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
+            "ghosts": sorted(self.ghosts), "payload_len": len(payload), "crc32": zlib.crc32(payload),
+        }).encode()
+        atomic_write(path, _MAGIC + struct.pack("<I", len(header)) + header + payload)
+
+    @classmethod
+    def load(cls, path: Path, dim: int) -> VectorIndex | None:
+        """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            if not data.startswith(_MAGIC):
+                return None
+            (size,) = struct.unpack_from("<I", data, len(_MAGIC))
+            start = len(_MAGIC) + 4
+            header = json.loads(data[start:start + size])
+            payload = data[start + size:]
+            if len(payload) != header["payload_len"] or zlib.crc32(payload) != header["crc32"]:
+                return None
+            if header["dim"] != dim or header["kind"] not in ("flat", "hnsw"):
+                return None
+            loaded = cls(dim, header["kind"])
+            loaded.index = faiss.deserialize_index(np.frombuffer(payload, dtype=np.uint8))
+            loaded.last_seq, loaded.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
+            loaded.ghosts = {int(g) for g in header["ghosts"]}
+        except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
+            return None
+        if int(loaded.index.d) != dim:
+            return None
+        return loaded
