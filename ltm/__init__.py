@@ -17,8 +17,11 @@ _EXPORTS: dict[str, str] = {
     "InvalidInput": "ltm.errors",
     "LLMError": "ltm.errors",
     "LTMError": "ltm.errors",
+    "LongTermMemory": "ltm.longterm",
     "Memory": "ltm.memory",
+    "MemoryHit": "ltm.store",
     "MemoryItem": "ltm.steps",
+    "MemoryStorage": "ltm.store",
     "Message": "ltm.message",
     "NotFound": "ltm.errors",
     "Settings": "ltm.config",
@@ -37,8 +40,11 @@ __all__ = [
     "InvalidInput",
     "LLMError",
     "LTMError",
+    "LongTermMemory",
     "Memory",
+    "MemoryHit",
     "MemoryItem",
+    "MemoryStorage",
     "Message",
     "NotFound",
     "Settings",
@@ -64,9 +70,11 @@ if TYPE_CHECKING:
         StoreMismatch,
         ValidationFailed,
     )
+    from ltm.longterm import LongTermMemory
     from ltm.memory import Memory
     from ltm.message import Message, UserRequirement, any_to_str, any_to_str_set
     from ltm.steps import MemoryItem, StepMemory
+    from ltm.store import MemoryHit, MemoryStorage
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,170 @@
+"""LongTermMemory: short-term :class:`~ltm.memory.Memory` plus a persistent :class:`~ltm.store.MemoryStorage`.
+
+MetaGPT's meanings, with its faults fixed:
+
+- ``recover_memory(role_id, rc)`` opens the role's namespace and restores its recent messages into
+  short-term memory (``settings.recover_recent`` of them), not only the index;
+- ``add`` stores a message in the namespace when its ``cause_by`` is watched (``rc.watch`` and/or
+  ``watch=``), once: a message already stored (same id) adds no second vector. Until a namespace is
+  recovered, messages stay short-term only, as in MetaGPT;
+- the store write happens before the short-term add, so a capacity eviction from short-term memory never
+  loses a watched message, and bad input (e.g. empty content of a watched message) raises before anything
+  changes;
+- ``find_news`` is sync (a role's observe step calls it) with the twin ``afind_news``: short-term news,
+  then one batched embedding call, dropping messages whose best cosine to the store reaches the threshold
+  and near-duplicates of an earlier message in the same batch;
+- ``delete`` and ``clear`` reach the store; ``persist`` only snapshots (adds are durable already).
+
+The storage object, the role context and the settings are excluded from ``model_dump()``, so
+``Memory(**ltm.model_dump())`` and ``LongTermMemory(**ltm.model_dump())`` round-trip the short-term part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from ltm.config import Settings
+from ltm.memory import Memory
+from ltm.message import Message, any_to_str_set
+from ltm.store import MemoryHit, MemoryStorage
+
+__all__ = ["LongTermMemory"]
+
+
+class LongTermMemory(Memory):
+    """A role's memory across restarts: watched actions go to a persistent namespace as well as RAM."""
+
+    memory_storage: MemoryStorage | None = Field(default=None, exclude=True, repr=False)
+    rc: Any = Field(default=None, exclude=True, repr=False)
+    watch: set[str] = Field(default_factory=set, description="cause_by strings stored long-term (besides rc.watch).")
+    msg_from_recover: bool = Field(default=False, exclude=True)
+    settings: Settings | None = Field(default=None, exclude=True, repr=False)
+
+    def __init__(
+        self, memory_storage: MemoryStorage | None = None, *, settings: Settings | None = None, **memory_fields: Any
+    ) -> None:
+        if settings is not None and settings.short_term_capacity and "capacity" not in memory_fields:
+            memory_fields["capacity"] = settings.short_term_capacity
+        memory_fields.update(memory_storage=memory_storage, settings=settings)
+        super().__init__(**memory_fields)
+
+    # -- the store ---------------------------------------------------------------------------------------
+    @property
+    def storage_ready(self) -> bool:
+        """True once a namespace is open (after ``recover_memory``)."""
+        return self.memory_storage is not None and self.memory_storage.is_initialized
+
+    def _store(self) -> MemoryStorage:
+        if self.memory_storage is None:
+            self.memory_storage = MemoryStorage(settings=self.settings or Settings.load())
+        return self.memory_storage
+
+    def watching(self) -> set[str]:
+        """The cause_by strings stored long-term: ``watch`` plus the role context's ``watch`` (read live)."""
+        watched = set(self.watch)
+        if self.rc is not None:
+            watched |= any_to_str_set(getattr(self.rc, "watch", None) or ())
+        return watched
+
+    def recover_memory(self, role_id: str, rc: Any = None, *, watch: Iterable[Any] | None = None) -> list[Message]:
+        """Open ``role_id``'s namespace and put its recent messages back into short-term memory.
+
+        ``rc`` is any object with a ``watch`` set of actions (classes or strings), as MetaGPT's RoleContext;
+        ``watch`` adds more. Returns the restored messages, oldest first.
+        """
+        if rc is not None:
+            self.rc = rc
+        if watch is not None:
+            self.watch |= any_to_str_set(list(watch))
+        messages = self._store().recover_memory(role_id)
+        self.msg_from_recover = True
+        try:
+            Memory.add_batch(self, messages)  # already stored: short-term only
+        finally:
+            self.msg_from_recover = False
+        return messages
+
+    # -- writing -----------------------------------------------------------------------------------------
+    def add(self, message: Message) -> bool:
+        """Add to short-term memory and, when its cause_by is watched, to the store (once)."""
+        if self.storage_ready and not self.msg_from_recover and message.cause_by in self.watching():
+            self._store().add(message)
+        return super().add(message)
+
+    def add_batch(self, messages: Iterable[Message]) -> int:
+        """Add several; the watched ones are stored in one transaction first."""
+        batch = list(messages)
+        if self.storage_ready and not self.msg_from_recover:
+            watched = self.watching()
+            self._store().add_batch([m for m in batch if m.cause_by in watched])
+        return super().add_batch(batch)
+
+    def delete(self, message: Message) -> bool:
+        """Remove from short-term memory and from the store; True when either held it."""
+        short = super().delete(message)
+        stored = self._store().delete(message) if self.storage_ready else False
+        return short or stored
+
+    def clear(self) -> None:
+        """Forget everything: short-term memory and the namespace's data on disk."""
+        super().clear()
+        if self.memory_storage is not None and self.memory_storage.namespace is not None:
+            self.memory_storage.clean()
+
+    def persist(self) -> None:
+        """Snapshot the store's index now (every add is durable already)."""
+        if self.storage_ready:
+            self._store().persist()
+
+    # -- reading -----------------------------------------------------------------------------------------
+    def find_news(self, observed: list[Message], k: int = 0) -> list[Message]:
+        """Observed messages that are new to short-term memory and not similar to anything stored."""
+        news, texts = self._candidates(observed, k)
+        if not texts:
+            return news
+        return self._drop_seen(news, self._store().embed_texts(texts))
+
+    async def afind_news(self, observed: list[Message], k: int = 0) -> list[Message]:
+        """Async twin of :meth:`find_news` (the embedding call is awaited)."""
+        news, texts = self._candidates(observed, k)
+        if not texts:
+            return news
+        return self._drop_seen(news, await self._store().aembed_texts(texts))
+
+    def _candidates(self, observed: list[Message], k: int) -> tuple[list[Message], list[str]]:
+        news = super().find_news(observed, k)
+        if not news or not self.storage_ready:
+            return news, []
+        return news, [m.content for m in news if m.content.strip()]
+
+    def _drop_seen(self, news: list[Message], vectors: np.ndarray) -> list[Message]:
+        threshold = self._store().threshold
+        best = self._store().best_similarities(vectors)
+        kept: list[Message] = []
+        kept_vectors: list[np.ndarray] = []
+        row = 0
+        for message in news:
+            if not message.content.strip():  # nothing to compare: it is news
+                kept.append(message)
+                continue
+            vector, score = vectors[row], float(best[row])
+            row += 1
+            if score >= threshold:
+                continue
+            if kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) >= threshold:
+                continue  # a near-duplicate of an earlier message in this batch
+            kept.append(message)
+            kept_vectors.append(vector)
+        return kept
+
+    def search(self, query: str, k: int = 10, *, mode: str = "hybrid", **filters: Any) -> list[MemoryHit]:
+        """Search the store (see :meth:`MemoryStorage.search`); filters as keyword arguments."""
+        return self._store().search(query, k, mode=mode, filters=filters or None)
+
+    async def asearch(self, query: str, k: int = 10, *, mode: str = "hybrid", **filters: Any) -> list[MemoryHit]:
+        """Async twin of :meth:`search`."""
+        return await self._store().asearch(query, k, mode=mode, filters=filters or None)
