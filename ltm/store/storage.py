@@ -438,6 +438,21 @@ class MemoryStorage:
     def __len__(self) -> int:
         return self.count()
 
+    def stats(self) -> dict[str, Any]:
+        """Counts for health checks: ``messages`` (SQLite) and ``vectors`` (FAISS, after catching up) agree
+        in a healthy store; also the index kind, the last seq it covers and the embedding model."""
+        with self._lock:
+            log = self._require()
+            self._sync()
+            index = self._index
+            return {
+                "namespace": self.namespace, "path": str(self._dir), "messages": log.count(),
+                "vectors": index.live if index else 0, "index": index.kind if index else "none",
+                "ghosts": len(index.ghosts) if index else 0,
+                "last_seq": index.last_seq if index else 0, "model": self.embedder.model,
+                "embedding_calls": self.embedder.calls,
+            }
+
     def recent(self, n: int) -> list[Message]:
         """The ``n`` most recently added messages, oldest first."""
         with self._lock:

@@ -1,0 +1,79 @@
+"""Embeddings for store tests: MetaGPT's two-vector fixture, a call counter, and broken models."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field
+
+from ltm.models.embeddings import HashEmbedding
+
+# MetaGPT's fixture texts: 0, 1, 4, 5 share vector A; 2, 3, 6 share vector B (orthogonal to A).
+TEXTS = [
+    "Write a cli snake game",
+    "Write a game of cli snake",
+    "Write a 2048 web game",
+    "Write a Battle City",
+    "The user has requested the creation of a command-line interface (CLI) snake game",
+    "The request is command-line interface (CLI) snake game",
+    "Incorporate basic features of a snake game such as scoring and increasing difficulty",
+]
+_GROUP_A = {TEXTS[i] for i in (0, 1, 4, 5)}
+_GROUP_B = {TEXTS[i] for i in (2, 3, 6)}
+
+
+class MockEmbedding(HashEmbedding):
+    """Maps the fixture texts onto two orthogonal unit vectors; any other text gets a hash vector that is
+    orthogonal to both (its first two slots zeroed)."""
+
+    dim: int = 32
+    calls: int = 0
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MockEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        self.calls += 1
+        if text in _GROUP_A:
+            return [1.0] + [0.0] * (self.dim - 1)
+        if text in _GROUP_B:
+            return [0.0, 1.0] + [0.0] * (self.dim - 2)
+        vec = super()._vector(text)
+        vec[0] = vec[1] = 0.0
+        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+        return [v / norm for v in vec] if any(vec) else [0.0, 0.0, 1.0] + [0.0] * (self.dim - 3)
+
+
+class CountingEmbedding(HashEmbedding):
+    """A hash embedding that counts the texts it embeds (to prove a path never re-embeds)."""
+
+    texts_embedded: int = 0
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CountingEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        self.texts_embedded += 1
+        return super()._vector(text)
+
+
+class BrokenEmbedding(HashEmbedding):
+    """Returns NaN vectors, or vectors of the wrong dimension, for texts containing its trigger word."""
+
+    fault: str = Field(default="nan")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BrokenEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        vec = super()._vector(text)
+        if "poison" not in text:
+            return vec
+        if self.fault == "nan":
+            return [float("nan")] * len(vec)
+        if self.fault == "zero":
+            return [0.0] * len(vec)
+        return vec[: len(vec) // 2]
