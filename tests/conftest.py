@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from ltm.config import Settings
+from tests.support.openai_server import OpenAIServer
 from tests.support.redis_server import RedisServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -42,3 +43,19 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+@pytest.fixture(scope="session")
+def _openai_server_session() -> Iterator[OpenAIServer]:
+    server = OpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def openai_server(_openai_server_session: OpenAIServer) -> OpenAIServer:
+    """The local OpenAI-compatible test server (tests/support/openai_server.py), counters and faults reset."""
+    _openai_server_session.reset()
+    return _openai_server_session
