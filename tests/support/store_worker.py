@@ -1,0 +1,102 @@
+"""A separate process that uses a store, for durability and concurrency tests.
+
+    python -m tests.support.store_worker write DIR NAMESPACE PREFIX N [SNAPSHOT_EVERY]
+        adds N messages one by one; prints "ACK <id> <content>" after each add returned (durable), then DONE
+    python -m tests.support.store_worker forkserver DIR NAMESPACE SNAPSHOT_EVERY
+        imports once, then for each stdin line "run PREFIX N" forks a writer child (prints "PID <pid>",
+        then what `write` prints) and prints "EXIT <status>" when it ends: a kill -9 target that does not
+        pay the interpreter's start-up for every run
+    python -m tests.support.store_worker read DIR NAMESPACE
+        opens once, prints READY, then answers stdin lines without reopening:
+        "stats" -> "<messages> <vectors>", "find <text>" -> id of the best dense hit (or "-"), "quit"
+    python -m tests.support.store_worker ltm DIR ROLE ACTION JSON_TEXTS
+        a LongTermMemory recovered for ROLE watching the user requirement; ACTION "add" adds each text,
+        "news" prints the JSON list of texts find_news keeps; "recover" prints the recovered texts
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ltm import LongTermMemory, MemoryStorage, Message, Settings, UserRequirement
+
+
+def _settings(directory: str, snapshot_every: int = 10_000) -> Settings:
+    return Settings(storage_dir=directory, embedding="hash", snapshot_every=snapshot_every)
+
+
+def write(directory: str, namespace: str, prefix: str, n: int, snapshot_every: int) -> None:
+    store = MemoryStorage(namespace, settings=_settings(directory, snapshot_every))
+    for i in range(n):
+        message = Message(f"{prefix} item {i} token{prefix}x{i}", role="writer")
+        store.add(message)
+        print("ACK", message.id, message.content, flush=True)
+    store.close()
+    print("DONE", flush=True)
+
+
+def forkserver(directory: str, namespace: str, snapshot_every: int) -> None:
+    print("READY", flush=True)
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts or parts[0] != "run":
+            break
+        pid = os.fork()
+        if pid == 0:  # the child: a fresh store handle, nothing inherited from the parent but modules
+            try:
+                print("PID", os.getpid(), flush=True)
+                write(directory, namespace, parts[1], int(parts[2]), snapshot_every)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("EXIT", status, flush=True)
+
+
+def read(directory: str, namespace: str) -> None:
+    store = MemoryStorage(namespace, settings=_settings(directory))
+    print("READY", flush=True)
+    for line in sys.stdin:
+        command, _, arg = line.rstrip("\n").partition(" ")
+        if command == "stats":
+            stats = store.stats()
+            print(stats["messages"], stats["vectors"], flush=True)
+        elif command == "find":
+            hits = store.search(arg, k=1, mode="dense")
+            print(hits[0].message.id if hits else "-", flush=True)
+        else:
+            break
+    store.close()
+
+
+def longterm(directory: str, role: str, action: str, texts: list[str]) -> None:
+    memory = LongTermMemory(settings=_settings(directory))
+    recovered = memory.recover_memory(role, watch=[UserRequirement])
+    messages = [Message(t, role="user", cause_by=UserRequirement) for t in texts]
+    if action == "add":
+        for message in messages:
+            memory.add(message)
+    elif action == "news":
+        print(json.dumps([m.content for m in memory.find_news(messages)]), flush=True)
+    elif action == "recover":
+        print(json.dumps([m.content for m in recovered] + [m.content for m in memory.get()]), flush=True)
+    memory.memory_storage.close()  # type: ignore[union-attr]
+
+
+def main(argv: list[str]) -> None:
+    command, args = argv[0], argv[1:]
+    if command == "write":
+        write(args[0], args[1], args[2], int(args[3]), int(args[4]) if len(args) > 4 else 10_000)
+    elif command == "forkserver":
+        forkserver(args[0], args[1], int(args[2]))
+    elif command == "read":
+        read(args[0], args[1])
+    elif command == "ltm":
+        longterm(args[0], args[1], args[2], json.loads(args[3]))
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
