@@ -47,8 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--a-marginal", type=int, default=20, help="A: one-at-a-time inserts sampled above --a-one-max")
     p.add_argument("--hnsw-min", type=int, default=100_000, help="B builds HNSW from this size")
     p.add_argument("--model-sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
-                   help="sizes for the local-model run (C vs ltm ingest); default 1000,10000")
-    p.add_argument("--a-local", type=int, default=1000, help="A with the local model, one at a time (0: skip)")
+                   help="sizes for the local-model run (C vs ltm ingest); default 1000")
+    p.add_argument("--a-local", type=int, default=500, help="A with the local model, one at a time (0: skip)")
     p.add_argument("--out-json", type=Path, default=None)
     p.add_argument("--plot", type=Path, default=None, help="write a PNG plot here")
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.a_local = 0
     args.sizes = args.sizes or FULL_SIZES
     args.repeats = args.repeats or 3
-    args.model_sizes = [1000, 10_000] if args.model_sizes is None else args.model_sizes
+    args.model_sizes = [1000] if args.model_sizes is None else args.model_sizes
     return args
 
 
@@ -168,6 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 entry = median_of(rs)
                 entry["repeats"] = len(rs)
                 results["systems"].setdefault(worker, {})[str(size)] = entry
+        _save_partial(args, results)
     for size in args.model_sizes:
         reps = args.repeats if size <= 1000 else 1
         rs = [r for r in (spawn(args, "model", size) for _ in range(reps)) if r is not None]
@@ -177,6 +178,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["systems"].setdefault("model", {})[str(size)] = entry
     results["total_s"] = time.perf_counter() - t_start
     return results
+
+
+def _save_partial(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """Write what is measured so far, so a run cut off at 1M still leaves the smaller sizes on disk."""
+    if args.out_json:
+        args.out_json.parent.mkdir(parents=True, exist_ok=True)
+        args.out_json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

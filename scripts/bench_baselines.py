@@ -83,7 +83,9 @@ def a_persist(index: Any, persist_dir: str | Path) -> float:
     return time.perf_counter() - t0
 
 
-def a_search(index: Any, query_texts: Sequence[str], query_vecs: np.ndarray, k: int = 10) -> tuple[list[float], list[list[str]]]:
+def a_search(
+    index: Any, query_texts: Sequence[str], query_vecs: np.ndarray, k: int = 10
+) -> tuple[list[float], list[list[str]]]:
     """Retrieve top-k per query with the query embedding given (excluded from the time); seconds and node ids."""
     from llama_index.core.schema import QueryBundle
 
@@ -173,7 +175,8 @@ def exact_top10(vecs: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def recall_at_10(found: Sequence[Sequence[int]], truth: np.ndarray) -> float:
-    hits = sum(len(set(int(x) for x in f[:10]) & set(int(x) for x in t[:10])) for f, t in zip(found, truth, strict=True))
+    pairs = zip(found, truth, strict=True)
+    hits = sum(len({int(x) for x in f[:10]} & {int(x) for x in t[:10]}) for f, t in pairs)
     return hits / (10 * len(truth))
 
 

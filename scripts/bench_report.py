@@ -110,7 +110,7 @@ def tables(res: dict[str, Any]) -> str:
                          _f(e.get("a_local_one_texts_per_s")), _f(e.get("ltm_local_search_hybrid_p50_ms")),
                          str(e.get("repeats"))])
         out += _table(["N", "C model alone texts/s", "ltm add_batch texts/s", "ltm/C",
-                       "A one-at-a-time texts/s (1k)", "ltm hybrid search incl. embedding p50 ms", "runs"], rows)
+                       "A one-at-a-time texts/s (first 500)", "ltm hybrid search incl. embedding p50 ms", "runs"], rows)
 
     out.append("\n### Targets\n")
     out += _table(["target", "measured", "verdict"], [[TARGETS[k], fig, verdict] for k, fig, verdict in verdicts(res)])

@@ -37,6 +37,11 @@ N_NEW = 50
 
 
 def _rss_mb() -> float:
+    """Peak RSS of this process image (VmHWM). Not ru_maxrss: Linux carries the forked parent's high-water
+    mark across exec into it, so every worker would report at least the orchestrator's size."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
