@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "LTMError": "ltm.errors",
     "LongTermMemory": "ltm.longterm",
     "Memory": "ltm.memory",
+    "MemoryFS": "ltm.files",
     "MemoryHit": "ltm.store",
     "MemoryItem": "ltm.steps",
     "MemoryStorage": "ltm.store",
@@ -42,6 +43,7 @@ __all__ = [
     "LTMError",
     "LongTermMemory",
     "Memory",
+    "MemoryFS",
     "MemoryHit",
     "MemoryItem",
     "MemoryStorage",
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
         StoreMismatch,
         ValidationFailed,
     )
+    from ltm.files import MemoryFS
     from ltm.longterm import LongTermMemory
     from ltm.memory import Memory
     from ltm.message import Message, UserRequirement, any_to_str, any_to_str_set

@@ -62,6 +62,12 @@ class Settings(BaseModel):
     max_content_bytes: int = Field(
         1_000_000, ge=1, description="Largest message content accepted, in UTF-8 bytes."
     )
+    files_max_bytes: int = Field(
+        256_000, ge=1, description="Largest MemoryFS file accepted, in UTF-8 bytes."
+    )
+    agents_md_max_bytes: int = Field(
+        16_000, ge=1, description="Largest AGENTS.md accepted (detail belongs in skills), in UTF-8 bytes."
+    )
 
     @field_validator("storage_dir", mode="before")
     @classmethod

@@ -138,7 +138,8 @@ def _tools_with(**server: object) -> str:
         (_tools_with(url="ftp://x", tools=["a"]), "does not match"),
         (_tools_with(url="https://x.example", tools=["a"], transport="carrier-pigeon"), "is not one of"),
         (_tools_with(url="https://x.example", tools=["a"], env={"KEY": "secret"}), "allowed keys"),
-        (json.dumps({"servers": {"bad name!": {"url": "https://x.example", "tools": ["a"]}}}), "server name 'bad name!'"),
+        (json.dumps({"servers": {"bad name!": {"url": "https://x.example", "tools": ["a"]}}}),
+         "server name 'bad name!'"),
     ],
 )
 def test_tools_json_rejected(text: str, fragment: str) -> None:
