@@ -57,10 +57,16 @@ def check_message(message: object, max_bytes: int) -> Message:
 
 def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, source: str) -> np.ndarray:
     """Vectors as a C-contiguous float32 (n, dim) array of unit rows, or InvalidInput naming ``source``."""
+    if not isinstance(vectors, np.ndarray):
+        lengths = sorted({len(v) for v in vectors})
+        if len(lengths) > 1:
+            raise InvalidInput(
+                f"{source} returned vectors of unequal dimension {lengths}; fix the embedding model"
+            )
     try:
         array = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{source} returned something that is not a list of equal-length vectors") from exc
+        raise InvalidInput(f"{source} returned something that is not a list of equal-dimension vectors") from exc
     if array.ndim != 2 or array.shape[1] == 0:
         raise InvalidInput(f"{source} returned vectors of shape {array.shape}; expected (n, dim)")
     if dim is not None and array.shape[1] != dim:
