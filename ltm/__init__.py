@@ -14,9 +14,11 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "BackendUnavailable": "ltm.errors",
     "ConfigError": "ltm.errors",
+    "ExperienceMemory": "ltm.experience",
     "InvalidInput": "ltm.errors",
     "LLMError": "ltm.errors",
     "LTMError": "ltm.errors",
+    "Lesson": "ltm.experience_models",
     "LongTermMemory": "ltm.longterm",
     "Memory": "ltm.memory",
     "MemoryFS": "ltm.files",
@@ -25,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryStorage": "ltm.store",
     "Message": "ltm.message",
     "NotFound": "ltm.errors",
+    "Policy": "ltm.experience_models",
     "Settings": "ltm.config",
     "StepMemory": "ltm.steps",
     "StoreCorrupted": "ltm.errors",
@@ -38,9 +41,11 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "BackendUnavailable",
     "ConfigError",
+    "ExperienceMemory",
     "InvalidInput",
     "LLMError",
     "LTMError",
+    "Lesson",
     "LongTermMemory",
     "Memory",
     "MemoryFS",
@@ -49,6 +54,7 @@ __all__ = [
     "MemoryStorage",
     "Message",
     "NotFound",
+    "Policy",
     "Settings",
     "StepMemory",
     "StoreCorrupted",
@@ -72,6 +78,8 @@ if TYPE_CHECKING:
         StoreMismatch,
         ValidationFailed,
     )
+    from ltm.experience import ExperienceMemory
+    from ltm.experience_models import Lesson, Policy
     from ltm.files import MemoryFS
     from ltm.longterm import LongTermMemory
     from ltm.memory import Memory

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
@@ -44,10 +44,8 @@ from ltm.experience_distill import (
 )
 from ltm.experience_models import LESSON_CAUSE, MAX_TASKS, POLICY_CAUSE, Lesson, Policy
 from ltm.experience_watch import current_task, watch
+from ltm.models.llm import LLM, is_extractive, resolve_llm
 from ltm.store import MemoryStorage
-
-if TYPE_CHECKING:
-    from ltm.models.llm import LLM
 
 __all__ = [
     "DEFAULT_MERGE_SIMILARITY",
@@ -108,7 +106,9 @@ class ExperienceMemory:
             raise InvalidInput(f"demote_after must be at least 1, got {demote_after}")
         self.agent_id = agent_id
         self.settings = settings or Settings.load()
-        self.llm = llm if llm is not None else _configured_llm(self.settings)
+        resolved = resolve_llm(self.settings, llm)
+        # The extractive stand-in cannot invent principles: distil offline from the lessons' fields instead.
+        self.llm: LLM | None = None if is_extractive(resolved) else resolved
         self.merge_similarity = merge_similarity
         self.min_relevance = min_relevance
         self.relevance_margin = relevance_margin
@@ -217,34 +217,51 @@ class ExperienceMemory:
         are its answer (when the answer has none, the offline principles are used and a warning is logged);
         without one they are built offline and marked ``source="offline"``. Returns the policies created or
         merged into; afterwards all pending lessons but the ``keep_recent`` most recent are retired.
+        LLM failures raise ``LLMError`` and leave every lesson pending.
         """
+        pending, prompt = self._distill_input(min_lessons, keep_recent, max_policies)
+        if not pending:
+            return []
+        answer = self.llm.ask(prompt, system=DISTILL_SYSTEM) if self.llm is not None and prompt else None
+        return self._distill_output(pending, answer, keep_recent, max_policies)
+
+    async def adistill(self, *, min_lessons: int = 3, keep_recent: int = 2, max_policies: int = 3) -> list[Policy]:
+        """Async twin of :meth:`distill` (the LLM call is awaited; the store work is the same)."""
+        pending, prompt = self._distill_input(min_lessons, keep_recent, max_policies)
+        if not pending:
+            return []
+        answer = await self.llm.aask(prompt, system=DISTILL_SYSTEM) if self.llm is not None and prompt else None
+        return self._distill_output(pending, answer, keep_recent, max_policies)
+
+    def _distill_input(self, min_lessons: int, keep_recent: int, max_policies: int) -> tuple[list[Lesson], str]:
         if min_lessons < 1 or keep_recent < 0 or max_policies < 1:
             raise InvalidInput("distill needs min_lessons >= 1, keep_recent >= 0 and max_policies >= 1")
+        pending = self.lessons(pending_only=True)
+        if len(pending) < min_lessons:
+            return [], ""
+        if self.llm is None:
+            return pending, ""
+        held = [p.text for p in self.policies(include_demoted=False)]
+        return pending, distill_prompt(pending, held, max_policies)
+
+    def _distill_output(
+        self, pending: list[Lesson], answer: str | None, keep_recent: int, max_policies: int
+    ) -> list[Policy]:
+        drafts: list[Draft] = []
+        if answer is not None:
+            drafts = parse_principles(answer, pending, max_policies)
+            if not drafts:
+                log.warning("the LLM's distillation answer held no principle; distilling offline: %.200s", answer)
+        drafts = drafts or offline_drafts(pending, max_policies)
+        tasks = {x.id: x.task for x in pending if x.task}
         with self._lock:
-            pending = self.lessons(pending_only=True)
-            if len(pending) < min_lessons:
-                return []
-            drafts = self._drafts(pending, max_policies)
-            tasks = {x.id: x.task for x in pending if x.task}
             touched: dict[str, Policy] = {}
             for draft in drafts:
                 policy = self._merge_or_add(draft, [tasks[i] for i in draft.lesson_ids if i in tasks])
                 touched[policy.id] = policy
-            cutoff = len(pending) - keep_recent
-            for lesson in pending[: max(cutoff, 0)]:
+            for lesson in pending[: max(len(pending) - keep_recent, 0)]:
                 self._rewrite(lesson.model_copy(update={"status": "retired"}))
             return list(touched.values())
-
-    def _drafts(self, pending: list[Lesson], max_policies: int) -> list[Draft]:
-        if self.llm is None:
-            return offline_drafts(pending, max_policies)
-        held = [p.text for p in self.policies(include_demoted=False)]
-        answer = self.llm.ask(distill_prompt(pending, held, max_policies), system=DISTILL_SYSTEM)
-        drafts = parse_principles(answer, pending, max_policies)
-        if not drafts:
-            log.warning("the LLM's distillation answer held no principle; using offline principles: %.200s", answer)
-            drafts = offline_drafts(pending, max_policies)
-        return drafts
 
     def _merge_or_add(self, draft: Draft, tasks: list[str]) -> Policy:
         target = self._near_duplicate(draft)
@@ -374,15 +391,6 @@ class ExperienceMemory:
 
 def _first_distinct(items: list[str], n: int) -> list[str]:
     return list(dict.fromkeys(items))[:n]
-
-
-def _configured_llm(settings: Settings) -> LLM | None:
-    """The LLM ``settings.llm`` names, or None for offline distillation (imported only when configured)."""
-    if settings.llm == "none":
-        return None
-    from ltm.models.llm import resolve_llm
-
-    return resolve_llm(settings)
 
 
 def _check_tool(tool: Any) -> str:
