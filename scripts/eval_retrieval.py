@@ -55,24 +55,28 @@ def turn_time(turn: dict[str, Any], index_in_session: int) -> float:
     return day.timestamp() + 60.0 * index_in_session
 
 
-def to_messages(turns: Sequence[dict[str, Any]]) -> list[Any]:
-    """Turns as ltm Messages, in conversation order (speaker -> role, date -> created_at, ids -> metadata)."""
+def to_messages(turns: Sequence[dict[str, Any]], context_window: int = 1) -> list[Any]:
+    """Turns as ltm Messages in conversation order: speaker -> role and metadata ``speaker``, session and date
+    -> metadata and ``created_at``, turn id -> metadata ``turn``; and, through ``with_context``, the
+    ``context_window`` turns before and after it in the same session (keyword-indexed, weighted lowest)."""
     from ltm.message import Message
+    from ltm.store.conversation import with_context
 
-    messages = []
-    position: dict[str, int] = {}
+    sessions: dict[str, list[Any]] = {}
     for turn in turns:
-        index = position.get(turn["session"], 0)
-        position[turn["session"]] = index + 1
-        messages.append(
+        session = sessions.setdefault(turn["session"], [])
+        session.append(
             Message(
                 content=turn["text"],
                 role=turn["speaker"],
-                created_at=turn_time(turn, index),
-                metadata={"session": turn["session"], "date": turn["date"], "turn": turn["id"]},
+                created_at=turn_time(turn, len(session)),
+                metadata={"speaker": turn["speaker"], "session": turn["session"], "date": turn["date"],
+                          "turn": turn["id"]},
             )
         )
-    return messages
+    if context_window <= 0:
+        return [m for session in sessions.values() for m in session]
+    return [m for session in sessions.values() for m in with_context(session, context_window)]
 
 
 def recall(found: Sequence[str], answers: Sequence[str], k: int) -> float:
@@ -118,6 +122,7 @@ def run(
     questions_path: Path = QUESTIONS_PATH,
     storage_dir: Path | None = None,
     modes: Sequence[str] = MODES,
+    context_window: int = 1,
 ) -> dict[str, Any]:
     """Load the set into a fresh namespace under ``storage_dir`` (a temp dir when None) and evaluate it."""
     from ltm.config import Settings
@@ -129,7 +134,7 @@ def run(
         storage = MemoryStorage("eval", kind="eval", settings=settings)
         try:
             started = time.perf_counter()
-            storage.add_batch(to_messages(turns))
+            storage.add_batch(to_messages(turns, context_window))
             ingest = time.perf_counter() - started
             results = evaluate(storage, questions, modes)
         finally:
@@ -139,6 +144,7 @@ def run(
         "sessions": len({t["session"] for t in turns}),
         "questions": len(questions),
         "embedding": embedding,
+        "context_window": context_window,
         "ingest_seconds": ingest,
     }
     return results
@@ -165,15 +171,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="embedding backend (default: the local all-MiniLM-L6-v2 model, offline)")
     parser.add_argument("--turns", type=Path, default=TURNS_PATH, help="conversation turns (JSON lines)")
     parser.add_argument("--questions", type=Path, default=QUESTIONS_PATH, help="labelled questions (JSON lines)")
+    parser.add_argument("--context", type=int, default=1, metavar="N",
+                        help="neighbouring turns on each side indexed as context (0: none; default 1)")
     parser.add_argument("--json", type=Path, help="also write all results (incl. ranked ids) to this file")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    results = run(args.embedding, args.turns, args.questions)
+    results = run(args.embedding, args.turns, args.questions, context_window=args.context)
     data = results["dataset"]
     print(f"{data['turns']} turns, {data['sessions']} sessions, {data['questions']} questions, "
-          f"embedding={data['embedding']}, ingest {data['ingest_seconds']:.1f} s\n")
+          f"embedding={data['embedding']}, context={data['context_window']}, ingest {data['ingest_seconds']:.1f} s\n")
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

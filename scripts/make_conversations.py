@@ -323,7 +323,7 @@ T: Classic. See you there.
 """),
     ("2024-03-26", """
 M: Well, we made it. Heron is live!
-T: Barely. Remind me why we launched on the 19th and not the 18th?
+T: Barely. Remind me why we launched on the 19th and not the 18th? {launch_19_q}
 M: The DNS change didn't propagate in time on Monday morning. Dmitri had lowered the TTL on the wrong record. {launch_19}
 T: So we held traffic for a day.
 M: Exactly. We flipped on Tuesday the 19th at 9am and everything went smoothly. {launch_19_time}
@@ -443,7 +443,7 @@ QUESTIONS: list[tuple[str, list[str], str]] = [
     ("What did Maya say Quillpay's email was about in late January?", ["quillpay_webhook", "webhook_detail"],
      "speaker_time"),
     ("What did Maya say she'd do about the Bath Half in the 2024-02-13 session?", ["bath_date"], "speaker_time"),
-    ("When did Heron actually go live?", ["launch_19_time"], "speaker_time"),
+    ("When did Heron actually go live?", ["launch_19_q", "launch_19_time"], "speaker_time"),
     ("Who did Maya plan to give her pottery mugs to?", ["leonor_wedding"], "neighbour"),
     ("Has Maya had anyone look at her knee yet?", ["physio_booked"], "neighbour"),
     ("What does throwing too wet mean?", ["too_wet"], "neighbour"),
