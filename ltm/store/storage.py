@@ -33,24 +33,14 @@ from ltm.store.embedder import QUERY, TEXT, Embedder
 from ltm.store.log import MessageLog, Row
 from ltm.store.manifest import Manifest
 from ltm.store.naming import namespace_dir
-from ltm.store.query import filter_sql, fts_match, fuse, keyword_columns
+from ltm.store.query import filter_sql, keyword_columns
+from ltm.store.retrieval import MODES, MemoryHit, retrieve
 from ltm.store.validation import check_message
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
-MODES = ("hybrid", "dense", "keyword")
 _GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of their vectors is deleted
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    """One search result: the message, its score (see the module docstring for each mode's scale) and the
-    signals that found it: ``("dense",)``, ``("keyword",)`` or ``("dense", "keyword")``."""
-
-    message: Message
-    score: float
-    signals: tuple[str, ...]
 
 
 @dataclass
@@ -343,27 +333,10 @@ class MemoryStorage:
         where, params = filter_sql(filters)
         if k == 0:
             return []
-        fetch = k if mode != "hybrid" else max(3 * k, 50)
         with self._lock:
             log = self._require()
             self._sync()
-            rankings: list[list[tuple[int, float]]] = []
-            names: list[str] = []
-            if mode != "keyword" and vector is not None and self._index is not None and self._index.live:
-                allowed = log.matching_seqs(where, params) if filters else None
-                scores, ids = self._index.search(vector, fetch, allowed)
-                rankings.append([(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0])
-                names.append("dense")
-            match = fts_match(query) if mode != "dense" else None
-            if match is not None:
-                rankings.append(log.keyword(match, fetch, where, params))
-                names.append("keyword")
-            if mode == "hybrid":
-                ranked = fuse([[s for s, _ in r] for r in rankings], names)[:k]
-            else:
-                ranked = [(s, v, (names[0],)) for s, v in rankings[0][:k]] if rankings else []
-            bodies = log.bodies([s for s, _, _ in ranked])
-        return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+            return retrieve(log, self._index, query, vector, k, mode, where if filters else None, params)
 
     def _similar(self, vectors: np.ndarray, k: int) -> list[Message]:
         if k == 0:

@@ -1,0 +1,63 @@
+"""Ranking for :meth:`MemoryStorage.search`: dense (FAISS), keyword (FTS5 BM25) and their fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ltm.message import Message
+from ltm.store.log import MessageLog
+from ltm.store.query import fts_match, fuse
+from ltm.store.vectors import VectorIndex
+
+__all__ = ["MODES", "MemoryHit", "retrieve"]
+
+MODES = ("hybrid", "dense", "keyword")
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One search result: the message, its score (see the module docstring for each mode's scale) and the
+    signals that found it: ``("dense",)``, ``("keyword",)`` or ``("dense", "keyword")``."""
+
+    message: Message
+    score: float
+    signals: tuple[str, ...]
+
+
+def retrieve(
+    log: MessageLog,
+    index: VectorIndex | None,
+    query: str,
+    vector: np.ndarray | None,
+    k: int,
+    mode: str,
+    where: str | None,
+    params: Sequence[Any],
+) -> list[MemoryHit]:
+    """The ``k`` best hits; ``where`` is a filter clause over ``messages m`` (None: unfiltered).
+
+    Hybrid takes max(3k, 50) candidates from each signal, so a message ranked modestly by both can
+    still win the fusion.
+    """
+    fetch = k if mode != "hybrid" else max(3 * k, 50)
+    rankings: list[list[tuple[int, float]]] = []
+    names: list[str] = []
+    if mode != "keyword" and vector is not None and index is not None and index.live:
+        allowed = log.matching_seqs(where, params) if where is not None else None
+        scores, ids = index.search(vector, fetch, allowed)
+        rankings.append([(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0])
+        names.append("dense")
+    match = fts_match(query) if mode != "dense" else None
+    if match is not None:
+        rankings.append(log.keyword(match, fetch, where or "1", params))
+        names.append("keyword")
+    if mode == "hybrid":
+        ranked = fuse([[s for s, _ in r] for r in rankings], names)[:k]
+    else:
+        ranked = [(s, v, (names[0],)) for s, v in rankings[0][:k]] if rankings else []
+    bodies = log.bodies([s for s, _, _ in ranked])
+    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
