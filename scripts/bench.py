@@ -29,7 +29,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 FULL_SIZES = [1_000, 10_000, 100_000, 1_000_000]
-QUICK_SIZES = [1_000, 3_000]
+QUICK_SIZES = [1_000, 2_000]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -63,8 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.quick:
         args.sizes = args.sizes or QUICK_SIZES
         args.repeats = args.repeats or 1
-        args.model_sizes = [256] if args.model_sizes is None else args.model_sizes
-        args.a_one_max, args.one_max, args.extra = min(args.a_one_max, 1000), min(args.one_max, 1000), 200
+        args.model_sizes = [128] if args.model_sizes is None else args.model_sizes
+        args.a_one_max, args.one_max, args.extra = min(args.a_one_max, 1000), min(args.one_max, 1000), 100
         args.a_local = 0
     args.sizes = args.sizes or FULL_SIZES
     args.repeats = args.repeats or 3
