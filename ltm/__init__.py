@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "BackendUnavailable": "ltm.errors",
+    "BrainMemory": "ltm.brain",
     "ConfigError": "ltm.errors",
     "ExperienceMemory": "ltm.experience",
     "InvalidInput": "ltm.errors",
@@ -40,6 +41,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "BackendUnavailable",
+    "BrainMemory",
     "ConfigError",
     "ExperienceMemory",
     "InvalidInput",
@@ -66,6 +68,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ltm.brain import BrainMemory
     from ltm.config import Settings
     from ltm.errors import (
         BackendUnavailable,

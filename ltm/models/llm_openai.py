@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from typing import Any
 
 import openai
@@ -68,10 +67,6 @@ class OpenAICompatibleLLM:
         self.max_tokens = max_tokens
         self._key = api_key or _PLACEHOLDER_KEY
         self._client = openai.OpenAI(base_url=base_url, api_key=self._key, timeout=timeout, max_retries=0)
-        # an async client is bound to the event loop it first ran on: keep one per loop
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary()
-        )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> OpenAICompatibleLLM:
@@ -139,23 +134,20 @@ class OpenAICompatibleLLM:
 
     async def aask(self, prompt: str, system: str | None = None) -> str:
         request = self._request(prompt, system)
-        client = self._async_client()
-        attempt = 0
-        while True:
-            try:
-                return self._answer(await client.chat.completions.create(**request))
-            except Exception as exc:
-                await asyncio.sleep(self._failure(exc, attempt))
-            attempt += 1
-
-    def _async_client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        client = self._async.get(loop)
-        if client is None:
-            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout, max_retries=0)
-            self._async[loop] = client
-        return client
+        # one async client per call: an async client is bound to the event loop it ran on, and callers
+        # (asyncio.run in scripts, several loops in threads) do not share one
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout, max_retries=0)
+        try:
+            attempt = 0
+            while True:
+                try:
+                    return self._answer(await client.chat.completions.create(**request))
+                except Exception as exc:
+                    await asyncio.sleep(self._failure(exc, attempt))
+                attempt += 1
+        finally:
+            await client.close()
 
     def close(self) -> None:
-        """Close the HTTP connections of the sync client (async ones close with their event loop)."""
+        """Close the HTTP connections of the sync client (async calls close theirs as they finish)."""
         self._client.close()

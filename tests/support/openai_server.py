@@ -11,7 +11,7 @@ Deterministic stand-in for a model, so the real ``openai`` client is exercised e
 
 Faults on demand: ``fail(n, status)`` answers the next n requests with an HTTP error, ``stall(n, seconds)``
 sleeps before answering, ``malformed(n)`` returns broken JSON (or ``kind="shape"``: JSON without choices),
-``script(*answers)`` queues literal chat answers. ``chat_calls``/``embedding_calls`` count requests served.
+``script(*answers)`` queues literal chat answers. ``chat_calls``/``embedding_calls`` count requests received.
 """
 
 from __future__ import annotations
@@ -152,9 +152,13 @@ class OpenAIServer:
     # -- serving ------------------------------------------------------------------------------------------
 
     def _serve(self, handler: BaseHTTPRequestHandler, path: str, body: dict[str, Any]) -> None:
-        with self._lock:
+        with self._lock:  # counted on arrival, so a stalled request counts in the test that sent it
             self.requests.append({"path": path, "body": body})
             fault = self._faults.popleft() if self._faults else None
+            if path.endswith("/chat/completions"):
+                self.chat_calls += 1
+            elif path.endswith("/embeddings"):
+                self.embedding_calls += 1
         if fault is not None and fault[0] == "stall":
             time.sleep(fault[1])
         if fault is not None and fault[0] == "fail":
@@ -164,7 +168,6 @@ class OpenAIServer:
             return self._send(handler, 200, raw)
         if path.endswith("/chat/completions"):
             with self._lock:
-                self.chat_calls += 1
                 scripted = self._scripted.popleft() if self._scripted else None
             messages = body.get("messages", [])
             system = "\n".join(m["content"] for m in messages if m.get("role") == "system")
@@ -179,8 +182,6 @@ class OpenAIServer:
             }
             return self._send(handler, 200, json.dumps(payload).encode())
         if path.endswith("/embeddings"):
-            with self._lock:
-                self.embedding_calls += 1
             inputs = body.get("input", [])
             inputs = [inputs] if isinstance(inputs, str) else inputs
             dim = int(body.get("dimensions") or 32)
