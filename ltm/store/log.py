@@ -107,20 +107,23 @@ class MessageLog:
 
     # -- writes (inside transaction()) -------------------------------------------------------------------
     def insert(self, rows: Sequence[Row]) -> list[tuple[int, Row]]:
-        """Insert rows whose id is new; returns (seq, row) for each inserted one."""
-        out: list[tuple[int, Row]] = []
-        for row in rows:
-            cur = self.db.execute(
-                "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, "
-                "text_key, embedding) VALUES (?,?,?,?,?,?,?,?,?)",
-                (row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
-                 row.text_key, row.vector.astype(np.float32).tobytes()),
-            )
-            if cur.rowcount == 1:
-                seq = int(cur.lastrowid or 0)
-                self.db.execute("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
-                                (seq, *row.fts))
-                out.append((seq, row))
+        """Insert rows whose id is new; returns (seq, row) for each inserted one, in seq order.
+
+        Must run inside ``transaction(write=True)``: holding the write lock, every seq above the head read
+        first is ours, which lets both inserts go through ``executemany``.
+        """
+        before = self.heads()[0]
+        self.db.executemany(
+            "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, "
+            "text_key, embedding) VALUES (?,?,?,?,?,?,?,?,?)",
+            [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
+              r.vector.astype(np.float32).tobytes()) for r in rows],
+        )
+        by_id = {r.id: r for r in rows}
+        out = [(int(seq), by_id[mid]) for seq, mid in
+               self.db.execute("SELECT seq, id FROM messages WHERE seq > ? ORDER BY seq", (before,))]
+        self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                            [(seq, *row.fts) for seq, row in out])
         return out
 
     def delete(self, message_id: str) -> int | None:
