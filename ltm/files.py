@@ -19,7 +19,6 @@ Key layout in the backend (the ``{scope}`` hash tag keeps a scope's keys in one 
 from __future__ import annotations
 
 import difflib
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -31,6 +30,7 @@ from ltm.errors import InvalidInput, NotFound, ValidationFailed
 from ltm.files_io import export_files, read_dir
 from ltm.files_model import Change, FileInfo, FileOp, GrepMatch, SearchHit, Version, check_scope, sha256
 from ltm.files_paths import glob_regex, normalize_dir, normalize_path
+from ltm.files_text import collisions, compile_regex, grep_text, list_entries, replace_once
 from ltm.files_validate import Limits, explain, problems
 from ltm.store.kv import KVStore, open_kv
 
@@ -128,8 +128,10 @@ class MemoryFS:
         path = normalize_path(path)
         if version is None:
             self.stat(path)
-            versions = self.kv.lrange(self._key + "v:" + path, -1, -1)
-            return Version.from_json(versions[0]).text
+            last = self.kv.lrange(self._key + "v:" + path, -1, -1)
+            if not last or Version.from_json(last[0]).deleted:  # deleted between the two reads
+                raise NotFound(self._missing(path))
+            return Version.from_json(last[0]).text
         found = self._version(path, version)
         if found.deleted:
             raise NotFound(f"version {version} of {path} is its deletion; read an earlier version")
@@ -199,7 +201,7 @@ class MemoryFS:
         """Propose replacing ``old`` by ``new`` in ``path``; ``old`` must occur exactly once in the file."""
         path = normalize_path(path)
         info = self.stat(path)
-        text = _replace_once(path, self.read(path), old, new)
+        text = replace_once(path, self.read(path), old, new)
         return self.propose([FileOp("write", path, text, info.version, old, new)], author=author, reason=reason)
 
     def delete(self, path: str, *, reason: str = "", author: str = "agent") -> Change:
@@ -299,7 +301,10 @@ class MemoryFS:
         """
         change = self.change(change_id)
         claim = self._key + "claim:" + change.id
-        if self.kv.incr(claim) != 1:
+        first = self.kv.incr(claim) == 1
+        if first or self.kv.ttl(claim) is None:
+            self.kv.expire(claim, 60)  # a crash mid-approval must not block this change forever
+        if not first:
             raise InvalidInput(f"change {change.id} is being approved by someone else; reload pending()")
         try:
             return self._apply(change)
@@ -343,7 +348,7 @@ class MemoryFS:
         messages = []
         for op in ops:
             found = problems(op.path, op.text, self.limits) if op.text is not None else []
-            found += _collisions(op.path, heads) if op.op == "write" and op.path not in heads else []
+            found += collisions(op.path, heads) if op.op == "write" and op.path not in heads else []
             if found:
                 messages.append(explain(op.path, found))
         if messages:
@@ -378,7 +383,7 @@ class MemoryFS:
         if current == op.base_version:
             return op
         if op.old is not None and op.new is not None and current is not None:
-            text = _replace_once(op.path, self.read(op.path), op.old, op.new)
+            text = replace_once(op.path, self.read(op.path), op.old, op.new)
             return FileOp("write", op.path, text, current, op.old, op.new)
         raise InvalidInput(
             f"{op.path} changed since this change was proposed (version {op.base_version} -> {current}); "
@@ -418,53 +423,3 @@ class MemoryFS:
 
             self._index = FileIndex(self.scope, self.settings, self._embedding)
         return self._index
-
-
-def list_entries(paths: Iterable[str], folder: str, missing: Callable[[str], str]) -> list[str]:
-    """Names directly under ``folder`` among ``paths`` (folders end with ``/``); NotFound when none."""
-    prefix = folder + "/" if folder else ""
-    names = {p[len(prefix):].split("/", 1)[0] + ("/" if "/" in p[len(prefix):] else "")
-             for p in paths if p.startswith(prefix)}
-    if not names and folder:
-        raise NotFound(missing(folder))
-    return sorted(names)
-
-
-def _collisions(path: str, heads: dict[str, FileInfo]) -> list[str]:
-    found = []
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        if "/".join(parts[:i]) in heads:
-            found.append(f"{'/'.join(parts[:i])} is a file, so it cannot also be a folder; choose another path")
-    if any(p.startswith(path + "/") for p in heads):
-        found.append(f"{path} is a folder; write a file inside it or choose another name")
-    same = [p for p in heads if p.lower() == path.lower()]
-    if same:
-        found.append(f"{same[0]} exists and differs only in case; edit it instead (exported folders would clash)")
-    return found
-
-
-def _replace_once(path: str, text: str, old: str, new: str) -> str:
-    if not isinstance(old, str) or not isinstance(new, str) or not old:
-        raise InvalidInput("edit needs a non-empty 'old' text and a 'new' text (both str)")
-    count = text.count(old)
-    if count == 0:
-        raise InvalidInput(f"the text to replace does not occur in {path}; read the file and copy the exact text")
-    if count > 1:
-        raise InvalidInput(
-            f"the text to replace occurs {count} times in {path}; include more surrounding text so it occurs once"
-        )
-    return text.replace(old, new, 1)
-
-
-def compile_regex(regex: str, ignore_case: bool) -> re.Pattern[str]:
-    """``regex`` compiled, or InvalidInput saying it does not compile."""
-    try:
-        return re.compile(regex, re.IGNORECASE if ignore_case else 0)
-    except (re.error, TypeError) as exc:
-        raise InvalidInput(f"invalid regular expression {regex!r}: {exc}; escape special characters with \\") from exc
-
-
-def grep_text(pattern: re.Pattern[str], path: str, text: str, scope: str) -> list[GrepMatch]:
-    """The lines of ``text`` that ``pattern`` matches, numbered from 1."""
-    return [GrepMatch(path, n, line, scope) for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]

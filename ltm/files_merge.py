@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ltm.errors import InvalidInput, NotFound
-from ltm.files import MemoryFS, compile_regex, grep_text, list_entries
+from ltm.files import MemoryFS
 from ltm.files_model import SCOPE_KINDS, FileInfo, GrepMatch, SearchHit
 from ltm.files_paths import glob_regex, normalize_dir, normalize_path
+from ltm.files_text import compile_regex, grep_text, list_entries
 
 __all__ = ["MergedFS"]
 

@@ -34,6 +34,10 @@ def normalize_path(path: str) -> str:
     """
     if not isinstance(path, str):
         raise InvalidInput(f"a memory path must be a string, got {type(path).__name__}; {_EXAMPLE}")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"path {path!r} has an unpaired surrogate; pass valid Unicode text") from exc
     text = unicodedata.normalize("NFC", path).replace("\\", "/").strip()
     if not text:
         raise InvalidInput(f"the path is empty; {_EXAMPLE}")

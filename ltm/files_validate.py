@@ -96,7 +96,11 @@ def problems(path: str, text: str, limits: Limits) -> list[str]:
     if not isinstance(text, str):
         return [f"content must be text (str), got {type(text).__name__}"]
     found: list[str] = []
-    size = len(text.encode("utf-8", errors="surrogatepass"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return [f"the text has an unpaired surrogate at position {exc.start}; pass valid Unicode text"]
+    size = len(text.encode("utf-8"))
     if size > limits.max_file_bytes:
         found.append(f"the file is {size} bytes; the cap is {limits.max_file_bytes}: split it into several files")
     if "\x00" in text:

@@ -295,3 +295,26 @@ def test_offline_remember_and_compact_say_an_llm_is_needed(fs: MemoryFS) -> None
         fs.remember("user: always use bullet points")
     with pytest.raises(ConfigError, match="needs an LLM"):
         fs.compact("AGENTS.md")
+
+
+def test_restore_goes_through_approval(make_fs: MakeFS) -> None:
+    fs = make_fs(approval="required")
+    fs.approve(fs.write("notes/a.md", "one").id)
+    fs.approve(fs.write("notes/a.md", "two").id)
+    change = fs.restore("notes/a.md", 1)
+    assert change.status == "pending" and fs.read("notes/a.md") == "two"
+    assert fs.approve(change.id).versions == {"notes/a.md": 3}
+    assert [v.text for v in fs.history("notes/a.md")] == ["one", "two", "one"]
+
+
+def test_a_change_is_applied_once_even_when_two_approve_it(make_fs: MakeFS) -> None:
+    fs = make_fs(approval="required")
+    change = fs.write("notes/a.md", "one")
+    fs.kv.incr(fs._key + "claim:" + change.id)  # another approver holds the claim right now
+    with pytest.raises(InvalidInput, match="being approved by someone else"):
+        fs.approve(change.id)
+    assert not fs.exists("notes/a.md")
+    assert 0 < (fs.kv.ttl(fs._key + "claim:" + change.id) or 0) <= 60  # a crashed approver's claim expires
+    fs.kv.delete(fs._key + "claim:" + change.id)
+    fs.approve(change.id)
+    assert len(fs.history("notes/a.md")) == 1

@@ -96,3 +96,8 @@ def test_glob(pattern: str, path: str, matches: bool) -> None:
 def test_bad_glob_is_rejected(pattern: str) -> None:
     with pytest.raises(InvalidInput):
         glob_regex(pattern)
+
+
+def test_unpaired_surrogate_in_path_is_rejected() -> None:
+    with pytest.raises(InvalidInput, match="surrogate"):
+        normalize_path("notes/\udc80.md")

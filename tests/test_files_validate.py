@@ -189,3 +189,7 @@ def test_all_problems_are_reported_at_once() -> None:
     message = str(info.value)
     assert "3 problems" in message
     assert "'name'" in message and "'description'" in message and "no instructions" in message
+
+
+def test_unpaired_surrogates_are_rejected() -> None:
+    assert any("surrogate" in p for p in _problems("notes/a.md", "bad \ud800 text"))
