@@ -121,7 +121,8 @@ def group_lessons(lessons: Sequence[Lesson]) -> list[list[Lesson]]:
 def offline_drafts(lessons: Sequence[Lesson], max_policies: int) -> list[Draft]:
     """At most ``max_policies`` principles built from the structured fields of grouped lessons, no LLM.
 
-    The text depends only on the group's tool, most common error and precondition, so distilling the same group again yields the same text (and merges with the stored policy).
+    The text depends only on the group's tool (and its description), most common error and precondition, so
+    distilling the same group again yields the same text (and merges with the stored policy).
     """
     drafts: list[Draft] = []
     for group in group_lessons(lessons)[:max_policies]:
@@ -129,7 +130,10 @@ def offline_drafts(lessons: Sequence[Lesson], max_policies: int) -> list[Draft]:
         error = Counter(x.error for x in group).most_common(1)[0][0]
         precondition = Counter(x.precondition or infer_precondition(tool, x.error, x.args) for x in group)
         # Short on purpose: example arguments and boilerplate make every policy look alike to retrieval.
-        text = f'Before calling {tool}, check that {precondition.most_common(1)[0][0]}: it failed with "{error}".'
+        doc = next((x.tool_doc for x in reversed(group) if x.tool_doc), "")
+        # The tool's own description is what tells a small embedding model a refund rule from a note rule.
+        about = f" ({doc})" if doc else ""
+        text = f'Before calling {tool}{about}, check that {precondition.most_common(1)[0][0]}: it failed with "{error}".'
         drafts.append(
             Draft(
                 text=text,
@@ -148,6 +152,7 @@ def distill_prompt(lessons: Sequence[Lesson], existing: Sequence[str], max_polic
         {
             "n": n,
             "tool": x.tool,
+            **({"tool_does": x.tool_doc} if x.tool_doc else {}),
             "error": x.error,
             "args": x.args,
             "task": x.task,

@@ -42,6 +42,7 @@ class Lesson(BaseModel):
 
     id: str = Field(default_factory=_new_id)
     tool: str
+    tool_doc: str = Field("", description="What the tool does (its docstring's first line): context for retrieval.")
     error: str = ""
     args: dict[str, Any] = Field(default_factory=dict)
     task: str = ""

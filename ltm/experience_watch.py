@@ -45,6 +45,7 @@ def _arguments(signature: inspect.Signature | None, args: tuple[Any, ...], kwarg
 def watch(memory: ExperienceMemory, fn: F, name: str | None = None) -> F:
     """``fn`` wrapped so each call's outcome is recorded in ``memory`` (sync or async ``fn``)."""
     tool = name or getattr(fn, "__name__", None) or type(fn).__name__
+    doc = (inspect.getdoc(fn) or "").strip().split("\n", 1)[0]
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins without a signature: record positional args by number
@@ -56,11 +57,11 @@ def watch(memory: ExperienceMemory, fn: F, name: str | None = None) -> F:
         if error is None:
             memory.record_success(tool, args=arguments, task=current_task.get())
         else:
-            memory.record_failure(tool, error, args=arguments, task=current_task.get())
+            memory.record_failure(tool, error, args=arguments, task=current_task.get(), tool_doc=doc)
 
     def failed(exc: BaseException, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         memory.record_failure(
-            tool, f"{type(exc).__name__}: {exc}", args=_arguments(signature, args, kwargs), task=current_task.get()
+            tool, exc, args=_arguments(signature, args, kwargs), task=current_task.get(), tool_doc=doc
         )
 
     if inspect.iscoroutinefunction(fn):
