@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound, ValidationFailed
+from ltm.errors import BackendUnavailable, InvalidInput, NotFound, ValidationFailed
 from ltm.files import MemoryFS
 
 AGENTS = "# Meeting assistant\nSummarise meeting notes.\n"
@@ -318,3 +319,17 @@ def test_a_change_is_applied_once_even_when_two_approve_it(make_fs: MakeFS) -> N
     fs.kv.delete(fs._key + "claim:" + change.id)
     fs.approve(change.id)
     assert len(fs.history("notes/a.md")) == 1
+
+
+def test_redis_outage_is_an_error_not_an_empty_memory(settings: Settings, redis_server: Any, redis_url: str) -> None:
+    fs = MemoryFS("agent:a", settings=settings.with_(redis_url=redis_url), approval="yolo")
+    fs.write("AGENTS.md", AGENTS)
+    redis_server.stop()
+    try:
+        with pytest.raises(BackendUnavailable):
+            fs.files()
+        with pytest.raises(BackendUnavailable):
+            fs.write("notes/a.md", "x")
+    finally:
+        redis_server.start()
+        fs.close()
