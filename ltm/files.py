@@ -53,8 +53,10 @@ class MemoryFS:
     applied when ``"yolo"``. An invalid write raises :class:`~ltm.errors.ValidationFailed` and stores nothing.
 
     The backend is ``kv`` when given (not closed by :meth:`close`), else ``open_kv(settings)``: Redis when
-    ``settings.redis_url`` is set, else the embedded SQLite store. ``llm`` (anything with
-    ``ask(prompt, system=None) -> str``) is used by :meth:`remember` and :meth:`compact`.
+    ``settings.redis_url`` is set, else the embedded SQLite store. ``llm`` (an ltm LLM with ``ask``/``aask``,
+    or a llama-index LLM; default: the one ``settings.llm`` configures) is used by :meth:`remember` and
+    :meth:`compact`. The search index is local to this host (``storage_dir/files/<scope>``) and catches up
+    with the backend on each search, so hosts sharing Redis all search the same approved files.
     """
 
     def __init__(
