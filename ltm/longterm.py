@@ -110,10 +110,15 @@ class LongTermMemory(Memory):
         return short or stored
 
     def clear(self) -> None:
-        """Forget everything: short-term memory and the namespace's data on disk."""
+        """Forget everything: short-term memory and the namespace's data on disk. A recovered memory keeps
+        its (now empty) namespace open, so later watched messages are stored again."""
         super().clear()
-        if self.memory_storage is not None and self.memory_storage.namespace is not None:
-            self.memory_storage.clean()
+        store = self.memory_storage
+        if store is not None and store.namespace is not None:
+            was_open = store.is_initialized
+            store.clean()
+            if was_open:
+                store.recover_memory(store.namespace)
 
     def persist(self) -> None:
         """Snapshot the store's index now (every add is durable already)."""

@@ -49,9 +49,13 @@ class Precomputed(HashEmbedding):
 
 
 def texts(n: int, seed: int) -> list[str]:
+    """Sentences of 12 words drawn Zipf-like from a 20k-word vocabulary (like real text: a few very common
+    words, a long tail), each prefixed with two NATO words."""
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(WORDS), size=(n, 8))
-    return [f"record {seed}-{i}: " + " ".join(WORDS[j] for j in row) for i, row in enumerate(picks)]
+    picks = np.minimum(rng.zipf(1.3, size=(n, 12)), 20_000)
+    heads = rng.integers(0, len(WORDS), size=(n, 2))
+    return [f"{WORDS[h[0]]} {WORDS[h[1]]} " + " ".join(f"w{j}" for j in row) + f" r{seed}x{i}"
+            for i, (row, h) in enumerate(zip(picks, heads, strict=True))]
 
 
 def model_vs_ingest(n: int) -> dict[str, float]:

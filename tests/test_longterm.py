@@ -48,6 +48,10 @@ def test_metagpt_ltm_search(settings: Settings) -> None:
 
     ltm.clear()
     assert ltm.count() == 0
+    assert ltm.memory_storage is not None and ltm.memory_storage.count() == 0
+    assert len(ltm.find_news([message])) == 1  # the store is empty again, and still in use
+    ltm.add(message)
+    assert ltm.memory_storage.count() == 1
 
 
 # -- ltm's fixes -------------------------------------------------------------------------------------------

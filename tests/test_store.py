@@ -302,7 +302,11 @@ def test_conversation_turns_are_found_by_speaker_and_date(settings: Settings) ->
     stored = with_context(turns)
     assert "context" not in turns[0].metadata  # the caller's messages are untouched
     assert stored[1].metadata["context"] == "Alice: I'm flying to Lisbon on Friday\nBob: I adopted a puppy"
+    assert stored[1].metadata["embed_context"] == "Alice: I'm flying to Lisbon on Friday\nBob: Have a great trip!"
     store.add_batch(stored)
+    assert store.stats()["context_vectors"] == 4
+    assert any("context" in h.signals for h in store.search("great trip", k=4))
+    assert store.search("June 2023 puppy", k=1, mode="keyword")[0].message.id == turns[2].id  # dates as words
     assert store.search("Bob puppy", k=1, mode="keyword")[0].message.id == turns[2].id
     hits = store.search("2023-06-01 Alice", k=1, mode="keyword")
     assert hits[0].message.id == turns[3].id

@@ -20,7 +20,9 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
 
-__all__ = ["MessageLog", "Row"]
+__all__ = ["CONTENT", "CONTEXT", "MessageLog", "Row"]
+
+CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS messages(
@@ -33,7 +35,8 @@ CREATE TABLE IF NOT EXISTS messages(
     metadata TEXT NOT NULL,
     body TEXT NOT NULL,
     text_key BLOB NOT NULL,
-    embedding BLOB NOT NULL
+    embedding BLOB NOT NULL,
+    context_embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
 CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
@@ -62,6 +65,7 @@ class Row:
     text_key: bytes
     vector: np.ndarray
     fts: tuple[str, str, str, str]
+    context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
 
 
 class MessageLog:
@@ -115,9 +119,10 @@ class MessageLog:
         before = self.heads()[0]
         self.db.executemany(
             "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, "
-            "text_key, embedding) VALUES (?,?,?,?,?,?,?,?,?)",
+            "text_key, embedding, context_embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
-              r.vector.astype(np.float32).tobytes()) for r in rows],
+              r.vector.astype(np.float32).tobytes(),
+              None if r.context_vector is None else r.context_vector.astype(np.float32).tobytes()) for r in rows],
         )
         by_id = {r.id: r for r in rows}
         out = [(int(seq), by_id[mid]) for seq, mid in
@@ -138,9 +143,13 @@ class MessageLog:
         return seq
 
     # -- reads -------------------------------------------------------------------------------------------
-    def vectors_after(self, seq: int) -> tuple[np.ndarray, np.ndarray]:
-        """(seqs, vectors) of live rows with seq > ``seq``, in seq order."""
-        return self._vectors("SELECT seq, embedding FROM messages WHERE seq > ? ORDER BY seq", (seq,))
+    def vectors_after(self, seq: int, column: str = CONTENT) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, vectors) of live rows with seq > ``seq`` and a vector in ``column``, in seq order."""
+        if column not in (CONTENT, CONTEXT):
+            raise ValueError(f"no vector column {column!r}")
+        return self._vectors(
+            f"SELECT seq, {column} FROM messages WHERE seq > ? AND {column} IS NOT NULL ORDER BY seq", (seq,)
+        )
 
     def tombstones_after(self, tseq: int) -> np.ndarray:
         with translate(self.path):
@@ -198,9 +207,11 @@ class MessageLog:
             row = self.db.execute("SELECT body FROM messages WHERE id=?", (message_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def count(self) -> int:
+    def count(self, column: str | None = None) -> int:
+        """Live messages; with ``column``, those holding a vector there."""
+        where = f" WHERE {column} IS NOT NULL" if column in (CONTENT, CONTEXT) else ""
         with translate(self.path):
-            return int(self.db.execute("SELECT count(*) FROM messages").fetchone()[0])
+            return int(self.db.execute(f"SELECT count(*) FROM messages{where}").fetchone()[0])
 
     def recent(self, n: int) -> list[str]:
         """Bodies of the newest ``n`` messages by insertion order, oldest first."""

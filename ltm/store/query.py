@@ -7,12 +7,14 @@ of them), ``sent_from``, ``created_after`` / ``created_before`` (unix seconds, i
 Conversation turns: a message's keyword-index text has four columns: its content; *who* (metadata
 ``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``); and
 *context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.store.conversation.with_context`).
+ISO dates are also written as words ("2024-04-09 April 9 2024").
 BM25 weighs them 1.0 / 0.6 / 0.6 / 0.3, so the turn's own words rank first but "what did Alice say in the
 May session" still reaches the right turn.
 """
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -26,6 +28,7 @@ __all__ = ["RRF_K", "filter_sql", "fts_match", "fuse", "keyword_columns"]
 RRF_K = 60  # the usual reciprocal-rank-fusion constant: rank r contributes 1 / (60 + r)
 _FILTERS = {"role", "cause_by", "sent_from", "created_after", "created_before", "metadata"}
 _WORD = re.compile(r"\w+", re.UNICODE)
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _KEY = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _STOPWORD_TEXT = (
     "a an and are as at be but by did do does for from had has have he her his how i if in into is it its me my "
@@ -90,11 +93,22 @@ def keyword_columns(message: Message) -> tuple[str, str, str, str]:
     """The (content, who, at, context) texts a message is keyword-indexed under."""
     meta = message.metadata
     who = " ".join(dict.fromkeys(str(v) for v in (meta.get("speaker"), message.sent_from, message.role) if v))
-    at = " ".join(str(meta[k]) for k in ("session", "date", "session_date") if meta.get(k) not in (None, ""))
+    at = " ".join(_human(str(meta[k])) for k in ("session", "date", "session_date") if meta.get(k) not in (None, ""))
     context = meta.get("context") or ""
     if not isinstance(context, str):
         context = json.dumps(context, ensure_ascii=False)
     return message.content, who, at, context
+
+
+def _human(value: str) -> str:
+    """An ISO date also as words ("2024-04-09" -> "2024-04-09 April 9 2024") so "in April" matches."""
+    match = _ISO_DATE.match(value)
+    if not match:
+        return value
+    year, month, day = (int(g) for g in match.groups())
+    if not 1 <= month <= 12:
+        return value
+    return f"{value} {calendar.month_name[month]} {day} {year}"
 
 
 def fuse(rankings: Sequence[Sequence[int]], names: Sequence[str]) -> list[tuple[int, float, tuple[str, ...]]]:

@@ -30,7 +30,7 @@ class MemoryHit:
 
 def retrieve(
     log: MessageLog,
-    index: VectorIndex | None,
+    indexes: tuple[VectorIndex | None, VectorIndex | None],
     query: str,
     vector: np.ndarray | None,
     k: int,
@@ -40,17 +40,22 @@ def retrieve(
 ) -> list[MemoryHit]:
     """The ``k`` best hits; ``where`` is a filter clause over ``messages m`` (None: unfiltered).
 
-    Hybrid takes max(3k, 50) candidates from each signal, so a message ranked modestly by both can
-    still win the fusion.
+    ``indexes`` are the content and the context index. Hybrid takes max(3k, 50) candidates from each
+    signal (dense content, dense context when the namespace holds conversation turns, keyword) so a
+    message ranked modestly by several can still win the fusion. ``dense`` mode ranks content only, so its
+    scores stay cosine similarities.
     """
     fetch = k if mode != "hybrid" else max(3 * k, 50)
     rankings: list[list[tuple[int, float]]] = []
     names: list[str] = []
-    if mode != "keyword" and vector is not None and index is not None and index.live:
-        allowed = log.matching_seqs(where, params) if where is not None else None
+    allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
+    sources = (("dense", indexes[0]), ("context", indexes[1]) if mode == "hybrid" else ("context", None))
+    for name, index in sources:
+        if mode == "keyword" or vector is None or index is None or not index.live:
+            continue
         scores, ids = index.search(vector, fetch, allowed)
         rankings.append([(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0])
-        names.append("dense")
+        names.append(name)
     match = fts_match(query) if mode != "dense" else None
     if match is not None:
         rankings.append(log.keyword(match, fetch, where or "1", params))

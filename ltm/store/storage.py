@@ -30,12 +30,12 @@ from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.models.embeddings import model_name, resolve_embedding
 from ltm.store.embedder import QUERY, TEXT, Embedder
-from ltm.store.log import MessageLog, Row
+from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row
 from ltm.store.manifest import Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
-from ltm.store.validation import check_message
+from ltm.store.validation import check_message, context_text
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -46,7 +46,8 @@ _GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of the
 @dataclass
 class _Pending:
     messages: list[Message]
-    texts: list[str]
+    texts: list[str]  # every message's content, then the context texts of those that have one
+    with_context: list[int]  # positions in ``messages`` of the messages that have a context text
 
 
 class MemoryStorage:
@@ -80,7 +81,8 @@ class MemoryStorage:
         self._dir: Path | None = None
         self._manifest: Manifest | None = None
         self._log: MessageLog | None = None
-        self._index: VectorIndex | None = None
+        self._index: VectorIndex | None = None  # content vectors: search_similar, find_news, dense search
+        self._ctx: VectorIndex | None = None  # conversation-context vectors (always flat): hybrid search only
         self._version = -1
         self._stale = False
         self._unsaved = 0
@@ -118,9 +120,12 @@ class MemoryStorage:
             manifest.check(model, directory / "manifest.json")
             self._log = MessageLog(directory / "memory.sqlite")
             self.namespace, self._dir, self._manifest = namespace, directory, manifest
-            self._index, self._version, self._unsaved = None, -1, 0
+            self._index, self._ctx, self._version, self._unsaved = None, None, -1, 0
             if manifest.dim is not None:
                 self._index = VectorIndex.load(directory / "index.faiss", manifest.dim)
+                self._ctx = VectorIndex.load(directory / "context.faiss", manifest.dim)
+                if (self._index is None) != (self._ctx is None):  # one snapshot lost: rebuild both
+                    self._index = self._ctx = None
             self._sync(verify=True)
 
     def _require(self) -> MessageLog:
@@ -140,7 +145,9 @@ class MemoryStorage:
             return
         with log.transaction(write=False):
             self._catch_up(log)
-            if verify and self._index is not None and self._index.live != log.count():
+            if verify and self._index is not None and self._ctx is not None and (
+                self._index.live != log.count() or self._ctx.live != log.count(CONTEXT)
+            ):
                 self._rebuild(log)
         self._version, self._stale = version, False
 
@@ -154,14 +161,16 @@ class MemoryStorage:
             if self._manifest is None or self._manifest.dim is None:
                 return
             self._index = VectorIndex(self._manifest.dim)
-        index = self._index
-        if (index.last_seq, index.last_tseq) == heads:
-            return
-        index.remove(log.tombstones_after(index.last_tseq))
-        seqs, vectors = log.vectors_after(index.last_seq)
-        index.add(seqs, vectors)
-        index.last_seq, index.last_tseq = heads
-        self._unsaved += len(seqs)
+        if self._ctx is None:
+            self._ctx = VectorIndex(self._index.dim)
+        for index, column in ((self._index, CONTENT), (self._ctx, CONTEXT)):
+            if (index.last_seq, index.last_tseq) == heads:
+                continue
+            index.remove(log.tombstones_after(index.last_tseq))
+            seqs, vectors = log.vectors_after(index.last_seq, column)
+            index.add(seqs, vectors)
+            index.last_seq, index.last_tseq = heads
+            self._unsaved += len(seqs)
 
     def _rebuild(self, log: MessageLog) -> None:
         """A fresh index from SQLite's stored vectors (no embedding call), then a snapshot."""
@@ -173,6 +182,10 @@ class MemoryStorage:
         index.add(seqs, vectors)
         index.last_seq, index.last_tseq = heads
         self._index = index
+        ctx = VectorIndex(self._manifest.dim)
+        ctx.add(*log.vectors_after(0, CONTEXT))
+        ctx.last_seq, ctx.last_tseq = heads
+        self._ctx = ctx
         self._unsaved = len(seqs) or 1
         if self._manifest.index_type != kind and self._dir is not None:
             self._manifest.index_type = kind
@@ -192,8 +205,9 @@ class MemoryStorage:
             self._snapshot()
 
     def _snapshot(self) -> None:
-        if self._index is not None and self._dir is not None:
+        if self._index is not None and self._ctx is not None and self._dir is not None:
             self._index.save(self._dir / "index.faiss")
+            self._ctx.save(self._dir / "context.faiss")
             self._unsaved = 0
 
     # -- MetaGPT's API -----------------------------------------------------------------------------------
@@ -232,7 +246,7 @@ class MemoryStorage:
             )
             if self._log is not None:
                 self._log.close()
-            self._log, self._index, self._manifest, self._dir = None, None, None, None
+            self._log, self._index, self._ctx, self._manifest, self._dir = None, None, None, None, None
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
 
@@ -266,23 +280,31 @@ class MemoryStorage:
         with self._lock:
             known = self._require().existing_ids([m.id for m in checked])
         fresh = list({m.id: m for m in reversed(checked) if m.id not in known}.values())[::-1]
-        return _Pending(fresh, [m.content for m in fresh])
+        found = [(i, context_text(m, self.settings.max_content_bytes)) for i, m in enumerate(fresh)]
+        contexts = [(i, text) for i, text in found if text is not None]
+        return _Pending(fresh, [m.content for m in fresh] + [t for _, t in contexts], [i for i, _ in contexts])
 
     def _commit(self, pending: _Pending, vectors: np.ndarray) -> int:
         with self._lock:
             log = self._require()
             self._ensure_dim(vectors.shape[1])
-            rows = [_row(m, key, vec) for m, key, vec in
-                    zip(pending.messages, self.embedder.keys(pending.texts), vectors, strict=True)]
-            self._stale = True  # until the index holds what we commit below
+            n = len(pending.messages)
+            context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
+            rows = [_row(m, key, vec, context_of.get(i)) for i, (m, key, vec) in
+                    enumerate(zip(pending.messages, self.embedder.keys(pending.texts[:n]), vectors[:n], strict=True))]
+            self._stale = True  # until the indexes hold what we commit below
             with log.transaction(write=True):
                 self._catch_up(log)
                 inserted = log.insert(rows)
-            index = self._index
-            assert index is not None
+            assert self._index is not None and self._ctx is not None
             if inserted:
-                index.add(np.array([s for s, _ in inserted], dtype=np.int64), np.stack([r.vector for _, r in inserted]))
-                index.last_seq = inserted[-1][0]
+                self._index.add(np.array([s for s, _ in inserted], dtype=np.int64),
+                                np.stack([r.vector for _, r in inserted]))
+                with_ctx = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
+                if with_ctx:
+                    seqs = np.array([s for s, _ in with_ctx], dtype=np.int64)
+                    self._ctx.add(seqs, np.stack([v for _, v in with_ctx]))
+                self._index.last_seq = self._ctx.last_seq = inserted[-1][0]
                 self._unsaved += len(inserted)
             self._version, self._stale = log.data_version(), False
             self._maintain(log)
@@ -294,6 +316,8 @@ class MemoryStorage:
             self._manifest.write(self._dir / "manifest.json")
         if self._index is None:
             self._index = VectorIndex(dim)
+        if self._ctx is None:
+            self._ctx = VectorIndex(dim)
 
     def _dim(self) -> int | None:
         with self._lock:
@@ -336,7 +360,7 @@ class MemoryStorage:
         with self._lock:
             log = self._require()
             self._sync()
-            return retrieve(log, self._index, query, vector, k, mode, where if filters else None, params)
+            return retrieve(log, (self._index, self._ctx), query, vector, k, mode, where if filters else None, params)
 
     def _similar(self, vectors: np.ndarray, k: int) -> list[Message]:
         if k == 0:
@@ -395,9 +419,10 @@ class MemoryStorage:
                 self._catch_up(log)
                 seq = log.delete(message_id)
                 heads = log.heads()
-            if seq is not None and self._index is not None:
-                self._index.remove(np.array([seq], dtype=np.int64))
-                self._index.last_tseq = heads[1]
+            if seq is not None and self._index is not None and self._ctx is not None:
+                for index in (self._index, self._ctx):
+                    index.remove(np.array([seq], dtype=np.int64))
+                    index.last_tseq = heads[1]
                 self._unsaved += 1
             self._version, self._stale = log.data_version(), False
             self._maintain(log)
@@ -421,6 +446,7 @@ class MemoryStorage:
             return {
                 "namespace": self.namespace, "path": str(self._dir), "messages": log.count(),
                 "vectors": index.live if index else 0, "index": index.kind if index else "none",
+                "context_vectors": self._ctx.live if self._ctx else 0,
                 "ghosts": len(index.ghosts) if index else 0,
                 "last_seq": index.last_seq if index else 0, "model": self.embedder.model,
                 "embedding_calls": self.embedder.calls,
@@ -439,7 +465,7 @@ class MemoryStorage:
             if self._unsaved:
                 self._snapshot()
             self._log.close()
-            self._log, self._index, self._manifest, self._dir = None, None, None, None
+            self._log, self._index, self._ctx, self._manifest, self._dir = None, None, None, None, None
 
     def __enter__(self) -> MemoryStorage:
         return self
@@ -451,11 +477,11 @@ class MemoryStorage:
         return f"MemoryStorage(namespace={self.namespace!r}, kind={self.kind!r}, open={self.is_initialized})"
 
 
-def _row(message: Message, key: bytes, vector: np.ndarray) -> Row:
+def _row(message: Message, key: bytes, vector: np.ndarray, context_vector: np.ndarray | None) -> Row:
     return Row(
         id=message.id, role=message.role, cause_by=message.cause_by, sent_from=message.sent_from,
         created_at=float(message.created_at), metadata=json.dumps(message.metadata, default=str, ensure_ascii=False),
-        body=message.dump(), text_key=key, vector=vector, fts=keyword_columns(message),
+        body=message.dump(), text_key=key, vector=vector, fts=keyword_columns(message), context_vector=context_vector,
     )
 
 

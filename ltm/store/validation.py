@@ -20,7 +20,9 @@ import numpy as np
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["check_content", "check_message", "normalise"]
+__all__ = ["CONTEXT_KEY", "check_content", "check_message", "context_text", "normalise"]
+
+CONTEXT_KEY = "embed_context"  # metadata key: text embedded as a conversation turn's second vector
 
 
 def check_content(text: str, max_bytes: int, what: str = "content") -> None:
@@ -53,6 +55,15 @@ def check_message(message: object, max_bytes: int) -> Message:
         raise InvalidInput(f"the store holds Message objects, got {type(message).__name__}; wrap it: Message(...)")
     check_content(message.content, max_bytes, what=f"message {message.id} content")
     return message
+
+
+def context_text(message: Message, max_bytes: int) -> str | None:
+    """The message's ``metadata["embed_context"]`` (set by ``with_context``), checked; None when absent."""
+    text = message.metadata.get(CONTEXT_KEY)
+    if text is None or text == "":
+        return None
+    check_content(text, max_bytes, what=f"message {message.id} metadata[{CONTEXT_KEY!r}]")
+    return str(text)
 
 
 def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, source: str) -> np.ndarray:
