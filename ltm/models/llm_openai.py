@@ -12,6 +12,7 @@ any answer that is not a chat completion with text, raises :class:`~ltm.errors.L
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from typing import Any
 
@@ -67,6 +68,7 @@ class OpenAICompatibleLLM:
         self.max_tokens = max_tokens
         self._key = api_key or _PLACEHOLDER_KEY
         self._client = openai.OpenAI(base_url=base_url, api_key=self._key, timeout=timeout, max_retries=0)
+        self._tls_context: ssl.SSLContext | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> OpenAICompatibleLLM:
@@ -136,7 +138,8 @@ class OpenAICompatibleLLM:
         request = self._request(prompt, system)
         # one async client per call: an async client is bound to the event loop it ran on, and callers
         # (asyncio.run in scripts, several loops in threads) do not share one
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout, max_retries=0)
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout, max_retries=0,
+                                    http_client=openai.DefaultAsyncHttpxClient(verify=self._tls()))
         try:
             attempt = 0
             while True:
@@ -147,6 +150,17 @@ class OpenAICompatibleLLM:
                 attempt += 1
         finally:
             await client.close()
+
+    def _tls(self) -> ssl.SSLContext:
+        """One TLS context per instance: building it (loading the CA bundle) costs ~50 ms, a call costs ~1 ms."""
+        if self._tls_context is None:
+            try:
+                import certifi
+
+                self._tls_context = ssl.create_default_context(cafile=certifi.where())
+            except ImportError:  # httpx brings certifi; the system store is the fallback
+                self._tls_context = ssl.create_default_context()
+        return self._tls_context
 
     def close(self) -> None:
         """Close the HTTP connections of the sync client (async calls close theirs as they finish)."""

@@ -155,8 +155,12 @@ class OpenAIServer:
         with self._lock:  # counted on arrival, so a stalled request counts in the test that sent it
             self.requests.append({"path": path, "body": body})
             fault = self._faults.popleft() if self._faults else None
+            scripted = None
             if path.endswith("/chat/completions"):
                 self.chat_calls += 1
+                # taken on arrival: a stalled request must not take an answer scripted by a later test
+                if self._scripted and (fault is None or fault[0] == "stall"):
+                    scripted = self._scripted.popleft()
             elif path.endswith("/embeddings"):
                 self.embedding_calls += 1
         if fault is not None and fault[0] == "stall":
@@ -167,8 +171,6 @@ class OpenAIServer:
             raw = b'{"choices": [ {"message": ' if fault[1] == "json" else b'{"unexpected": true}'
             return self._send(handler, 200, raw)
         if path.endswith("/chat/completions"):
-            with self._lock:
-                scripted = self._scripted.popleft() if self._scripted else None
             messages = body.get("messages", [])
             system = "\n".join(m["content"] for m in messages if m.get("role") == "system")
             prompt = "\n".join(m["content"] for m in messages if m.get("role") == "user")
