@@ -314,7 +314,7 @@ def plot(mem: list[RoundStats], ctl: list[RoundStats], path: Path) -> None:
     right.plot(xs, [s.wasted_steps for s in ctl], "s--", label="control (memory off)")
     right.set(xlabel="round", ylabel="wasted steps per request", ylim=(0, None), title="Wasted tool calls")
     for ax in (left, right):
-        ax.legend()
+        ax.legend(loc="center right")
         ax.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
