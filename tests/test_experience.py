@@ -166,7 +166,7 @@ def test_usage_counts_and_demotion(settings: Settings) -> None:
             memory.policies_for(REFUND_TASK)
             memory.record_failure("refund_order", PENDING, task=REFUND_TASK)
         [stored] = memory.policies()
-        assert (stored.hits, stored.successes, stored.failures, stored.demoted) == (3, 1, 2, True)  # the third serving found it demoted
+        assert (stored.hits, stored.successes, stored.failures, stored.demoted) == (3, 1, 2, True)  # 3rd: demoted
         assert memory.policies_for(REFUND_TASK) == []  # demoted: no longer served
         assert memory.policies(include_demoted=False) == []
 
@@ -239,7 +239,8 @@ def test_policies_for_finds_the_refund_policy_by_meaning(tmp_path: Any) -> None:
         refund, note = by_tool["refund_order"], by_tool["add_note"]
         assert refund_doc in refund.text
         # Wordings other than the tasks the lessons came from.
-        for task in ("Please refund my order ORD-1001, the item arrived broken.", "Can you issue a refund for ORD-2001?"):
+        refunds = ("Please refund my order ORD-1001, the item arrived broken.", "Can you issue a refund for ORD-2001?")
+        for task in refunds:
             found = memory.policies_for(task)
             assert found and found[0].id == refund.id, task
         for task in (NOTE_TASK, "Add a note to order ORD-1001: call the customer back tomorrow."):
@@ -248,3 +249,21 @@ def test_policies_for_finds_the_refund_policy_by_meaning(tmp_path: Any) -> None:
             assert refund.id not in [p.id for p in found], task
         hits = memory.store.search(REFUND_TASK, k=3, mode="dense", filters={"cause_by": POLICY_CAUSE})
         assert Policy.from_message(hits[0].message).id == refund.id
+
+
+def test_readme_example_runs(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Experience memory") :]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("```\n", start)]
+    monkeypatch.setenv("LTM_STORAGE_DIR", str(tmp_path / "storage"))
+    monkeypatch.setenv("LTM_EMBEDDING", "hash")
+    monkeypatch.setenv("LTM_LLM", "none")
+    exec(compile(code, "README.md#experience-memory", "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    assert out.startswith("Before calling refund_order (Refund an order; only a delivered order can be refunded.)")
+    assert "[offline]" in out.splitlines()[0]
