@@ -11,7 +11,8 @@ The loop of document 000 (shared/seeds), on one agent's own store namespace (``s
    into it (cosine similarity >= ``merge_similarity``), so policies do not pile up; every policy keeps the
    ids of its lessons. Distilled lessons are retired except the most recent ``keep_recent``.
 3. **Retrieval.** :meth:`~ExperienceMemory.policies_for` finds the policies whose meaning fits a task (dense
-   search: cosine >= ``min_relevance`` and within ``relevance_margin`` of the best), :meth:`~ExperienceMemory.render` formats them for a prompt.
+   search: cosine >= ``min_relevance`` and within ``relevance_margin`` of the best);
+   :meth:`~ExperienceMemory.render` formats them for a prompt.
 4. **Usage.** Each serving counts a hit; later outcomes of calls to a served policy's tools on that task count
    as its successes or failures. A policy that keeps failing (``demote_after`` failures, more failures than
    successes) is demoted: kept, with its record, but no longer served.
@@ -80,8 +81,8 @@ class ExperienceMemory:
     ``llm``: any object with ``ask(prompt, system=None) -> str`` (default: the one ``settings.llm`` names;
     none means offline distillation). ``embedding``: the llama-index embedding of the store (default: the one
     ``settings.embedding`` names). ``merge_similarity``, ``min_relevance`` and ``relevance_margin`` are cosine
-    similarities in [0, 1] (defaults documented above; they were measured with the local model); ``demote_after`` is how many failures a policy may collect before it
-    can be demoted.
+    similarities in [0, 1] (defaults documented above, measured with the local model; the hash embedding
+    scores far lower); ``demote_after`` is how many failures a policy may collect before it can be demoted.
     """
 
     def __init__(

@@ -133,7 +133,8 @@ def offline_drafts(lessons: Sequence[Lesson], max_policies: int) -> list[Draft]:
         doc = next((x.tool_doc for x in reversed(group) if x.tool_doc), "")
         # The tool's own description is what tells a small embedding model a refund rule from a note rule.
         about = f" ({doc})" if doc else ""
-        text = f'Before calling {tool}{about}, check that {precondition.most_common(1)[0][0]}: it failed with "{error}".'
+        check = precondition.most_common(1)[0][0]
+        text = f'Before calling {tool}{about}, check that {check}: it failed with "{error}".'
         drafts.append(
             Draft(
                 text=text,

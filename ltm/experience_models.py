@@ -102,7 +102,7 @@ class Policy(BaseModel):
     key: str = Field("", description="Offline policies: tool and error shape they cover (merges re-distillation).")
     tools: list[str] = Field(default_factory=list)
     lesson_ids: list[str] = Field(default_factory=list)
-    tasks: list[str] = Field(default_factory=list, description="Up to MAX_TASKS tasks its lessons came from (provenance).")
+    tasks: list[str] = Field(default_factory=list, description="Up to MAX_TASKS tasks its lessons came from.")
     hits: int = 0
     successes: int = 0
     failures: int = 0
