@@ -213,6 +213,14 @@ class MessageLog:
         with translate(self.path):
             return int(self.db.execute(f"SELECT count(*) FROM messages{where}").fetchone()[0])
 
+    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, bytes | None]]:
+        """(seq, body, content vector blob or None) of up to ``limit`` live rows with seq > ``after``."""
+        vector = CONTENT if with_vectors else "NULL"
+        with translate(self.path):
+            rows = self.db.execute(f"SELECT seq, body, {vector} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+                                   (after, limit)).fetchall()
+        return [(int(seq), str(body), blob) for seq, body, blob in rows]
+
     def recent(self, n: int) -> list[str]:
         """Bodies of the newest ``n`` messages by insertion order, oldest first."""
         with translate(self.path):

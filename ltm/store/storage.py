@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from ltm.store.manifest import Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
-from ltm.store.validation import check_message, context_text
+from ltm.store.validation import check_message, context_text, normalise
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -251,23 +251,67 @@ class MemoryStorage:
                 shutil.rmtree(directory, ignore_errors=True)
 
     # -- beyond MetaGPT ------------------------------------------------------------------------------------
-    def add_batch(self, messages: Iterable[Message]) -> int:
+    def add_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """Store several messages in one transaction (all or none); returns how many were new.
 
         Content is embedded in batches, once per distinct text: content already in the namespace reuses
-        its stored vector. Raises InvalidInput for bad content or vectors before anything is written.
+        its stored vector. ``vectors`` (one per message, from this namespace's embedding model, e.g. what
+        :meth:`export` wrote) skips the model for the content. Raises InvalidInput for bad content or
+        vectors before anything is written.
         """
+        messages, given = self._given(messages, vectors)
         pending = self._prepare(messages)
         if not pending.messages:
             return 0
-        return self._commit(pending, self._embed(pending.texts, TEXT))
+        if given is None:
+            return self._commit(pending, self._embed(pending.texts, TEXT))
+        return self._commit(pending, self._with_given(pending, given, self._embed(self._context_texts(pending), TEXT)))
 
-    async def aadd_batch(self, messages: Iterable[Message]) -> int:
+    async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """Async twin of :meth:`add_batch` (the embedding call is awaited)."""
+        messages, given = self._given(messages, vectors)
         pending = self._prepare(messages)
         if not pending.messages:
             return 0
-        return self._commit(pending, await self._aembed(pending.texts, TEXT))
+        if given is None:
+            return self._commit(pending, await self._aembed(pending.texts, TEXT))
+        contexts = await self._aembed(self._context_texts(pending), TEXT)
+        return self._commit(pending, self._with_given(pending, given, contexts))
+
+    def _given(self, messages: Iterable[Message], vectors: Any) -> tuple[list[Message], dict[str, np.ndarray] | None]:
+        listed = [messages] if isinstance(messages, Message) else list(messages)
+        if vectors is None or not listed:
+            return listed, None
+        array = normalise(vectors, self._dim(), "the vectors argument")
+        if array.shape[0] != len(listed):
+            raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
+                               "pass one vector per message")
+        return listed, {m.id: array[i] for i, m in enumerate(listed)}
+
+    @staticmethod
+    def _context_texts(pending: _Pending) -> list[str]:
+        return pending.texts[len(pending.messages):]
+
+    @staticmethod
+    def _with_given(pending: _Pending, given: dict[str, np.ndarray], contexts: np.ndarray) -> np.ndarray:
+        content = np.stack([given[m.id] for m in pending.messages])
+        return np.vstack([content, contexts]) if len(contexts) else content
+
+    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
+        """Every stored message in insertion order, with its content vector when ``with_vectors``.
+
+        ``add_batch(messages, vectors=...)`` into a namespace of the same model reads it back losslessly.
+        """
+        after = 0
+        while True:
+            with self._lock:
+                rows = self._require().page(after, batch, with_vectors)
+            if not rows:
+                return
+            for seq, body, blob in rows:
+                vector = np.frombuffer(blob, dtype=np.float32).copy() if blob is not None else None
+                yield Message.load(body), vector
+                after = seq
 
     async def aadd(self, message: Message) -> bool:
         """Async twin of :meth:`add`."""

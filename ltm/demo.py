@@ -1,0 +1,170 @@
+"""``ltm demo``: a software team that remembers across a restart, on the embedded default.
+
+Three roles (product manager, architect, engineer) pass a requirement down the line; each role's long-term
+memory is written to ``storage_dir``. Then the team is built again from scratch over the same storage (a
+restart): the roles recover, the same requirement is recognised as already seen (no rework), a new related
+requirement is processed, semantic search answers questions about past decisions, and BrainMemory
+summarizes and titles the conversation. Run the command twice: the second run starts from the recovered team.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from ltm.agents import Environment, ObserveReport, Role
+from ltm.brain import BrainMemory
+from ltm.config import Settings
+from ltm.demo_team import build_team
+from ltm.message import Message, UserRequirement
+from ltm.models.embeddings import resolve_embedding
+from ltm.models.llm import resolve_llm
+
+__all__ = ["FIRST_REQUIREMENT", "QUESTIONS", "SECOND_REQUIREMENT", "run_demo"]
+
+FIRST_REQUIREMENT = "Write a CLI snake game in the terminal that saves high scores"
+SECOND_REQUIREMENT = "Add an online multiplayer mode to the snake game with a leaderboard of friends"
+QUESTIONS = [
+    "what did we decide about storage?",
+    "how will players play together over the network?",
+    "where are the high scores kept?",
+]
+
+
+def _short(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class _Narrator:
+    """Prints what the team does as it happens."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, event: str, role: Role, payload: Any) -> None:
+        if event == "observed":
+            report: ObserveReport = payload
+            for m in report.old_news:
+                self.console.print(f"  [yellow]{role.name}[/] ({role.profile}) filtered old news: "
+                                   f"[dim]{_short(m.content, 70)}[/]")
+            for m in report.news:
+                self.console.print(f"  [green]{role.name}[/] ({role.profile}) received news: "
+                                   f"[dim]{_short(m.content, 70)}[/]")
+        elif event == "acted":
+            self.console.print(f"  [cyan]{role.name}[/] -> {_short(payload.content)}")
+
+
+def _team(settings: Settings, embedding: Any, console: Console) -> tuple[Environment, list[Role]]:
+    llm = resolve_llm(settings) if settings.llm != "none" else None
+    roles = build_team(settings=settings, embedding=embedding, llm=llm)
+    return Environment(roles, on_event=_Narrator(console)), roles
+
+
+def _recovery_table(roles: Sequence[Role]) -> Table:
+    table = Table(title="recovered from long-term memory", show_lines=False)
+    table.add_column("role")
+    table.add_column("watches")
+    table.add_column("messages in store", justify="right")
+    table.add_column("restored to short-term", justify="right")
+    for role in roles:
+        store = role.memory.memory_storage
+        count = store.count() if store is not None else 0
+        table.add_row(role.role_id, ", ".join(sorted(w.rsplit(".", 1)[-1] for w in role.watch)), str(count),
+                      str(len(role.recovered)))
+    return table
+
+
+def _send(env: Environment, console: Console, text: str) -> int:
+    console.print(f"\n[bold]user requirement:[/] {text}")
+    env.publish_message(Message(text, role="Human", cause_by=UserRequirement, sent_from="Human"))
+    before = len(env.history)
+    env.run()
+    produced = len(env.history) - before
+    console.print(f"  [bold]{produced}[/] new documents written by the team")
+    return produced
+
+
+def run_demo(
+    settings: Settings | None = None, *, reset: bool = False, console: Console | None = None
+) -> dict[str, Any]:
+    """Run the demo; returns a summary (documents produced per step, search answers, title) for tests."""
+    settings = settings or Settings.load()
+    console = console or Console()
+    root = settings.storage_dir / "demo"
+    settings = settings.with_(storage_dir=root)
+    if reset and root.exists():
+        shutil.rmtree(root)
+    result: dict[str, Any] = {}
+    started = time.perf_counter()
+    console.print(Panel.fit(f"ltm demo: a team of agents that remembers\nstorage: {root}\n"
+                            f"embedding: {settings.embedding}   llm: {settings.llm}", style="bold"))
+    embedding = resolve_embedding(settings)
+
+    env, roles = _team(settings, embedding, console)
+    first_run = all(role.memory.memory_storage is None or role.memory.memory_storage.count() == 0 for role in roles)
+    if first_run:
+        console.rule("run 1: a requirement flows through the team")
+        result["run1"] = _send(env, console, FIRST_REQUIREMENT)
+    else:
+        console.rule("this storage already holds a team's memory (an earlier run)")
+        console.print(_recovery_table(roles))
+        result["run1"] = 0
+    env.close()
+
+    console.rule("restart: new objects over the same storage")
+    env, roles = _team(settings, embedding, console)
+    console.print(_recovery_table(roles))
+    result["recovered"] = {role.role_id: len(role.recovered) for role in roles}
+    console.rule("the same requirement again")
+    result["repeat"] = _send(env, console, FIRST_REQUIREMENT)
+    if result["repeat"] == 0:
+        console.print("  [green]recognised as already seen: no rework[/]")
+    console.rule("a new, related requirement")
+    result["second"] = _send(env, console, SECOND_REQUIREMENT)
+
+    console.rule("semantic search over past episodes")
+    answers: dict[str, str] = {}
+    for question in QUESTIONS:
+        # Dense scores are cosines, comparable across the roles' stores (fused hybrid ranks are not).
+        hits = [(hit, role) for role in roles for hit in role.memory.search(question, k=1, mode="dense")]
+        hits.sort(key=lambda pair: pair[0].score, reverse=True)
+        if hits:
+            hit, role = hits[0]
+            answers[question] = hit.message.content
+            console.print(f"[bold]? {question}[/]\n  [dim]{role.name}'s memory:[/] {_short(hit.message.content, 160)}")
+    result["answers"] = answers
+
+    console.rule("BrainMemory: the conversation, summarized and titled")
+    result["summary"], result["title"], result["extractive"] = asyncio.run(_summarize(settings, env.history))
+    kind = "extractive, offline" if result["extractive"] else f"LLM {settings.llm_model}"
+    console.print(f"[bold]title:[/] {result['title']}   [dim]({kind})[/]")
+    console.print(f"[bold]summary:[/] {_short(result['summary'], 400)}")
+    env.close()
+
+    console.rule("where the data lives")
+    for path in sorted(root.rglob("manifest.json")):
+        size = sum(f.stat().st_size for f in path.parent.iterdir() if f.is_file())
+        console.print(f"  {path.parent}  ({size / 1024:.0f} KiB)")
+    console.print(f"  {root / 'kv.sqlite'}  (BrainMemory)")
+    console.print(f"\ndone in {time.perf_counter() - started:.1f} s. Run it again: the team starts from its memory.")
+    return result
+
+
+async def _summarize(settings: Settings, history: Sequence[Message]) -> tuple[str, str, bool]:
+    brain = BrainMemory(settings=settings)
+    key = BrainMemory.to_redis_key(settings.redis_prefix, "demo-user", "team-chat")
+    brain = await brain.loads(key)
+    for message in history:
+        if not brain.exists(message.content):
+            brain.add_history(message.model_copy(update={"role": message.role or "user"}))
+    await brain.dumps(key)
+    llm = resolve_llm(settings) if settings.llm != "none" else None
+    title = await brain.get_title(llm=llm)
+    return brain.historical_summary, title, brain.summary_is_extractive

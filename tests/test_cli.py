@@ -1,0 +1,109 @@
+"""The `ltm` command: every command run as a real subprocess or through main(), exit codes, README coverage."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ltm.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LTM_STORAGE_DIR": str(tmp / "data"), "LTM_EMBEDDING": "hash"}
+    return subprocess.run([sys.executable, "-m", "ltm.cli", *args], input=stdin, capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+
+
+def test_add_search_recent_delete_round_trip(tmp_path: Path) -> None:
+    added = run(tmp_path, "add", "-n", "notes", "we chose SQLite for the high scores", "--meta", "topic=storage")
+    assert added.returncode == 0, added.stderr
+    message_id = added.stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{32}", message_id)
+    jsonl = "\n".join(json.dumps({"content": f"note {i} about websockets", "role": "architect"}) for i in range(300))
+    bulk = run(tmp_path, "add", "-n", "notes", stdin=jsonl + "\n\"a bare string line\"\n")
+    assert bulk.returncode == 0, bulk.stderr
+    assert "added 301 of 301" in bulk.stdout
+
+    found = run(tmp_path, "search", "-n", "notes", "SQLite high scores", "--k", "3", "--json")
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout.splitlines()[0])
+    assert first["id"] == message_id and first["metadata"] == {"topic": "storage"}
+    filtered = run(tmp_path, "search", "-n", "notes", "note", "--role", "architect", "--mode", "keyword", "-k", "5")
+    assert filtered.returncode == 0 and len(filtered.stdout.splitlines()) == 5
+    assert "architect:" in filtered.stdout
+    nothing = run(tmp_path, "search", "-n", "notes", "note", "--meta", "topic=none")
+    assert nothing.returncode == 3 and nothing.stdout == ""
+
+    recent = run(tmp_path, "recent", "-n", "notes", "-N", "2")
+    assert recent.returncode == 0 and len(recent.stdout.splitlines()) == 2
+    assert run(tmp_path, "delete", "-n", "notes", message_id).returncode == 0
+    again = run(tmp_path, "delete", "-n", "notes", message_id)
+    assert again.returncode == 3 and again.stderr.startswith("ltm: not found:")
+    assert "Traceback" not in again.stderr
+
+
+def test_export_import_is_lossless_with_and_without_embeddings(tmp_path: Path) -> None:
+    lines = [json.dumps({"content": f"fact {i}", "role": "user", "metadata": {"i": i},
+                         "instruct_content": {"k": [i]}, "created_at": 1_700_000_000 + i}) for i in range(20)]
+    assert run(tmp_path, "add", "-n", "src", stdin="\n".join(lines)).returncode == 0
+    plain = run(tmp_path, "export", "-n", "src")
+    vectors = run(tmp_path, "export", "-n", "src", "--with-embeddings", "-o", str(tmp_path / "v.jsonl"))
+    assert plain.returncode == 0 and vectors.returncode == 0
+    exported = [json.loads(line) for line in plain.stdout.splitlines()]
+    assert len(exported) == 20 and exported[3]["metadata"] == {"i": 3} and exported[3]["instruct_content"] == {"k": [3]}
+    with_vectors = [json.loads(line) for line in (tmp_path / "v.jsonl").read_text().splitlines()]
+    assert len(with_vectors[0]["embedding"]) == 384 and with_vectors[0]["embedding_model"] == "hash-384"
+
+    assert run(tmp_path, "import", "-n", "copy", stdin=plain.stdout).returncode == 0
+    assert run(tmp_path, "import", "-n", "copy2", str(tmp_path / "v.jsonl")).returncode == 0
+    for target in ("copy", "copy2"):
+        back = [json.loads(line) for line in run(tmp_path, "export", "-n", target).stdout.splitlines()]
+        assert back == exported
+    reimport = run(tmp_path, "import", "-n", "copy", stdin=plain.stdout)
+    assert "imported 0 new of 20" in reimport.stdout
+
+
+def test_stats_lists_namespaces(tmp_path: Path) -> None:
+    run(tmp_path, "add", "-n", "a", "one")
+    run(tmp_path, "add", "-n", "b", "--kind", "user", "two")
+    stats = run(tmp_path, "stats")
+    assert stats.returncode == 0, stats.stderr
+    assert "cli" in stats.stdout and "user" in stats.stdout and "hash-384" in stats.stdout
+    assert run(tmp_path, "stats", "--kind", "user").stdout.count("hash-384") == 1
+
+
+def test_wipe_asks_and_needs_yes_without_a_terminal(tmp_path: Path) -> None:
+    run(tmp_path, "add", "-n", "gone", "bye")
+    refused = run(tmp_path, "wipe", "-n", "gone", stdin="")
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    assert run(tmp_path, "wipe", "-n", "gone", "--yes").returncode == 0
+    assert run(tmp_path, "recent", "-n", "gone").stdout == ""
+    assert run(tmp_path, "wipe", "--all", "--yes").returncode == 0
+    assert not any((tmp_path / "data").iterdir())
+
+
+def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
+    bad = run(tmp_path, "add", "-n", "x", "--kind", "Bad Kind", "text")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("ltm: error:")
+    broken = run(tmp_path, "import", "-n", "x", stdin="{not json\n")
+    assert broken.returncode == 1 and "line 1" in broken.stderr
+    usage = run(tmp_path, "search")
+    assert usage.returncode == 2
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help_and_is_documented(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert COMMANDS[command] in " ".join(capsys.readouterr().out.split())
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(rf"`ltm {command}\b", readme), f"README.md does not document `ltm {command}`"
