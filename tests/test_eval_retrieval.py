@@ -132,11 +132,6 @@ def test_local_model_dense_and_fusion_add_over_bag_of_words(local_results: dict[
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="store embeds a turn's bare content only; hybrid recall@10 0.711 < keyword 0.737. "
-    "Fix proposed in README.md, Retrieval quality (context vector + month names); drop this marker when it XPASSes",
-)
 def test_hybrid_beats_dense_and_keyword_with_the_local_model(local_results: dict[str, Any]) -> None:
     recall10 = {mode: row["recall@10"] for mode, row in local_results["modes"].items()}
     assert recall10["hybrid"] > recall10["dense"], recall10

@@ -1,0 +1,33 @@
+"""`ltm demo` end to end (hash embedding for speed; scripts/demo runs it with the local model)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from ltm import Settings
+from ltm.demo import QUESTIONS, run_demo
+
+
+def test_demo_twice_recovers_and_filters_old_news(tmp_path: Path) -> None:
+    settings = Settings(storage_dir=tmp_path, embedding="hash")
+    out = io.StringIO()
+    first = run_demo(settings, console=Console(file=out, width=120))
+    assert first["run1"] == 3  # PRD, design, code plan
+    assert first["recovered"] == {"Alice(Product Manager)": 1, "Bob(Architect)": 1, "Charlie(Engineer)": 1}
+    assert first["repeat"] == 0  # the same requirement again: no rework
+    assert first["second"] == 3
+    assert "SQLite" in first["answers"][QUESTIONS[0]]
+    assert first["title"] and first["summary"] and first["extractive"] is True
+    text = out.getvalue()
+    assert "filtered old news" in text and "where the data lives" in text and str(tmp_path / "demo") in text
+
+    second = run_demo(settings, console=Console(file=io.StringIO(), width=120))
+    assert second["run1"] == 0  # a second invocation starts from memory
+    assert second["recovered"] == {"Alice(Product Manager)": 2, "Bob(Architect)": 2, "Charlie(Engineer)": 2}
+    assert second["repeat"] == 0 and second["second"] == 0  # both requirements are old news now
+
+    third = run_demo(settings, reset=True, console=Console(file=io.StringIO(), width=120))
+    assert third["run1"] == 3
