@@ -1,4 +1,5 @@
-"""Shared fixtures: settings on a temp data root, a private redis-server, the hash and local embeddings."""
+"""Shared fixtures: settings on a temp data root, a private redis-server, a KV store over each backend, the
+local OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import pytest
 import redis
 
 from ltm.config import Settings
+from ltm.store.kv import KVStore
+from ltm.store.kv_redis import RedisKV
+from ltm.store.kv_sqlite import SQLiteKV
 from tests.support.openai_server import OpenAIServer
 from tests.support.redis_server import RedisServer
 
@@ -43,6 +47,18 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KVStore]:
+    """A fresh KV store, once embedded SQLite and once the private redis-server (flushed per test)."""
+    store: KVStore
+    if request.param == "sqlite":
+        store = SQLiteKV(tmp_path / "kv.sqlite")
+    else:
+        store = RedisKV.from_url(request.getfixturevalue("redis_url"), prefix="test")
+    yield store
+    store.close()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +15,8 @@ from ltm.message import Message
 from ltm.models.llm_openai import OpenAICompatibleLLM
 from ltm.store.kv import KVStore
 from ltm.store.kv_redis import RedisKV
-from ltm.store.kv_sqlite import SQLiteKV
 from tests.support.openai_server import OpenAIServer
 from tests.support.redis_server import RedisServer
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KVStore]:
-    store: KVStore
-    if request.param == "sqlite":
-        store = SQLiteKV(tmp_path / "kv.sqlite")
-    else:
-        store = RedisKV.from_url(request.getfixturevalue("redis_url"), prefix="brain-test")
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -16,17 +16,6 @@ from ltm.store.kv_redis import RedisKV
 from ltm.store.kv_sqlite import SQLiteKV
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KVStore]:
-    store: KVStore
-    if request.param == "sqlite":
-        store = SQLiteKV(tmp_path / "kv.sqlite")
-    else:
-        store = RedisKV.from_url(request.getfixturevalue("redis_url"), prefix="test")
-    yield store
-    store.close()
-
-
 def test_strings(kv: KVStore) -> None:
     assert kv.get("a") is None
     kv.set("a", "1")
