@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ltm.errors import InvalidInput, StoreCorrupted
 
@@ -49,6 +49,41 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+_T = TypeVar("_T", bound="_Stored")
+
+
+class _Stored:
+    """JSON encoding of a record MemoryFS keeps in its KV backend; a record that cannot be read back raises
+    ``StoreCorrupted`` naming what it was (``_what``), never a bare KeyError or TypeError."""
+
+    _what: ClassVar[str]
+
+    if TYPE_CHECKING:  # the dataclasses below give the real __init__
+
+        def __init__(self, **fields: Any) -> None: ...
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls: type[_T], raw: str) -> _T:
+        try:
+            data = json.loads(raw)
+        except (TypeError, ValueError) as exc:
+            raise StoreCorrupted(f"a stored {cls._what} is not JSON ({exc}); restore from an export") from exc
+        if not isinstance(data, dict):
+            raise StoreCorrupted(f"a stored {cls._what} is not a JSON object; restore from an export")
+        try:
+            return cls(**cls._fields(data))
+        except (KeyError, TypeError) as exc:
+            raise StoreCorrupted(f"a stored {cls._what} cannot be read ({exc}); restore from an export") from exc
+
+    @classmethod
+    def _fields(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """The constructor arguments from decoded JSON (nested records rebuilt)."""
+        return data
+
+
 @dataclass(frozen=True)
 class FileOp:
     """One file change inside a :class:`Change`.
@@ -67,13 +102,15 @@ class FileOp:
 
 
 @dataclass(frozen=True)
-class Change:
+class Change(_Stored):
     """A proposed (or decided) set of file operations in one scope, applied all together or not at all.
 
     ``author`` says where it came from (``agent``, ``restore``, ``import``, ``remember``, ``compact``);
     ``reason`` is shown to the person approving it. After approval ``versions`` maps each path to the
     version the change created.
     """
+
+    _what: ClassVar[str] = "memory change"
 
     id: str
     scope: str
@@ -94,24 +131,16 @@ class Change:
         """A copy marked applied or rejected."""
         return replace(self, status=status, decided_at=at, versions=dict(versions or {}))
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["ops"] = [asdict(op) for op in self.ops]
-        return json.dumps(data, ensure_ascii=False)
-
     @classmethod
-    def from_json(cls, raw: str) -> Change:
-        data = _load(raw, "change")
-        try:
-            data["ops"] = tuple(FileOp(**op) for op in data["ops"])
-            return cls(**data)
-        except (KeyError, TypeError) as exc:
-            raise StoreCorrupted(f"a stored memory change cannot be read ({exc}); restore from an export") from exc
+    def _fields(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "ops": tuple(FileOp(**op) for op in data["ops"])}
 
 
 @dataclass(frozen=True)
-class Version:
+class Version(_Stored):
     """One entry of a file's history. A deletion is a version too (``deleted`` true, ``text`` empty)."""
+
+    _what: ClassVar[str] = "file version"
 
     path: str
     version: int
@@ -125,38 +154,18 @@ class Version:
     def sha256(self) -> str:
         return sha256(self.text)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, raw: str) -> Version:
-        data = _load(raw, "version")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise StoreCorrupted(f"a stored file version cannot be read ({exc}); restore from an export") from exc
-
 
 @dataclass(frozen=True)
-class FileInfo:
+class FileInfo(_Stored):
     """The head of a live file: its current version, size in UTF-8 bytes, content hash and update time."""
+
+    _what: ClassVar[str] = "file head"
 
     path: str
     version: int
     size: int
     sha256: str
     updated_at: float
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, raw: str) -> FileInfo:
-        data = _load(raw, "file head")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise StoreCorrupted(f"a stored file head cannot be read ({exc}); restore from an export") from exc
 
 
 @dataclass(frozen=True)
@@ -179,12 +188,3 @@ class SearchHit:
     version: int
     scope: str = ""
 
-
-def _load(raw: str, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (TypeError, ValueError) as exc:
-        raise StoreCorrupted(f"a stored memory {what} is not JSON ({exc}); restore from an export") from exc
-    if not isinstance(data, dict):
-        raise StoreCorrupted(f"a stored memory {what} is not a JSON object; restore from an export")
-    return data
