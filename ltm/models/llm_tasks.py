@@ -87,10 +87,7 @@ async def _call(run: SummaryRun, llm: Any, prompt: str, system: str, max_calls: 
     if run.calls >= max_calls:
         raise LLMError(f"summarizing needed more than {max_calls} LLM calls; raise max_llm_calls or window_tokens")
     run.calls += 1
-    answer: str = await llm.aask(prompt, system=system)
-    if not answer.strip():
-        raise LLMError("the LLM returned an empty summary; check the model")
-    return answer.strip()
+    return _nonempty(await llm.aask(prompt, system=system), "summary")
 
 
 async def ask_title(text: str, llm: Any, max_words: int = 5) -> str:
@@ -100,10 +97,7 @@ async def ask_title(text: str, llm: Any, max_words: int = 5) -> str:
     system = (f"You are a tool for writing titles. Return a title of less than {max_words} words for the text, "
               "in the text's language. Return only the title.")
     answer: str = await llm.aask(text, system=system)
-    title = answer.strip().strip('"').strip()
-    if not title:
-        raise LLMError("the LLM returned an empty title; check the model")
-    return title
+    return _nonempty(answer.strip().strip('"'), "title")
 
 
 async def ask_related(text1: str, text2: str, llm: Any) -> bool:
@@ -125,7 +119,11 @@ async def ask_rewrite(sentence: str, context: str, llm: Any) -> str:
     system = ('You are a tool augmenting the "Sentence" with information from the "Context". '
               "Do not add information that is not present in the context, especially about the subject and object. "
               "Return the augmented sentence.")
-    answer: str = await llm.aask(prompt, system=system)
+    return _nonempty(await llm.aask(prompt, system=system), "rewrite")
+
+
+def _nonempty(answer: str, what: str) -> str:
+    """``answer`` stripped; an empty one raises ``LLMError`` rather than becoming an empty summary/title."""
     if not answer.strip():
-        raise LLMError("the LLM returned an empty rewrite; check the model")
+        raise LLMError(f"the LLM returned an empty {what}; check the model")
     return answer.strip()
