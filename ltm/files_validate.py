@@ -114,7 +114,8 @@ def problems(path: str, text: str, limits: Limits) -> list[str]:
     elif path == "tools.json":
         found += _tools_json(text)
     elif name.endswith(".json"):
-        found += _parses_json(text)
+        broken = _parse_json(text)[1]
+        found += [f"the file is not valid JSON ({broken})"] if broken else []
     elif name.endswith((".yaml", ".yml")):
         found += _parses_yaml(text)
     return found
@@ -130,7 +131,7 @@ def _agents_md(text: str, size: int, limits: Limits) -> list[str]:
             " skills/<name>/SKILL.md and generalise repeated cases into rules"
         )
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")) and _is_json(stripped):
+    if stripped.startswith(("{", "[")) and _parse_json(stripped)[1] is None:
         found.append("AGENTS.md holds JSON; it must be Markdown prose (headings, bullet lists)")
     found += _fences(text, "AGENTS.md")
     return found
@@ -175,7 +176,7 @@ def _skill_md(text: str, folder: str) -> list[str]:
         return ["the front matter is never closed: add a line '---' after the description"]
     try:
         meta = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         return [f"the front matter is not valid YAML ({_first_line(exc)}); quote values that contain ':' or '#'"]
     if not isinstance(meta, dict):
         return [f"the front matter must be a YAML mapping with name and description, like: {SKILL_EXAMPLE}"]
@@ -203,11 +204,9 @@ def _skill_md(text: str, folder: str) -> list[str]:
 
 
 def _tools_json(text: str) -> list[str]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return [f"tools.json is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-                f"expected shape: {TOOLS_EXAMPLE}"]
+    data, broken = _parse_json(text)
+    if broken:
+        return [f"tools.json is not valid JSON ({broken}); expected shape: {TOOLS_EXAMPLE}"]
     validator = jsonschema.Draft202012Validator(TOOLS_SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     found = [_schema_problem(e) for e in errors]
@@ -238,28 +237,22 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
     return f"at {where}: {error.message}"
 
 
-def _parses_json(text: str) -> list[str]:
+def _parse_json(text: str) -> tuple[Any, str | None]:
+    """The parsed value and None, or None and what is wrong with the text (a validator reports, never raises)."""
     try:
-        json.loads(text)
+        return json.loads(text), None
     except json.JSONDecodeError as exc:
-        return [f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"]
-    return []
+        return None, f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except (ValueError, RecursionError) as exc:  # a number of 4300+ digits; nesting deeper than the parser goes
+        return None, _first_line(exc)
 
 
 def _parses_yaml(text: str) -> list[str]:
     try:
         yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: nesting deeper than the parser goes
         return [f"the file is not valid YAML ({_first_line(exc)})"]
     return []
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _first_line(exc: Exception) -> str:

@@ -178,6 +178,24 @@ def test_other_files(path: str, text: str, ok: bool) -> None:
     assert (_problems(path, text) == []) is ok
 
 
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("notes/big.json", '{"n": ' + "1" * 5000 + "}"),  # json raises a plain ValueError past 4300 digits
+        ("notes/deep.json", "[" * 3000 + "]" * 3000),  # and RecursionError past its nesting depth
+        ("tools.json", "[" * 3000 + "]" * 3000),
+        ("notes/deep.yaml", "[" * 1500 + "]" * 1500),
+        ("skills/deep/SKILL.md", "---\nname: " + "[" * 1500 + "]" * 1500 + "\n---\nbody\n"),
+    ],
+)
+def test_unparseable_depth_or_size_is_a_problem_not_a_crash(path: str, text: str) -> None:
+    assert any("not valid" in p for p in _problems(path, text))
+
+
+def test_agents_md_of_unparseable_json_is_prose() -> None:
+    assert _problems("AGENTS.md", "[" * 200 + " not json") == []
+
+
 def test_non_text_content_is_rejected() -> None:
     assert _problems("notes/a.md", b"bytes")  # type: ignore[arg-type]
 
