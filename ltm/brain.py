@@ -40,8 +40,8 @@ from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.models.extractive import ExtractiveLLM
 from ltm.models.llm import resolve_llm
-from ltm.models.llm_tasks import SummaryRun, ask_related, ask_rewrite, ask_title, summarize_text
-from ltm.models.tokens import count_tokens
+from ltm.models.llm_tasks import OVERLAP_TOKENS, SummaryRun, ask_related, ask_rewrite, ask_title, summarize_text
+from ltm.models.tokens import count_tokens, split_tokens
 from ltm.store.kv import KVStore, open_kv
 
 __all__ = ["BrainMemory"]
@@ -154,22 +154,24 @@ class BrainMemory(BaseModel):
     @staticmethod
     def split_texts(text: str, window_size: int) -> list[str]:
         """``text`` in windows of ``window_size`` tokens overlapping by 20 (MetaGPT counted characters)."""
-        from ltm.models.tokens import split_tokens
-
         window_size = window_size if window_size > 0 else 4096
-        return split_tokens(text, window_size, 20 if window_size > 20 else 0)
+        return split_tokens(text, window_size, OVERLAP_TOKENS if window_size > OVERLAP_TOKENS else 0)
 
     # -- storage ------------------------------------------------------------------------------------------
 
+    def _config(self) -> Settings:
+        # read per use, not cached: a memory built without settings follows the LTM_* environment of the moment
+        return self._settings or Settings.load()
+
     def _store(self) -> KVStore:
         if self._kv is None:
-            self._kv = open_kv(self._settings or Settings.load())
+            self._kv = open_kv(self._config())
         return self._kv
 
     def _ttl(self, timeout_sec: int | None) -> int | None:
         if timeout_sec is not None:
             return timeout_sec
-        return (self._settings or Settings.load()).brain_ttl_seconds
+        return self._config().brain_ttl_seconds
 
     @staticmethod
     def _names(key: str) -> tuple[str, str]:
@@ -278,7 +280,7 @@ class BrainMemory(BaseModel):
     # -- LLM tasks --------------------------------------------------------------------------------------
 
     def _llm(self, llm: Any) -> Any:
-        return resolve_llm(self._settings or Settings.load(), llm)
+        return resolve_llm(self._config(), llm)
 
     async def summarize(
         self, llm: Any = None, max_words: int = 200, keep_language: bool = False, limit: int = -1, **kwargs: Any
