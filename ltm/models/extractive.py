@@ -105,21 +105,42 @@ class ExtractiveLLM:
         return ExtractiveText(summary, method=method, sentences=len(chosen), of=len(sentences))
 
     def title(self, text: str, max_words: int = 5) -> ExtractiveText:
-        """Up to ``max_words`` keyphrase words of ``text`` (most frequent content words, in reading order)."""
+        """Up to ``max_words`` words: the text's best keyphrases (RAKE-style), in reading order.
+
+        Candidate phrases are runs of up to three content words between stopwords and punctuation; a word
+        scores its co-occurrence degree over its frequency, a phrase the sum of its words times how often it
+        recurs, so "snake game" beats two scattered frequent words.
+        """
         words = _WORD.findall(text)
         if not words:
             return ExtractiveText("New", method="keyphrase")
-        keep = content_words(text)
-        freq = Counter(keep)
-        first: dict[str, int] = {}
-        surface: dict[str, str] = {}
-        for position, word in enumerate(words):
-            key = (content_words(word) or [""])[0]
-            if key and key not in first:
-                first[key], surface[key] = position, word
-        top = sorted(freq, key=lambda w: (-freq[w], first.get(w, 0)))[: max(1, int(max_words))]
-        chosen = sorted(top, key=lambda w: first.get(w, 0))
-        title = " ".join(surface.get(w, w) for w in chosen) or " ".join(words[:max_words])
+        phrases = _candidate_phrases(text)
+        if not phrases:
+            return ExtractiveText(" ".join(words[:max_words]), method="keyphrase")
+        freq: Counter[str] = Counter()
+        degree: Counter[str] = Counter()
+        for phrase in phrases:
+            for key in phrase.keys:
+                freq[key] += 1
+                degree[key] += len(phrase.keys)
+        counts = Counter(p.keys for p in phrases)
+        first: dict[tuple[str, ...], _Phrase] = {}
+        for phrase in phrases:
+            first.setdefault(phrase.keys, phrase)
+        ranked = sorted(first.values(), key=lambda p: (
+            -counts[p.keys] * sum(degree[k] / freq[k] for k in p.keys), p.position))
+        chosen: list[_Phrase] = []
+        used: set[str] = set()
+        budget = max(1, int(max_words))
+        for phrase in ranked:
+            if set(phrase.keys) & used or len(phrase.keys) > budget:
+                continue
+            chosen.append(phrase)
+            used.update(phrase.keys)
+            budget -= len(phrase.keys)
+            if budget == 0:
+                break
+        title = " ".join(p.surface for p in sorted(chosen, key=lambda p: p.position))
         return ExtractiveText(title[:1].upper() + title[1:], method="keyphrase")
 
     def is_related(self, text1: str, text2: str) -> bool:
@@ -147,6 +168,35 @@ class ExtractiveLLM:
 
     async def aask(self, prompt: str, system: str | None = None) -> str:
         return self.ask(prompt, system)
+
+
+class _Phrase:
+    __slots__ = ("keys", "position", "surface")
+
+    def __init__(self, surface: str, keys: tuple[str, ...], position: int) -> None:
+        self.surface, self.keys, self.position = surface, keys, position
+
+
+_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|\n")
+
+
+def _candidate_phrases(text: str, longest: int = 3) -> list[_Phrase]:
+    """Runs of content words (up to ``longest``) between stopwords, digits and punctuation, in order."""
+    phrases: list[_Phrase] = []
+    position = 0
+    for chunk in _PHRASE_BREAK.split(text):
+        run: list[str] = []
+        for word in [*_WORD.findall(chunk), ""]:
+            key = (content_words(word) or [""])[0] if word else ""
+            if key and len(key) > 2:
+                run.append(word)
+                continue
+            for start in range(0, len(run), longest):
+                part = run[start:start + longest]
+                phrases.append(_Phrase(" ".join(part), tuple(content_words(" ".join(part))), position))
+                position += 1
+            run = []
+    return phrases
 
 
 def _tfidf(sentences: list[str]) -> tuple[list[dict[int, float]], int]:
