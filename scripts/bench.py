@@ -52,6 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out-json", type=Path, default=None)
     p.add_argument("--plot", type=Path, default=None, help="write a PNG plot here")
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
+    p.add_argument("--from-json", type=Path, default=None, help="render tables/plot from an earlier --out-json")
     # internal: worker and probe processes
     p.add_argument("--worker", choices=["ltm", "a", "b", "model"], help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -197,13 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import bench_report
 
-    results = run(args)
+    results = json.loads(args.from_json.read_text()) if args.from_json else run(args)
     text = bench_report.tables(results)
     print(text)
     if args.md:
         args.md.parent.mkdir(parents=True, exist_ok=True)
         args.md.write_text(text + "\n")
-    if args.out_json:
+    if args.out_json and not args.from_json:
         args.out_json.parent.mkdir(parents=True, exist_ok=True)
         args.out_json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     if args.plot:
