@@ -342,3 +342,33 @@ def test_instruct_content_round_trip(settings: Settings) -> None:
     store.add(message)
     got = store.get(message.id)
     assert got.instruct_content.steps == ["a", "b"] and got.cause_by == message.cause_by
+
+
+def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
+    """A flat delete leaves a ghost (no O(N) compaction per delete); searches skip ghosts, a reopen keeps
+    them skipped, and enough ghosts are compacted in one pass."""
+    from ltm.store import vectors
+
+    store = MemoryStorage("ghosts", settings=settings)
+    messages = _messages(vectors._FLAT_GHOSTS_MAX + 40)
+    store.add_batch(messages)
+    gone = messages[:10]
+    for m in gone:
+        assert store.delete(m)
+    stats = store.stats()
+    assert stats["index"] == "flat" and stats["ghosts"] == 10 and stats["vectors"] == len(messages) - 10
+    for m in gone:  # the exact content is no longer found, even as the top hit of its own text
+        assert all(h.message.id != m.id for h in store.search(m.content, k=len(messages), mode="dense"))
+        assert all(s.id != m.id for s in store.search_similar(m.content, k=4))
+    assert store.best_similarities(store.embed_texts([gone[0].content]))[0] < 0.999
+    store.close()
+    reopened = MemoryStorage("ghosts", settings=settings)
+    assert reopened.stats()["ghosts"] == 10
+    assert all(h.message.id != gone[0].id for h in reopened.search(gone[0].content, k=5, mode="dense"))
+    for m in messages[10:vectors._FLAT_GHOSTS_MAX]:
+        reopened.delete(m)
+    stats = reopened.stats()
+    assert stats["ghosts"] == 0 and stats["vectors"] == 40 == reopened.count()  # compacted in one pass
+    for m in messages[-40:]:
+        assert reopened.search(m.content, k=1, mode="dense")[0].message.id == m.id
+    reopened.close()

@@ -1,9 +1,13 @@
 """The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
 
 Flat (``IndexFlatIP`` over unit vectors, exact cosine) until the namespace holds ``hnsw_threshold``
-live vectors, then HNSW. HNSW cannot remove vectors, so a deleted seq becomes a *ghost*: it stays in the
-graph, searches exclude it with an ``IDSelectorNot``, and the store rebuilds the graph from SQLite when
-ghosts pass a fifth of it (no re-embedding: vectors are stored in SQLite). Delete therefore works for both.
+live vectors, then HNSW. A deleted seq becomes a *ghost* in both kinds: it stays in the index and searches
+leave it out. HNSW cannot remove vectors, so searches exclude ghosts with an ``IDSelectorNot`` and the store
+rebuilds the graph from SQLite when ghosts pass a fifth of it (no re-embedding: vectors are stored in
+SQLite). A flat index could remove one vector at a time, but ``remove_ids`` compacts the whole array (O(N):
+10 ms per delete at 100k), so flat ghosts are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate,
+and meanwhile a flat search over-fetches by the ghost count and drops them (keeping FAISS's BLAS path,
+which a selector would leave).
 
 ``index.faiss`` is written atomically (temp file, fsync, rename) as a small header (the last message and
 tombstone seqs it covers, ghosts, a CRC32 of the payload) followed by ``faiss.serialize_index``. A file that
@@ -35,6 +39,7 @@ _HNSW_M = 32
 _EF_CONSTRUCTION = 80
 _EF_SEARCH = 96
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
+_FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 faiss.omp_set_num_threads(1)
 # A flat search of nq queries uses BLAS (one matrix product) only when nq >= this threshold; faiss' default
 # (128000 in 1.15) sends a find_news batch of 100 queries down the one-pair-at-a-time path, 5-7x slower.
@@ -74,10 +79,15 @@ class VectorIndex:
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
             return
-        if self.kind == "flat":
-            self.index.remove_ids(seqs.astype(np.int64))
-            return
         self.ghosts |= {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
+        if self.kind == "flat" and len(self.ghosts) >= _FLAT_GHOSTS_MAX:
+            self.compact()
+
+    def compact(self) -> None:
+        """Flat only: really remove the ghosts (one pass over the array). HNSW is rebuilt by the store."""
+        if self.kind == "flat" and self.ghosts:
+            self.index.remove_ids(np.array(sorted(self.ghosts), dtype=np.int64))
+            self.ghosts = set()
 
     def _holds(self, seq: int) -> bool:
         try:  # IndexIDMap2 looks the id up in its reverse map; an absent id raises
@@ -93,6 +103,8 @@ class VectorIndex:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
+        if self.kind == "flat" and allowed is None and self.ghosts:
+            return self._flat_skipping_ghosts(queries, k)
         selector = self._selector(allowed)
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
@@ -102,6 +114,18 @@ class VectorIndex:
                 params.sel = selector
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
+
+    def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Flat search for k + len(ghosts), ghosts dropped: the result of searching without them."""
+        scores, ids = self.index.search(queries, min(k + len(self.ghosts), int(self.index.ntotal)))
+        ghosts = np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts))
+        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for row in range(len(queries)):
+            keep = (ids[row] >= 0) & ~np.isin(ids[row], ghosts)
+            found_ids, found_scores = ids[row][keep][:k], scores[row][keep][:k]
+            out_ids[row, :len(found_ids)], out_scores[row, :len(found_ids)] = found_ids, found_scores
+        return out_scores, out_ids
 
     def _selector(self, allowed: np.ndarray | None) -> Any:
         parts: list[Any] = []
