@@ -372,3 +372,32 @@ def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
     for m in messages[-40:]:
         assert reopened.search(m.content, k=1, mode="dense")[0].message.id == m.id
     reopened.close()
+
+
+def test_keyword_plan_keeps_the_rarest_terms_within_the_budget() -> None:
+    from ltm.store.query import keyword_plan
+
+    freq = {"ticket": 900, "service": 400, "t0042": 1, "deadlock": 30, "absent": 0}
+    terms = list(freq)
+    assert keyword_plan(terms, freq, rows=100, budget=1000) == '"ticket" OR "service" OR "t0042" OR "deadlock"'
+    assert keyword_plan(terms, freq, rows=5000, budget=100) == '"t0042" OR "deadlock"'
+    assert keyword_plan(["ticket", "service"], freq, rows=5000, budget=100) == '"ticket" AND "service"'
+    assert keyword_plan(["absent"], freq, rows=5000, budget=100) is None
+
+
+def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Settings,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the table is larger than the budget, a query's common words are dropped (they would make FTS5
+    score most rows) but its rare words still find their message, in keyword and hybrid mode."""
+    from ltm.store import retrieval
+
+    monkeypatch.setattr(retrieval, "KEYWORD_BUDGET", 20)
+    store = MemoryStorage("budget", settings=settings)
+    messages = [Message(f"ticket service report number{i} {'zebra' if i == 37 else 'plain'}") for i in range(60)]
+    store.add_batch(messages)
+    for mode in ("keyword", "hybrid"):
+        hits = store.search("ticket service zebra", k=3, mode=mode)
+        assert hits[0].message.id == messages[37].id and "keyword" in hits[0].signals
+    hits = store.search("ticket service", k=5, mode="keyword")  # only common words: rows holding all of them
+    assert len(hits) == 5
+    store.close()

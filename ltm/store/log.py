@@ -49,6 +49,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tok
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
 BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
+_DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class MessageLog:
 
     def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
         self.path = path
+        self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
+        self._df_rows = 0
         with translate(path):
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
@@ -232,6 +235,27 @@ class MessageLog:
         with translate(self.path):
             rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def doc_freqs(self, terms: Sequence[str], cap: int, rows: int) -> dict[str, int]:
+        """{term: rows holding it, counted up to ``cap``} in a table of about ``rows`` rows.
+
+        Counting stops at ``cap`` so a common term costs no more than a rare one (fts5vocab would walk its
+        whole doclist). Counts are cached in this process until the table has grown by a tenth: they only
+        steer which terms a query keeps, so a slightly stale count is harmless.
+        """
+        if rows > self._df_rows * 1.1 or len(self._df) > _DF_CACHE_MAX:
+            self._df, self._df_rows = {}, rows
+        todo = [t for t in dict.fromkeys(terms) if t not in self._df]
+        with translate(self.path):
+            for start in range(0, len(todo), 32):  # one statement per 32 terms
+                part = todo[start:start + 32]
+                counts = ",".join(
+                    f"(SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?{i + 1} LIMIT {int(cap)}))"
+                    for i in range(len(part))
+                )
+                found = self.db.execute(f"SELECT {counts}", ['"' + t.replace('"', '""') + '"' for t in part])
+                self._df.update(zip(part, (int(c) for c in found.fetchone()), strict=True))
+        return {t: self._df[t] for t in terms}
 
     def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
         """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0)."""
