@@ -151,6 +151,21 @@ class MemoryStorage:
                 self._rebuild(log)
         self._version, self._stale = version, False
 
+    def _write_catch_up(self, log: MessageLog) -> int:
+        """Inside a write transaction: catch up unless nothing was committed since the index last looked;
+        returns the data_version the indexes match once our write is applied.
+
+        Read under the write lock, data_version covers every commit by others up to now, and our own commits
+        never change it: when it equals the version the indexes were brought to (and nothing failed since),
+        the heads query and the replay are skipped, the common case for a process adding one at a time.
+        """
+        version = log.data_version()
+        current = not self._stale and version == self._version and self._index is not None and self._ctx is not None
+        self._stale = True  # until the indexes hold what the caller commits
+        if not current:
+            self._catch_up(log)
+        return version
+
     def _catch_up(self, log: MessageLog) -> None:
         """Inside a transaction: replay what the index misses (a read snapshot, or our own write lock)."""
         heads = log.heads()
@@ -336,9 +351,8 @@ class MemoryStorage:
             context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
             rows = [_row(m, key, vec, context_of.get(i)) for i, (m, key, vec) in
                     enumerate(zip(pending.messages, self.embedder.keys(pending.texts[:n]), vectors[:n], strict=True))]
-            self._stale = True  # until the indexes hold what we commit below
             with log.transaction(write=True):
-                self._catch_up(log)
+                version = self._write_catch_up(log)
                 inserted = log.insert(rows)
             assert self._index is not None and self._ctx is not None
             if inserted:
@@ -350,7 +364,7 @@ class MemoryStorage:
                     self._ctx.add(seqs, np.stack([v for _, v in with_ctx]))
                 self._index.last_seq = self._ctx.last_seq = inserted[-1][0]
                 self._unsaved += len(inserted)
-            self._version, self._stale = log.data_version(), False
+            self._version, self._stale = version, False  # our own commit leaves data_version as it was
             self._maintain(log)
             return len(inserted)
 
@@ -439,11 +453,16 @@ class MemoryStorage:
 
     def _embed(self, texts: list[str], purpose: str) -> np.ndarray:
         log = self._require()
-        return self.embedder.embed(texts, self._dim(), known=log.vectors_by_key, purpose=purpose)
+        return self.embedder.embed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
 
     async def _aembed(self, texts: list[str], purpose: str) -> np.ndarray:
         log = self._require()
-        return await self.embedder.aembed(texts, self._dim(), known=log.vectors_by_key, purpose=purpose)
+        return await self.embedder.aembed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
+
+    def _known_dim(self) -> int | None:
+        """The manifest's dimension once recorded (it never changes), else what the index learned by syncing."""
+        manifest = self._manifest
+        return manifest.dim if manifest is not None and manifest.dim is not None else self._dim()
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
@@ -458,9 +477,8 @@ class MemoryStorage:
         message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
         with self._lock:
             log = self._require()
-            self._stale = True
             with log.transaction(write=True):
-                self._catch_up(log)
+                version = self._write_catch_up(log)
                 seq = log.delete(message_id)
                 heads = log.heads()
             if seq is not None and self._index is not None and self._ctx is not None:
@@ -468,7 +486,7 @@ class MemoryStorage:
                     index.remove(np.array([seq], dtype=np.int64))
                     index.last_tseq = heads[1]
                 self._unsaved += 1
-            self._version, self._stale = log.data_version(), False
+            self._version, self._stale = version, False
             self._maintain(log)
             return seq is not None
 
