@@ -401,3 +401,13 @@ def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Sett
     hits = store.search("ticket service", k=5, mode="keyword")  # only common words: rows holding all of them
     assert len(hits) == 5
     store.close()
+
+
+def test_sqlite_synchronous_setting_reaches_the_connection(settings: Settings) -> None:
+    for mode, pragma in (("full", 2), ("normal", 1)):
+        store = MemoryStorage(f"sync-{mode}", settings=settings.with_(sqlite_synchronous=mode))
+        assert store.add(Message("durable note"))
+        assert store._require().db.execute("PRAGMA synchronous").fetchone()[0] == pragma
+        store.close()
+    assert Settings.load({"LTM_SQLITE_SYNCHRONOUS": "normal"}).sqlite_synchronous == "normal"
+    assert Settings().sqlite_synchronous == "full"

@@ -3,7 +3,9 @@
 Messages (each with a ``seq`` from AUTOINCREMENT, so a seq is never reused even after deletes), their
 embeddings as float32 blobs keyed by content hash, tombstones (so a FAISS snapshot older than a delete can
 be replayed forward) and an FTS5 table for BM25 keyword search, all in WAL mode with
-``synchronous=FULL``: a write returns only after its transaction is on disk. sqlite3 errors are translated
+``synchronous=FULL`` by default: a write returns only after its transaction is on disk
+(``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or power loss for cheaper
+writes; a kill -9 loses nothing either way). sqlite3 errors are translated
 here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadable file -> StoreCorrupted.
 """
 
@@ -74,7 +76,7 @@ class Row:
 class MessageLog:
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full") -> None:
         self.path = path
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
         self._df_rows = 0
@@ -83,7 +85,9 @@ class MessageLog:
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
+            if synchronous not in ("full", "normal"):
+                raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
+            self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.executescript(_DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 

@@ -118,7 +118,7 @@ class MemoryStorage:
                 manifest = Manifest(namespace=namespace, embedding_model=model)
                 manifest.write(directory / "manifest.json")
             manifest.check(model, directory / "manifest.json")
-            self._log = MessageLog(directory / "memory.sqlite")
+            self._log = MessageLog(directory / "memory.sqlite", synchronous=self.settings.sqlite_synchronous)
             self.namespace, self._dir, self._manifest = namespace, directory, manifest
             self._index, self._ctx, self._version, self._unsaved = None, None, -1, 0
             if manifest.dim is not None:
