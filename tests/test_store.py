@@ -411,3 +411,39 @@ def test_sqlite_synchronous_setting_reaches_the_connection(settings: Settings) -
         store.close()
     assert Settings.load({"LTM_SQLITE_SYNCHRONOUS": "normal"}).sqlite_synchronous == "normal"
     assert Settings().sqlite_synchronous == "full"
+
+
+def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -> None:
+    """A namespace written with float32 blobs (schema 1) is rewritten in place on open: nothing lost, nothing
+    re-embedded, the old float32 snapshots dropped and rebuilt, the manifest bumped."""
+    import json as _json
+    import sqlite3
+
+    import numpy as np
+
+    from ltm.store.manifest import SCHEMA_VERSION
+
+    store = MemoryStorage("old", settings=settings)
+    messages = _messages(12)
+    store.add_batch(messages)
+    directory = store.path
+    assert directory is not None
+    store.close()
+    db = sqlite3.connect(directory / "memory.sqlite")  # turn it into what schema 1 wrote: float32 blobs
+    for seq, blob in db.execute("SELECT seq, embedding FROM messages").fetchall():
+        wide = np.frombuffer(blob, dtype=np.float16).astype(np.float32).tobytes()
+        db.execute("UPDATE messages SET embedding=? WHERE seq=?", (wide, seq))
+    db.commit()
+    db.close()
+    manifest = _json.loads((directory / "manifest.json").read_text())
+    (directory / "manifest.json").write_text(_json.dumps({**manifest, "schema_version": 1}))
+    reopened = MemoryStorage("old", settings=settings)
+    assert _json.loads((directory / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION
+    assert reopened.count() == 12 == reopened.stats()["vectors"]
+    lengths = {n for (n,) in reopened._require().db.execute("SELECT length(embedding) FROM messages")}
+    assert lengths == {2 * 384}
+    for m in messages:
+        top = reopened.search(m.content, k=1, mode="dense")[0]
+        assert top.message.id == m.id and top.score == pytest.approx(1.0, abs=1e-5)
+    assert reopened.stats()["embedding_calls"] <= 12  # queries only: stored content was not re-embedded
+    reopened.close()

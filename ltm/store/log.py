@@ -1,11 +1,12 @@
 """``memory.sqlite``: the namespace's source of truth.
 
 Messages (each with a ``seq`` from AUTOINCREMENT, so a seq is never reused even after deletes), their
-embeddings as float32 blobs keyed by content hash, tombstones (so a FAISS snapshot older than a delete can
-be replayed forward) and an FTS5 table for BM25 keyword search, all in WAL mode with
-``synchronous=FULL`` by default: a write returns only after its transaction is on disk
-(``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or power loss for cheaper
-writes; a kill -9 loses nothing either way). sqlite3 errors are translated
+embeddings as float16 blobs keyed by content hash (half the bytes of float32; FAISS holds exactly
+:func:`decode` of what is stored, so the index before and after a rebuild holds the very same values),
+tombstones (so a FAISS snapshot older than a delete can be replayed forward) and an FTS5 table for BM25
+keyword search, all in WAL mode with ``synchronous=FULL`` by default: a write returns only after its
+transaction is on disk (``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or
+power loss for cheaper writes; a kill -9 loses nothing either way). sqlite3 errors are translated
 here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadable file -> StoreCorrupted.
 """
 
@@ -22,7 +23,9 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
 
-__all__ = ["CONTENT", "CONTEXT", "MessageLog", "Row"]
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
+
+VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
@@ -127,8 +130,7 @@ class MessageLog:
         takes its seq from ``lastrowid`` instead: two statements fewer.
         """
         values = [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
-                   r.vector.astype(np.float32).tobytes(),
-                   None if r.context_vector is None else r.context_vector.astype(np.float32).tobytes()) for r in rows]
+                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector)) for r in rows]
         if len(rows) == 1:
             cursor = self.db.execute(_INSERT, values[0])
             out = [(int(cursor.lastrowid), rows[0])] if cursor.rowcount == 1 and cursor.lastrowid else []
@@ -179,7 +181,7 @@ class MessageLog:
         if not rows:
             return seqs, np.zeros((0, 0), dtype=np.float32)
         blob = b"".join(r[1] for r in rows)
-        return seqs, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+        return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
 
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Stored embeddings by content key (the store's embedding cache)."""
@@ -191,7 +193,7 @@ class MessageLog:
                 for key, blob in self.db.execute(
                     f"SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", part
                 ):
-                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
+                    found[bytes(key)] = unpack(blob)
         return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -238,6 +240,26 @@ class MessageLog:
             rows = self.db.execute("SELECT body FROM messages ORDER BY seq DESC LIMIT ?", (n,)).fetchall()
         return [r[0] for r in reversed(rows)]
 
+    def migrate_float16(self, dim: int) -> int:
+        """Schema 1 -> 2: rewrite float32 vector blobs (4 * dim bytes) as float16, in one transaction.
+
+        Idempotent (only blobs of the float32 length are touched), so an interrupted migration is finished by
+        the next open. Returns how many rows were rewritten. The freed pages are reused by later writes;
+        ``VACUUM`` the file to give them back to the disk at once.
+        """
+        def to_half(blob: bytes | None) -> bytes | None:
+            return None if blob is None else pack(np.frombuffer(blob, dtype=np.float32))
+
+        with translate(self.path):
+            self.db.create_function("ltm_half", 1, to_half, deterministic=True)
+            with self.transaction(write=True):
+                changed = 0
+                for column in (CONTENT, CONTEXT):
+                    changed += self.db.execute(
+                        f"UPDATE messages SET {column} = ltm_half({column}) WHERE length({column}) = ?", (4 * dim,)
+                    ).rowcount
+        return changed
+
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
         """Seqs of live messages satisfying a filter clause (from ``query.filter_sql``)."""
         with translate(self.path):
@@ -274,6 +296,28 @@ class MessageLog:
         with translate(self.path):
             rows = self.db.execute(sql, [match, *params, limit]).fetchall()
         return [(int(s), float(v)) for s, v in rows]
+
+
+def pack(vector: np.ndarray) -> bytes:
+    """A vector as its stored blob (float16)."""
+    return np.asarray(vector).astype(VECTOR_DTYPE).tobytes()
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    """A stored blob as the float32 unit vector the index holds for it."""
+    return decode(np.frombuffer(blob, dtype=VECTOR_DTYPE))
+
+
+def decode(stored: np.ndarray) -> np.ndarray:
+    """Stored float16 vectors (rows) -> the float32 unit vectors searched.
+
+    Renormalising after the rounding matters: a rounded vector's norm is off by ~1e-4, which would move a
+    message's similarity to its own text that much; renormalised, the cosine of a vector and its stored form
+    is 1 - O(1e-8), and cosines near the find_news threshold move by ~1e-5.
+    """
+    out = np.asarray(stored, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=-1, keepdims=True)
+    return np.ascontiguousarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 @contextmanager

@@ -30,8 +30,8 @@ from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.models.embeddings import model_name, resolve_embedding
 from ltm.store.embedder import QUERY, TEXT, Embedder
-from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row
-from ltm.store.manifest import Manifest
+from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
+from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
@@ -119,6 +119,8 @@ class MemoryStorage:
                 manifest.write(directory / "manifest.json")
             manifest.check(model, directory / "manifest.json")
             self._log = MessageLog(directory / "memory.sqlite", synchronous=self.settings.sqlite_synchronous)
+            if manifest.schema_version < SCHEMA_VERSION:
+                self._migrate(directory, manifest)
             self.namespace, self._dir, self._manifest = namespace, directory, manifest
             self._index, self._ctx, self._version, self._unsaved = None, None, -1, 0
             if manifest.dim is not None:
@@ -127,6 +129,16 @@ class MemoryStorage:
                 if (self._index is None) != (self._ctx is None):  # one snapshot lost: rebuild both
                     self._index = self._ctx = None
             self._sync(verify=True)
+
+    def _migrate(self, directory: Path, manifest: Manifest) -> None:
+        """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors)."""
+        assert self._log is not None
+        if manifest.dim is not None:
+            self._log.migrate_float16(manifest.dim)
+        for name in ("index.faiss", "context.faiss"):  # float32 snapshots: rebuilt from SQLite below
+            (directory / name).unlink(missing_ok=True)
+        manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
+        manifest.write(directory / "manifest.json")
 
     def _require(self) -> MessageLog:
         if self._log is None:
@@ -324,7 +336,7 @@ class MemoryStorage:
             if not rows:
                 return
             for seq, body, blob in rows:
-                vector = np.frombuffer(blob, dtype=np.float32).copy() if blob is not None else None
+                vector = unpack(blob) if blob is not None else None
                 yield Message.load(body), vector
                 after = seq
 
@@ -347,6 +359,9 @@ class MemoryStorage:
         with self._lock:
             log = self._require()
             self._ensure_dim(vectors.shape[1])
+            # Rows keep the stored (float16) form and FAISS gets decode() of it, as a rebuild from SQLite
+            # would: search results and find_news decisions are the same before and after a restart.
+            vectors = vectors.astype(VECTOR_DTYPE)
             n = len(pending.messages)
             context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
             rows = [_row(m, key, vec, context_of.get(i)) for i, (m, key, vec) in
@@ -357,11 +372,11 @@ class MemoryStorage:
             assert self._index is not None and self._ctx is not None
             if inserted:
                 self._index.add(np.array([s for s, _ in inserted], dtype=np.int64),
-                                np.stack([r.vector for _, r in inserted]))
+                                decode(np.stack([r.vector for _, r in inserted])))
                 with_ctx = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
                 if with_ctx:
                     seqs = np.array([s for s, _ in with_ctx], dtype=np.int64)
-                    self._ctx.add(seqs, np.stack([v for _, v in with_ctx]))
+                    self._ctx.add(seqs, decode(np.stack([v for _, v in with_ctx])))
                 self._index.last_seq = self._ctx.last_seq = inserted[-1][0]
                 self._unsaved += len(inserted)
             self._version, self._stale = version, False  # our own commit leaves data_version as it was
