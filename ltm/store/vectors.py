@@ -18,7 +18,7 @@ The snapshot is read into RAM, not memory-mapped: a memory-mapped IndexIDMap2 se
 faiss 1.15 (checked), and the store is read-write.
 
 FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
-Both FAISS settings below are process-global (they apply to every FAISS index in the process).
+Both FAISS settings here (threads, BLAS threshold) are process-global: they apply to every index in the process.
 """
 
 from __future__ import annotations
@@ -44,10 +44,13 @@ _EF_SEARCH = 96
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 faiss.omp_set_num_threads(1)
-# A flat search of nq queries uses BLAS (one matrix product) only when nq >= this threshold; faiss' default
-# (128000 in 1.15) sends a find_news batch of 100 queries down the one-pair-at-a-time path, 5-7x slower.
-# Single queries (nq = 1) are unaffected.
-faiss.cvar.distance_compute_blas_threshold = 20
+# faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
+# distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
+# dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
+# instead of 0.1 s. Each search sets the threshold to _BLAS_FROM_QUERIES * dim: batches use BLAS, while
+# one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
+# It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
+_BLAS_FROM_QUERIES = 3
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords and the HNSW parameter class
 
 
@@ -104,6 +107,8 @@ class VectorIndex:
         """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist."""
         k = max(1, min(k, max(self.live, 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if faiss.cvar.distance_compute_blas_threshold != _BLAS_FROM_QUERIES * self.dim:
+            faiss.cvar.distance_compute_blas_threshold = _BLAS_FROM_QUERIES * self.dim
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
         if self.kind == "flat" and allowed is None and self.ghosts:
