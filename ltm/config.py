@@ -58,6 +58,12 @@ class Settings(BaseModel):
     snapshot_every: int = Field(
         10_000, ge=1, description="Rows added since the last FAISS snapshot that trigger a new one."
     )
+    sqlite_synchronous: Literal["full", "normal"] = Field(
+        "full", description="SQLite fsync policy of the long-term store. full: every acknowledged add is on disk "
+        "(survives kill -9 and power loss; one fsync per commit). normal: WAL fsyncs only at checkpoints, adds "
+        "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
+        "can drop the last acknowledged adds.",
+    )
     brain_ttl_seconds: int | None = Field(1800, ge=1, description="BrainMemory key TTL; none keeps forever.")
     max_content_bytes: int = Field(
         1_000_000, ge=1, description="Largest message content accepted, in UTF-8 bytes."

@@ -342,3 +342,108 @@ def test_instruct_content_round_trip(settings: Settings) -> None:
     store.add(message)
     got = store.get(message.id)
     assert got.instruct_content.steps == ["a", "b"] and got.cause_by == message.cause_by
+
+
+def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
+    """A flat delete leaves a ghost (no O(N) compaction per delete); searches skip ghosts, a reopen keeps
+    them skipped, and enough ghosts are compacted in one pass."""
+    from ltm.store import vectors
+
+    store = MemoryStorage("ghosts", settings=settings)
+    messages = _messages(vectors._FLAT_GHOSTS_MAX + 40)
+    store.add_batch(messages)
+    gone = messages[:10]
+    for m in gone:
+        assert store.delete(m)
+    stats = store.stats()
+    assert stats["index"] == "flat" and stats["ghosts"] == 10 and stats["vectors"] == len(messages) - 10
+    for m in gone:  # the exact content is no longer found, even as the top hit of its own text
+        assert all(h.message.id != m.id for h in store.search(m.content, k=len(messages), mode="dense"))
+        assert all(s.id != m.id for s in store.search_similar(m.content, k=4))
+    assert store.best_similarities(store.embed_texts([gone[0].content]))[0] < 0.999
+    store.close()
+    reopened = MemoryStorage("ghosts", settings=settings)
+    assert reopened.stats()["ghosts"] == 10
+    assert all(h.message.id != gone[0].id for h in reopened.search(gone[0].content, k=5, mode="dense"))
+    for m in messages[10:vectors._FLAT_GHOSTS_MAX]:
+        reopened.delete(m)
+    stats = reopened.stats()
+    assert stats["ghosts"] == 0 and stats["vectors"] == 40 == reopened.count()  # compacted in one pass
+    for m in messages[-40:]:
+        assert reopened.search(m.content, k=1, mode="dense")[0].message.id == m.id
+    reopened.close()
+
+
+def test_keyword_plan_keeps_the_rarest_terms_within_the_budget() -> None:
+    from ltm.store.query import keyword_plan
+
+    freq = {"ticket": 900, "service": 400, "t0042": 1, "deadlock": 30, "absent": 0}
+    terms = list(freq)
+    assert keyword_plan(terms, freq, rows=100, budget=1000) == '"ticket" OR "service" OR "t0042" OR "deadlock"'
+    assert keyword_plan(terms, freq, rows=5000, budget=100) == '"t0042" OR "deadlock"'
+    assert keyword_plan(["ticket", "service"], freq, rows=5000, budget=100) == '"ticket" AND "service"'
+    assert keyword_plan(["absent"], freq, rows=5000, budget=100) is None
+
+
+def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Settings,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the table is larger than the budget, a query's common words are dropped (they would make FTS5
+    score most rows) but its rare words still find their message, in keyword and hybrid mode."""
+    from ltm.store import retrieval
+
+    monkeypatch.setattr(retrieval, "KEYWORD_BUDGET", 20)
+    store = MemoryStorage("budget", settings=settings)
+    messages = [Message(f"ticket service report number{i} {'zebra' if i == 37 else 'plain'}") for i in range(60)]
+    store.add_batch(messages)
+    for mode in ("keyword", "hybrid"):
+        hits = store.search("ticket service zebra", k=3, mode=mode)
+        assert hits[0].message.id == messages[37].id and "keyword" in hits[0].signals
+    hits = store.search("ticket service", k=5, mode="keyword")  # only common words: rows holding all of them
+    assert len(hits) == 5
+    store.close()
+
+
+def test_sqlite_synchronous_setting_reaches_the_connection(settings: Settings) -> None:
+    for mode, pragma in (("full", 2), ("normal", 1)):
+        store = MemoryStorage(f"sync-{mode}", settings=settings.with_(sqlite_synchronous=mode))
+        assert store.add(Message("durable note"))
+        assert store._require().db.execute("PRAGMA synchronous").fetchone()[0] == pragma
+        store.close()
+    assert Settings.load({"LTM_SQLITE_SYNCHRONOUS": "normal"}).sqlite_synchronous == "normal"
+    assert Settings().sqlite_synchronous == "full"
+
+
+def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -> None:
+    """A namespace written with float32 blobs (schema 1) is rewritten in place on open: nothing lost, nothing
+    re-embedded, the old float32 snapshots dropped and rebuilt, the manifest bumped."""
+    import json as _json
+    import sqlite3
+
+    import numpy as np
+
+    from ltm.store.manifest import SCHEMA_VERSION
+
+    store = MemoryStorage("old", settings=settings)
+    messages = _messages(12)
+    store.add_batch(messages)
+    directory = store.path
+    assert directory is not None
+    store.close()
+    db = sqlite3.connect(directory / "memory.sqlite")  # turn it into what schema 1 wrote: float32 blobs
+    for seq, blob in db.execute("SELECT seq, embedding FROM messages").fetchall():
+        wide = np.frombuffer(blob, dtype=np.float16).astype(np.float32).tobytes()
+        db.execute("UPDATE messages SET embedding=? WHERE seq=?", (wide, seq))
+    db.commit()
+    db.close()
+    manifest = _json.loads((directory / "manifest.json").read_text())
+    (directory / "manifest.json").write_text(_json.dumps({**manifest, "schema_version": 1}))
+    reopened = MemoryStorage("old", settings=settings)
+    assert _json.loads((directory / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION
+    assert reopened.count() == 12 == reopened.stats()["vectors"]
+    lengths = {n for (n,) in reopened._require().db.execute("SELECT length(embedding) FROM messages")}
+    assert lengths == {2 * 384}
+    for m in messages:
+        top = reopened.search(m.content, k=1, mode="dense")[0]
+        assert top.message.id == m.id and top.score == pytest.approx(1.0, abs=1e-5)
+    assert reopened.stats()["embedding_calls"] <= 12  # queries only: stored content was not re-embedded
+    reopened.close()

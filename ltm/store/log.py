@@ -1,9 +1,12 @@
 """``memory.sqlite``: the namespace's source of truth.
 
 Messages (each with a ``seq`` from AUTOINCREMENT, so a seq is never reused even after deletes), their
-embeddings as float32 blobs keyed by content hash, tombstones (so a FAISS snapshot older than a delete can
-be replayed forward) and an FTS5 table for BM25 keyword search, all in WAL mode with
-``synchronous=FULL``: a write returns only after its transaction is on disk. sqlite3 errors are translated
+embeddings as float16 blobs keyed by content hash (half the bytes of float32; FAISS holds exactly
+:func:`decode` of what is stored, so the index before and after a rebuild holds the very same values),
+tombstones (so a FAISS snapshot older than a delete can be replayed forward) and an FTS5 table for BM25
+keyword search, all in WAL mode with ``synchronous=FULL`` by default: a write returns only after its
+transaction is on disk (``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or
+power loss for cheaper writes; a kill -9 loses nothing either way). sqlite3 errors are translated
 here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadable file -> StoreCorrupted.
 """
 
@@ -20,7 +23,9 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
 
-__all__ = ["CONTENT", "CONTEXT", "MessageLog", "Row"]
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
+
+VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
@@ -48,7 +53,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tok
 """
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
 BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
+_INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
+           "embedding, context_embedding) VALUES (?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
+_DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
 
 @dataclass(frozen=True)
@@ -71,14 +79,18 @@ class Row:
 class MessageLog:
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full") -> None:
         self.path = path
+        self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
+        self._df_rows = 0
         with translate(path):
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
+            if synchronous not in ("full", "normal"):
+                raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
+            self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.executescript(_DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
@@ -114,19 +126,20 @@ class MessageLog:
         """Insert rows whose id is new; returns (seq, row) for each inserted one, in seq order.
 
         Must run inside ``transaction(write=True)``: holding the write lock, every seq above the head read
-        first is ours, which lets both inserts go through ``executemany``.
+        first is ours, which lets both inserts go through ``executemany``. A single row (one-at-a-time adds)
+        takes its seq from ``lastrowid`` instead: two statements fewer.
         """
-        before = self.heads()[0]
-        self.db.executemany(
-            "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, "
-            "text_key, embedding, context_embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
-              r.vector.astype(np.float32).tobytes(),
-              None if r.context_vector is None else r.context_vector.astype(np.float32).tobytes()) for r in rows],
-        )
-        by_id = {r.id: r for r in rows}
-        out = [(int(seq), by_id[mid]) for seq, mid in
-               self.db.execute("SELECT seq, id FROM messages WHERE seq > ? ORDER BY seq", (before,))]
+        values = [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
+                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector)) for r in rows]
+        if len(rows) == 1:
+            cursor = self.db.execute(_INSERT, values[0])
+            out = [(int(cursor.lastrowid), rows[0])] if cursor.rowcount == 1 and cursor.lastrowid else []
+        else:
+            before = self.heads()[0]
+            self.db.executemany(_INSERT, values)
+            by_id = {r.id: r for r in rows}
+            out = [(int(seq), by_id[mid]) for seq, mid in
+                   self.db.execute("SELECT seq, id FROM messages WHERE seq > ? ORDER BY seq", (before,))]
         self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
                             [(seq, *row.fts) for seq, row in out])
         return out
@@ -168,7 +181,7 @@ class MessageLog:
         if not rows:
             return seqs, np.zeros((0, 0), dtype=np.float32)
         blob = b"".join(r[1] for r in rows)
-        return seqs, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+        return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
 
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Stored embeddings by content key (the store's embedding cache)."""
@@ -180,7 +193,7 @@ class MessageLog:
                 for key, blob in self.db.execute(
                     f"SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", part
                 ):
-                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
+                    found[bytes(key)] = unpack(blob)
         return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -227,11 +240,52 @@ class MessageLog:
             rows = self.db.execute("SELECT body FROM messages ORDER BY seq DESC LIMIT ?", (n,)).fetchall()
         return [r[0] for r in reversed(rows)]
 
+    def migrate_float16(self, dim: int) -> int:
+        """Schema 1 -> 2: rewrite float32 vector blobs (4 * dim bytes) as float16, in one transaction.
+
+        Idempotent (only blobs of the float32 length are touched), so an interrupted migration is finished by
+        the next open. Returns how many rows were rewritten. The freed pages are reused by later writes;
+        ``VACUUM`` the file to give them back to the disk at once.
+        """
+        def to_half(blob: bytes | None) -> bytes | None:
+            return None if blob is None else pack(np.frombuffer(blob, dtype=np.float32))
+
+        with translate(self.path):
+            self.db.create_function("ltm_half", 1, to_half, deterministic=True)
+            with self.transaction(write=True):
+                changed = 0
+                for column in (CONTENT, CONTEXT):
+                    changed += self.db.execute(
+                        f"UPDATE messages SET {column} = ltm_half({column}) WHERE length({column}) = ?", (4 * dim,)
+                    ).rowcount
+        return changed
+
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
         """Seqs of live messages satisfying a filter clause (from ``query.filter_sql``)."""
         with translate(self.path):
             rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def doc_freqs(self, terms: Sequence[str], cap: int, rows: int) -> dict[str, int]:
+        """{term: rows holding it, counted up to ``cap``} in a table of about ``rows`` rows.
+
+        Counting stops at ``cap`` so a common term costs no more than a rare one (fts5vocab would walk its
+        whole doclist). Counts are cached in this process until the table has grown by a tenth: they only
+        steer which terms a query keeps, so a slightly stale count is harmless.
+        """
+        if rows > self._df_rows * 1.1 or len(self._df) > _DF_CACHE_MAX:
+            self._df, self._df_rows = {}, rows
+        todo = [t for t in dict.fromkeys(terms) if t not in self._df]
+        with translate(self.path):
+            for start in range(0, len(todo), 32):  # one statement per 32 terms
+                part = todo[start:start + 32]
+                counts = ",".join(
+                    f"(SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?{i + 1} LIMIT {int(cap)}))"
+                    for i in range(len(part))
+                )
+                found = self.db.execute(f"SELECT {counts}", ['"' + t.replace('"', '""') + '"' for t in part])
+                self._df.update(zip(part, (int(c) for c in found.fetchone()), strict=True))
+        return {t: self._df[t] for t in terms}
 
     def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
         """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0)."""
@@ -242,6 +296,28 @@ class MessageLog:
         with translate(self.path):
             rows = self.db.execute(sql, [match, *params, limit]).fetchall()
         return [(int(s), float(v)) for s, v in rows]
+
+
+def pack(vector: np.ndarray) -> bytes:
+    """A vector as its stored blob (float16)."""
+    return np.asarray(vector).astype(VECTOR_DTYPE).tobytes()
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    """A stored blob as the float32 unit vector the index holds for it."""
+    return decode(np.frombuffer(blob, dtype=VECTOR_DTYPE))
+
+
+def decode(stored: np.ndarray) -> np.ndarray:
+    """Stored float16 vectors (rows) -> the float32 unit vectors searched.
+
+    Renormalising after the rounding matters: a rounded vector's norm is off by ~1e-4, which would move a
+    message's similarity to its own text that much; renormalised, the cosine of a vector and its stored form
+    is 1 - O(1e-8), and cosines near the find_news threshold move by ~1e-5.
+    """
+    out = np.asarray(stored, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=-1, keepdims=True)
+    return np.ascontiguousarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 @contextmanager

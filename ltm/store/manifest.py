@@ -16,10 +16,12 @@ from typing import Any
 
 from ltm.errors import StoreCorrupted, StoreMismatch
 
-__all__ = ["SCHEMA_VERSION", "Manifest", "atomic_write"]
+__all__ = ["METRIC", "SCHEMA_VERSION", "Manifest", "atomic_write"]
 
-SCHEMA_VERSION = 1
-METRIC = "cosine (inner product over L2-normalised float32)"
+# 1: float32 vectors in SQLite. 2: float16 vectors in SQLite and in the snapshot (a schema-1 namespace is
+# migrated in place when opened: see MemoryStorage._migrate).
+SCHEMA_VERSION = 2
+METRIC = "cosine (inner product over L2-normalised vectors, stored as float16)"
 
 
 @dataclass

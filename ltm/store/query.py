@@ -23,7 +23,7 @@ from typing import Any
 from ltm.errors import InvalidInput
 from ltm.message import Message, any_to_str_set
 
-__all__ = ["RRF_K", "filter_sql", "fts_match", "fuse", "keyword_columns"]
+__all__ = ["KEYWORD_BUDGET", "RRF_K", "filter_sql", "fuse", "keyword_columns", "keyword_plan", "query_terms"]
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant: rank r contributes 1 / (60 + r)
 _FILTERS = {"role", "cause_by", "sent_from", "created_after", "created_before", "metadata"}
@@ -79,14 +79,46 @@ def filter_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
     return (" AND ".join(clauses) or "1"), params
 
 
-def fts_match(query: str) -> str | None:
-    """An FTS5 query OR-ing the query's words (stopwords dropped unless nothing else is left); None if none."""
+# A keyword query scores every row holding any of its terms, so its cost is the sum of the terms' document
+# frequencies: a single word present in most rows ("ticket", "service") makes it O(N). Past this many rows
+# the rarest terms are kept until their frequencies add up to it (see keyword_plan).
+KEYWORD_BUDGET = 4000
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's distinct lower-cased words (stopwords dropped unless nothing else is left), at most 64."""
     words = [w.lower() for w in _WORD.findall(query)]
     kept = [w for w in words if w not in _STOPWORDS] or words
-    unique = list(dict.fromkeys(kept))[:64]
-    if not unique:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    return list(dict.fromkeys(kept))[:64]
+
+
+def keyword_plan(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,
+                 budget: int = KEYWORD_BUDGET) -> str | None:
+    """The FTS5 query to run for ``terms`` given their document frequencies (capped counts) in ``rows`` rows.
+
+    Up to ``budget`` rows, every term is OR-ed (the cost is bounded by the table). Beyond, the rarest terms
+    are OR-ed while their frequencies add up to at most ``budget``: the dropped ones are the common words,
+    whose BM25 weight (idf) is low and which would make FTS5 score a large share of the table. When even the
+    rarest term is that common, the terms are AND-ed instead (only rows holding all of them are scored).
+    Terms in no row are dropped; None when nothing can match.
+    """
+    present = [t for t in terms if doc_freq.get(t, 0) > 0]
+    if rows <= budget:
+        return _joined(present, " OR ")
+    kept: list[str] = []
+    total = 0
+    for term in sorted(present, key=lambda t: doc_freq[t]):
+        if total + doc_freq[term] > budget:
+            break
+        kept.append(term)
+        total += doc_freq[term]
+    if kept:
+        return _joined(kept, " OR ")
+    return _joined(present, " AND ")
+
+
+def _joined(terms: Sequence[str], joiner: str) -> str | None:
+    return joiner.join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
 
 
 def keyword_columns(message: Message) -> tuple[str, str, str, str]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ltm.message import Message
 from ltm.store.log import MessageLog
-from ltm.store.query import fts_match, fuse
+from ltm.store.query import KEYWORD_BUDGET, fuse, keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MODES", "MemoryHit", "retrieve"]
@@ -56,7 +56,7 @@ def retrieve(
         scores, ids = index.search(vector, fetch, allowed)
         rankings.append([(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0])
         names.append(name)
-    match = fts_match(query) if mode != "dense" else None
+    match = _keyword_match(log, query) if mode != "dense" else None
     if match is not None:
         rankings.append(log.keyword(match, fetch, where or "1", params))
         names.append("keyword")
@@ -66,3 +66,12 @@ def retrieve(
         ranked = [(s, v, (names[0],)) for s, v in rankings[0][:k]] if rankings else []
     bodies = log.bodies([s for s, _, _ in ranked])
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+
+
+def _keyword_match(log: MessageLog, query: str) -> str | None:
+    """The FTS5 query for ``query``: its rarest terms once the table is large (cost bounded: see keyword_plan)."""
+    terms = query_terms(query)
+    rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup
+    if not terms or rows <= KEYWORD_BUDGET:
+        return keyword_plan(terms, dict.fromkeys(terms, 1), rows, KEYWORD_BUDGET)  # all: the table bounds the cost
+    return keyword_plan(terms, log.doc_freqs(terms, KEYWORD_BUDGET + 1, rows), rows, KEYWORD_BUDGET)

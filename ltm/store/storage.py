@@ -30,8 +30,8 @@ from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.models.embeddings import model_name, resolve_embedding
 from ltm.store.embedder import QUERY, TEXT, Embedder
-from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row
-from ltm.store.manifest import Manifest
+from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
+from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
@@ -118,7 +118,9 @@ class MemoryStorage:
                 manifest = Manifest(namespace=namespace, embedding_model=model)
                 manifest.write(directory / "manifest.json")
             manifest.check(model, directory / "manifest.json")
-            self._log = MessageLog(directory / "memory.sqlite")
+            self._log = MessageLog(directory / "memory.sqlite", synchronous=self.settings.sqlite_synchronous)
+            if manifest.schema_version < SCHEMA_VERSION:
+                self._migrate(directory, manifest)
             self.namespace, self._dir, self._manifest = namespace, directory, manifest
             self._index, self._ctx, self._version, self._unsaved = None, None, -1, 0
             if manifest.dim is not None:
@@ -127,6 +129,16 @@ class MemoryStorage:
                 if (self._index is None) != (self._ctx is None):  # one snapshot lost: rebuild both
                     self._index = self._ctx = None
             self._sync(verify=True)
+
+    def _migrate(self, directory: Path, manifest: Manifest) -> None:
+        """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors)."""
+        assert self._log is not None
+        if manifest.dim is not None:
+            self._log.migrate_float16(manifest.dim)
+        for name in ("index.faiss", "context.faiss"):  # float32 snapshots: rebuilt from SQLite below
+            (directory / name).unlink(missing_ok=True)
+        manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
+        manifest.write(directory / "manifest.json")
 
     def _require(self) -> MessageLog:
         if self._log is None:
@@ -150,6 +162,21 @@ class MemoryStorage:
             ):
                 self._rebuild(log)
         self._version, self._stale = version, False
+
+    def _write_catch_up(self, log: MessageLog) -> int:
+        """Inside a write transaction: catch up unless nothing was committed since the index last looked;
+        returns the data_version the indexes match once our write is applied.
+
+        Read under the write lock, data_version covers every commit by others up to now, and our own commits
+        never change it: when it equals the version the indexes were brought to (and nothing failed since),
+        the heads query and the replay are skipped, the common case for a process adding one at a time.
+        """
+        version = log.data_version()
+        current = not self._stale and version == self._version and self._index is not None and self._ctx is not None
+        self._stale = True  # until the indexes hold what the caller commits
+        if not current:
+            self._catch_up(log)
+        return version
 
     def _catch_up(self, log: MessageLog) -> None:
         """Inside a transaction: replay what the index misses (a read snapshot, or our own write lock)."""
@@ -309,7 +336,7 @@ class MemoryStorage:
             if not rows:
                 return
             for seq, body, blob in rows:
-                vector = np.frombuffer(blob, dtype=np.float32).copy() if blob is not None else None
+                vector = unpack(blob) if blob is not None else None
                 yield Message.load(body), vector
                 after = seq
 
@@ -332,25 +359,27 @@ class MemoryStorage:
         with self._lock:
             log = self._require()
             self._ensure_dim(vectors.shape[1])
+            # Rows keep the stored (float16) form and FAISS gets decode() of it, as a rebuild from SQLite
+            # would: search results and find_news decisions are the same before and after a restart.
+            vectors = vectors.astype(VECTOR_DTYPE)
             n = len(pending.messages)
             context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
             rows = [_row(m, key, vec, context_of.get(i)) for i, (m, key, vec) in
                     enumerate(zip(pending.messages, self.embedder.keys(pending.texts[:n]), vectors[:n], strict=True))]
-            self._stale = True  # until the indexes hold what we commit below
             with log.transaction(write=True):
-                self._catch_up(log)
+                version = self._write_catch_up(log)
                 inserted = log.insert(rows)
             assert self._index is not None and self._ctx is not None
             if inserted:
                 self._index.add(np.array([s for s, _ in inserted], dtype=np.int64),
-                                np.stack([r.vector for _, r in inserted]))
+                                decode(np.stack([r.vector for _, r in inserted])))
                 with_ctx = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
                 if with_ctx:
                     seqs = np.array([s for s, _ in with_ctx], dtype=np.int64)
-                    self._ctx.add(seqs, np.stack([v for _, v in with_ctx]))
+                    self._ctx.add(seqs, decode(np.stack([v for _, v in with_ctx])))
                 self._index.last_seq = self._ctx.last_seq = inserted[-1][0]
                 self._unsaved += len(inserted)
-            self._version, self._stale = log.data_version(), False
+            self._version, self._stale = version, False  # our own commit leaves data_version as it was
             self._maintain(log)
             return len(inserted)
 
@@ -439,11 +468,16 @@ class MemoryStorage:
 
     def _embed(self, texts: list[str], purpose: str) -> np.ndarray:
         log = self._require()
-        return self.embedder.embed(texts, self._dim(), known=log.vectors_by_key, purpose=purpose)
+        return self.embedder.embed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
 
     async def _aembed(self, texts: list[str], purpose: str) -> np.ndarray:
         log = self._require()
-        return await self.embedder.aembed(texts, self._dim(), known=log.vectors_by_key, purpose=purpose)
+        return await self.embedder.aembed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
+
+    def _known_dim(self) -> int | None:
+        """The manifest's dimension once recorded (it never changes), else what the index learned by syncing."""
+        manifest = self._manifest
+        return manifest.dim if manifest is not None and manifest.dim is not None else self._dim()
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
@@ -458,9 +492,8 @@ class MemoryStorage:
         message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
         with self._lock:
             log = self._require()
-            self._stale = True
             with log.transaction(write=True):
-                self._catch_up(log)
+                version = self._write_catch_up(log)
                 seq = log.delete(message_id)
                 heads = log.heads()
             if seq is not None and self._index is not None and self._ctx is not None:
@@ -468,7 +501,7 @@ class MemoryStorage:
                     index.remove(np.array([seq], dtype=np.int64))
                     index.last_tseq = heads[1]
                 self._unsaved += 1
-            self._version, self._stale = log.data_version(), False
+            self._version, self._stale = version, False
             self._maintain(log)
             return seq is not None
 

@@ -1,17 +1,24 @@
 """The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
 
 Flat (``IndexFlatIP`` over unit vectors, exact cosine) until the namespace holds ``hnsw_threshold``
-live vectors, then HNSW. HNSW cannot remove vectors, so a deleted seq becomes a *ghost*: it stays in the
-graph, searches exclude it with an ``IDSelectorNot``, and the store rebuilds the graph from SQLite when
-ghosts pass a fifth of it (no re-embedding: vectors are stored in SQLite). Delete therefore works for both.
+live vectors, then HNSW. A deleted seq becomes a *ghost* in both kinds: it stays in the index and searches
+leave it out. HNSW cannot remove vectors, so searches exclude ghosts with an ``IDSelectorNot`` and the store
+rebuilds the graph from SQLite when ghosts pass a fifth of it (no re-embedding: vectors are stored in
+SQLite). A flat index could remove one vector at a time, but ``remove_ids`` compacts the whole array (O(N):
+10 ms per delete at 100k), so flat ghosts are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate,
+and meanwhile a flat search over-fetches by the ghost count and drops them (keeping FAISS's BLAS path,
+which a selector would leave).
 
 ``index.faiss`` is written atomically (temp file, fsync, rename) as a small header (the last message and
-tombstone seqs it covers, ghosts, a CRC32 of the payload) followed by ``faiss.serialize_index``. A file that
+tombstone seqs it covers, ghosts, a CRC32 of the payload) followed by the payload: for flat, the ids and the
+vectors as float16 (the precision SQLite stores them in, so nothing is lost and the file is half the size of
+``faiss.serialize_index``), for HNSW ``faiss.serialize_index`` (the graph). A file that
 is truncated or fails its CRC is reported as None by :meth:`VectorIndex.load`, and the store rebuilds.
 The snapshot is read into RAM, not memory-mapped: a memory-mapped IndexIDMap2 segfaults on add/remove in
 faiss 1.15 (checked), and the store is read-write.
 
 FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
+Both FAISS settings here (threads, BLAS threshold) are process-global: they apply to every index in the process.
 """
 
 from __future__ import annotations
@@ -25,16 +32,25 @@ from typing import Any
 import faiss
 import numpy as np
 
+from ltm.store.log import decode
 from ltm.store.manifest import atomic_write
 
 __all__ = ["VectorIndex"]
 
-_MAGIC = b"LTMFAISS1\n"
+_MAGIC = b"LTMFAISS2\n"  # 1: faiss.serialize_index for flat too (float32)
 _HNSW_M = 32
 _EF_CONSTRUCTION = 80
 _EF_SEARCH = 96
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
+_FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 faiss.omp_set_num_threads(1)
+# faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
+# distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
+# dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
+# instead of 0.1 s. Each search sets the threshold to _BLAS_FROM_QUERIES * dim: batches use BLAS, while
+# one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
+# It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
+_BLAS_FROM_QUERIES = 3
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords and the HNSW parameter class
 
 
@@ -69,10 +85,15 @@ class VectorIndex:
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
             return
-        if self.kind == "flat":
-            self.index.remove_ids(seqs.astype(np.int64))
-            return
         self.ghosts |= {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
+        if self.kind == "flat" and len(self.ghosts) >= _FLAT_GHOSTS_MAX:
+            self.compact()
+
+    def compact(self) -> None:
+        """Flat only: really remove the ghosts (one pass over the array). HNSW is rebuilt by the store."""
+        if self.kind == "flat" and self.ghosts:
+            self.index.remove_ids(np.array(sorted(self.ghosts), dtype=np.int64))
+            self.ghosts = set()
 
     def _holds(self, seq: int) -> bool:
         try:  # IndexIDMap2 looks the id up in its reverse map; an absent id raises
@@ -86,8 +107,12 @@ class VectorIndex:
         """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist."""
         k = max(1, min(k, max(self.live, 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if faiss.cvar.distance_compute_blas_threshold != _BLAS_FROM_QUERIES * self.dim:
+            faiss.cvar.distance_compute_blas_threshold = _BLAS_FROM_QUERIES * self.dim
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
+        if self.kind == "flat" and allowed is None and self.ghosts:
+            return self._flat_skipping_ghosts(queries, k)
         selector = self._selector(allowed)
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
@@ -97,6 +122,18 @@ class VectorIndex:
                 params.sel = selector
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
+
+    def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Flat search for k + len(ghosts), ghosts dropped: the result of searching without them."""
+        scores, ids = self.index.search(queries, min(k + len(self.ghosts), int(self.index.ntotal)))
+        ghosts = np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts))
+        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for row in range(len(queries)):
+            keep = (ids[row] >= 0) & ~np.isin(ids[row], ghosts)
+            found_ids, found_scores = ids[row][keep][:k], scores[row][keep][:k]
+            out_ids[row, :len(found_ids)], out_scores[row, :len(found_ids)] = found_ids, found_scores
+        return out_scores, out_ids
 
     def _selector(self, allowed: np.ndarray | None) -> Any:
         parts: list[Any] = []
@@ -135,7 +172,12 @@ class VectorIndex:
     # -- snapshot ----------------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the snapshot atomically."""
-        payload = faiss.serialize_index(self.index).tobytes()
+        if self.kind == "flat":
+            ids = faiss.vector_to_array(self.index.id_map).astype("<i8")
+            vectors = self.index.index.reconstruct_n(0, int(self.index.ntotal)).astype("<f2")
+            payload = ids.tobytes() + vectors.tobytes()
+        else:
+            payload = faiss.serialize_index(self.index).tobytes()
         header = json.dumps({
             "last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
             "ghosts": sorted(self.ghosts), "payload_len": len(payload), "crc32": zlib.crc32(payload),
@@ -161,7 +203,15 @@ class VectorIndex:
             if header["dim"] != dim or header["kind"] not in ("flat", "hnsw"):
                 return None
             loaded = cls(dim, header["kind"])
-            loaded.index = faiss.deserialize_index(np.frombuffer(payload, dtype=np.uint8))
+            if loaded.kind == "flat":
+                n, rest = divmod(len(payload), 8 + 2 * dim)
+                if rest:
+                    return None
+                ids = np.frombuffer(payload, dtype="<i8", count=n)
+                vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
+                loaded.add(ids, decode(vectors))  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors)
+            else:
+                loaded.index = faiss.deserialize_index(np.frombuffer(payload, dtype=np.uint8))
             loaded.last_seq, loaded.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
             loaded.ghosts = {int(g) for g in header["ghosts"]}
         except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
