@@ -183,6 +183,19 @@ class MessageLog:
                     found[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
 
+    def seqs_by_key(self, keys: Sequence[bytes]) -> dict[bytes, list[int]]:
+        """Seqs of the live messages whose content key is in ``keys`` (exact stored content), by key."""
+        found: dict[bytes, list[int]] = {}
+        with translate(self.path):
+            for start in range(0, len(keys), _CHUNK):
+                part = list(keys[start:start + _CHUNK])
+                marks = ",".join("?" * len(part))
+                for key, seq in self.db.execute(
+                    f"SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC", part
+                ):
+                    found.setdefault(bytes(key), []).append(int(seq))
+        return found
+
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         with translate(self.path):

@@ -32,7 +32,8 @@ __all__ = ["VectorIndex"]
 _MAGIC = b"LTMFAISS1\n"
 _HNSW_M = 32
 _EF_CONSTRUCTION = 80
-_EF_SEARCH = 96
+_EF_SEARCH = 128  # default efSearch floor; the store passes ``Settings.hnsw_ef_search``
+_EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 faiss.omp_set_num_threads(1)
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords and the HNSW parameter class
@@ -55,6 +56,7 @@ class VectorIndex:
         self.last_seq = 0  # every message seq <= this is applied
         self.last_tseq = 0  # every tombstone <= this is applied
         self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
+        self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
 
     # -- size --------------------------------------------------------------------------------------------
     @property
@@ -92,7 +94,7 @@ class VectorIndex:
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
         else:
-            params = _faiss.SearchParametersHNSW(efSearch=max(_EF_SEARCH, 2 * k))
+            params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search))
             if selector is not None:
                 params.sel = selector
         scores, ids = self.index.search(queries, k, params=params)
@@ -169,3 +171,8 @@ class VectorIndex:
         if int(loaded.index.d) != dim:
             return None
         return loaded
+
+
+def ef_search_for(k: int, floor: int) -> int:
+    """HNSW efSearch for a top-``k`` query: the configured ``floor``, raised to ``_EF_PER_K * k`` for large k."""
+    return max(floor, _EF_PER_K * k)
