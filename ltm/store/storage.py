@@ -143,15 +143,22 @@ class MemoryStorage:
         """Apply rows and tombstones committed since the index last looked (by anyone)."""
         log = self._require()
         version = log.data_version()
-        if version == self._version and not self._stale and not verify:
+        damaged = self._snapshot_damaged()
+        if version == self._version and not self._stale and not verify and not damaged:
             return
         with log.transaction(write=False):
+            if damaged:
+                self._rebuild(log)
             self._catch_up(log)
             if verify and self._index is not None and self._ctx is not None and (
                 self._index.live != log.count() or self._ctx.live != log.count(CONTEXT)
             ):
                 self._rebuild(log)
         self._version, self._stale = version, False
+
+    def _snapshot_damaged(self) -> bool:
+        """A big snapshot's vectors are checked in the background after open (see ltm.store.snapshot)."""
+        return any(index is not None and index.damaged for index in (self._index, self._ctx))
 
     def _catch_up(self, log: MessageLog) -> None:
         """Inside a transaction: replay what the index misses (a read snapshot, or our own write lock)."""

@@ -5,11 +5,12 @@ live vectors, then HNSW. HNSW cannot remove vectors, so a deleted seq becomes a 
 graph, searches exclude it with an ``IDSelectorNot``, and the store rebuilds the graph from SQLite when
 ghosts pass a fifth of it (no re-embedding: vectors are stored in SQLite). Delete therefore works for both.
 
-``index.faiss`` is written atomically (temp file, fsync, rename) as a small header (the last message and
-tombstone seqs it covers, ghosts, a CRC32 of the payload) followed by ``faiss.serialize_index``. A file that
-is truncated or fails its CRC is reported as None by :meth:`VectorIndex.load`, and the store rebuilds.
-The snapshot is read into RAM, not memory-mapped: a memory-mapped IndexIDMap2 segfaults on add/remove in
-faiss 1.15 (checked), and the store is read-write.
+``index.faiss`` is written atomically by :mod:`ltm.store.snapshot`: FAISS's own bytes, then a header (the
+last message and tombstone seqs it covers, ghosts, CRCs). A file that is truncated or fails a CRC is
+reported as None by :meth:`VectorIndex.load` (or, for the vectors of a big one, flagged :attr:`damaged`
+shortly after), and the store rebuilds. A big snapshot is memory-mapped read-only, since FAISS 1.15 aborts
+on any write to a mapped index (checked): the first add (or flat delete) swaps in an in-RAM copy; HNSW
+deletes are ghosts and need none.
 
 FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
 """
@@ -25,7 +26,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from ltm.store.manifest import atomic_write
+from ltm.store import snapshot
 
 __all__ = ["VectorIndex"]
 
@@ -57,6 +58,7 @@ class VectorIndex:
         self.last_tseq = 0  # every tombstone <= this is applied
         self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
         self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
+        self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
 
     # -- size --------------------------------------------------------------------------------------------
     @property
@@ -66,12 +68,14 @@ class VectorIndex:
     # -- changes -----------------------------------------------------------------------------------------
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
         if len(seqs):
+            self._own()
             self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs.astype(np.int64))
 
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
             return
         if self.kind == "flat":
+            self._own()
             self.index.remove_ids(seqs.astype(np.int64))
             return
         self.ghosts |= {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
@@ -136,17 +140,45 @@ class VectorIndex:
 
     # -- snapshot ----------------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """Write the snapshot atomically."""
-        payload = faiss.serialize_index(self.index).tobytes()
-        header = json.dumps({
+        """Write the snapshot atomically, streamed by FAISS (no in-RAM copy; see :mod:`ltm.store.snapshot`)."""
+        snapshot.write(path, self.index, {
             "last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
-            "ghosts": sorted(self.ghosts), "payload_len": len(payload), "crc32": zlib.crc32(payload),
-        }).encode()
-        atomic_write(path, _MAGIC + struct.pack("<I", len(header)) + header + payload)
+            "ghosts": sorted(self.ghosts),
+        })
+
+    @property
+    def damaged(self) -> bool:
+        """True when the background check of a big snapshot found its vectors corrupted: rebuild."""
+        return self._loaded is not None and self._loaded.damaged
+
+    def _own(self) -> None:
+        """Before any write: swap a memory-mapped (read-only) index for an in-RAM copy."""
+        if self._loaded is not None and self._loaded.mapped:
+            self.index = self._loaded.owned()
+            self._loaded.close()
 
     @classmethod
-    def load(cls, path: Path, dim: int) -> VectorIndex | None:
-        """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim."""
+    def load(cls, path: Path, dim: int, inline_max: int | None = None) -> VectorIndex | None:
+        """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim.
+
+        A payload above ``inline_max`` bytes (default ``snapshot.INLINE_VERIFY_MAX``) is memory-mapped and
+        its vectors are checked in the background (:attr:`damaged`); the first write makes an in-RAM copy."""
+        loaded = snapshot.read(path, snapshot.INLINE_VERIFY_MAX if inline_max is None else inline_max)
+        if loaded is None:
+            return cls._load_v1(path, dim)
+        header = loaded.header
+        if header.get("dim") != dim or header.get("kind") not in ("flat", "hnsw") or int(loaded.index.d) != dim:
+            loaded.close()
+            return None
+        index = cls(dim, header["kind"])
+        index.index, index._loaded = loaded.index, loaded
+        index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
+        index.ghosts = {int(g) for g in header["ghosts"]}
+        return index
+
+    @classmethod
+    def _load_v1(cls, path: Path, dim: int) -> VectorIndex | None:
+        """A snapshot in the first format (header first, whole-payload CRC), read into RAM."""
         try:
             data = path.read_bytes()
         except FileNotFoundError:
