@@ -56,7 +56,7 @@ class Settings(BaseModel):
         200_000, ge=1, description="Live vectors above which a namespace's index switches from flat to HNSW."
     )
     hnsw_ef_search: int = Field(
-        128, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency."
+        384, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency."
     )
     snapshot_every: int = Field(
         10_000, ge=1, description="Rows added since the last FAISS snapshot that trigger a new one."

@@ -8,6 +8,7 @@ import time is reported apart. The page cache is warm after the first run (as on
 
     PYTHONPATH=. python scripts/measure_recover.py build --n 100000 --dir /tmp/rec100k
     PYTHONPATH=. python scripts/measure_recover.py open --dir /tmp/rec100k --repeat 5
+    PYTHONPATH=. python scripts/measure_recover.py search --n 100000 --dir /tmp/rec100k --ef 384
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_data import dataset, lookup_embedding, vectors  # noqa: E402
+from bench_data import dataset, lookup_embedding, query_set, vectors  # noqa: E402
 
 NAMESPACE = "recover-bench"
 QUERY = "which ticket had a race condition in the payment gateway"
@@ -77,9 +78,63 @@ def probe(directory: Path, seed: int) -> None:
                       "index": store.stats()["index"]}))
 
 
+def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> None:
+    """Dense search p50/p95 (lookup embedding included, as in bench.py) and recall@10 against exact search,
+    then find_news over 50 stored (new ids) + 50 new messages: 50 must come back."""
+    import faiss
+
+    from ltm.config import Settings
+    from ltm.longterm import LongTermMemory
+    from ltm.message import Message
+    from ltm.store import MemoryStorage
+
+    texts, topics, _, _ = dataset(n + 50, seed)
+    vecs = vectors(topics, seed)
+    qtexts, qvecs = query_set(vecs[:n], queries, seed)
+    faiss.omp_set_num_threads(2)
+    faiss.cvar.distance_compute_blas_threshold = 20
+    exact = faiss.IndexFlatIP(vecs.shape[1])
+    exact.add(vecs[:n])
+    truth = exact.search(qvecs, 10)[1] + 1  # seqs are rows + 1
+    del exact
+    faiss.omp_set_num_threads(1)
+    emb = lookup_embedding()
+    emb.register(qtexts, qvecs)
+    emb.register(texts[n:], vecs[n:])
+    overrides = {"hnsw_ef_search": ef} if ef else {}
+    store = MemoryStorage(NAMESPACE, settings=Settings(storage_dir=directory, **overrides), embedding=emb)
+    store.search(qtexts[0], k=10, mode="dense")
+    times, hits = [], 0
+    for q, want in zip(qtexts, truth, strict=True):
+        t0 = time.perf_counter()
+        found = store.search(q, k=10, mode="dense")
+        times.append(time.perf_counter() - t0)
+        hits += len(_seqs(store, found) & set(want.tolist()))
+    picked = np.random.default_rng(seed + 5).choice(n, 50, replace=False)
+    observed = [Message(texts[i]) for i in picked] + [Message(t) for t in texts[n:]]
+    t0 = time.perf_counter()
+    news = LongTermMemory(memory_storage=store).find_news(observed)
+    took = time.perf_counter() - t0
+    print(json.dumps({"n": n, "ef_search": store.settings.hnsw_ef_search, "index": store.stats()["index"],
+                      "dense_p50_ms": float(np.percentile(times, 50)) * 1e3,
+                      "dense_p95_ms": float(np.percentile(times, 95)) * 1e3,
+                      "recall10": hits / (10 * len(qtexts)), "find_news_100_ms": took * 1e3,
+                      "find_news_returned": len(news), "find_news_expected": 50}))
+
+
+def _seqs(store: object, hits: list[object]) -> set[int]:
+    """Seqs of hits, from SQLite by message id."""
+    log = store._log  # type: ignore[attr-defined]
+    ids = [h.message.id for h in hits]  # type: ignore[attr-defined]
+    marks = ",".join("?" * len(ids))
+    return {int(r[0]) for r in log.db.execute(f"SELECT seq FROM messages WHERE id IN ({marks})", ids)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["build", "open", "probe"])
+    ap.add_argument("what", choices=["build", "open", "probe", "search"])
+    ap.add_argument("--ef", type=int, help="search: Settings.hnsw_ef_search (default: the setting's default)")
+    ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=7)
@@ -89,6 +144,8 @@ def main() -> None:
     directory = Path(args.dir)
     if args.what == "build":
         build(args.n, directory, args.seed, args.hnsw_from)
+    elif args.what == "search":
+        search(directory, args.n, args.seed, args.ef, args.queries)
     elif args.what == "probe":
         probe(directory, args.seed)
     else:
