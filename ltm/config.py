@@ -55,6 +55,9 @@ class Settings(BaseModel):
     hnsw_threshold: int = Field(
         200_000, ge=1, description="Live vectors above which a namespace's index switches from flat to HNSW."
     )
+    hnsw_ef_search: int = Field(
+        384, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency."
+    )
     snapshot_every: int = Field(
         10_000, ge=1, description="Rows added since the last FAISS snapshot that trigger a new one."
     )

@@ -148,7 +148,8 @@ class LongTermMemory(Memory):
 
     def _drop_seen(self, news: list[Message], vectors: np.ndarray) -> list[Message]:
         threshold = self._store().threshold
-        best = self._store().best_similarities(vectors)
+        texts = [m.content for m in news if m.content.strip()]  # the rows of ``vectors``, in order
+        best = self._store().best_similarities(vectors, texts)
         kept: list[Message] = []
         kept_vectors: list[np.ndarray] = []
         row = 0

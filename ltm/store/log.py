@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS messages(
 );
 CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
 CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
+-- counting the rows with a context vector (checked on every open) must not scan the table
+CREATE INDEX IF NOT EXISTS messages_with_context ON messages(seq) WHERE context_embedding IS NOT NULL;
 CREATE TABLE IF NOT EXISTS tombstones(
     tseq INTEGER PRIMARY KEY AUTOINCREMENT,
     seq INTEGER NOT NULL
@@ -194,6 +196,19 @@ class MessageLog:
                     f"SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", part
                 ):
                     found[bytes(key)] = unpack(blob)
+        return found
+
+    def seqs_by_key(self, keys: Sequence[bytes]) -> dict[bytes, list[int]]:
+        """Seqs of the live messages whose content key is in ``keys`` (exact stored content), by key."""
+        found: dict[bytes, list[int]] = {}
+        with translate(self.path):
+            for start in range(0, len(keys), _CHUNK):
+                part = list(keys[start:start + _CHUNK])
+                marks = ",".join("?" * len(part))
+                for key, seq in self.db.execute(
+                    f"SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC", part
+                ):
+                    found.setdefault(bytes(key), []).append(int(seq))
         return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,8 @@ class MemoryStorage:
             if manifest.dim is not None:
                 self._index = VectorIndex.load(directory / "index.faiss", manifest.dim)
                 self._ctx = VectorIndex.load(directory / "context.faiss", manifest.dim)
+                if self._index is not None:
+                    self._index.ef_search = self.settings.hnsw_ef_search
                 if (self._index is None) != (self._ctx is None):  # one snapshot lost: rebuild both
                     self._index = self._ctx = None
             self._sync(verify=True)
@@ -153,9 +155,12 @@ class MemoryStorage:
         """Apply rows and tombstones committed since the index last looked (by anyone)."""
         log = self._require()
         version = log.data_version()
-        if version == self._version and not self._stale and not verify:
+        damaged = self._snapshot_damaged()
+        if version == self._version and not self._stale and not verify and not damaged:
             return
         with log.transaction(write=False):
+            if damaged:
+                self._rebuild(log)
             self._catch_up(log)
             if verify and self._index is not None and self._ctx is not None and (
                 self._index.live != log.count() or self._ctx.live != log.count(CONTEXT)
@@ -177,6 +182,10 @@ class MemoryStorage:
         if not current:
             self._catch_up(log)
         return version
+
+    def _snapshot_damaged(self) -> bool:
+        """A big snapshot's vectors are checked in the background after open (see ltm.store.snapshot)."""
+        return any(index is not None and index.damaged for index in (self._index, self._ctx))
 
     def _catch_up(self, log: MessageLog) -> None:
         """Inside a transaction: replay what the index misses (a read snapshot, or our own write lock)."""
@@ -206,6 +215,7 @@ class MemoryStorage:
         seqs, vectors = log.vectors_after(0)
         kind = "hnsw" if len(seqs) >= self.settings.hnsw_threshold else "flat"
         index = VectorIndex(self._manifest.dim, kind)
+        index.ef_search = self.settings.hnsw_ef_search
         index.add(seqs, vectors)
         index.last_seq, index.last_tseq = heads
         self._index = index
@@ -256,7 +266,7 @@ class MemoryStorage:
         text = _text_of(message)
         if not text.strip() or self._dim() is None:
             return []
-        return self._similar(self._embed([text], TEXT), _check_k(k))
+        return self._similar(self._embed([text], TEXT), _check_k(k), text)
 
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
@@ -422,7 +432,7 @@ class MemoryStorage:
         text = _text_of(message)
         if not text.strip() or self._dim() is None:
             return []
-        return self._similar(await self._aembed([text], TEXT), _check_k(k))
+        return self._similar(await self._aembed([text], TEXT), _check_k(k), text)
 
     def _search(
         self, query: str, vector: np.ndarray | None, k: int, mode: str, filters: Mapping[str, Any] | None
@@ -435,7 +445,7 @@ class MemoryStorage:
             self._sync()
             return retrieve(log, (self._index, self._ctx), query, vector, k, mode, where if filters else None, params)
 
-    def _similar(self, vectors: np.ndarray, k: int) -> list[Message]:
+    def _similar(self, vectors: np.ndarray, k: int, text: str) -> list[Message]:
         if k == 0:
             return []
         with self._lock:
@@ -444,7 +454,11 @@ class MemoryStorage:
             if self._index is None or not self._index.live:
                 return []
             scores, ids = self._index.search(vectors, k)
-            seqs = [int(s) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0 and v >= self.threshold]
+            found = [int(s) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0 and v >= self.threshold]
+            # messages holding exactly this content have cosine 1.0: first, even if an HNSW search missed them
+            key = self.embedder.keys([text])[0]
+            exact = log.seqs_by_key([key]).get(key, [])
+            seqs = list(dict.fromkeys([*exact, *found]))[:k]
             bodies = log.bodies(seqs)
         return [Message.load(bodies[s]) for s in seqs if s in bodies]
 
@@ -456,15 +470,26 @@ class MemoryStorage:
         """Async twin of :meth:`embed_texts`."""
         return await self._aembed(texts, TEXT)
 
-    def best_similarities(self, vectors: np.ndarray) -> np.ndarray:
+    def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
         """For each row of ``vectors`` (from :meth:`embed_texts`), its highest cosine similarity to any stored
-        message; -1.0 when the namespace is empty. ``find_news`` uses it to test a whole batch at once."""
+        message; -1.0 when the namespace is empty. ``find_news`` uses it to test a whole batch at once.
+
+        With ``texts`` (the contents ``vectors`` were embedded from, same order), a text stored verbatim
+        scores 1.0 whatever the index answers: an approximate (HNSW) search can miss even an exact duplicate.
+        """
+        if texts is not None and len(texts) != len(vectors):
+            raise InvalidInput(f"best_similarities got {len(vectors)} vectors but {len(texts)} texts; pass one each")
         with self._lock:
-            self._require()
+            log = self._require()
             self._sync()
             if self._index is None:
                 return np.full(len(vectors), -1.0, dtype=np.float32)
-            return self._index.best(np.asarray(vectors, dtype=np.float32))
+            best = self._index.best(np.asarray(vectors, dtype=np.float32))
+            if texts:
+                keys = self.embedder.keys(list(texts))
+                stored = log.seqs_by_key(keys)
+                best[[i for i, key in enumerate(keys) if key in stored]] = 1.0
+            return best
 
     def _embed(self, texts: list[str], purpose: str) -> np.ndarray:
         log = self._require()

@@ -9,13 +9,19 @@ SQLite). A flat index could remove one vector at a time, but ``remove_ids`` comp
 and meanwhile a flat search over-fetches by the ghost count and drops them (keeping FAISS's BLAS path,
 which a selector would leave).
 
-``index.faiss`` is written atomically (temp file, fsync, rename) as a small header (the last message and
-tombstone seqs it covers, ghosts, a CRC32 of the payload) followed by the payload: for flat, the ids and the
-vectors as float16 (the precision SQLite stores them in, so nothing is lost and the file is half the size of
-``faiss.serialize_index``), for HNSW ``faiss.serialize_index`` (the graph). A file that
-is truncated or fails its CRC is reported as None by :meth:`VectorIndex.load`, and the store rebuilds.
-The snapshot is read into RAM, not memory-mapped: a memory-mapped IndexIDMap2 segfaults on add/remove in
-faiss 1.15 (checked), and the store is read-write.
+``index.faiss`` is written atomically (temp file, fsync, rename) in one of two layouts:
+
+- flat: a small header (the last message and tombstone seqs it covers, ghosts, a CRC32 of the payload)
+  followed by the ids and the vectors as float16, the precision SQLite stores them in, so nothing is lost
+  and the file is half of ``faiss.serialize_index``'s. It is read into RAM (a flat namespace holds at most
+  ``hnsw_threshold`` vectors);
+- HNSW: :mod:`ltm.store.snapshot`'s layout, FAISS's own bytes first, then the header and CRCs. A big one is
+  memory-mapped read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add
+  swaps in an in-RAM copy, and deletes are ghosts that need none. Its vectors are CRC-checked in the
+  background (:attr:`VectorIndex.damaged`).
+
+A file that is truncated or fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged damaged
+shortly after), and the store rebuilds it from SQLite without re-embedding.
 
 FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
 Both FAISS settings here (threads, BLAS threshold) are process-global: they apply to every index in the process.
@@ -32,15 +38,17 @@ from typing import Any
 import faiss
 import numpy as np
 
+from ltm.store import snapshot
 from ltm.store.log import decode
 from ltm.store.manifest import atomic_write
 
 __all__ = ["VectorIndex"]
 
-_MAGIC = b"LTMFAISS2\n"  # 1: faiss.serialize_index for flat too (float32)
+_FLAT_MAGIC = b"LTMFLAT16\n"  # flat snapshots (HNSW ones: ltm.store.snapshot's footer magic)
 _HNSW_M = 32
 _EF_CONSTRUCTION = 80
-_EF_SEARCH = 96
+_EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, scripts/hnsw_sweep.py
+_EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 faiss.omp_set_num_threads(1)
@@ -71,6 +79,8 @@ class VectorIndex:
         self.last_seq = 0  # every message seq <= this is applied
         self.last_tseq = 0  # every tombstone <= this is applied
         self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
+        self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
+        self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
 
     # -- size --------------------------------------------------------------------------------------------
     @property
@@ -80,6 +90,7 @@ class VectorIndex:
     # -- changes -----------------------------------------------------------------------------------------
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
         if len(seqs):
+            self._own()
             self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs.astype(np.int64))
 
     def remove(self, seqs: np.ndarray) -> None:
@@ -92,6 +103,7 @@ class VectorIndex:
     def compact(self) -> None:
         """Flat only: really remove the ghosts (one pass over the array). HNSW is rebuilt by the store."""
         if self.kind == "flat" and self.ghosts:
+            self._own()
             self.index.remove_ids(np.array(sorted(self.ghosts), dtype=np.int64))
             self.ghosts = set()
 
@@ -117,7 +129,7 @@ class VectorIndex:
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
         else:
-            params = _faiss.SearchParametersHNSW(efSearch=max(_EF_SEARCH, 2 * k))
+            params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search))
             if selector is not None:
                 params.sel = selector
         scores, ids = self.index.search(queries, k, params=params)
@@ -171,47 +183,78 @@ class VectorIndex:
 
     # -- snapshot ----------------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """Write the snapshot atomically."""
-        if self.kind == "flat":
-            ids = faiss.vector_to_array(self.index.id_map).astype("<i8")
-            vectors = self.index.index.reconstruct_n(0, int(self.index.ntotal)).astype("<f2")
-            payload = ids.tobytes() + vectors.tobytes()
-        else:
-            payload = faiss.serialize_index(self.index).tobytes()
-        header = json.dumps({
-            "last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
-            "ghosts": sorted(self.ghosts), "payload_len": len(payload), "crc32": zlib.crc32(payload),
-        }).encode()
-        atomic_write(path, _MAGIC + struct.pack("<I", len(header)) + header + payload)
+        """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
+        header = {"last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
+                  "ghosts": sorted(self.ghosts)}
+        if self.kind == "hnsw":
+            snapshot.write(path, self.index, header)
+            return
+        ids = faiss.vector_to_array(self.index.id_map).astype("<i8")
+        vectors = self.index.index.reconstruct_n(0, int(self.index.ntotal)).astype("<f2")
+        payload = ids.tobytes() + vectors.tobytes()
+        meta = json.dumps({**header, "payload_len": len(payload), "crc32": zlib.crc32(payload)}).encode()
+        atomic_write(path, _FLAT_MAGIC + struct.pack("<I", len(meta)) + meta + payload)
+
+    @property
+    def damaged(self) -> bool:
+        """True when the background check of a big snapshot found its vectors corrupted: rebuild."""
+        return self._loaded is not None and self._loaded.damaged
+
+    def _own(self) -> None:
+        """Before any write: swap a memory-mapped (read-only) index for an in-RAM copy."""
+        if self._loaded is not None and self._loaded.mapped:
+            self.index = self._loaded.owned()
+            self._loaded.close()
 
     @classmethod
-    def load(cls, path: Path, dim: int) -> VectorIndex | None:
-        """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim."""
+    def load(cls, path: Path, dim: int, inline_max: int | None = None) -> VectorIndex | None:
+        """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim.
+
+        A payload above ``inline_max`` bytes (default ``snapshot.INLINE_VERIFY_MAX``) is memory-mapped and
+        its vectors are checked in the background (:attr:`damaged`); the first write makes an in-RAM copy."""
+        try:
+            with path.open("rb") as handle:
+                flat = handle.read(len(_FLAT_MAGIC)) == _FLAT_MAGIC
+        except FileNotFoundError:
+            return None
+        if flat:
+            return cls._load_flat(path, dim)
+        loaded = snapshot.read(path, snapshot.INLINE_VERIFY_MAX if inline_max is None else inline_max)
+        if loaded is None:
+            return None
+        header = loaded.header
+        if header.get("dim") != dim or header.get("kind") not in ("flat", "hnsw") or int(loaded.index.d) != dim:
+            loaded.close()
+            return None
+        index = cls(dim, header["kind"])
+        index.index, index._loaded = loaded.index, loaded
+        index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
+        index.ghosts = {int(g) for g in header["ghosts"]}
+        return index
+
+    @classmethod
+    def _load_flat(cls, path: Path, dim: int) -> VectorIndex | None:
+        """A flat snapshot (header first, whole-payload CRC, float16 vectors), read into RAM."""
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         try:
-            if not data.startswith(_MAGIC):
-                return None
-            (size,) = struct.unpack_from("<I", data, len(_MAGIC))
-            start = len(_MAGIC) + 4
+            (size,) = struct.unpack_from("<I", data, len(_FLAT_MAGIC))
+            start = len(_FLAT_MAGIC) + 4
             header = json.loads(data[start:start + size])
             payload = data[start + size:]
             if len(payload) != header["payload_len"] or zlib.crc32(payload) != header["crc32"]:
                 return None
-            if header["dim"] != dim or header["kind"] not in ("flat", "hnsw"):
+            if header["dim"] != dim or header["kind"] != "flat":
                 return None
-            loaded = cls(dim, header["kind"])
-            if loaded.kind == "flat":
-                n, rest = divmod(len(payload), 8 + 2 * dim)
-                if rest:
-                    return None
-                ids = np.frombuffer(payload, dtype="<i8", count=n)
-                vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
-                loaded.add(ids, decode(vectors))  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors)
-            else:
-                loaded.index = faiss.deserialize_index(np.frombuffer(payload, dtype=np.uint8))
+            loaded = cls(dim, "flat")
+            n, rest = divmod(len(payload), 8 + 2 * dim)
+            if rest:
+                return None
+            ids = np.frombuffer(payload, dtype="<i8", count=n)
+            vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
+            loaded.add(ids, decode(vectors))  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors)
             loaded.last_seq, loaded.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
             loaded.ghosts = {int(g) for g in header["ghosts"]}
         except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
@@ -219,3 +262,8 @@ class VectorIndex:
         if int(loaded.index.d) != dim:
             return None
         return loaded
+
+
+def ef_search_for(k: int, floor: int) -> int:
+    """HNSW efSearch for a top-``k`` query: the configured ``floor``, raised to ``_EF_PER_K * k`` for large k."""
+    return max(floor, _EF_PER_K * k)
