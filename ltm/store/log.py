@@ -185,50 +185,34 @@ class MessageLog:
         blob = b"".join(r[1] for r in rows)
         return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
 
+    def _where_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+        """Rows of ``sql``, whose ``{marks}`` is an ``IN (...)`` list, over ``values`` in chunks below SQLite's
+        host-parameter limit."""
+        with translate(self.path):
+            for start in range(0, len(values), _CHUNK):
+                part = list(values[start:start + _CHUNK])
+                yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
+
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Stored embeddings by content key (the store's embedding cache)."""
-        found: dict[bytes, np.ndarray] = {}
-        with translate(self.path):
-            for start in range(0, len(keys), _CHUNK):
-                part = list(keys[start:start + _CHUNK])
-                marks = ",".join("?" * len(part))
-                for key, blob in self.db.execute(
-                    f"SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", part
-                ):
-                    found[bytes(key)] = unpack(blob)
-        return found
+        rows = self._where_in("SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", keys)
+        return {bytes(key): unpack(blob) for key, blob in rows}
 
     def seqs_by_key(self, keys: Sequence[bytes]) -> dict[bytes, list[int]]:
         """Seqs of the live messages whose content key is in ``keys`` (exact stored content), by key."""
         found: dict[bytes, list[int]] = {}
-        with translate(self.path):
-            for start in range(0, len(keys), _CHUNK):
-                part = list(keys[start:start + _CHUNK])
-                marks = ",".join("?" * len(part))
-                for key, seq in self.db.execute(
-                    f"SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC", part
-                ):
-                    found.setdefault(bytes(key), []).append(int(seq))
+        sql = "SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC"
+        for key, seq in self._where_in(sql, keys):
+            found.setdefault(bytes(key), []).append(int(seq))
         return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        with translate(self.path):
-            for start in range(0, len(ids), _CHUNK):
-                part = list(ids[start:start + _CHUNK])
-                marks = ",".join("?" * len(part))
-                found.update(r[0] for r in self.db.execute(f"SELECT id FROM messages WHERE id IN ({marks})", part))
-        return found
+        return {r[0] for r in self._where_in("SELECT id FROM messages WHERE id IN ({marks})", ids)}
 
     def bodies(self, seqs: Sequence[int]) -> dict[int, str]:
         """Message JSON by seq (absent seqs were deleted meanwhile)."""
-        found: dict[int, str] = {}
-        with translate(self.path):
-            for start in range(0, len(seqs), _CHUNK):
-                part = [int(s) for s in seqs[start:start + _CHUNK]]
-                marks = ",".join("?" * len(part))
-                found.update(self.db.execute(f"SELECT seq, body FROM messages WHERE seq IN ({marks})", part))
-        return found
+        rows = self._where_in("SELECT seq, body FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
+        return dict(rows)
 
     def body_of(self, message_id: str) -> str | None:
         with translate(self.path):

@@ -19,11 +19,9 @@ reads as None.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import struct
-import tempfile
 import threading
 import zlib
 from collections.abc import Callable
@@ -31,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import faiss
+
+from ltm.store.manifest import replacing
 
 __all__ = ["INLINE_VERIFY_MAX", "Loaded", "read", "write"]
 
@@ -81,11 +81,8 @@ class Loaded:
 
 def write(path: Path, index: Any, header: dict[str, Any]) -> None:
     """Replace ``path`` atomically with ``index`` and ``header`` (JSON-able)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        faiss.write_index(index, name)
+    with replacing(path) as tmp:
+        faiss.write_index(index, str(tmp))
         payload_len = tmp.stat().st_size
         with open(tmp, "r+b") as handle:
             bulk = _bulk_range(handle, payload_len, int(index.ntotal), int(index.d))
@@ -95,18 +92,6 @@ def write(path: Path, index: Any, header: dict[str, Any]) -> None:
                                         "bulk_crc": bulk_crc}).encode()
             handle.seek(payload_len)
             handle.write(data + _FOOTER.pack(len(data), zlib.crc32(data), _MAGIC))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def read(path: Path, inline_max: int = INLINE_VERIFY_MAX) -> Loaded | None:
