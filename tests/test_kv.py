@@ -147,13 +147,14 @@ def test_readers_never_see_half_a_batch(kv: KVStore) -> None:
     """A summary fold (write summary + replace history) observed from another thread is all or nothing."""
     kv.hset("meta", {"summary": "0"})
     kv.rpush("hist", "0")
-    stop = threading.Event()
+    stop, reading = threading.Event(), threading.Event()
     checked: list[int] = []
     errors: list[str] = []
 
     def reader() -> None:
         while not stop.is_set():
             before, items, after = kv.hget("meta", "summary"), kv.lrange("hist"), kv.hget("meta", "summary")
+            reading.set()
             if not items or len(set(items)) != 1:
                 errors.append(f"half a batch: {items}")
             if before == after and before is not None:  # no commit in between: summary and history must agree
@@ -164,11 +165,18 @@ def test_readers_never_see_half_a_batch(kv: KVStore) -> None:
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        for i in range(1, 80):
+        assert reading.wait(10), "the reader thread never ran"
+        i, deadline = 0, time.monotonic() + 30
+        # 80 folds back to back, then more with a pause until the reader has seen a quiet moment (a busy
+        # machine can starve the reader thread through the whole burst).
+        while i < 80 or (not checked and time.monotonic() < deadline):
+            i += 1
             with kv.atomic() as tx:
                 tx.hset("meta", {"summary": str(i)})
                 tx.delete("hist")
                 tx.rpush("hist", *([str(i)] * (i % 3 + 1)))
+            if i >= 80:
+                time.sleep(0.005)
     finally:
         stop.set()
         thread.join()
