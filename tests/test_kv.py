@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from ltm.errors import BackendUnavailable, InvalidInput
 from ltm.store.kv import KVStore, open_kv
 from ltm.store.kv_redis import RedisKV
 from ltm.store.kv_sqlite import SQLiteKV
+from tests.support.redis_server import free_port
 
 
 def test_strings(kv: KVStore) -> None:
@@ -253,6 +255,22 @@ def test_bad_urls_are_config_errors() -> None:
         RedisKV.from_url("localhost:6379")
 
 
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is a valid, free port too: an ephemeral port above
+    55535 has no bus port, and redis-server then exits at once."""
+    for _ in range(200):
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair (port, port + 10000) for a cluster node")
+
+
 @pytest.fixture(scope="module")
 def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real one-node Redis Cluster (cluster mode on, every slot assigned to the node)."""
@@ -261,11 +279,9 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     import redis
 
-    from tests.support.redis_server import free_port
-
     binary = shutil.which("redis-server")
     assert binary, "redis-server is not installed: run scripts/setup"
-    port, folder = free_port(), tmp_path_factory.mktemp("cluster")
+    port, folder = _cluster_port(), tmp_path_factory.mktemp("cluster")
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--cluster-enabled", "yes",
          "--cluster-config-file", str(folder / "nodes.conf"), "--save", "", "--appendonly", "no"],
@@ -279,6 +295,7 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 client.ping()
                 break
             except redis.ConnectionError:
+                assert proc.poll() is None, f"redis-server --cluster-enabled exited with {proc.returncode}"
                 assert time.monotonic() < deadline, "cluster node did not start"
                 time.sleep(0.05)
         client.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
