@@ -11,6 +11,7 @@ import json
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -83,11 +84,11 @@ def _jsonl(stream: TextIO) -> Iterator[tuple[Message, list[float] | None]]:
         yield Message.load(data), vector
 
 
-def _progress(total: int | None, label: str) -> Any:
+def _progress() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = [TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    return Progress(*columns, transient=True, disable=not sys.stderr.isatty(), console=None)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
+    return Progress(*columns, transient=True, disable=not sys.stderr.isatty())
 
 
 # -- commands ----------------------------------------------------------------------------------------------
@@ -100,17 +101,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _ingest(store: Any, items: Iterator[tuple[Message, list[float] | None]], label: str) -> tuple[int, int]:
     added = seen = 0
-    with _progress(None, label) as progress:
+    with _progress() as progress:
         task = progress.add_task(label, total=None)
-        chunk: list[tuple[Message, list[float] | None]] = []
-        for item in items:
-            chunk.append(item)
-            if len(chunk) >= INGEST_CHUNK:
-                added += _flush(store, chunk)
-                seen += len(chunk)
-                progress.update(task, advance=len(chunk))
-                chunk = []
-        if chunk:
+        while chunk := list(islice(items, INGEST_CHUNK)):
             added += _flush(store, chunk)
             seen += len(chunk)
             progress.update(task, advance=len(chunk))
@@ -157,13 +150,14 @@ def cmd_recent(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _namespaces(root: Path) -> Iterator[tuple[str, str, Path]]:
+def _namespaces(root: Path) -> Iterator[tuple[str, Path, dict[str, Any]]]:
+    """(kind, directory, manifest) of every namespace under ``root``; an unreadable manifest reads as {}."""
     for manifest in sorted(root.glob("*/*/manifest.json")):
         try:
             data = json.loads(manifest.read_text("utf-8"))
         except ValueError:
             data = {}
-        yield manifest.parent.parent.name, str(data.get("namespace", manifest.parent.name)), manifest.parent
+        yield manifest.parent.parent.name, manifest.parent, data
 
 
 def _count_rows(directory: Path) -> int:
@@ -185,12 +179,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for column in ("kind", "namespace", "messages", "bytes on disk", "model", "index"):
         table.add_column(column, justify="right" if column in ("messages", "bytes on disk") else "left")
     rows = 0
-    for kind, namespace, directory in _namespaces(settings.storage_dir):
+    for kind, directory, manifest in _namespaces(settings.storage_dir):
         if args.only_kind and kind != args.only_kind:
             continue
-        manifest = json.loads((directory / "manifest.json").read_text("utf-8"))
         size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
-        table.add_row(kind, namespace, f"{_count_rows(directory):,}", f"{size:,}",
+        table.add_row(kind, str(manifest.get("namespace", directory.name)), f"{_count_rows(directory):,}", f"{size:,}",
                       str(manifest.get("embedding_model")), str(manifest.get("index_type")))
         rows += 1
     if rows:
