@@ -113,8 +113,7 @@ def run_demo(
         console.rule("run 1: a requirement flows through the team")
         result["run1"] = _send(env, console, FIRST_REQUIREMENT)
     else:
-        console.rule("this storage already holds a team's memory (an earlier run)")
-        console.print(_recovery_table(roles))
+        console.rule("this storage already holds a team's memory (an earlier run): no run 1")
         result["run1"] = 0
     env.close()
 
@@ -134,9 +133,8 @@ def run_demo(
     for question in QUESTIONS:
         # Dense scores are cosines, comparable across the roles' stores (fused hybrid ranks are not).
         hits = [(hit, role) for role in roles for hit in role.memory.search(question, k=1, mode="dense")]
-        hits.sort(key=lambda pair: pair[0].score, reverse=True)
         if hits:
-            hit, role = hits[0]
+            hit, role = max(hits, key=lambda pair: pair[0].score)
             answers[question] = hit.message.content
             console.print(f"[bold]? {question}[/]\n  [dim]{role.name}'s memory:[/] {_short(hit.message.content, 160)}")
     result["answers"] = answers
