@@ -300,9 +300,8 @@ class MemoryStorage:
         pending = self._prepare(messages)
         if not pending.messages:
             return 0
-        if given is None:
-            return self._commit(pending, self._embed(pending.texts, TEXT))
-        return self._commit(pending, self._with_given(pending, given, self._embed(self._context_texts(pending), TEXT)))
+        embedded = self._embed(self._to_embed(pending, given), TEXT)
+        return self._commit(pending, self._with_given(pending, given, embedded))
 
     async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """Async twin of :meth:`add_batch` (the embedding call is awaited)."""
@@ -310,10 +309,8 @@ class MemoryStorage:
         pending = self._prepare(messages)
         if not pending.messages:
             return 0
-        if given is None:
-            return self._commit(pending, await self._aembed(pending.texts, TEXT))
-        contexts = await self._aembed(self._context_texts(pending), TEXT)
-        return self._commit(pending, self._with_given(pending, given, contexts))
+        embedded = await self._aembed(self._to_embed(pending, given), TEXT)
+        return self._commit(pending, self._with_given(pending, given, embedded))
 
     def _given(self, messages: Iterable[Message], vectors: Any) -> tuple[list[Message], dict[str, np.ndarray] | None]:
         listed = [messages] if isinstance(messages, Message) else list(messages)
@@ -326,13 +323,17 @@ class MemoryStorage:
         return listed, {m.id: array[i] for i, m in enumerate(listed)}
 
     @staticmethod
-    def _context_texts(pending: _Pending) -> list[str]:
-        return pending.texts[len(pending.messages):]
+    def _to_embed(pending: _Pending, given: dict[str, np.ndarray] | None) -> list[str]:
+        """The texts the model must embed: all of them, or only the context texts when vectors were given."""
+        return pending.texts if given is None else pending.texts[len(pending.messages):]
 
     @staticmethod
-    def _with_given(pending: _Pending, given: dict[str, np.ndarray], contexts: np.ndarray) -> np.ndarray:
+    def _with_given(pending: _Pending, given: dict[str, np.ndarray] | None, embedded: np.ndarray) -> np.ndarray:
+        """The vectors in ``pending.texts`` order: ``embedded`` itself, or the given content vectors first."""
+        if given is None:
+            return embedded
         content = np.stack([given[m.id] for m in pending.messages])
-        return np.vstack([content, contexts]) if len(contexts) else content
+        return np.vstack([content, embedded]) if len(embedded) else content
 
     def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
         """Every stored message in insertion order, with its content vector when ``with_vectors``.
