@@ -19,7 +19,7 @@ from ltm.message import MESSAGE_ROUTE_TO_ALL, Message, any_to_str, any_to_str_se
 from ltm.models.llm import LLM
 from ltm.store import MemoryStorage
 
-__all__ = ["Action", "Environment", "Role"]
+__all__ = ["Action", "Environment", "ObserveReport", "Role"]
 
 
 class Action:
