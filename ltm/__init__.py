@@ -15,20 +15,20 @@ _EXPORTS: dict[str, str] = {
     "BackendUnavailable": "ltm.errors",
     "BrainMemory": "ltm.brain",
     "ConfigError": "ltm.errors",
-    "ExperienceMemory": "ltm.experience",
+    "ExperienceMemory": "ltm.experience.memory",
     "InvalidInput": "ltm.errors",
     "LLMError": "ltm.errors",
     "LTMError": "ltm.errors",
-    "Lesson": "ltm.experience_models",
+    "Lesson": "ltm.experience.records",
     "LongTermMemory": "ltm.longterm",
     "Memory": "ltm.memory",
-    "MemoryFS": "ltm.files",
+    "MemoryFS": "ltm.files.fs",
     "MemoryHit": "ltm.store",
     "MemoryItem": "ltm.steps",
     "MemoryStorage": "ltm.store",
     "Message": "ltm.message",
     "NotFound": "ltm.errors",
-    "Policy": "ltm.experience_models",
+    "Policy": "ltm.experience.records",
     "Settings": "ltm.config",
     "StepMemory": "ltm.steps",
     "StoreCorrupted": "ltm.errors",
@@ -81,9 +81,9 @@ if TYPE_CHECKING:
         StoreMismatch,
         ValidationFailed,
     )
-    from ltm.experience import ExperienceMemory
-    from ltm.experience_models import Lesson, Policy
-    from ltm.files import MemoryFS
+    from ltm.experience.memory import ExperienceMemory
+    from ltm.experience.records import Lesson, Policy
+    from ltm.files.fs import MemoryFS
     from ltm.longterm import LongTermMemory
     from ltm.memory import Memory
     from ltm.message import Message, UserRequirement, any_to_str, any_to_str_set

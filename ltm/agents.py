@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ltm.config import Settings
+from ltm.llm.base import LLM
 from ltm.longterm import LongTermMemory
 from ltm.message import MESSAGE_ROUTE_TO_ALL, Message, any_to_str, any_to_str_set
-from ltm.models.llm import LLM
 from ltm.store import MemoryStorage
 
 __all__ = ["Action", "Environment", "ObserveReport", "Role"]

@@ -15,8 +15,8 @@ these differences, all deliberate:
 - Only the memory is stored: no LLM, no config, no secrets.
 - Backend failures raise ``BackendUnavailable`` (never an empty history); an LLM that fails after its retries
   raises ``LLMError``.
-- Budgets are tokens (:mod:`ltm.models.tokens`); long histories are summarized by windowed map-reduce with at
-  most ``max_llm_calls`` LLM calls (:mod:`ltm.models.llm_tasks`).
+- Budgets are tokens (:mod:`ltm.llm.tokens`); long histories are summarized by windowed map-reduce with at
+  most ``max_llm_calls`` LLM calls (:mod:`ltm.llm.tasks`).
 - ``llm=None`` means the LLM the settings configure, which is the offline extractive summarizer unless
   ``settings.llm == "openai"``. The static ``is_related``/``rewrite`` see no settings: ``None`` is offline.
 - The TTL is ``settings.brain_ttl_seconds`` (MetaGPT: 30 minutes; None keeps forever) unless ``dumps`` gets one.
@@ -37,12 +37,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
+from ltm.kv import KVStore, open_kv
+from ltm.llm.base import resolve_llm
+from ltm.llm.extractive import ExtractiveLLM
+from ltm.llm.tasks import OVERLAP_TOKENS, SummaryRun, ask_related, ask_rewrite, ask_title, summarize_text
+from ltm.llm.tokens import count_tokens, split_tokens
 from ltm.message import Message
-from ltm.models.extractive import ExtractiveLLM
-from ltm.models.llm import resolve_llm
-from ltm.models.llm_tasks import OVERLAP_TOKENS, SummaryRun, ask_related, ask_rewrite, ask_title, summarize_text
-from ltm.models.tokens import count_tokens, split_tokens
-from ltm.store.kv import KVStore, open_kv
 
 __all__ = ["BrainMemory"]
 
@@ -50,7 +50,7 @@ _LOAD_ATTEMPTS = 5
 
 
 class BrainMemory(BaseModel):
-    """A chat's memory. Construct with ``settings`` (the KV backend comes from :func:`~ltm.store.kv.open_kv`)
+    """A chat's memory. Construct with ``settings`` (the KV backend comes from :func:`~ltm.kv.open_kv`)
     or an injected ``kv``; ``window_tokens``/``max_llm_calls`` bound the cost of a summary."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -23,9 +23,9 @@ from ltm.agents import Environment, ObserveReport, Role
 from ltm.brain import BrainMemory
 from ltm.config import Settings
 from ltm.demo_team import build_team
+from ltm.llm.base import resolve_llm
+from ltm.llm.embeddings import resolve_embedding
 from ltm.message import Message, UserRequirement
-from ltm.models.embeddings import resolve_embedding
-from ltm.models.llm import resolve_llm
 
 __all__ = ["FIRST_REQUIREMENT", "QUESTIONS", "SECOND_REQUIREMENT", "run_demo"]
 

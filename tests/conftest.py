@@ -11,9 +11,9 @@ import pytest
 import redis
 
 from ltm.config import Settings
-from ltm.store.kv import KVStore
-from ltm.store.kv_redis import RedisKV
-from ltm.store.kv_sqlite import SQLiteKV
+from ltm.kv.base import KVStore
+from ltm.kv.redis_kv import RedisKV
+from ltm.kv.sqlite_kv import SQLiteKV
 from tests.support.openai_server import OpenAIServer
 from tests.support.redis_server import RedisServer
 

@@ -11,10 +11,10 @@ import pytest
 from ltm.brain import BrainMemory
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, LLMError
+from ltm.kv.base import KVStore
+from ltm.kv.redis_kv import RedisKV
+from ltm.llm.openai_llm import OpenAICompatibleLLM
 from ltm.message import Message
-from ltm.models.llm_openai import OpenAICompatibleLLM
-from ltm.store.kv import KVStore
-from ltm.store.kv_redis import RedisKV
 from tests.support.openai_server import OpenAIServer
 from tests.support.redis_server import RedisServer
 

@@ -1,22 +1,11 @@
-"""The persistent store: :class:`MemoryStorage` (SQLite + FAISS + FTS5 per namespace) and :class:`MemoryHit`.
+"""The message store: :class:`MemoryStorage` (one namespace: SQLite log + FAISS index + FTS5 keyword index).
 
-The names load lazily, so ``import ltm.store.kv`` (BrainMemory, MemoryFS) does not pull in FAISS and
-llama-index.
+Callers use :class:`MemoryStorage` and :class:`MemoryHit` only; the modules beside this one are private to the
+store (an import-linter contract in ``pyproject.toml`` keeps it so).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from ltm.store.storage import MemoryHit, MemoryStorage
 
 __all__ = ["MemoryHit", "MemoryStorage"]
-
-if TYPE_CHECKING:
-    from ltm.store.storage import MemoryHit, MemoryStorage
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from ltm.store import storage
-
-        return getattr(storage, name)
-    raise AttributeError(f"module 'ltm.store' has no attribute {name!r}")

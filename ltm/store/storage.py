@@ -27,8 +27,8 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
+from ltm.llm.embeddings import model_name, resolve_embedding
 from ltm.message import Message
-from ltm.models.embeddings import model_name, resolve_embedding
 from ltm.store.embedder import QUERY, TEXT, Embedder
 from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
 from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest

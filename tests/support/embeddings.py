@@ -6,7 +6,7 @@ import math
 
 from pydantic import Field
 
-from ltm.models.embeddings import HashEmbedding
+from ltm.llm.embeddings import HashEmbedding
 
 # MetaGPT's fixture texts: 0, 1, 4, 5 share vector A; 2, 3, 6 share vector B (orthogonal to A).
 TEXTS = [

@@ -1,0 +1,99 @@
+"""Raw-FAISS HNSW parameter sweep on the bench's synthetic vectors: recall@10 vs exact and p50 latency.
+
+Chooses ltm's HNSW parameters (M, efConstruction, efSearch) without going through the whole store: builds
+``IndexIDMap2(IndexHNSWFlat)`` as :mod:`ltm.store.vectors` does, on ``bench_data`` vectors, caches the built
+index under ``--cache`` (building 1M takes minutes), then for each efSearch measures single-query p50/p95
+latency on one thread, recall@10 against exact ``IndexFlatIP`` search, and top-1 recall of exact duplicates
+(stored vectors queried as themselves: what ``find_news`` needs).
+
+    python -m bench.hnsw_sweep --n 1000000 --m 32 --efc 80 --ef 64,96,128,256,512
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from bench.data import DIM, dataset, query_set, vectors
+
+
+def _topics(n: int, seed: int) -> np.ndarray:
+    return dataset(n, seed)[1]
+
+
+def build(vecs: np.ndarray, m: int, efc: int, path: Path) -> tuple[object, float]:
+    if path.exists():
+        return faiss.read_index(str(path)), 0.0
+    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    inner = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
+    inner.hnsw.efConstruction = efc
+    index = faiss.IndexIDMap2(inner)
+    t0 = time.perf_counter()
+    for start in range(0, len(vecs), 100_000):
+        stop = min(start + 100_000, len(vecs))
+        index.add_with_ids(vecs[start:stop], np.arange(start, stop, dtype=np.int64) + 1)
+        print(f"  built {stop} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    took = time.perf_counter() - t0
+    faiss.write_index(index, str(path))
+    return index, took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--m", type=int, default=32)
+    ap.add_argument("--efc", type=int, default=80)
+    ap.add_argument("--ef", default="64,96,128,192,256,384,512")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--cache", default="/tmp/ltm_hnsw_sweep")
+    args = ap.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    vecs = vectors(_topics(args.n, args.seed), args.seed)
+    _, queries = query_set(vecs, args.queries, args.seed)
+    print(f"data {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    truth_path = cache / f"truth_{args.n}_{args.seed}_{args.queries}.npy"
+    if truth_path.exists():
+        truth = np.load(truth_path)
+    else:
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+        faiss.cvar.distance_compute_blas_threshold = 20
+        flat = faiss.IndexFlatIP(DIM)
+        flat.add(vecs)
+        truth = flat.search(queries, 10)[1] + 1
+        del flat
+        np.save(truth_path, truth)
+    index, build_s = build(vecs, args.m, args.efc, cache / f"hnsw_{args.n}_{args.seed}_m{args.m}_c{args.efc}.faiss")
+    faiss.omp_set_num_threads(1)
+    rng = np.random.default_rng(args.seed + 9)
+    dup_ids = rng.integers(0, args.n, size=args.queries)
+    dups = vecs[dup_ids]
+    for ef in [int(e) for e in args.ef.split(",")]:
+        params = faiss.SearchParametersHNSW(efSearch=ef)
+        times, found = [], []
+        for q in queries:
+            t = time.perf_counter()
+            found.append(index.search(q[None, :], 10, params=params)[1][0])
+            times.append(time.perf_counter() - t)
+        hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
+        top1 = index.search(dups, 1, params=params)[1][:, 0]
+        print(json.dumps({
+            "n": args.n, "m": args.m, "efc": args.efc, "ef": ef, "build_s": round(build_s, 1),
+            "p50_ms": round(float(np.percentile(times, 50)) * 1e3, 3),
+            "p95_ms": round(float(np.percentile(times, 95)) * 1e3, 3),
+            "recall10": round(hits / (10 * len(queries)), 4),
+            "dup_top1": round(float(np.mean(top1 == dup_ids + 1)), 4),
+        }), flush=True)
+
+
+if __name__ == "__main__":
+    main()

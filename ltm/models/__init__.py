@@ -1,1 +1,0 @@
-"""Model interfaces: embeddings (llama-index ``BaseEmbedding``), the LLM protocol, the offline summarizer."""

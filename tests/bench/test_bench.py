@@ -1,0 +1,90 @@
+"""bench/run.py: the synthetic data and the recall arithmetic it relies on, and a ``--quick`` smoke run.
+
+Timing is never asserted here (BENCHMARKS.md holds the figures); the smoke run checks that every system
+ran, the tables were printed and the numbers that must hold whatever the machine (exact recall on a flat
+index, news found by find_news) hold.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import baselines as bench_baselines
+from bench import data as bench_data
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_dataset_is_deterministic_unique_and_10_to_46_words() -> None:
+    texts, topics, roles, causes = bench_data.dataset(500, seed=3)
+    again = bench_data.dataset(500, seed=3)
+    assert texts == again[0] and np.array_equal(topics, again[1])
+    assert texts != bench_data.dataset(500, seed=4)[0]
+    assert len(set(texts)) == 500  # one text, one vector
+    words = [len(t.split()) for t in texts]
+    assert min(words) >= 10 and max(words) <= 46
+    assert len(roles) == len(causes) == 500
+
+
+def test_vectors_are_unit_float32_and_clustered_by_topic() -> None:
+    _texts, topics, _r, _c = bench_data.dataset(2000, seed=5)
+    vecs = bench_data.vectors(topics, seed=5)
+    assert vecs.dtype == np.float32 and vecs.shape == (2000, bench_data.DIM)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    same = vecs[topics == topics[0]]
+    other = vecs[topics != topics[0]][:50]
+    assert len(same) > 1
+    assert float((same[:1] @ same[1:].T).mean()) > float((same[:1] @ other.T).mean()) + 0.2
+
+
+def test_lookup_embedding_returns_registered_vectors_and_refuses_unknown_text() -> None:
+    emb = bench_data.lookup_embedding()
+    vecs = np.eye(3, dtype=np.float32)
+    emb.register(["a", "b"], vecs[:2])
+    emb.register(["c"], vecs[2:])
+    assert emb.get_text_embedding("c") == [0.0, 0.0, 1.0]
+    assert emb.get_text_embedding_batch(["b", "a"]) == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    with pytest.raises(KeyError):
+        emb.get_query_embedding("never registered")
+
+
+def test_recall_at_10_counts_overlap_with_exact_top10() -> None:
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((300, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)  # inner product = cosine: each vector is its own best
+    queries = vecs[:4].copy()
+    truth = bench_baselines.exact_top10(vecs, queries)
+    assert truth[:, 0].tolist() == [0, 1, 2, 3]
+    assert bench_baselines.recall_at_10(truth.tolist(), truth) == 1.0
+    half = [list(t[:5]) + [-1] * 5 for t in truth]
+    assert bench_baselines.recall_at_10(half, truth) == 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_run_exits_0_and_prints_its_tables(tmp_path: Path) -> None:
+    out, plot = tmp_path / "quick.json", tmp_path / "quick.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--out-json", str(out), "--plot", str(plot)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert " failed (exit" not in proc.stderr, proc.stderr[-3000:]
+    for heading in ("### Add", "### Search", "### find_news, delete, recover", "### Ingest", "### Targets"):
+        assert heading in proc.stdout
+    assert "| 1,000 |" in proc.stdout
+    data = json.loads(out.read_text())
+    ltm, a, b = (data["systems"][s]["1000"] for s in ("ltm", "a", "b"))
+    assert ltm["recall10_dense"] == 1.0  # a flat index at 1k is exact
+    assert a["recall10_dense"] == 1.0
+    assert ltm["find_news_news"] == 50 and a["find_news_news"] == 50  # 50 stored + 50 new observed
+    assert ltm["recover_count"] == 1000 + 100 - 100  # extra one-at-a-time adds, minus the deletes
+    assert b["flat_bytes_per_msg"] >= 4 * bench_data.DIM
+    assert data["systems"]["model"]["128"]["c_texts_per_s"] > 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
