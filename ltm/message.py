@@ -137,7 +137,7 @@ class Message(BaseModel):
     sent_from: str = Field(default="", validate_default=True)
     send_to: set[str] = Field(default_factory=lambda: {MESSAGE_ROUTE_TO_ALL}, validate_default=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: float = Field(default_factory=time.time, description="Unix seconds.")
+    created_at: float = Field(default_factory=time.time, allow_inf_nan=False, description="Unix seconds (finite).")
 
     def __init__(self, content: str = "", /, **data: Any) -> None:
         data.setdefault("content", content)
@@ -215,6 +215,8 @@ class Message(BaseModel):
             return cls(**data)
         except (ValueError, TypeError, ValidationError) as exc:
             raise InvalidInput(f"not a dumped Message: {exc}") from exc
+        except RecursionError as exc:
+            raise InvalidInput("not a dumped Message: nested too deeply; flatten its metadata") from exc
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the structure ``dump`` writes)."""
