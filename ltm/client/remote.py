@@ -11,7 +11,7 @@ import numpy as np
 
 from ltm.client.calls import Call, asend, path_of, send
 from ltm.errors import InvalidInput
-from ltm.message import Message
+from ltm.message import Message, any_to_str
 from ltm.store import MemoryHit
 
 __all__ = ["RemoteStorage"]
@@ -33,6 +33,18 @@ def _listed(messages: Iterable[Message] | Message) -> list[Message]:
         if not isinstance(m, Message):
             raise InvalidInput(f"expected Message objects, got {type(m).__name__}")
     return listed
+
+
+def _jsonable(value: Any) -> Any:
+    """Filters as JSON: action classes become their ``cause_by`` strings (as the library reads them), sets
+    and tuples become lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, type):
+        return any_to_str(value)
+    return value
 
 
 def _text_of(message: Message | str) -> str:
@@ -109,7 +121,7 @@ class RemoteStorage:
         return Call("POST", path_of(self._ns(), "/messages"), lambda r: int(r["added"]), json=body)
 
     def _search_call(self, query: str, k: int, mode: str, filters: Mapping[str, Any] | None) -> Call[list[MemoryHit]]:
-        body = {"query": query, "k": k, "mode": mode, "filters": dict(filters) if filters else None}
+        body = {"query": query, "k": k, "mode": mode, "filters": _jsonable(filters) if filters else None}
         return Call("POST", path_of(self._ns(), "/search"), _hits, json=body)
 
     def _similar_call(self, message: Message | str, k: int) -> Call[list[Message]]:
