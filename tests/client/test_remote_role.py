@@ -20,7 +20,8 @@ def _team(settings: Settings, url: str, key: str) -> tuple[Environment, list[Rol
         return LongTermMemory(memory_storage=RemoteStorage(url=url, api_key=key))  # the one changed line
 
     roles = [
-        Role("Alice", "Product Manager", watch={UserRequirement}, action=WritePRD(), settings=settings, memory=memory()),
+        Role("Alice", "Product Manager", watch={UserRequirement}, action=WritePRD(), settings=settings,
+             memory=memory()),
         Role("Bob", "Architect", watch={WritePRD}, action=WriteDesign(), settings=settings, memory=memory()),
         Role("Charlie", "Engineer", watch={WriteDesign}, action=WriteCode(), settings=settings, memory=memory()),
     ]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from ltm import Message, MemoryStorage, Settings
+from ltm import MemoryStorage, Message, Settings
 from ltm.service import Limits
 from tests.support.service import ServiceThread
 
@@ -166,8 +166,8 @@ def test_chat_history_summary_and_title(http: httpx.Client) -> None:
 
 
 def test_memory_files_propose_approve_reject(http: httpx.Client) -> None:
-    first = http.post("/v1/namespaces/f/files/changes", json={"path": "notes/deploys.md", "text": "# Deploys\n\nFriday.\n",
-                                                             "reason": "learned"}).json()
+    proposal = {"path": "notes/deploys.md", "text": "# Deploys\n\nFriday.\n", "reason": "learned"}
+    first = http.post("/v1/namespaces/f/files/changes", json=proposal).json()
     assert first["status"] == "pending" and "+Friday." in first["diff"]
     assert http.get("/v1/namespaces/f/files").json() == {"files": []}  # pending changes are not visible yet
     approved = http.post(f"/v1/namespaces/f/files/changes/{first['id']}/approve").json()

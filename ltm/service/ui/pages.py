@@ -84,7 +84,8 @@ def search(request: Request, namespace: str, q: str = "", mode: str = "hybrid",
         hits: list[dict[str, Any]] = []
         if q.strip():
             store = state_of(request).store(namespace)
-            body = SearchIn(query=q, k=k, mode=mode if mode in ("hybrid", "dense", "keyword") else "hybrid")
+            body = SearchIn.model_validate({"query": q, "k": k,
+                                            "mode": mode if mode in ("hybrid", "dense", "keyword") else "hybrid"})
             scores = signal_scores(store, body)
             hits = [{"hit": h, "scores": scores.get(h.message.id, {})}
                     for h in store.search(body.query, body.k, mode=body.mode)]
@@ -127,7 +128,8 @@ async def title(request: Request, namespace: str, chat_id: str) -> Response:
         text = await (await load_chat(request, namespace, chat_id)).get_title()
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    return RedirectResponse(f"/ui/ns/{_q(namespace)}/chats/{quote(chat_id, safe='')}?title={quote(text)}", status_code=303)
+    target = f"/ui/ns/{_q(namespace)}/chats/{quote(chat_id, safe='')}?title={quote(text)}"
+    return RedirectResponse(target, status_code=303)
 
 
 @router.get("/ns/{namespace:path}/chats")
