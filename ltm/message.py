@@ -79,7 +79,7 @@ def _rebuild_model(spec: dict[str, Any]) -> BaseModel:
         } or {key: (Any, ...) for key in spec.get("value", {})}
         cls = create_model(str(name or "InstructContent"), **fields)  # type: ignore[call-overload]
     try:
-        return cls(**spec.get("value", {}))  # type: ignore[no-any-return]
+        return cls(**spec.get("value", {}))
     except ValidationError as exc:
         raise InvalidInput(f"instruct_content does not fit its model {name}: {exc}") from exc
 
