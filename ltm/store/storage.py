@@ -27,7 +27,7 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
-from ltm.llm.embeddings import model_name, resolve_embedding
+from ltm.llm.names import configured_model_name
 from ltm.message import Message
 from ltm.store.embedder import QUERY, TEXT, Embedder
 from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
@@ -35,7 +35,7 @@ from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
-from ltm.store.validation import check_message, context_text, normalise
+from ltm.store.validation import check_id, check_k, check_message, context_text, normalise
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -94,9 +94,19 @@ class MemoryStorage:
     def embedder(self) -> Embedder:
         """The batching, caching wrapper over this store's embedding (resolved on first use)."""
         if self._embedder is None:
-            embedding = resolve_embedding(self.settings, self._embedding)
-            self._embedder = Embedder(embedding, model_name(embedding))
+            if self._embedding is not None:  # given by the caller: already loaded, its own name
+                from ltm.llm.embeddings import model_name, resolve_embedding
+
+                embedding = resolve_embedding(self.settings, self._embedding)
+                self._embedder = Embedder(embedding, model_name(embedding))
+            else:  # named by the settings: the model loads on the first embedding call, not here
+                self._embedder = Embedder(None, configured_model_name(self.settings), factory=self._load_embedding)
         return self._embedder
+
+    def _load_embedding(self) -> Any:
+        from ltm.llm.embeddings import resolve_embedding
+
+        return resolve_embedding(self.settings)
 
     @property
     def path(self) -> Path | None:
@@ -507,6 +517,7 @@ class MemoryStorage:
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
+        check_id(message_id)
         with self._lock:
             body = self._require().body_of(message_id)
         if body is None:
@@ -515,7 +526,7 @@ class MemoryStorage:
 
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
+        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
         with self._lock:
             log = self._require()
             with log.transaction(write=True):
@@ -597,9 +608,7 @@ def _text_of(message: Message | str) -> str:
 
 
 def _check_k(k: int) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInput(f"k must be an int >= 0, got {k!r}")
-    return k
+    return check_k(k)
 
 
 def _check_query(query: str, mode: str) -> None:
