@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -12,7 +14,7 @@ import numpy as np
 from ltm.client.calls import Call, asend, path_of, send
 from ltm.errors import InvalidInput
 from ltm.message import Message, any_to_str
-from ltm.store import MemoryHit
+from ltm.store import MemoryHit, MessagePage
 
 __all__ = ["RemoteStorage"]
 
@@ -120,15 +122,16 @@ class RemoteStorage:
         body = {"messages": [m.to_dict() for m in _listed(messages)]}
         return Call("POST", path_of(self._ns(), "/messages"), lambda r: int(r["added"]), json=body)
 
-    def _search_call(self, query: str, k: int, mode: str, filters: Mapping[str, Any] | None) -> Call[list[MemoryHit]]:
+    def _search_call(self, query: str, k: int, mode: str,
+                     filters: Mapping[str, Any] | None) -> Call[builtins.list[MemoryHit]]:
         body = {"query": query, "k": k, "mode": mode, "filters": _jsonable(filters) if filters else None}
         return Call("POST", path_of(self._ns(), "/search"), _hits, json=body)
 
-    def _similar_call(self, message: Message | str, k: int) -> Call[list[Message]]:
+    def _similar_call(self, message: Message | str, k: int) -> Call[builtins.list[Message]]:
         text = _text_of(message)
         return Call("POST", path_of(self._ns(), "/similar"), _messages, json={"text": text, "k": k})
 
-    def _embed_call(self, texts: list[str]) -> Call[np.ndarray]:
+    def _embed_call(self, texts: builtins.list[str]) -> Call[np.ndarray]:
         def parse(body: Any) -> np.ndarray:
             return np.asarray(body["vectors"], dtype=np.float32).reshape(len(texts), -1)
 
@@ -147,7 +150,7 @@ class RemoteStorage:
             self._threshold = float(self.stats()["threshold"])
         return self._threshold
 
-    def recover_memory(self, role_id: str) -> list[Message]:
+    def recover_memory(self, role_id: str) -> builtins.list[Message]:
         """Use ``role_id``'s namespace; returns its ``recover_recent`` newest messages, oldest first."""
         self.namespace, self._threshold = role_id, None
         return self.recent(self.recover_recent)
@@ -168,14 +171,14 @@ class RemoteStorage:
         """Async twin of :meth:`add_batch`."""
         return int(await self._acall(self._add_call(messages, vectors)))
 
-    def search_similar(self, message: Message | str, k: int = 4) -> list[Message]:
+    def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Stored messages at or above the similarity threshold, best first."""
-        result: list[Message] = self._call(self._similar_call(message, k))
+        result: builtins.list[Message] = self._call(self._similar_call(message, k))
         return result
 
-    async def asearch_similar(self, message: Message | str, k: int = 4) -> list[Message]:
+    async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
-        result: list[Message] = await self._acall(self._similar_call(message, k))
+        result: builtins.list[Message] = await self._acall(self._similar_call(message, k))
         return result
 
     def persist(self) -> None:
@@ -189,16 +192,31 @@ class RemoteStorage:
 
     # -- beyond MetaGPT ------------------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, *, mode: str = "hybrid",
-               filters: Mapping[str, Any] | None = None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None = None) -> builtins.list[MemoryHit]:
         """The ``k`` best hits for ``query`` (see :meth:`MemoryStorage.search`)."""
-        result: list[MemoryHit] = self._call(self._search_call(query, k, mode, filters))
+        result: builtins.list[MemoryHit] = self._call(self._search_call(query, k, mode, filters))
         return result
 
     async def asearch(self, query: str, k: int = 10, *, mode: str = "hybrid",
-                      filters: Mapping[str, Any] | None = None) -> list[MemoryHit]:
+                      filters: Mapping[str, Any] | None = None) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search`."""
-        result: list[MemoryHit] = await self._acall(self._search_call(query, k, mode, filters))
+        result: builtins.list[MemoryHit] = await self._acall(self._search_call(query, k, mode, filters))
         return result
+
+    def list(self, filters: Mapping[str, Any] | None = None, *, limit: int = 100,
+             cursor: str | None = None) -> MessagePage:
+        """A page of stored messages, oldest first, and the cursor of the next (see :meth:`MemoryStorage.list`)."""
+        params: dict[str, Any] = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if filters:
+            params["filters"] = json.dumps(_jsonable(filters))
+
+        def parse(body: Any) -> MessagePage:
+            return MessagePage(_messages(body), body["next_cursor"])
+
+        page: MessagePage = self._call(Call("GET", path_of(self._ns(), "/messages"), parse, params=params))
+        return page
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
@@ -222,21 +240,22 @@ class RemoteStorage:
         result: dict[str, Any] = self._call(Call("GET", path_of(self._ns(), "/stats"), dict))
         return result
 
-    def recent(self, n: int) -> list[Message]:
+    def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise InvalidInput(f"k must be an int >= 0, got {n!r}")
         if n == 0:
             return []
-        result: list[Message] = self._call(Call("GET", path_of(self._ns(), "/recent"), _messages, params={"n": n}))
+        call = Call("GET", path_of(self._ns(), "/recent"), _messages, params={"n": n})
+        result: builtins.list[Message] = self._call(call)
         return result
 
-    def embed_texts(self, texts: list[str]) -> np.ndarray:
+    def embed_texts(self, texts: builtins.list[str]) -> np.ndarray:
         """Unit vectors for ``texts`` from the server's model (comparable with the stored ones)."""
         result: np.ndarray = self._call(self._embed_call(texts))
         return result
 
-    async def aembed_texts(self, texts: list[str]) -> np.ndarray:
+    async def aembed_texts(self, texts: builtins.list[str]) -> np.ndarray:
         """Async twin of :meth:`embed_texts`."""
         result: np.ndarray = await self._acall(self._embed_call(texts))
         return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,13 @@ def test_unreachable_server_is_backend_unavailable(server: ServiceThread) -> Non
 
     asyncio.run(run())
     store.close()
+
+
+def test_readme_client_example_runs(server: ServiceThread, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### The Python client"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None
+    key, _ = server.state.keys.create(["team-a/*"])
+    exec(compile(block.group(1), "README.md", "exec"), {"url": server.url, "key": key})
+    assert capsys.readouterr().out.splitlines() == ["[]", "Ship the release on Friday after the load test"]

@@ -16,6 +16,7 @@ import httpx2
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import TextContent
 
 from ltm.config import Settings
 from ltm.service import KeyStore
@@ -30,7 +31,13 @@ def _data(result: Any) -> Any:
     if result.structured_content is not None:
         data = result.structured_content
         return data.get("result", data) if set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
+    return json.loads(_text(result))
+
+
+def _text(result: Any) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
 
 
 async def _exercise(client: Client, namespace: str) -> None:
@@ -48,7 +55,7 @@ async def _exercise(client: Client, namespace: str) -> None:
     summary = _data(await client.call_tool("summarize_chat", {"namespace": namespace, "chat_id": "nothing-yet"}))
     assert summary == {"summary": "", "extractive": False}
     refused = await client.call_tool("add", {"namespace": "someone-else", "content": "x"})
-    assert refused.is_error and "Forbidden" in refused.content[0].text
+    assert refused.is_error and "Forbidden" in _text(refused)
 
 
 def test_mcp_over_streamable_http_with_keys(settings: Settings) -> None:
