@@ -316,7 +316,12 @@ class MemoryStorage:
         listed = [messages] if isinstance(messages, Message) else list(messages)
         if vectors is None or not listed:
             return listed, None
-        array = normalise(vectors, self._dim(), "the vectors argument")
+        # a new namespace takes its dimension from its configured model, never from the first given vectors
+        # (issue 13: one 3-d line fixed the namespace at 3 and every normal add failed afterwards)
+        dim = self._dim()
+        if dim is None:
+            dim = int(self._embed(["dimension probe"], TEXT).shape[1])
+        array = normalise(vectors, dim, "the vectors argument")
         if array.shape[0] != len(listed):
             raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
                                "pass one vector per message")
