@@ -159,7 +159,7 @@ class RedisCluster:
         client = self.node(self.alive()[0])
         try:
             slot = int(client.cluster("keyslot", key))
-            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
+            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):  # type: ignore[no-untyped-call]
                 if int(start) <= slot <= int(end):
                     return int(master[1])
         finally:
@@ -185,7 +185,7 @@ class RedisCluster:
             try:
                 client = self.node(self.alive()[0])
                 try:
-                    owners = {int(m[1]) for _s, _e, m, *_ in client.execute_command("CLUSTER", "SLOTS")}
+                    owners = {int(m[1]) for _s, _e, m, *_ in client.execute_command("CLUSTER", "SLOTS")}  # type: ignore[no-untyped-call]
                 finally:
                     client.close()
                 if dead not in owners and len(owners) == self.masters and not self._problems():
