@@ -110,7 +110,7 @@ def _rebuild_model(spec: dict[str, Any]) -> BaseModel | dict[str, Any]:
         if set(cls.model_fields) != set(fields):  # pydantic turned some into private attributes: data would drop
             return spec
     try:
-        return cls(**value)  # type: ignore[no-any-return]
+        return cls(**value)  # type: ignore[no-any-return,unused-ignore]  # Any without the pydantic plugin
     except ValidationError as exc:
         raise InvalidInput(f"instruct_content does not fit its model {name}: {exc}") from exc
     except TypeError:
