@@ -1,13 +1,15 @@
 """Settings: the only place configuration is read.
 
-Precedence is explicit arguments > ``LTM_*`` environment variables > defaults. Nothing is read or created at
-import time: call :meth:`Settings.load` (or construct ``Settings(...)`` for arguments and defaults only) and
-pass the object down.
+Precedence is explicit arguments > ``LTM_*`` environment variables > a config file > defaults. The config
+file is ``LTM_CONFIG`` when set, else ``./ltm.toml``, else the ``[tool.ltm]`` table of ``./pyproject.toml``;
+its keys are the field names (``storage_dir = "data"``). Nothing is read or created at import time: call
+:meth:`Settings.load` (or construct ``Settings(...)`` for arguments and defaults only) and pass the object down.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -92,12 +94,13 @@ class Settings(BaseModel):
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Build settings from ``overrides`` > ``LTM_*`` variables of ``environ`` (default os.environ) > defaults.
+        """Build settings from ``overrides`` > ``LTM_*`` variables of ``environ`` (default os.environ) > the config
+        file (see the module docstring) > defaults.
 
         ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` are honoured when their ``LTM_`` twins are unset.
         """
         env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = config_file_values(env)
         for name, field in cls.model_fields.items():
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is None and name in ("openai_base_url", "openai_api_key"):
@@ -129,6 +132,45 @@ class Settings(BaseModel):
             scheme, _, rest = data["redis_url"].partition("://")
             data["redis_url"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
         return data
+
+
+def config_file(environ: Mapping[str, str]) -> tuple[Path, tuple[str, ...]] | None:
+    """The config file in force and the table path inside it, or None (see the module docstring)."""
+    named = environ.get(ENV_PREFIX + "CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{ENV_PREFIX}CONFIG names {path}, which is not a file; fix the path or unset it")
+        return path, (("tool", "ltm") if path.name == "pyproject.toml" else ())
+    if Path("ltm.toml").is_file():
+        return Path("ltm.toml"), ()
+    if Path("pyproject.toml").is_file():
+        return Path("pyproject.toml"), ("tool", "ltm")
+    return None
+
+
+def config_file_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings a config file gives (empty without one); unknown keys are refused by :meth:`Settings.load`."""
+    found = config_file(environ)
+    if found is None:
+        return {}
+    path, table = found
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}; fix it or set {ENV_PREFIX}CONFIG") from exc
+    for key in table:
+        data = data.get(key, {}) if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: [{'.'.join(table)}] must be a table of settings")
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown setting(s) {unknown}; known: {sorted(Settings.model_fields)}")
+    return dict(data)
 
 
 def _from_env(raw: str, annotation: Any) -> Any:
