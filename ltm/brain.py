@@ -13,8 +13,8 @@ these differences, all deliberate:
   the LLM answered: a failure leaves history and summary exactly as they were. Messages added while the LLM
   was working are kept.
 - Only the memory is stored: no LLM, no config, no secrets.
-- Backend failures raise ``BackendUnavailable`` (never an empty history); an LLM that fails after its retries
-  raises ``LLMError``.
+- Backend failures raise ``BackendUnavailable`` (never an empty history), and so does an LLM server that stays
+  unreachable through its retries; an LLM that refuses the request or answers nonsense raises ``LLMError``.
 - Budgets are tokens (:mod:`ltm.llm.tokens`); long histories are summarized by windowed map-reduce with at
   most ``max_llm_calls`` LLM calls (:mod:`ltm.llm.tasks`).
 - ``llm=None`` means the LLM the settings configure, which is the offline extractive summarizer unless
