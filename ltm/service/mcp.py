@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -79,7 +79,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
 
     @server.tool()
     async def search(namespace: str, query: str, ctx: Context[Any, Any], k: int = 5,
-                     mode: str = "hybrid") -> list[dict[str, Any]]:
+                     mode: Literal["hybrid", "dense", "keyword"] = "hybrid") -> list[dict[str, Any]]:
         """Search a namespace by meaning and keywords (mode hybrid, dense or keyword); best first."""
         hits = await run(ctx, namespace, False, lambda: state.store(namespace).search(query, k, mode=mode))
         return [{"id": h.message.id, "content": h.message.content, "role": h.message.role, "score": h.score,

@@ -3,6 +3,7 @@ recent messages, counts; plus embed/similarities, which let a remote client run 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 import numpy as np
@@ -70,7 +71,8 @@ def recent(request: Request, namespace: Readable, n: Annotated[int, Query(ge=0)]
 def stats(request: Request, namespace: Readable) -> dict[str, Any]:
     """Counts of the namespace (messages, vectors, index kind, model); the server's paths are left out."""
     store = state_of(request).store(namespace)
-    out = store.stats()
+    stats: Any = store.stats()  # a dict today; a StoreStats dataclass once the store facade lands
+    out = dict(stats) if isinstance(stats, dict) else dataclasses.asdict(stats)
     out.pop("path", None)
     out["threshold"] = store.threshold
     return out
