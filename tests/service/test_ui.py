@@ -123,10 +123,14 @@ def test_search_with_mode_switch_and_signal_scores(browser: Browser, seeded: tup
 
     page.check("input[name=mode][value=keyword]")  # the switch re-runs the search by itself
     page.wait_for_url("**mode=keyword**")
+    expect(page.locator("#hits")).to_contain_text("No hits.")  # no word in common: keyword search finds nothing
+    page.fill("#query", "refund approval")
+    page.click("#search-button")
     rows = page.locator("tr.hit")
-    assert rows.count() >= 1
+    expect(rows.first).to_contain_text("Refunds above 500 EUR")
     for i in range(rows.count()):
         assert rows.nth(i).locator(".tag").all_inner_texts() == ["keyword"]
+        assert rows.nth(i).locator("td.num").nth(1).inner_text() == "–"  # no dense score in keyword mode
     page.close()
 
 
