@@ -20,6 +20,7 @@ from tests.support.service import ServiceThread
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NS = "team-a/support"
+SAVE_TO_DOCS = os.environ.get("LTM_SCREENSHOTS") == "1"  # read at import: the tests run with LTM_* cleared
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def shots(tmp_path: Path) -> Path:
-    if os.environ.get("LTM_SCREENSHOTS") == "1":
+    if SAVE_TO_DOCS:
         target = ROOT / "docs" / "screenshots"
         target.mkdir(parents=True, exist_ok=True)
         return target
