@@ -20,7 +20,7 @@ import numpy as np
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["CONTEXT_KEY", "check_content", "check_message", "context_text", "normalise"]
+__all__ = ["CONTEXT_KEY", "check_content", "check_k", "check_message", "context_text", "normalise", "text_of"]
 
 CONTEXT_KEY = "embed_context"  # metadata key: text embedded as a conversation turn's second vector
 
@@ -91,3 +91,19 @@ def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, 
     if (norms == 0).any():
         raise InvalidInput(f"{source} returned an all-zero vector, which has no direction; fix the embedding")
     return np.ascontiguousarray(array / norms, dtype=np.float32)
+
+
+def text_of(message: Message | str) -> str:
+    """The text a similarity query compares: a message's content, or the string itself."""
+    if isinstance(message, Message):
+        return message.content
+    if isinstance(message, str):
+        return message
+    raise InvalidInput(f"expected a Message or a str, got {type(message).__name__}")
+
+
+def check_k(k: int) -> int:
+    """``k`` (a result count) when it is an int >= 0; InvalidInput otherwise."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InvalidInput(f"k must be an int >= 0, got {k!r}")
+    return k
