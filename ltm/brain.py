@@ -225,6 +225,18 @@ class BrainMemory(BaseModel):
                               extractive=self.summary_is_extractive)
             return True
 
+    async def delete(self, redis_key: str | None = None) -> bool:
+        """Delete the chat stored at ``redis_key`` (default: the remembered key): its history, summary and title.
+
+        Returns True when there was something to delete. This memory's own fields are left as they are.
+        """
+        key = redis_key or self._key
+        if not key:
+            raise InvalidInput("delete() needs a redis_key (or a memory that was loaded from one)")
+        names = self._names(key)
+        store = self._store()
+        return bool(await asyncio.to_thread(store.delete, *names))
+
     async def set_history_summary(self, history_summary: str, redis_key: str | None = None) -> None:
         """Replace the summary and clear the history, atomically and durably (MetaGPT's meaning)."""
         key = redis_key or self._key

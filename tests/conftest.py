@@ -22,6 +22,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without the caller's ``LTM_*`` / ``OPENAI_*`` variables (httpx does the same), so a
+    developer's exported key, endpoint or data root never changes what a test sees; tests set their own."""
+    for name in list(os.environ):
+        if name.startswith(("LTM_", "OPENAI_")):
+            monkeypatch.delenv(name)
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Settings on a temp data root with the fast deterministic hash embedding."""

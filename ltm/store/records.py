@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["MessagePage", "StoreStats", "decode_cursor", "encode_cursor"]
+__all__ = ["LIST_MAX", "MessagePage", "StoreStats", "check_limit", "decode_cursor", "encode_cursor"]
 
 _CURSOR_PREFIX = "ltm-seq:"
+LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,14 @@ class MessagePage:
 
     messages: list[Message]
     next_cursor: str | None
+
+    @classmethod
+    def of(cls, found: Sequence[tuple[int, str]], limit: int) -> MessagePage:
+        """The page of ``found`` (seq, body) rows read with ``limit + 1``: the extra row only says whether
+        a next page exists."""
+        rows = found[:limit]
+        more = len(found) > limit
+        return cls([Message.load(body) for _, body in rows], encode_cursor(rows[-1][0]) if more else None)
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,13 @@ class StoreStats:
 def encode_cursor(seq: int) -> str:
     """The opaque cursor for "after message seq ``seq``"."""
     return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{int(seq)}".encode()).decode().rstrip("=")
+
+
+def check_limit(limit: object) -> int:
+    """A page size: an int from 1 to :data:`LIST_MAX`, else InvalidInput."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= LIST_MAX:
+        raise InvalidInput(f"limit must be an int from 1 to {LIST_MAX:,}, got {limit!r}")
+    return limit
 
 
 def decode_cursor(cursor: str | None) -> int:

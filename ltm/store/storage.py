@@ -26,22 +26,19 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
-from ltm.llm.embeddings import model_name, resolve_embedding
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.embedder import QUERY, TEXT, Embedder
+from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.log import MessageLog, unpack
 from ltm.store.manifest import SCHEMA_VERSION, Manifest
 from ltm.store.mirror import IndexMirror, migrate
 from ltm.store.naming import namespace_dir
 from ltm.store.query import compile_filters
-from ltm.store.records import MessagePage, StoreStats, decode_cursor, encode_cursor
+from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
 from ltm.store.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, check_query, retrieve, similar
-from ltm.store.validation import check_k, text_of
+from ltm.store.validation import check_id, check_k, text_of
 
 __all__ = ["MemoryHit", "MemoryStorage"]
-
-_LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
 
 
 class MemoryStorage:
@@ -82,8 +79,7 @@ class MemoryStorage:
     def embedder(self) -> Embedder:
         """The batching, caching wrapper over this store's embedding (resolved on first use)."""
         if self._embedder is None:
-            embedding = resolve_embedding(self.settings, self._embedding)
-            self._embedder = Embedder(embedding, model_name(embedding))
+            self._embedder = make_embedder(self.settings, self._embedding)
         return self._embedder
 
     @property
@@ -254,15 +250,11 @@ class MemoryStorage:
         (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
         next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
         shows up again, as its new version, near the end (the new version has a new seq)."""
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= _LIST_MAX:
-            raise InvalidInput(f"limit must be an int from 1 to {_LIST_MAX}, got {limit!r}")
-        after = decode_cursor(cursor)
+        after, limit = decode_cursor(cursor), check_limit(limit)
         where, params = compile_filters(filters)
         with self._lock:
-            found = self._require()[0].listed(after, limit + 1, where or "1", params)
-        more = len(found) > limit
-        found = found[:limit]
-        return MessagePage([Message.load(body) for _, body in found], encode_cursor(found[-1][0]) if more else None)
+            found = self._require()[0].listed(after, limit + 1, where or "1", params)  # one more: is there a next?
+        return MessagePage.of(found, limit)
 
     def _dim(self) -> int | None:
         with self._lock:
@@ -348,6 +340,7 @@ class MemoryStorage:
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
+        check_id(message_id)
         with self._lock:
             body = self._require()[0].body_of(message_id)
         if body is None:
@@ -356,7 +349,7 @@ class MemoryStorage:
 
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
+        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
         with self._lock:
             log, mirror = self._require()
             with mirror.writing(log) as write:

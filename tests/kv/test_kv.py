@@ -298,7 +298,7 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 assert proc.poll() is None, f"redis-server --cluster-enabled exited with {proc.returncode}"
                 assert time.monotonic() < deadline, "cluster node did not start"
                 time.sleep(0.05)
-        client.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+        client.cluster("ADDSLOTSRANGE", "0", "16383")
         while client.cluster("info").get("cluster_state") != "ok":
             assert time.monotonic() < deadline, "cluster did not become ok"
             time.sleep(0.05)

@@ -75,7 +75,7 @@ def test_list_pages_oldest_first_with_filters(settings: Settings) -> None:
     assert [m.id for m in store.list({"metadata": {"i": 7}}).messages] == [messages[7].id]
     for bad in ({"limit": 0}, {"limit": 10_001}, {"limit": True}, {"cursor": "not-a-cursor"}, {"cursor": ""}):
         with pytest.raises(InvalidInput):
-            store.list(**bad)  # type: ignore[arg-type]
+            store.list(**bad)
     with pytest.raises(InvalidInput, match="unknown filter"):
         store.list({"colour": "red"})
     store.close()

@@ -19,7 +19,8 @@ DIM = 16
 
 def _vectors(n: int, seed: int) -> np.ndarray:
     v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def _rows(prefix: str, n: int, seed: int = 0) -> list[Row]:
@@ -30,8 +31,11 @@ def _rows(prefix: str, n: int, seed: int = 0) -> list[Row]:
     return rowplan.build_rows(pending, [bytes([i % 256]) * 32 for i in range(n)], vectors)
 
 
+World = tuple[Path, Manifest, Settings]
+
+
 @pytest.fixture
-def world(tmp_path: Path) -> tuple[Path, Manifest, Settings]:
+def world(tmp_path: Path) -> World:
     manifest = Manifest(namespace="ns", embedding_model="test", dim=DIM)
     manifest.write(tmp_path / "manifest.json")
     return tmp_path, manifest, Settings(storage_dir=tmp_path, hnsw_threshold=40, snapshot_every=10_000)
@@ -45,10 +49,10 @@ def _write(mirror: IndexMirror, log: MessageLog, rows: list[Row]) -> list[int]:
 
 def _top1(mirror: IndexMirror, log: MessageLog, column_vectors: np.ndarray) -> list[int]:
     assert mirror.content is not None
-    return mirror.content.search(column_vectors, 1)[1][:, 0].tolist()
+    return [int(s) for s in mirror.content.search(column_vectors, 1)[1][:, 0]]
 
 
-def test_commits_by_another_connection_are_replayed_on_sync_and_before_a_write(world: tuple) -> None:
+def test_commits_by_another_connection_are_replayed_on_sync_and_before_a_write(world: World) -> None:
     directory, manifest, settings = world
     mine, theirs = MessageLog(directory / "memory.sqlite"), MessageLog(directory / "memory.sqlite")
     mirror = IndexMirror.open(directory, manifest, settings)
@@ -75,7 +79,7 @@ def test_commits_by_another_connection_are_replayed_on_sync_and_before_a_write(w
     assert not mirror.stale and mirror.version == mine.data_version()
 
 
-def test_a_failed_write_rolls_back_and_leaves_the_mirror_stale_until_the_next_sync(world: tuple) -> None:
+def test_a_failed_write_rolls_back_and_leaves_the_mirror_stale_until_the_next_sync(world: World) -> None:
     directory, manifest, settings = world
     log = MessageLog(directory / "memory.sqlite")
     mirror = IndexMirror.open(directory, manifest, settings)
@@ -90,7 +94,7 @@ def test_a_failed_write_rolls_back_and_leaves_the_mirror_stale_until_the_next_sy
     assert not mirror.stale and mirror.content.live == 3
 
 
-def test_damaged_snapshot_is_rebuilt_from_sqlite(world: tuple) -> None:
+def test_damaged_snapshot_is_rebuilt_from_sqlite(world: World) -> None:
     directory, manifest, settings = world
     log = MessageLog(directory / "memory.sqlite")
     mirror = IndexMirror.open(directory, manifest, settings)
@@ -116,7 +120,7 @@ def test_damaged_snapshot_is_rebuilt_from_sqlite(world: tuple) -> None:
     assert _top1(damaged, log, np.stack([r.vector for r in rows[1:6]]).astype(np.float32)) == seqs[1:6]
 
 
-def test_flat_index_switches_to_hnsw_past_the_threshold(world: tuple) -> None:
+def test_flat_index_switches_to_hnsw_past_the_threshold(world: World) -> None:
     directory, manifest, settings = world  # hnsw_threshold=40
     log = MessageLog(directory / "memory.sqlite")
     mirror = IndexMirror.open(directory, manifest, settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,10 +65,10 @@ def test_metagpt_actionout_message(settings: Settings) -> None:
 
 # -- the contract: every index kind passes the same spec -------------------------------------------------
 @pytest.fixture(params=["flat", "hnsw"])
-def store(request: pytest.FixtureRequest, settings: Settings) -> MemoryStorage:
+def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[MemoryStorage]:
     threshold = 1 if request.param == "hnsw" else settings.hnsw_threshold
     storage = MemoryStorage("contract", settings=settings.with_(hnsw_threshold=threshold))
-    yield storage  # type: ignore[misc]
+    yield storage
     storage.close()
 
 
@@ -157,7 +158,7 @@ def test_search_modes_and_signals(store: MemoryStorage) -> None:
     assert all(h.signals == ("dense",) for h in store.search("violin", mode="dense"))
     assert any(h.signals == ("dense", "keyword") for h in store.search("violin saturn", mode="hybrid"))
     with pytest.raises(InvalidInput):
-        store.search("x", mode="fuzzy")
+        store.search("x", mode="fuzzy")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         store.search("   ")
 
