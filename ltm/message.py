@@ -213,7 +213,11 @@ class Message(BaseModel):
         try:
             data = json.loads(payload) if isinstance(payload, str | bytes) else dict(payload)
             return cls(**data)
-        except (ValueError, TypeError, ValidationError) as exc:
+        except ValidationError as exc:  # one line per field, the whole on one line (the CLI prints it)
+            fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']} (got {e['input']!r:.60})"
+                               for e in exc.errors())
+            raise InvalidInput(f"not a valid Message: {fields}") from exc
+        except (ValueError, TypeError) as exc:
             raise InvalidInput(f"not a dumped Message: {exc}") from exc
         except RecursionError as exc:
             raise InvalidInput("not a dumped Message: nested too deeply; flatten its metadata") from exc
