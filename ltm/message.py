@@ -19,7 +19,16 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, create_model, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PydanticUserError,
+    ValidationError,
+    create_model,
+    field_serializer,
+    field_validator,
+)
+from pydantic_core import SchemaError
 
 from ltm.errors import InvalidInput
 
@@ -105,7 +114,7 @@ def _rebuild_model(spec: dict[str, Any]) -> BaseModel | dict[str, Any]:
         }
         try:
             cls = create_model(str(name or "InstructContent"), **fields)  # type: ignore[call-overload]
-        except (NameError, TypeError, ValueError):  # field names pydantic cannot hold: keep the data as it is
+        except (NameError, TypeError, ValueError, SchemaError, PydanticUserError):  # names pydantic cannot hold
             return spec
         if set(cls.model_fields) != set(fields):  # pydantic turned some into private attributes: data would drop
             return spec
