@@ -28,7 +28,7 @@ from pydantic import (
     field_serializer,
     field_validator,
 )
-from pydantic_core import SchemaError
+from pydantic_core import PydanticSerializationError, SchemaError
 
 from ltm.errors import InvalidInput
 
@@ -213,8 +213,13 @@ class Message(BaseModel):
         return hash(self.id)
 
     def dump(self) -> str:
-        """This message as JSON (``Message.load`` reads it back, id included)."""
-        return self.model_dump_json()
+        """This message as JSON (``Message.load`` reads it back, id included); InvalidInput when a field
+        cannot be written as UTF-8 JSON (an unpaired surrogate, an object JSON cannot hold)."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError as exc:
+            raise InvalidInput(f"message {self.id[:64]!r} cannot be written as JSON ({exc}); pass valid Unicode "
+                               "text and JSON values") from exc
 
     @classmethod
     def load(cls, payload: str | bytes | dict[str, Any]) -> Message:

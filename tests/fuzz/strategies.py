@@ -34,7 +34,7 @@ def deep(levels: int) -> dict[str, Any]:
 
 
 METADATA = st.one_of(st.dictionaries(TEXT, JSONISH, max_size=4), st.integers(20, 3000).map(lambda n: {"x": deep(n)}))
-EXAMPLES = int(os.environ.get("LTM_FUZZ_EXAMPLES", "40"))  # per test; CI keeps the default (a few minutes)
+EXAMPLES = int(os.environ.get("LTM_FUZZ_EXAMPLES", "100"))  # per test; CI keeps the default (a few minutes)
 DERANDOMIZE = not os.environ.get("LTM_FUZZ_RANDOM")  # CI replays the same cases; set it to explore new ones
 
 
