@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltm import BrainMemory, LTMError, MemoryFS, MemoryStorage, Message, Settings
+from ltm import BrainMemory, LTMError, MemoryFS, MemoryStorage, Settings
 from ltm.cli import main
 from ltm.kv.sqlite_kv import SQLiteKV
 from tests.fuzz.strategies import DERANDOMIZE, EXAMPLES, JSONISH, NUMBER, TEXT, healthy
