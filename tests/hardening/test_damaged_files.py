@@ -93,10 +93,18 @@ def _consistent(store: MemoryStorage) -> int:
     return len(rows)
 
 
+# cases fixed by the store changes that follow the IndexMirror (issue 13 #4 #5); removed from here as they land
+PENDING = {("memory.sqlite", "delete"), ("memory.sqlite", "empty"), ("memory.sqlite-wal", "swap"),
+           ("index.faiss", "swap"), ("manifest.json", "delete")}
+_PENDING = pytest.mark.xfail(strict=True, reason="store fix pending (issue 13 #4 #5)")
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize("name", FILES)
 def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict[str, Path], name: str,
                                                     damage: str) -> None:
+    if (name, damage) in PENDING:
+        pytest.xfail("store fix pending (issue 13 #4 #5)")
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
     probe = MemoryStorage("alpha", settings=settings)  # where namespace "alpha" lives under this root
     assert probe.path is not None
@@ -123,6 +131,7 @@ def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict
         assert n == ROWS  # the truth was intact: nothing may be lost
 
 
+@_PENDING
 def test_a_restored_older_memory_sqlite_is_found_by_dense_search(tmp_path: Path) -> None:
     """Defect 4: restore memory.sqlite from a backup (what StoreCorrupted advises) while the newer snapshot stays."""
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
@@ -146,6 +155,7 @@ def test_a_restored_older_memory_sqlite_is_found_by_dense_search(tmp_path: Path)
     assert restored.search("backed up record 7", k=1, mode="dense")[0].message.content == "backed up record 7"
 
 
+@_PENDING
 def test_another_namespaces_snapshot_of_the_same_size_is_not_used(tmp_path: Path) -> None:
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
     stores = {}
