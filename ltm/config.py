@@ -9,18 +9,44 @@ its keys are the field names (``storage_dir = "data"``). Nothing is read or crea
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from ltm.errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "Settings"]
+__all__ = ["ENV_PREFIX", "Settings", "mask_url"]
 
 ENV_PREFIX = "LTM_"
+
+# user:password@ in a URL's authority, and password=... in its query (redis-py reads both)
+_URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^@/?#]*)@")
+_URL_PASSWORD_PARAM = re.compile(r"(?i)([?&]password=)[^&#]*")
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (``redis://user:***@host``, ``?password=***``), for
+    anything a person or a log may see; the host, port and database stay readable."""
+    match = _URL_USERINFO.match(url)
+    if match:
+        user, colon, _ = match["userinfo"].partition(":")
+        userinfo = f"{user}:***" if colon else "***"
+        url = f"{match['scheme']}{userinfo}@{url[match.end():]}"
+    return _URL_PASSWORD_PARAM.sub(r"\1***", url)
+
 
 EmbeddingKind = Literal["local", "openai", "hash"]
 LLMKind = Literal["none", "openai"]
@@ -40,7 +66,9 @@ class Settings(BaseModel):
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding call.")
     torch_threads: int = Field(1, ge=1, le=64, description="Torch threads for the local model.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint (also OPENAI_BASE_URL).")
-    openai_api_key: str | None = Field(None, description="API key (also OPENAI_API_KEY); never stored.")
+    openai_api_key: SecretStr | None = Field(
+        None, description="API key (also OPENAI_API_KEY); never stored, shown as ********** (get_secret_value())."
+    )
     llm: LLMKind = Field("none", description="none (offline extractive) or openai.")
     llm_model: str = Field("gpt-4o-mini", description="Chat model name for the openai LLM.")
     llm_timeout: float = Field(60.0, gt=0, description="Seconds per LLM request.")
@@ -125,13 +153,26 @@ class Settings(BaseModel):
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict with secrets masked, for logs and `ltm stats`."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json")  # SecretStr fields and URL passwords come out masked
         if data.get("openai_api_key"):
             data["openai_api_key"] = "***"
-        if data.get("redis_url") and "@" in data["redis_url"]:
-            scheme, _, rest = data["redis_url"].partition("://")
-            data["redis_url"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
         return data
+
+    # Secrets never leave through repr(), str() or JSON: the key is a SecretStr; the URLs (redis_url, and any
+    # other *_url such as a database URL) stay plain str for the code that connects, with the password masked
+    # in what is shown or serialised. model_dump() (Python mode, used by with_()) keeps the real values.
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, _masked(name, value)
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _mask_urls(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        return {name: _masked(name, value) for name, value in data.items()} if isinstance(data, dict) else data
+
+
+def _masked(name: str | None, value: Any) -> Any:
+    return mask_url(value) if name is not None and name.endswith("_url") and isinstance(value, str) else value
 
 
 def config_file(environ: Mapping[str, str]) -> tuple[Path, tuple[str, ...]] | None:

@@ -66,10 +66,9 @@ class ExtractiveLLM:
 
     It also satisfies the :class:`~ltm.llm.base.LLM` protocol: ``ask(prompt, system)`` answers with an
     extractive summary of ``prompt`` (at most the "less than N words" the system prompt asks for, else 200),
-    so code written against the protocol runs offline too.
+    so code written against the protocol runs offline too. It is a :class:`~ltm.llm.base.Summarizer`, which is
+    how the LLM tasks know to call its methods directly and features that need a real model know to refuse it.
     """
-
-    extractive = True
 
     def __init__(self, embed: Embed | None = None) -> None:
         # sentence vectors from a model the caller already has loaded; None: TF-IDF (no model at all)

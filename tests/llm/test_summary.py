@@ -48,7 +48,8 @@ def test_summary_is_shorter_than_a_short_chat() -> None:
 def test_repeats_are_chosen_once() -> None:
     text = "Lily is a girl who likes apples.\n" * 50 + "The moon is far away from the earth.\n" * 50
     chosen = summarize_units(split_units(text), 200).units
-    assert sorted(u.text for u in chosen) == ["Lily is a girl who likes apples.", "The moon is far away from the earth."]
+    expected = ["Lily is a girl who likes apples.", "The moon is far away from the earth."]
+    assert sorted(u.text for u in chosen) == expected
 
 
 def test_long_history_stays_linear(monkeypatch: object) -> None:
