@@ -27,6 +27,7 @@ from ltm.config import Settings
 from ltm.integrations.metagpt_messages import (
     METAGPT_USER_REQUIREMENT,
     AwaitableList,
+    adapt_llm,
     metagpt_embedding,
     to_ltm,
     to_metagpt,
@@ -158,6 +159,19 @@ class BrainMemory(_CoreBrainMemory):
     def add_history(self, msg: Any) -> None:
         """Append a message unless it repeats the last one."""
         super().add_history(to_ltm(msg))
+
+    def _llm(self, llm: Any) -> Any:
+        return super()._llm(adapt_llm(llm))
+
+    @staticmethod
+    async def is_related(text1: str, text2: str, llm: Any = None) -> bool:
+        """Whether ``text1`` is related to ``text2`` (``llm``: a MetaGPT LLM, an ltm one, or None: offline)."""
+        return await _CoreBrainMemory.is_related(text1, text2, adapt_llm(llm))
+
+    @staticmethod
+    async def rewrite(sentence: str, context: str, llm: Any = None) -> str:
+        """``sentence`` augmented with information from ``context``."""
+        return await _CoreBrainMemory.rewrite(sentence, context, adapt_llm(llm))
 
     @staticmethod
     async def loads(redis_key: str, settings: Settings | None = None) -> BrainMemory:  # type: ignore[override]

@@ -182,3 +182,32 @@ def metagpt_embedding() -> BaseEmbedding:
     from metagpt.utils.embedding import get_embedding
 
     return OriginLiftedEmbedding(get_embedding())
+
+
+class MetaGPTLLM:
+    """ltm's LLM protocol (``ask``/``aask`` with a system prompt) over a MetaGPT LLM (``metagpt.llm.LLM()``)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+
+    def __repr__(self) -> str:
+        return f"MetaGPTLLM({type(self.llm).__name__})"
+
+    async def aask(self, prompt: str, system: str | None = None) -> str:
+        answer = await self.llm.aask(prompt, system_msgs=[system] if system else None, stream=False)
+        return str(answer)
+
+    def ask(self, prompt: str, system: str | None = None) -> str:
+        import asyncio
+        import concurrent.futures
+
+        # A fresh event loop in a worker thread: callable from sync code even while a loop runs here.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.aask(prompt, system)).result()
+
+
+def adapt_llm(llm: Any) -> Any:
+    """A MetaGPT LLM wrapped for ltm's summarizers; anything else unchanged (ltm resolves it)."""
+    from metagpt.provider.base_llm import BaseLLM
+
+    return MetaGPTLLM(llm) if isinstance(llm, BaseLLM) else llm
