@@ -12,12 +12,15 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from ltm.errors import InvalidInput, LTMError
+from ltm.errors import BackendUnavailable, InvalidInput, LLMError, LTMError
 from ltm.store.validation import normalise
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
 
 __all__ = ["Embedder", "content_key"]
 
@@ -32,15 +35,40 @@ def content_key(model: str, text: str, purpose: str = TEXT) -> bytes:
 
 
 class Embedder:
-    """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors."""
+    """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors.
 
-    def __init__(self, embedding: BaseEmbedding, model: str, cache_size: int = 4096) -> None:
-        self.embedding = embedding
+    Instead of ``embedding``, a zero-argument ``factory`` may be given: it is called on the first model call
+    only, so a store that is only read (``recent``, ``get``, ``export``) never loads the model. ``model`` is the
+    manifest name, known up front (:func:`ltm.llm.names.configured_model_name`); cache keys need nothing more.
+    """
+
+    def __init__(
+        self,
+        embedding: BaseEmbedding | None,
+        model: str,
+        cache_size: int = 4096,
+        *,
+        factory: Callable[[], BaseEmbedding] | None = None,
+    ) -> None:
+        if embedding is None and factory is None:
+            raise InvalidInput("Embedder needs an embedding or a factory that makes one")
+        self._embedding = embedding
+        self._factory = factory
         self.model = model
         self.calls = 0  # model calls made (one per batch), for tests and stats
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+
+    @property
+    def embedding(self) -> BaseEmbedding:
+        """The llama-index embedding, loaded on first use."""
+        if self._embedding is None:
+            with self._lock:
+                if self._embedding is None and self._factory is not None:
+                    self._embedding = self._factory()
+        assert self._embedding is not None
+        return self._embedding
 
     def keys(self, texts: Sequence[str], purpose: str = TEXT) -> list[bytes]:
         return [content_key(self.model, t, purpose) for t in texts]
@@ -98,7 +126,7 @@ class Embedder:
         self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None, have: dict[bytes, np.ndarray]
     ) -> None:
         if len(raw) != len(todo):
-            raise InvalidInput(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
+            raise LLMError(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
         vectors = normalise(raw, dim, f"embedding {self.model!r}")
         with self._lock:
             for i, vec in zip(todo, vectors, strict=True):
@@ -126,7 +154,7 @@ class Embedder:
         except LTMError:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
-            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+            raise self._failed(exc, len(texts)) from exc
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1
@@ -137,4 +165,15 @@ class Embedder:
         except LTMError:
             raise
         except Exception as exc:
-            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+            raise self._failed(exc, len(texts)) from exc
+
+    def _failed(self, exc: Exception, count: int) -> LTMError:
+        """A failed model call is never the caller's input: an outage -> BackendUnavailable, else LLMError."""
+        service = f"embedding {self.model!r} on {count} text(s)"
+        if type(exc).__module__.split(".")[0] == "openai":  # llama-index's OpenAI embeddings: the one mapping
+            from ltm.llm.openai_llm import translate_openai_error
+
+            return translate_openai_error(exc, service)
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return BackendUnavailable(f"{service} failed: {type(exc).__name__}: {exc}; is the model's server up?")
+        return LLMError(f"{service} failed: {type(exc).__name__}: {exc}; check the embedding model")

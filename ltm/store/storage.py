@@ -27,7 +27,7 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
-from ltm.llm.embeddings import model_name, resolve_embedding
+from ltm.llm.names import configured_dim, configured_model_name
 from ltm.message import Message
 from ltm.store.embedder import QUERY, TEXT, Embedder
 from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
@@ -35,7 +35,7 @@ from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
-from ltm.store.validation import check_message, context_text, normalise
+from ltm.store.validation import check_id, check_k, check_message, context_text, normalise
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -94,9 +94,19 @@ class MemoryStorage:
     def embedder(self) -> Embedder:
         """The batching, caching wrapper over this store's embedding (resolved on first use)."""
         if self._embedder is None:
-            embedding = resolve_embedding(self.settings, self._embedding)
-            self._embedder = Embedder(embedding, model_name(embedding))
+            if self._embedding is not None:  # given by the caller: already loaded, its own name
+                from ltm.llm.embeddings import model_name, resolve_embedding
+
+                embedding = resolve_embedding(self.settings, self._embedding)
+                self._embedder = Embedder(embedding, model_name(embedding))
+            else:  # named by the settings: the model loads on the first embedding call, not here
+                self._embedder = Embedder(None, configured_model_name(self.settings), factory=self._load_embedding)
         return self._embedder
+
+    def _load_embedding(self) -> Any:
+        from ltm.llm.embeddings import resolve_embedding
+
+        return resolve_embedding(self.settings)
 
     @property
     def path(self) -> Path | None:
@@ -316,7 +326,14 @@ class MemoryStorage:
         listed = [messages] if isinstance(messages, Message) else list(messages)
         if vectors is None or not listed:
             return listed, None
-        array = normalise(vectors, self._dim(), "the vectors argument")
+        # a new namespace takes its dimension from its configured model, never from the first given vectors
+        # (issue 13: one 3-d line fixed the namespace at 3 and every normal add failed afterwards)
+        dim = self._dim()
+        if dim is None and self._embedding is None:
+            dim = configured_dim(self.settings)  # known from the settings: no model is loaded
+        elif dim is None:
+            dim = int(self._embed(["dimension probe"], TEXT).shape[1])  # a caller's embedding object: ask it
+        array = normalise(vectors, dim, "the vectors argument")
         if array.shape[0] != len(listed):
             raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
                                "pass one vector per message")
@@ -507,6 +524,7 @@ class MemoryStorage:
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
+        check_id(message_id)
         with self._lock:
             body = self._require().body_of(message_id)
         if body is None:
@@ -515,7 +533,7 @@ class MemoryStorage:
 
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
+        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
         with self._lock:
             log = self._require()
             with log.transaction(write=True):
@@ -597,9 +615,7 @@ def _text_of(message: Message | str) -> str:
 
 
 def _check_k(k: int) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInput(f"k must be an int >= 0, got {k!r}")
-    return k
+    return check_k(k)
 
 
 def _check_query(query: str, mode: str) -> None:

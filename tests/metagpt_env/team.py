@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from metagpt.actions import Action, UserRequirement
 from metagpt.roles import Role
@@ -34,7 +35,7 @@ def _record(line: str) -> None:
         os.fsync(out.fileno())
 
 
-def _latest(history: list, action: type) -> str:
+def _latest(history: list[Any], action: type) -> str:
     """The newest message in the role's memory caused by ``action`` (memory also holds unwatched messages)."""
     cause = any_to_str(action)
     return str([m for m in history if m.cause_by == cause][-1].content)
@@ -43,7 +44,7 @@ def _latest(history: list, action: type) -> str:
 class WriteDraft(Action):
     name: str = "WriteDraft"
 
-    async def run(self, history: list) -> str:  # type: ignore[override]
+    async def run(self, history: list[Any]) -> str:
         requirement = _latest(history, UserRequirement)
         _record(f"writer:{requirement}")
         return f"draft for {requirement}"
@@ -52,7 +53,7 @@ class WriteDraft(Action):
 class Review(Action):
     name: str = "Review"
 
-    async def run(self, history: list) -> str:  # type: ignore[override]
+    async def run(self, history: list[Any]) -> str:
         draft = _latest(history, WriteDraft)
         if os.environ.get("TEAM_CRASH_IN") == "reviewer":
             _record(f"reviewer-killed:{draft}")
@@ -94,7 +95,7 @@ async def run(idea: str) -> None:
 def reload(directory: str) -> dict[str, object]:
     team = make_team()
     for role in team.env.roles.values():
-        role._ltm_start()  # type: ignore[attr-defined]
+        role._ltm_start()
     team.serialize(Path(directory))
     again = Team.deserialize(Path(directory))
     return {

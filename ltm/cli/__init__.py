@@ -1,0 +1,81 @@
+"""The ``ltm`` command: a thin layer over the library (every command calls the public API).
+
+Each module of this package holds one group of commands: a ``COMMANDS`` dict (name -> one-line help) and a
+``register(add, opts)`` that builds their sub-parsers. A new group is a new module listed in ``_GROUPS``.
+
+Exit codes: 0 success; 1 an ltm error (one line on stderr, no traceback); 2 bad usage; 3 not found;
+4 declined at a prompt; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from ltm import __version__
+from ltm.cli import demo, messages, namespaces
+from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
+from ltm.errors import ConfigError, LTMError, NotFound
+
+__all__ = ["COMMANDS", "main"]
+
+_GROUPS: tuple[ModuleType, ...] = (demo, messages, namespaces)
+
+COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in group.COMMANDS.items()}
+
+
+def _parser() -> argparse.ArgumentParser:
+    opts = Options()
+    parser = argparse.ArgumentParser(prog="ltm", description="ltm: long-term memory for LLM agents.",
+                                     epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 declined.")
+    parser.add_argument("--version", action="version", version=f"ltm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name], parents=[opts.common, *parents])
+
+    for group in _GROUPS:
+        group.register(add, opts)
+    return parser
+
+
+def _configure_logging(verbose: int) -> None:
+    """Log to stderr at LTM_LOG_LEVEL (default WARNING); each -v lowers it a step (INFO, DEBUG)."""
+    named = os.environ.get("LTM_LOG_LEVEL", "WARNING").upper()
+    level = logging.getLevelName(named)
+    if not isinstance(level, int):
+        raise ConfigError(f"LTM_LOG_LEVEL={named!r} is not a level: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    if verbose:
+        level = min(level, logging.INFO if verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=level, stream=sys.stderr, format="ltm: %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ltm`` console script; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        _configure_logging(args.verbose)
+        return int(args.func(args))
+    except NotFound as exc:
+        print(f"ltm: not found: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except LTMError as exc:
+        print(f"ltm: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt as exc:
+        print(f"ltm: interrupted: {exc}" if str(exc) else "ltm: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    except RecursionError:
+        print("ltm: error: input nested too deeply; flatten it", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a missing file, a folder given as a file, read-only media: one line, no traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"ltm: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,112 @@
+"""Commands over the data root: stats of every namespace, wipe."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ltm.cli.common import EXIT_DECLINED, EXIT_OK, AddCommand, Options, settings_from
+from ltm.errors import InvalidInput
+
+COMMANDS = {
+    "stats": "per namespace: messages, bytes on disk, model, index type",
+    "wipe": "delete a namespace (or --all data); asks first",
+}
+
+
+def _namespaces(root: Path) -> Iterator[tuple[str, Path, dict[str, Any]]]:
+    """(kind, directory, manifest) of every namespace under ``root``; an unreadable manifest reads as {}."""
+    for manifest in sorted(root.glob("*/*/manifest.json")):
+        try:
+            data = json.loads(manifest.read_text("utf-8"))
+        except ValueError:
+            data = {}
+        yield manifest.parent.parent.name, manifest.parent, data
+
+
+def _count_rows(directory: Path) -> int:
+    from ltm.store.log import MessageLog
+
+    log = MessageLog(directory / "memory.sqlite")
+    try:
+        return log.count()
+    finally:
+        log.close()
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    settings = settings_from(args)
+    table = Table(title=f"namespaces under {settings.storage_dir}")
+    for column in ("kind", "namespace", "messages", "bytes on disk", "model", "index"):
+        table.add_column(column, justify="right" if column in ("messages", "bytes on disk") else "left")
+    rows = 0
+    for kind, directory, manifest in _namespaces(settings.storage_dir):
+        if args.only_kind and kind != args.only_kind:
+            continue
+        size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
+        table.add_row(kind, str(manifest.get("namespace", directory.name)), f"{_count_rows(directory):,}", f"{size:,}",
+                      str(manifest.get("embedding_model")), str(manifest.get("index_type")))
+        rows += 1
+    if rows:
+        Console(width=max(100, shutil.get_terminal_size().columns)).print(table)
+    else:
+        print(f"no namespaces under {settings.storage_dir}")
+    return EXIT_OK
+
+
+def cmd_wipe(args: argparse.Namespace) -> int:
+    """Delete what ltm made and nothing else: namespace folders identified by their manifest (only their ltm
+    files; a foreign file inside stays, with its folder), the embedded KV file, then folders left empty."""
+    from ltm.cli.ownership import find_owned, remove_owned
+
+    settings = settings_from(args)
+    root = settings.storage_dir
+    if args.all:
+        owned = find_owned(root)
+        what = f"{len(owned.namespaces)} namespaces" + (" and the key-value store" if owned.kv else "") + \
+            f" under {root}"
+        if not owned:
+            if owned.foreign:
+                raise InvalidInput(f"{root} does not look like an ltm storage root (no namespace folder with a "
+                                   "manifest.json, no kv.sqlite); nothing deleted. Pass the folder ltm writes to")
+            print(f"nothing to wipe: no ltm data under {root}")
+            return EXIT_OK
+    else:
+        from ltm.store.naming import namespace_dir
+
+        directory = namespace_dir(root, args.kind, args.namespace)
+        owned = find_owned(root, only=directory)
+        what = f"namespace {args.kind}/{args.namespace}"
+        if not owned:
+            print(f"nothing to wipe: {what} does not exist")
+            return EXIT_OK
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise InvalidInput(f"wipe deletes {what}; pass --yes to confirm when not at a terminal")
+        answer = input(f"Delete {what}? This cannot be undone. [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing deleted")
+            return EXIT_DECLINED
+    kept = remove_owned(root, owned)
+    print(f"wiped {what}" + (f"; kept {len(kept)} files ltm did not make: {', '.join(map(str, kept[:5]))}"
+                             if kept else ""))
+    return EXIT_OK
+
+
+def register(add: AddCommand, opts: Options) -> None:
+    p = add("stats")
+    p.add_argument("--kind", dest="only_kind", help="only namespaces of this kind")
+    p.set_defaults(func=cmd_stats)
+
+    p = add("wipe", opts.namespace)
+    p.add_argument("--all", action="store_true", help="every namespace under the data root")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask")
+    p.set_defaults(func=cmd_wipe)
