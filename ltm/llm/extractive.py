@@ -63,10 +63,9 @@ class ExtractiveLLM:
 
     It also satisfies the :class:`~ltm.llm.base.LLM` protocol: ``ask(prompt, system)`` answers with an
     extractive summary of ``prompt`` (at most the "less than N words" the system prompt asks for, else 200),
-    so code written against the protocol runs offline too.
+    so code written against the protocol runs offline too. It is a :class:`~ltm.llm.base.Summarizer`, which is
+    how the LLM tasks know to call its methods directly and features that need a real model know to refuse it.
     """
-
-    extractive = True
 
     def summarize(self, text: str, max_words: int = 200) -> ExtractiveText:
         """The most central sentences of ``text``, in their original order, within ``max_words`` words."""

@@ -6,7 +6,7 @@ of them), ``sent_from``, ``created_after`` / ``created_before`` (unix seconds, i
 
 Conversation turns: a message's keyword-index text has four columns: its content; *who* (metadata
 ``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``); and
-*context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.store.conversation.with_context`).
+*context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.message.with_context`).
 ISO dates are also written as words ("2024-04-09 April 9 2024").
 BM25 weighs them 1.0 / 0.6 / 0.6 / 0.3, so the turn's own words rank first but "what did Alice say in the
 May session" still reaches the right turn.

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound
+from ltm.errors import InvalidInput, LTMError, NotFound
 from ltm.llm.names import configured_dim, configured_model_name
 from ltm.message import Message
 from ltm.store.embedder import QUERY, TEXT, Embedder
@@ -455,7 +455,7 @@ class MemoryStorage:
     def _search(
         self, query: str, vector: np.ndarray | None, k: int, mode: str, filters: Mapping[str, Any] | None
     ) -> list[MemoryHit]:
-        where, params = filter_sql(filters)
+        where, params = _compiled(filters)
         if k == 0:
             return []
         with self._lock:
@@ -612,6 +612,17 @@ def _text_of(message: Message | str) -> str:
     if isinstance(message, str):
         return message
     raise InvalidInput(f"expected a Message or a str, got {type(message).__name__}")
+
+
+def _compiled(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """The filters as SQL; a shape the compiler cannot read is InvalidInput, never a TypeError (issue 13)."""
+    try:
+        where, params = filter_sql(filters)
+    except LTMError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.query") from exc
+    return where, list(params)
 
 
 def _check_k(k: int) -> int:

@@ -142,6 +142,9 @@ def check_message(message: object, max_bytes: int) -> Message:
     if not isinstance(created, int | float) or isinstance(created, bool) or not math.isfinite(created):
         raise InvalidInput(f"{what} created_at is {created!r}; it must be finite unix seconds (time.time())")
     _check_value(message.metadata, f"{what} metadata", 1)
+    ic = message.instruct_content
+    if ic is not None:
+        _check_value(ic if isinstance(ic, dict) else ic.model_dump(mode="python"), f"{what} instruct_content", 1)
     try:
         size = len(json.dumps(message.metadata, default=str, ensure_ascii=False).encode("utf-8"))
     except (ValueError, TypeError, RecursionError) as exc:
