@@ -158,7 +158,7 @@ class Server:
 
     def rss_mb(self) -> float:
         assert self.proc is not None
-        return round(psutil.Process(self.proc.pid).memory_info().rss / 2**20, 1)
+        return round(float(psutil.Process(self.proc.pid).memory_info().rss) / 2**20, 1)
 
     def kill(self) -> None:
         assert self.proc is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -14,7 +15,7 @@ import numpy as np
 from ltm.client.calls import Call, asend, path_of, send
 from ltm.errors import InvalidInput
 from ltm.message import Message, any_to_str
-from ltm.store import MemoryHit, MessagePage
+from ltm.store import MemoryHit, MessagePage, StoreStats
 
 __all__ = ["RemoteStorage"]
 
@@ -147,7 +148,7 @@ class RemoteStorage:
     def threshold(self) -> float:
         """The server's similarity threshold for this namespace (a cosine in [0, 1])."""
         if self._threshold is None:
-            self._threshold = float(self.stats()["threshold"])
+            self._threshold = float(self._stats()["threshold"])
         return self._threshold
 
     def recover_memory(self, role_id: str) -> builtins.list[Message]:
@@ -230,13 +231,19 @@ class RemoteStorage:
 
     def count(self) -> int:
         """How many messages the namespace holds."""
-        return int(self.stats()["messages"])
+        return int(self._stats()["messages"])
 
     def __len__(self) -> int:
         return self.count()
 
-    def stats(self) -> dict[str, Any]:
-        """The server's counts for the namespace (as :meth:`MemoryStorage.stats`, without server paths)."""
+    def stats(self) -> StoreStats:
+        """The server's counts for the namespace (:class:`~ltm.store.StoreStats`; ``path`` is empty: the
+        server does not say where its files are)."""
+        body = self._stats()
+        known = {f.name for f in dataclasses.fields(StoreStats)}
+        return StoreStats(**{**{k: v for k, v in body.items() if k in known}, "path": ""})
+
+    def _stats(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call(Call("GET", path_of(self._ns(), "/stats"), dict))
         return result
 

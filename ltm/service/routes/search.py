@@ -71,8 +71,7 @@ def recent(request: Request, namespace: Readable, n: Annotated[int, Query(ge=0)]
 def stats(request: Request, namespace: Readable) -> dict[str, Any]:
     """Counts of the namespace (messages, vectors, index kind, model); the server's paths are left out."""
     store = state_of(request).store(namespace)
-    stats: Any = store.stats()  # a dict today; a StoreStats dataclass once the store facade lands
-    out = dict(stats) if isinstance(stats, dict) else dataclasses.asdict(stats)
+    out = dataclasses.asdict(store.stats())
     out.pop("path", None)
     out["threshold"] = store.threshold
     return out
