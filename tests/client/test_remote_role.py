@@ -83,7 +83,7 @@ def test_unreachable_server_is_backend_unavailable(server: ServiceThread) -> Non
 def test_readme_client_example_runs(server: ServiceThread, capsys: pytest.CaptureFixture[str]) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme[readme.index("### The Python client"):]
-    block = re.search(r"```python\n(.*?)```", section, re.S)
+    block = re.search(r"```python\n(.*?)```", section, re.S)  # the block test_readme skips, naming this test
     assert block is not None
     key, _ = server.state.keys.create(["team-a/*"])
     exec(compile(block.group(1), "README.md", "exec"), {"url": server.url, "key": key})
