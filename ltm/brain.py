@@ -104,7 +104,9 @@ class BrainMemory(BaseModel):
         self.add_history(_as_message(msg).model_copy(update={"role": "assistant"}))
 
     def add_history(self, msg: Message) -> None:
-        """Append ``msg`` unless it repeats the last one added (same id, or a numeric id not above the last)."""
+        """Append ``msg`` unless it repeats the last one added (same id, or a numeric id not above the last).
+        InvalidInput when it could not be saved (checked now: one bad message would fail every later dumps)."""
+        msg.dump()
         last = self.last_history_id
         if msg.id and last and (msg.id == last or 0 <= self.to_int(msg.id, -1) <= self.to_int(last, -2)):
             return
@@ -196,7 +198,7 @@ class BrainMemory(BaseModel):
             return before, items
 
         meta, items = await asyncio.to_thread(read)
-        memory = BrainMemory(settings=self._settings, kv=store, window_tokens=self._window_tokens,
+        memory = type(self)(settings=self._settings, kv=store, window_tokens=self._window_tokens,
                              max_llm_calls=self._max_llm_calls)
         if meta:
             memory.historical_summary = meta.get("summary", "")

@@ -19,7 +19,16 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, create_model, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PydanticUserError,
+    ValidationError,
+    create_model,
+    field_serializer,
+    field_validator,
+)
+from pydantic_core import PydanticSerializationError, SchemaError
 
 from ltm.errors import InvalidInput
 
@@ -106,7 +115,7 @@ def _rebuild_model(spec: dict[str, Any]) -> BaseModel | dict[str, Any]:
         }
         try:
             cls = create_model(str(name or "InstructContent"), **fields)  # type: ignore[call-overload]
-        except (NameError, TypeError, ValueError):  # field names pydantic cannot hold: keep the data as it is
+        except (NameError, TypeError, ValueError, SchemaError, PydanticUserError):  # names pydantic cannot hold
             return spec
         if set(cls.model_fields) != set(fields):  # pydantic turned some into private attributes: data would drop
             return spec
@@ -205,8 +214,13 @@ class Message(BaseModel):
         return hash(self.id)
 
     def dump(self) -> str:
-        """This message as JSON (``Message.load`` reads it back, id included)."""
-        return self.model_dump_json()
+        """This message as JSON (``Message.load`` reads it back, id included); InvalidInput when a field
+        cannot be written as UTF-8 JSON (an unpaired surrogate, an object JSON cannot hold)."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError as exc:
+            raise InvalidInput(f"message {self.id[:64]!r} cannot be written as JSON ({exc}); pass valid Unicode "
+                               "text and JSON values") from exc
 
     @classmethod
     def load(cls, payload: str | bytes | dict[str, Any]) -> Message:
