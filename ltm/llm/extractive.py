@@ -20,7 +20,6 @@ __all__ = ["ExtractiveLLM", "ExtractiveText", "content_words", "split_sentences"
 
 _SENTENCE = re.compile(r"[^\n.!?。！？]+(?:[.!?。！？]+|$)", re.MULTILINE)
 _MAX_WORDS_HINT = re.compile(r"(?:less than|at most|fewer than|under|within)\s+(\d+)\s+words", re.IGNORECASE)
-_DENSE_LIMIT = 400  # distinct sentences up to which the full similarity matrix is used
 
 
 class ExtractiveText(str):
