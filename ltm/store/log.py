@@ -51,6 +51,9 @@ CREATE TABLE IF NOT EXISTS tombstones(
     tseq INTEGER PRIMARY KEY AUTOINCREMENT,
     seq INTEGER NOT NULL
 );
+-- what the namespace is, recorded beside the rows so a lost manifest.json can be rebuilt, and the log's
+-- identity that binds index snapshots to this file (issue 13)
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tokenize='unicode61 remove_diacritics 2');
 """
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
@@ -81,20 +84,64 @@ class Row:
 class MessageLog:
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full") -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
+                 *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
         self._df_rows = 0
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
         with translate(path):
+            if read_only:
+                self.db = _open_read_only(path, busy_timeout_ms)
+                return
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
-            if synchronous not in ("full", "normal"):
-                raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.executescript(_DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    # -- what the namespace is ---------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        """A value recorded in the ``meta`` table (None when absent, or in a file older than the table)."""
+        with translate(self.path):
+            try:
+                row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return None
+                raise
+        return None if row is None else str(row[0])
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        """Record ``values`` in the ``meta`` table (its own transaction; nothing on a read-only log)."""
+        if self.read_only or not values:
+            return
+        with self.transaction(write=True):
+            self.db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items()))
+
+    def tail(self, upto: int) -> tuple[int, str] | None:
+        """(seq, id) of the live row with the highest seq <= ``upto``: what a snapshot covering ``upto`` saw last."""
+        with translate(self.path):
+            row = self.db.execute("SELECT seq, id FROM messages WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
+                                  (upto,)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def row_at(self, seq: int) -> tuple[str | None, bool]:
+        """(id of the row with this seq or None, whether a tombstone records its deletion)."""
+        with translate(self.path):
+            row = self.db.execute("SELECT id FROM messages WHERE seq = ?", (seq,)).fetchone()
+            dead = self.db.execute("SELECT 1 FROM tombstones WHERE seq = ? LIMIT 1", (seq,)).fetchone()
+        return (None if row is None else str(row[0])), dead is not None
+
+    def stored_dim(self) -> int | None:
+        """The dimension of the stored content vectors (float16: two bytes each), None when there are none."""
+        with translate(self.path):
+            row = self.db.execute("SELECT length(embedding) FROM messages LIMIT 1").fetchone()
+        return None if row is None else int(row[0]) // np.dtype(VECTOR_DTYPE).itemsize
 
     def close(self) -> None:
         self.db.close()
@@ -339,6 +386,27 @@ def translate(path: Path) -> Iterator[None]:
         if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
             raise
         raise _corrupted(path, exc) from exc
+
+
+def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection that never writes, for read-only media (issue 13): ``mode=ro`` when SQLite can use the
+    WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise BackendUnavailable(
+                f"{path} is on read-only storage with committed rows still in {wal.name}; copy the namespace "
+                "folder to writable storage (or open it once where it is writable) to read it"
+            ) from None
+    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return db
 
 
 def _corrupted(path: Path, exc: Exception) -> StoreCorrupted:
