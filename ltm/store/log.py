@@ -104,45 +104,6 @@ class MessageLog:
             self.db.executescript(_DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
-    # -- what the namespace is ---------------------------------------------------------------------------
-    def meta(self, key: str) -> str | None:
-        """A value recorded in the ``meta`` table (None when absent, or in a file older than the table)."""
-        with translate(self.path):
-            try:
-                row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return None
-                raise
-        return None if row is None else str(row[0])
-
-    def set_meta(self, values: dict[str, str]) -> None:
-        """Record ``values`` in the ``meta`` table (its own transaction; nothing on a read-only log)."""
-        if self.read_only or not values:
-            return
-        with self.transaction(write=True):
-            self.db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items()))
-
-    def tail(self, upto: int) -> tuple[int, str] | None:
-        """(seq, id) of the live row with the highest seq <= ``upto``: what a snapshot covering ``upto`` saw last."""
-        with translate(self.path):
-            row = self.db.execute("SELECT seq, id FROM messages WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
-                                  (upto,)).fetchone()
-        return None if row is None else (int(row[0]), str(row[1]))
-
-    def row_at(self, seq: int) -> tuple[str | None, bool]:
-        """(id of the row with this seq or None, whether a tombstone records its deletion)."""
-        with translate(self.path):
-            row = self.db.execute("SELECT id FROM messages WHERE seq = ?", (seq,)).fetchone()
-            dead = self.db.execute("SELECT 1 FROM tombstones WHERE seq = ? LIMIT 1", (seq,)).fetchone()
-        return (None if row is None else str(row[0])), dead is not None
-
-    def stored_dim(self) -> int | None:
-        """The dimension of the stored content vectors (float16: two bytes each), None when there are none."""
-        with translate(self.path):
-            row = self.db.execute("SELECT length(embedding) FROM messages LIMIT 1").fetchone()
-        return None if row is None else int(row[0]) // np.dtype(VECTOR_DTYPE).itemsize
-
     def close(self) -> None:
         self.db.close()
 

@@ -25,7 +25,8 @@ def test_two_handles_in_one_process_take_turns(settings: Settings) -> None:
     settings = settings.with_(sqlite_synchronous="full")
     handles = [MemoryStorage("shared", settings=settings) for _ in range(2)]
     start, errors = threading.Barrier(2), []  # type: ignore[var-annotated]
-    threads = [threading.Thread(target=_writer, args=(h, tag, start, errors)) for h, tag in zip(handles, "ab", strict=True)]
+    pairs = zip(handles, "ab", strict=True)
+    threads = [threading.Thread(target=_writer, args=(h, tag, start, errors)) for h, tag in pairs]
     for thread in threads:
         thread.start()
     for thread in threads:
