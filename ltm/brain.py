@@ -198,7 +198,7 @@ class BrainMemory(BaseModel):
             return before, items
 
         meta, items = await asyncio.to_thread(read)
-        memory = BrainMemory(settings=self._settings, kv=store, window_tokens=self._window_tokens,
+        memory = type(self)(settings=self._settings, kv=store, window_tokens=self._window_tokens,
                              max_llm_calls=self._max_llm_calls)
         if meta:
             memory.historical_summary = meta.get("summary", "")

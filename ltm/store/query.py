@@ -41,14 +41,15 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
 
 def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list[Any]]:
     """The one place filters become SQL, for search and list alike: (a WHERE clause over ``messages m``
-    or None when unfiltered, its parameters). InvalidInput for an unknown filter or a bad value."""
+    or None when unfiltered, its parameters). InvalidInput for an unknown filter or a bad value; a shape the
+    compiler cannot read is InvalidInput too, never a TypeError (issue 13)."""
     try:
         where, params = filter_sql(filters)
     except LTMError:
         raise
-    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:  # a shape it cannot read
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.query") from exc
-    return (where if filters else None), params
+    return (where if filters else None), list(params)
 
 
 def filter_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:

@@ -125,7 +125,13 @@ def check_k(k: object, what: str = "k") -> int:
 def check_message(message: object, max_bytes: int) -> Message:
     """The message itself when it can be stored; InvalidInput naming its id otherwise."""
     if not isinstance(message, Message):
-        raise InvalidInput(f"the store holds Message objects, got {type(message).__name__}; wrap it: Message(...)")
+        kind = type(message)
+        hint = (
+            "use ltm.integrations.metagpt, whose classes take MetaGPT's messages"
+            if kind.__module__.startswith("metagpt.") else "wrap it: ltm.Message(...)"
+        )
+        got = f"{kind.__module__}.{kind.__name__}"
+        raise InvalidInput(f"the store holds ltm.message.Message objects, got {got}; {hint}")
     _check_text(message.id, "message id")
     what = f"message {message.id}"
     check_content(message.content, max_bytes, what=f"{what} content")
