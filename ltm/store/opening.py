@@ -6,7 +6,7 @@ trusted. Issue 13's rules, one per file (docs/RELIABILITY.md lists them with the
 - ``memory.sqlite`` missing or empty while the folder shows the namespace held data (a recorded dimension,
   a snapshot, a ``-wal``): :class:`StoreCorrupted`, and nothing is written, so the surviving files stay as
   they were (opening used to create an empty log and then overwrite the snapshot with an empty one);
-- ``manifest.json`` missing while the log holds rows: rebuilt from the log's ``meta`` table (the model and
+- ``manifest.json`` missing or unreadable while the log holds rows: rebuilt from the log's ``meta`` table (the model and
   namespace recorded there) and its stored vectors (the dimension); StoreCorrupted when the log is older
   than that table and cannot say which model made its vectors;
 - a snapshot that does not belong to the log (see :mod:`ltm.store.mirror`): rebuilt from the log;
@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import re
 import uuid
@@ -33,6 +34,8 @@ from ltm.store.mirror import IndexMirror, migrate
 
 __all__ = ["open_namespace", "sweep_leftovers"]
 
+_LOGGER = logging.getLogger("ltm.store")
+
 _LOG, _MANIFEST = "memory.sqlite", "manifest.json"
 _SNAPSHOTS = ("index.faiss", "context.faiss")
 _TEMP = re.compile(r"^\.(index\.faiss|context\.faiss|manifest\.json)\..+\.tmp$")
@@ -42,12 +45,23 @@ def open_namespace(directory: Path, namespace: str, model: str, settings: Settin
     """Open (creating when new) a namespace directory: its manifest, checked against ``model`` (StoreMismatch
     for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced)."""
     writable = _prepare_dir(directory)
-    manifest = Manifest.read(directory / _MANIFEST)
+    for name in (_MANIFEST, *_SNAPSHOTS, f"{_LOG}-wal"):
+        if (directory / name).is_dir():
+            raise StoreCorrupted(f"{directory / name} is a folder, not ltm's file; move it out of the namespace "
+                                 "folder (ltm rebuilds the file)")
+    try:
+        manifest, unreadable = Manifest.read(directory / _MANIFEST), None
+    except StoreCorrupted as exc:  # rebuilt from the log below when it can say what the namespace is
+        manifest, unreadable = None, exc
     _refuse_lost_log(directory, manifest)
     log = MessageLog(directory / _LOG, synchronous=settings.sqlite_synchronous, read_only=not writable)
     try:
-        manifest = _manifest(directory, namespace, model, log, manifest, writable)
+        manifest = _manifest(directory, namespace, model, log, manifest, writable, unreadable)
         manifest.check(model, directory / _MANIFEST)
+        stored = identity.stored_dim(log)
+        if stored is not None and manifest.dim is not None and stored != manifest.dim:
+            raise StoreCorrupted(f"{directory / _MANIFEST} says dimension {manifest.dim} but memory.sqlite holds "
+                                 f"{stored}-dimensional vectors; delete manifest.json to have it rebuilt from the log")
         if writable:
             _record_identity(log, namespace, manifest.embedding_model)
             sweep_leftovers(directory)
@@ -94,7 +108,7 @@ def _refuse_lost_log(directory: Path, manifest: Manifest | None) -> None:
 
 
 def _manifest(directory: Path, namespace: str, model: str, log: MessageLog, manifest: Manifest | None,
-              writable: bool) -> Manifest:
+              writable: bool, unreadable: StoreCorrupted | None) -> Manifest:
     if manifest is not None:
         return manifest
     dim = identity.stored_dim(log)
@@ -102,12 +116,16 @@ def _manifest(directory: Path, namespace: str, model: str, log: MessageLog, mani
         manifest = Manifest(namespace=namespace, embedding_model=model)
     else:
         recorded = identity.meta(log, "embedding_model")
+        if recorded is None and unreadable is not None:
+            raise unreadable
         if recorded is None:
             raise StoreCorrupted(
                 f"{directory / _MANIFEST} is missing and {directory / _LOG} (older than ltm's meta table) does not "
                 "record which embedding model made its vectors; restore manifest.json from a backup"
             )
         manifest = Manifest(namespace=identity.meta(log, "namespace") or namespace, embedding_model=recorded, dim=dim)
+        _LOGGER.warning("%s: manifest.json was %s: rebuilt from memory.sqlite", directory,
+                     "unreadable" if unreadable is not None else "missing")
     if writable:
         manifest.write(directory / _MANIFEST)
     return manifest

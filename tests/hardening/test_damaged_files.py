@@ -70,8 +70,13 @@ def _swap(path: Path, other: Path) -> None:
     shutil.copyfile(other / path.name, path)
 
 
+def _folder(path: Path, other: Path) -> None:
+    path.unlink(missing_ok=True)
+    path.mkdir()
+
+
 DAMAGE: dict[str, Callable[[Path, Path], None]] = {
-    "delete": _delete, "empty": _empty, "half": _half, "garbage": _garbage, "swap": _swap,
+    "delete": _delete, "empty": _empty, "half": _half, "garbage": _garbage, "swap": _swap, "folder": _folder,
 }
 
 
@@ -158,3 +163,21 @@ def test_another_namespaces_snapshot_of_the_same_size_is_not_used(tmp_path: Path
     for name in ("index.faiss", "context.faiss"):
         shutil.copyfile(b / name, a / name)
     assert _consistent(MemoryStorage("alpha", settings=settings)) == 30
+
+
+def test_an_edited_dimension_is_a_clear_error(tmp_path: Path) -> None:
+    """Defect 11: a manifest whose dimension was edited gave a faiss AssertionError."""
+    import json
+
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    with MemoryStorage("alpha", settings=settings) as store:
+        store.add_batch([Message(f"record {i}") for i in range(5)])
+        directory = store.path
+    assert directory is not None
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["dim"] = 385
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    for name in ("index.faiss", "context.faiss"):
+        (directory / name).unlink()
+    with pytest.raises(LTMError, match="manifest.json"):
+        MemoryStorage("alpha", settings=settings).search("record 1", mode="dense")
