@@ -184,10 +184,8 @@ class MemoryStorage(OffLoop):
 
     def _given_dim(self) -> int | None:
         """The dimension given vectors must have: the namespace's, else its model's (never the first vectors')."""
-        dim = self._dim()
-        if dim is not None or self._embedding is None:  # the settings' model: known without loading it
-            return dim if dim is not None else configured_dim(self.settings)
-        return int(self._embed(["dimension probe"], TEXT).shape[1])  # a caller's embedding object: ask it
+        dim = self._dim()  # else the settings' model's, known without loading it (a caller's object: unknown)
+        return dim if dim is not None or self._embedding is not None else configured_dim(self.settings)
 
     def replace(self, message: Message) -> bool:
         """Store ``message`` in place of the stored message with its id, in ONE write transaction: a crash
