@@ -58,15 +58,15 @@ def open_namespace(directory: Path, namespace: str, model: str, settings: Settin
     try:
         manifest = _manifest(directory, namespace, model, log, manifest, writable, unreadable)
         manifest.check(model, directory / _MANIFEST)
-        stored = identity.stored_dim(log)
-        if stored is not None and manifest.dim is not None and stored != manifest.dim:
-            raise StoreCorrupted(f"{directory / _MANIFEST} says dimension {manifest.dim} but memory.sqlite holds "
-                                 f"{stored}-dimensional vectors; delete manifest.json to have it rebuilt from the log")
         if writable:
             _record_identity(log, namespace, manifest.embedding_model)
             sweep_leftovers(directory)
             if manifest.schema_version < SCHEMA_VERSION:
                 migrate(log, directory, manifest)
+        stored = identity.stored_dim(log) if manifest.schema_version == SCHEMA_VERSION else None  # float16 rows
+        if stored is not None and manifest.dim is not None and stored != manifest.dim:
+            raise StoreCorrupted(f"{directory / _MANIFEST} says dimension {manifest.dim} but memory.sqlite holds "
+                                 f"{stored}-dimensional vectors; delete manifest.json to have it rebuilt from the log")
         return log, IndexMirror.open(directory, manifest, settings, log)
     except BaseException:
         log.close()
