@@ -10,7 +10,9 @@ Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
 - ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
-- ``hybrid``: reciprocal rank fusion, the sum over signals of ``1 / (60 + rank)``, in (0, 2/61].
+- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
+  [0, 1] between its best candidate and its floor, in [0, 1.65]; messages holding the query verbatim (or up to
+  case, spacing and punctuation) come first whatever their score.
 """
 
 from __future__ import annotations
@@ -143,12 +145,16 @@ class MemoryStorage:
             self._sync(verify=True)
 
     def _migrate(self, directory: Path, manifest: Manifest) -> None:
-        """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors)."""
+        """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (snapshots
+        rebuilt from SQLite), 2 -> 3 a stemming keyword index with dates, rebuilt from the stored messages."""
         assert self._log is not None
-        if manifest.dim is not None:
-            self._log.migrate_float16(manifest.dim)
-        for name in ("index.faiss", "context.faiss"):  # float32 snapshots: rebuilt from SQLite below
-            (directory / name).unlink(missing_ok=True)
+        if manifest.schema_version < 2:
+            if manifest.dim is not None:
+                self._log.migrate_float16(manifest.dim)
+            for name in ("index.faiss", "context.faiss"):  # float32 snapshots: rebuilt from SQLite below
+                (directory / name).unlink(missing_ok=True)
+        if not self._log.keywords_stemmed():
+            self._log.rebuild_keywords(lambda body: keyword_columns(Message.load(body)))
         manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
         manifest.write(directory / "manifest.json")
 
@@ -424,7 +430,7 @@ class MemoryStorage:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
         Filters: see :mod:`ltm.store.query` (role, cause_by, sent_from, created_after, created_before,
-        metadata). Hybrid fuses dense and BM25 rankings by reciprocal rank.
+        metadata). Hybrid fuses dense and BM25 scores, calibrated (see :mod:`ltm.store.fusion`).
         """
         _check_query(query, mode)
         vector = self._embed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
@@ -454,7 +460,9 @@ class MemoryStorage:
         with self._lock:
             log = self._require()
             self._sync()
-            return retrieve(log, (self._index, self._ctx), query, vector, k, mode, where if filters else None, params)
+            exact_key = self.embedder.keys([query])[0] if mode == "hybrid" else None
+            return retrieve(log, (self._index, self._ctx), query, vector, k, mode, where if filters else None, params,
+                            exact_key=exact_key)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> list[Message]:
         if k == 0:

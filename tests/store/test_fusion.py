@@ -1,0 +1,66 @@
+"""Hybrid ranking (issue 15): calibrated fusion, flat-signal fallback, exact matches first, deterministic
+ties, and the time window a query names."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from ltm import MemoryStorage, Message, Settings
+from ltm.store.fusion import WEIGHTS, fuse, normalised_text
+
+
+def test_the_exact_sentence_beats_its_word_swapped_twin(settings: Settings) -> None:
+    """The defect of issue 15: both sentences hold the same words, so every signal tied and the older, swapped
+    one came first in hybrid mode."""
+    with MemoryStorage("food", settings=settings) as store:
+        store.add(Message(content="I prefer dumplings over sourdough", role="user"))
+        store.add(Message(content="I prefer sourdough over dumplings", role="user"))
+        store.add(Message(content="Sourdough needs a starter", role="user"))
+        for query in ("I prefer sourdough over dumplings", "i prefer SOURDOUGH over dumplings!"):
+            hits = store.search(query, k=3)
+            assert hits[0].message.content == "I prefer sourdough over dumplings", query
+        hits = store.search("I prefer dumplings over sourdough", k=3)
+        assert hits[0].message.content == "I prefer dumplings over sourdough"
+
+
+def test_a_flat_signal_defers_to_the_other() -> None:
+    dense = [(1, 0.9), (2, 0.5), (3, 0.2)]
+    flat_keyword = [(3, 4.0), (2, 4.0), (1, 4.0)]  # every candidate scored alike: no information
+    assert [s for s, _, _ in fuse({"dense": dense, "keyword": flat_keyword}, 3)] == [1, 2, 3]
+    assert [s for s, _, _ in fuse({"dense": dense, "keyword": []}, 3)] == [1, 2, 3]
+    assert [s for s, _, _ in fuse({"keyword": [(7, 3.0), (8, 1.0)]}, 3)] == [7, 8]
+
+
+def test_scores_are_calibrated_not_rank_only() -> None:
+    """A message both signals rank second beats one a single signal ranks first only when the scores say so."""
+    dense = [(1, 0.80), (2, 0.79)] + [(10 + i, 0.30) for i in range(48)]
+    keyword = [(2, 9.0), (3, 1.0)]
+    ranked = fuse({"dense": dense, "keyword": keyword}, 3)
+    assert ranked[0][0] == 2  # near the top of dense and best by keyword
+    assert ranked[0][2] == ("dense", "keyword")
+    assert ranked[0][1] == WEIGHTS["dense"] * (0.79 - 0.30) / (0.80 - 0.30) + WEIGHTS["keyword"] * 1.0
+
+
+def test_ties_are_broken_by_dense_then_keyword_then_newest() -> None:
+    ranked = fuse({"dense": [(4, 0.5), (5, 0.5), (6, 0.1)]}, 3)
+    assert [s for s, _, _ in ranked] == [5, 4, 6]  # equal cosine: the newer message first
+    ranked = fuse({"dense": [(1, 0.9), (2, 0.1)], "keyword": [(2, 5.0), (1, 1.0)]}, 2, exact=[2])
+    assert ranked[0][0] == 2
+    assert normalised_text("  I prefer, SOURDOUGH!  ") == "i prefer sourdough"
+
+
+def test_a_named_date_favours_what_was_said_that_day(settings: Settings) -> None:
+    def day(d: int) -> float:
+        return datetime(2024, 1, d, 12, tzinfo=timezone.utc).timestamp()
+
+    with MemoryStorage("days", settings=settings) as store:
+        store.add_batch([
+            Message(content="Made pasta with pesto tonight", role="Kate", created_at=day(3)),
+            Message(content="Made pasta carbonara tonight", role="Kate", created_at=day(5)),
+            Message(content="Made pasta with clams tonight", role="Kate", created_at=day(8)),
+        ])
+        hits = store.search("What pasta did Kate make on 5 Jan 2024?", k=3)
+        assert hits[0].message.content == "Made pasta carbonara tonight"
+        assert "time" in hits[0].signals
+        hits = store.search("What pasta did Kate make on 8 January 2024?", k=3)
+        assert hits[0].message.content == "Made pasta with clams tonight"
