@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +123,7 @@ def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> 
                       "find_news_returned": len(news), "find_news_expected": 50}))
 
 
-def _seqs(store: object, hits: list[object]) -> set[int]:
+def _seqs(store: object, hits: Sequence[object]) -> set[int]:
     """Seqs of hits, from SQLite by message id."""
     log = store._log  # type: ignore[attr-defined]
     ids = [h.message.id for h in hits]  # type: ignore[attr-defined]

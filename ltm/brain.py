@@ -13,8 +13,8 @@ these differences, all deliberate:
   the LLM answered: a failure leaves history and summary exactly as they were. Messages added while the LLM
   was working are kept.
 - Only the memory is stored: no LLM, no config, no secrets.
-- Backend failures raise ``BackendUnavailable`` (never an empty history); an LLM that fails after its retries
-  raises ``LLMError``.
+- Backend failures raise ``BackendUnavailable`` (never an empty history), and so does an LLM server that stays
+  unreachable through its retries; an LLM that refuses the request or answers nonsense raises ``LLMError``.
 - Budgets are tokens (:mod:`ltm.llm.tokens`); long histories are summarized by windowed map-reduce with at
   most ``max_llm_calls`` LLM calls (:mod:`ltm.llm.tasks`).
 - ``llm=None`` means the LLM the settings configure, which is the offline extractive summarizer unless
@@ -224,6 +224,18 @@ class BrainMemory(BaseModel):
             await self._write(key, self._ttl(timeout_sec), folded=0, summary=self.historical_summary,
                               extractive=self.summary_is_extractive)
             return True
+
+    async def delete(self, redis_key: str | None = None) -> bool:
+        """Delete the chat stored at ``redis_key`` (default: the remembered key): its history, summary and title.
+
+        Returns True when there was something to delete. This memory's own fields are left as they are.
+        """
+        key = redis_key or self._key
+        if not key:
+            raise InvalidInput("delete() needs a redis_key (or a memory that was loaded from one)")
+        names = self._names(key)
+        store = self._store()
+        return bool(await asyncio.to_thread(store.delete, *names))
 
     async def set_history_summary(self, history_summary: str, redis_key: str | None = None) -> None:
         """Replace the summary and clear the history, atomically and durably (MetaGPT's meaning)."""

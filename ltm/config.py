@@ -45,6 +45,13 @@ class Settings(BaseModel):
     llm_max_retries: int = Field(3, ge=0, le=20, description="Retries after a failed LLM request.")
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
+    redis_wait_replicas: int = Field(
+        0, ge=0, le=16, description="Replicas that must acknowledge each Redis write (WAIT) before it returns: "
+        "1 on a Redis Cluster with replicas keeps acknowledged writes through a master's crash.",
+    )
+    redis_failover_timeout: float = Field(
+        10.0, ge=0, description="Seconds a Redis Cluster call keeps retrying while a failover moves its slot."
+    )
     similarity_threshold: float = Field(
         0.95, ge=0.0, le=1.0, description="Cosine similarity at which a message counts as already seen."
     )

@@ -110,7 +110,7 @@ def _rebuild_model(spec: dict[str, Any]) -> BaseModel | dict[str, Any]:
         if set(cls.model_fields) != set(fields):  # pydantic turned some into private attributes: data would drop
             return spec
     try:
-        return cls(**value)  # type: ignore[no-any-return]
+        return cls(**value)  # type: ignore[no-any-return,unused-ignore]  # Any without the pydantic plugin
     except ValidationError as exc:
         raise InvalidInput(f"instruct_content does not fit its model {name}: {exc}") from exc
     except TypeError:
@@ -213,7 +213,11 @@ class Message(BaseModel):
         try:
             data = json.loads(payload) if isinstance(payload, str | bytes) else dict(payload)
             return cls(**data)
-        except (ValueError, TypeError, ValidationError) as exc:
+        except ValidationError as exc:  # one line per field, the whole on one line (the CLI prints it)
+            fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']} (got {e['input']!r:.60})"
+                               for e in exc.errors())
+            raise InvalidInput(f"not a valid Message: {fields}") from exc
+        except (ValueError, TypeError) as exc:
             raise InvalidInput(f"not a dumped Message: {exc}") from exc
         except RecursionError as exc:
             raise InvalidInput("not a dumped Message: nested too deeply; flatten its metadata") from exc

@@ -53,7 +53,7 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
     from ltm.message import Message
     from ltm.store import MemoryStorage
 
-    settings = Settings(storage_dir=storage_dir, embedding=embedding)  # type: ignore[arg-type]
+    settings = Settings(storage_dir=storage_dir, embedding=embedding)
     model = resolve_embedding(settings)
     if cache is not None:
         from bench.retrieval.cache import CachedEmbedding

@@ -51,8 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LTMError as exc:
         print(f"ltm: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("ltm: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"ltm: interrupted: {exc}" if str(exc) else "ltm: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except RecursionError:
+        print("ltm: error: input nested too deeply; flatten it", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a missing file, a folder given as a file, read-only media: one line, no traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"ltm: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DECLINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -46,10 +48,20 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings.load(**overrides)
 
 
-def open_storage(args: argparse.Namespace, settings: Settings | None = None) -> Any:
+def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False) -> Any:
+    """The namespace's store. ``existing``: reading commands never create a namespace (a mistyped name would
+    otherwise leave an empty one behind): NotFound when it is not there."""
     from ltm.store import MemoryStorage
 
-    return MemoryStorage(args.namespace, kind=args.kind, settings=settings or settings_from(args))
+    settings = settings or settings_from(args)
+    if existing:
+        from ltm.store.naming import namespace_dir
+
+        directory = namespace_dir(settings.storage_dir, args.kind, args.namespace)
+        if not (directory / "manifest.json").is_file() and not (directory / "memory.sqlite").is_file():
+            raise NotFound(f"no namespace {args.kind}/{args.namespace} under {settings.storage_dir}; "
+                           "`ltm stats` lists the namespaces there")
+    return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 
 
 def parse_meta(pairs: Sequence[str] | None) -> dict[str, Any]:
@@ -83,21 +95,48 @@ def print_messages(messages: Sequence[Message], out: TextIO, scores: Sequence[st
         out.write(f"{prefix}{m.id}  {m.role}: {m.content}\n")
 
 
-def read_jsonl(stream: TextIO) -> Iterator[tuple[Message, list[float] | None]]:
-    for number, line in enumerate(stream, 1):
+@dataclass(frozen=True)
+class Line:
+    """One JSONL line read as a message: its line number, and the embedding it carried with its model name."""
+
+    number: int
+    message: Message
+    vector: list[float] | None
+    model: str | None
+
+
+def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Line]:
+    """Messages from JSONL (an object or a bare string per line), each decoded on its own so an error names
+    its line. A line without an ``id`` gets one derived from its text (repeats in one file numbered), so
+    importing the same file twice stores it once."""
+    occurrences: dict[str, int] = {}
+    for number, raw in enumerate(stream, 1):
+        try:
+            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
+                               "re-encode the file as UTF-8 (e.g. iconv -t UTF-8)") from exc
         if not line.strip():
             continue
         try:
             data = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidInput(f"line {number} is not JSON ({exc}); each line must be one message object") from exc
         if isinstance(data, str):
             data = {"content": data}
         if not isinstance(data, dict):
             raise InvalidInput(f"line {number}: expected a JSON object or string, got {type(data).__name__}")
         vector = data.pop("embedding", None)
-        data.pop("embedding_model", None)
-        yield Message.load(data), vector
+        model = data.pop("embedding_model", None)
+        if not data.get("id"):
+            digest = hashlib.sha256(line.strip().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            occurrences[digest] = occurrences.get(digest, 0) + 1
+            data["id"] = digest if occurrences[digest] == 1 else f"{digest}-{occurrences[digest]}"
+        try:
+            message = Message.load(data)
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {number}: {exc}") from exc
+        yield Line(number, message, vector, model if isinstance(model, str) else None)
 
 
 def progress_bar() -> Any:

@@ -13,6 +13,7 @@ from ltm.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     AddCommand,
+    Line,
     Options,
     filters_from,
     open_storage,
@@ -36,23 +37,46 @@ COMMANDS = {
 }
 
 
-def _ingest(store: Any, items: Iterator[tuple[Message, list[float] | None]], label: str) -> tuple[int, int]:
+def _ingest(store: Any, lines: Iterator[Line], label: str) -> tuple[int, int]:
+    """Store ``lines`` in chunks; returns (new, read). An error or Ctrl-C says how many were stored, and
+    running the same input again continues where it stopped (stored ids are skipped)."""
     added = seen = 0
-    with progress_bar() as progress:
-        task = progress.add_task(label, total=None)
-        while chunk := list(islice(items, INGEST_CHUNK)):
-            added += _flush(store, chunk)
-            seen += len(chunk)
-            progress.update(task, advance=len(chunk))
+    foreign: dict[str, int] = {}
+    try:
+        with progress_bar() as progress:
+            task = progress.add_task(label, total=None)
+            while chunk := list(islice(lines, INGEST_CHUNK)):
+                added += _flush(store, chunk, foreign)
+                seen += len(chunk)
+                progress.update(task, advance=len(chunk))
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"{added} new messages of the first {seen} read were stored; run the same "
+                                "command again to continue (stored ids are skipped)") from None
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc}; {added} stored before it (run again once fixed: stored ids are skipped)") from exc
+    for model, n in sorted(foreign.items()):
+        print(f"ltm: note: re-embedded {n} messages whose embedding came from {model}, not this namespace's "
+              f"model {store.embedder.model!r}", file=sys.stderr)
     return added, seen
 
 
-def _flush(store: Any, chunk: list[tuple[Message, list[float] | None]]) -> int:
-    messages = [m for m, _ in chunk]
-    vectors = [v for _, v in chunk]
-    if all(v is not None for v in vectors):
-        return int(store.add_batch(messages, vectors=vectors))
-    return int(store.add_batch(messages))
+def _flush(store: Any, chunk: list[Line], foreign: dict[str, int]) -> int:
+    """One chunk in one transaction. Given vectors are kept only when they come from the namespace's own model:
+    another model's vectors (even of the same size) would rank nonsense, so those messages are re-embedded."""
+    model = store.embedder.model
+    for line in chunk:
+        if line.vector is not None and line.model != model:
+            name = repr(line.model) if line.model else "an unnamed model (no embedding_model)"
+            foreign[name] = foreign.get(name, 0) + 1
+    messages = [line.message for line in chunk]
+    try:
+        if all(line.vector is not None and line.model == model for line in chunk):
+            return int(store.add_batch(messages, vectors=[line.vector for line in chunk]))
+        return int(store.add_batch(messages))
+    except InvalidInput as exc:
+        culprit = next((line.number for line in chunk if line.message.id in str(exc)), None)
+        where = f"line {culprit}" if culprit is not None else f"lines {chunk[0].number}-{chunk[-1].number}"
+        raise InvalidInput(f"{where}: {exc}") from exc
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -65,13 +89,13 @@ def cmd_add(args: argparse.Namespace) -> int:
             return EXIT_OK
         if sys.stdin.isatty():
             raise InvalidInput("give the text to add, or pipe JSONL messages on stdin (one object per line)")
-        added, seen = _ingest(store, read_jsonl(sys.stdin), "adding")
+        added, seen = _ingest(store, read_jsonl(getattr(sys.stdin, "buffer", sys.stdin)), "adding")
         print(f"added {added} of {seen} messages to {args.kind}/{args.namespace}")
     return EXIT_OK
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
         if args.json:
             for hit in hits:
@@ -82,13 +106,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         print_messages(store.recent(args.n), sys.stdout)
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
         try:
             n = 0
@@ -107,19 +131,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
+    source = getattr(sys.stdin, "buffer", sys.stdin) if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
     try:
         with open_storage(args) as store:
             added, seen = _ingest(store, read_jsonl(source), "importing")
     finally:
-        if source is not sys.stdin:
+        if args.input != "-":
             source.close()
     print(f"imported {added} new of {seen} messages into {args.kind}/{args.namespace}")
     return EXIT_OK
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         missing = [i for i in args.ids if not store.delete(i)]
     if missing:
         raise NotFound(f"no message with id {', '.join(missing)} in {args.kind}/{args.namespace} (see `ltm recent`)")

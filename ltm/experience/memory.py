@@ -223,7 +223,8 @@ class ExperienceMemory:
         are its answer (when the answer has none, the offline principles are used and a warning is logged);
         without one they are built offline and marked ``source="offline"``. Returns the policies created or
         merged into; afterwards all pending lessons but the ``keep_recent`` most recent are retired.
-        LLM failures raise ``LLMError`` and leave every lesson pending.
+        LLM failures (``BackendUnavailable``: the server stayed unreachable; ``LLMError``: it refused or answered
+        nonsense) leave every lesson pending.
         """
         pending, prompt = self._distill_input(min_lessons, keep_recent, max_policies)
         if not pending:

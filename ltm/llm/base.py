@@ -4,7 +4,8 @@ Everything in ltm that needs a language model (BrainMemory summaries, titles, re
 experience distillation) calls ``ask(prompt, system=None) -> str`` or its async twin ``aask``. Implementations:
 
 - :class:`~ltm.llm.openai_llm.OpenAICompatibleLLM`: any OpenAI-compatible server (OpenAI, vLLM, Ollama,
-  llama.cpp) through the ``openai`` client, with timeouts and retries; failures raise ``LLMError``;
+  llama.cpp) through the ``openai`` client and its retries; an unreachable server raises ``BackendUnavailable``,
+  a refused request or an unusable answer ``LLMError``;
 - :class:`LlamaIndexLLM`: wraps any llama-index LLM (``complete``/``acomplete``, or ``chat``/``achat`` for chat
   models, so the system prompt goes in a system message);
 - :class:`~ltm.llm.extractive.ExtractiveLLM`: offline and extractive, used when no LLM is configured.

@@ -29,7 +29,7 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
-from ltm.llm.names import configured_model_name
+from ltm.llm.names import configured_dim, configured_model_name
 from ltm.message import Message
 from ltm.store.embedder import QUERY, TEXT, Embedder
 from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
@@ -332,7 +332,14 @@ class MemoryStorage:
         listed = [messages] if isinstance(messages, Message) else list(messages)
         if vectors is None or not listed:
             return listed, None
-        array = normalise(vectors, self._dim(), "the vectors argument")
+        # a new namespace takes its dimension from its configured model, never from the first given vectors
+        # (issue 13: one 3-d line fixed the namespace at 3 and every normal add failed afterwards)
+        dim = self._dim()
+        if dim is None and self._embedding is None:
+            dim = configured_dim(self.settings)  # known from the settings: no model is loaded
+        elif dim is None:
+            dim = int(self._embed(["dimension probe"], TEXT).shape[1])  # a caller's embedding object: ask it
+        array = normalise(vectors, dim, "the vectors argument")
         if array.shape[0] != len(listed):
             raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
                                "pass one vector per message")

@@ -10,16 +10,16 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from ltm.config import Settings
-from ltm.errors import ConfigError, LLMError
+from ltm.errors import BackendUnavailable, ConfigError, LLMError
 from ltm.llm.base import LLM, LlamaIndexLLM, parse_yes_no, resolve_llm
 from ltm.llm.extractive import ExtractiveLLM
-from ltm.llm.openai_llm import OpenAICompatibleLLM, backoff_delays
+from ltm.llm.openai_llm import OpenAICompatibleLLM
 from tests.support.openai_server import OpenAIServer
 
 
 def make(server: OpenAIServer, **kw: Any) -> OpenAICompatibleLLM:
     options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 2,
-                               "backoff": 0.01, **kw}
+                               **kw}
     return OpenAICompatibleLLM(**options)
 
 
@@ -33,14 +33,19 @@ def test_ask_and_aask(openai_server: OpenAIServer) -> None:
     assert isinstance(llm, LLM)
 
 
-def test_server_errors_are_retried_then_llm_error(openai_server: OpenAIServer) -> None:
-    llm = make(openai_server, max_retries=2)
+def test_server_errors_are_retried_then_backend_unavailable(openai_server: OpenAIServer) -> None:
+    llm = make(openai_server, max_retries=2)  # the openai client's own retries
     openai_server.fail(2)
     assert llm.ask("hello") == "echo: hello"  # two failures, then the third attempt answers
     openai_server.reset()
     openai_server.fail(3)
-    with pytest.raises(LLMError, match="3 attempt"):
+    with pytest.raises(BackendUnavailable, match="3 attempt"):
         llm.ask("hello")
+    assert len(openai_server.requests) == 3
+    openai_server.reset()
+    openai_server.fail(3, status=429)  # rate limited: retried too, async as well
+    with pytest.raises(BackendUnavailable, match="RateLimitError"):
+        asyncio.run(llm.aask("hello"))
     assert len(openai_server.requests) == 3
 
 
@@ -51,10 +56,10 @@ def test_client_errors_are_not_retried(openai_server: OpenAIServer) -> None:
     assert len(openai_server.requests) == 1
 
 
-def test_stall_times_out_into_llm_error(openai_server: OpenAIServer) -> None:
+def test_stall_times_out_into_backend_unavailable(openai_server: OpenAIServer) -> None:
     llm = make(openai_server, timeout=0.3, max_retries=1)
     openai_server.stall(2, seconds=1.0)
-    with pytest.raises(LLMError, match="2 attempt"):
+    with pytest.raises(BackendUnavailable, match="2 attempt"):
         asyncio.run(llm.aask("hello"))
 
 
@@ -73,10 +78,6 @@ def test_from_settings_and_resolve(openai_server: OpenAIServer) -> None:
     assert isinstance(resolve_llm(Settings()), ExtractiveLLM)
     with pytest.raises(ConfigError):
         resolve_llm(Settings(), llm=object())
-
-
-def test_backoff_doubles_and_caps() -> None:
-    assert backoff_delays(5, 1.0, cap=4.0) == [1.0, 2.0, 4.0, 4.0, 4.0]
 
 
 class _Upper(CustomLLM):

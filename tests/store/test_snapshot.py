@@ -18,7 +18,8 @@ DIM = 32
 
 def _vectors(n: int, seed: int = 0) -> np.ndarray:
     v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
 
 
 def _saved(tmp_path: Path, kind: str, n: int = 500) -> tuple[Path, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,10 +65,10 @@ def test_metagpt_actionout_message(settings: Settings) -> None:
 
 # -- the contract: every index kind passes the same spec -------------------------------------------------
 @pytest.fixture(params=["flat", "hnsw"])
-def store(request: pytest.FixtureRequest, settings: Settings) -> MemoryStorage:
+def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[MemoryStorage]:
     threshold = 1 if request.param == "hnsw" else settings.hnsw_threshold
     storage = MemoryStorage("contract", settings=settings.with_(hnsw_threshold=threshold))
-    yield storage  # type: ignore[misc]
+    yield storage
     storage.close()
 
 

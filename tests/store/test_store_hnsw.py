@@ -39,7 +39,8 @@ class TableEmbedding(BaseEmbedding):
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def _world(settings: Settings, ef_search: int) -> tuple[MemoryStorage, TableEmbedding, list[str], np.ndarray]:
