@@ -22,10 +22,26 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["DEPTH", "WEIGHTS", "Candidates", "fuse", "normalised_text"]
+__all__ = ["DEPTH", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS", "NEIGHBOUR_SHARE", "WEIGHTS", "Candidates", "fuse",
+           "normalised_text"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
-WEIGHTS: Mapping[str, float] = {"dense": 0.65, "keyword": 0.35, "context": 0.35, "time": 0.3}
+# Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
+# grid). A question leans on words (0.6: names, places, dates; the keyword index knows who spoke and when);
+# a long query (a pasted conversation, past
+# LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
+WEIGHTS: Mapping[str, float] = {"dense": 0.4, "keyword": 0.6, "context": 0.35, "time": 0.2}
+LONG_QUERY_TERMS = 24
+LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3}
+# A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation
+# added in order): "I did, last week" gets some of the topic of the question it answers.
+NEIGHBOUR_SHARE = 0.3
+import os as _os  # GRIDHOOK
+if _os.environ.get("LTM_FUSION"):  # GRIDHOOK
+    _v = [float(x) for x in _os.environ["LTM_FUSION"].split(",")] + [0.2]  # GRIDHOOK
+    _wk, NEIGHBOUR_SHARE, _wl, _wt = _v[:4]  # GRIDHOOK
+    WEIGHTS = {**WEIGHTS, "keyword": _wk, "dense": 1 - _wk, "time": _wt}  # GRIDHOOK
+    LONG_QUERY_WEIGHTS = {**WEIGHTS, "keyword": _wl, "dense": 1 - _wl}  # GRIDHOOK
 # A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
 # must not become 0 and 1, so the dense floor is at least this far below the best.
 MIN_COSINE_SPREAD = 0.1
@@ -50,14 +66,15 @@ def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
     return {seq: (score - floor) / (top - floor) for seq, score in hits}
 
 
-def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH,
-         exact: Sequence[int] = (), near_exact: Collection[int] = ()) -> list[tuple[int, float, tuple[str, ...]]]:
+def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
+         neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (),
+         near_exact: Collection[int] = ()) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
     candidates inside the window a query names) to candidates. ``exact`` seqs hold the query verbatim,
     ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
-    candidates get a fixed boost (``WEIGHTS["time"]``) and, when the dense list missed them, their cosine on
+    candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
     the dense scale.
     """
     timed = signals.get("time", ())
@@ -68,7 +85,7 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH,
     for name, hits in signals.items():
         for seq, _ in hits:
             found.setdefault(seq, []).append(name)
-    score = {seq: sum(WEIGHTS.get(n, 0.0) * scaled[n].get(seq, 0.0) for n in names) for seq, names in found.items()}
+    score = {seq: sum(weights.get(n, 0.0) * scaled[n].get(seq, 0.0) for n in names) for seq, names in found.items()}
     dense_hits = signals.get("dense", ())
     for seq, cosine in timed:  # inside the window the query names: a fixed boost, scored by meaning within it
         if seq not in found:
@@ -76,9 +93,11 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH,
             score[seq] = 0.0
             if len(dense_hits) > 1 and dense_hits[0][1] > dense_hits[-1][1]:
                 top, floor = dense_hits[0][1], dense_hits[-1][1]
-                score[seq] = WEIGHTS["dense"] * max(0.0, (cosine - floor) / (top - floor))
+                score[seq] = weights["dense"] * max(0.0, (cosine - floor) / (top - floor))
         found[seq].append("time")
-        score[seq] += WEIGHTS["time"]
+        score[seq] += weights["time"]
+    if neighbours:
+        score = {s: v + neighbours * max(score.get(s - 1, 0.0), score.get(s + 1, 0.0)) for s, v in score.items()}
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0

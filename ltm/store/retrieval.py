@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ltm.message import Message
-from ltm.store.fusion import DEPTH, fuse, normalised_text
+from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.log import MessageLog
 from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
@@ -78,12 +78,13 @@ def retrieve(
         exact = log.seqs_by_key([exact_key]).get(exact_key, []) if exact_key is not None else []
         if allowed is not None:
             exact = [s for s in exact if s in set(allowed.tolist())]
-        ranked = fuse(signals, max(2 * k, 20), depth=fetch, exact=exact)
+        weights = LONG_QUERY_WEIGHTS if len(query_terms(query)) > LONG_QUERY_TERMS else WEIGHTS
+        ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact)
         target = normalised_text(query)
         bodies = log.bodies([s for s, _, _ in ranked])
         near = [s for s, _, _ in ranked if s in bodies and normalised_text(Message.load(bodies[s]).content) == target]
         if near:
-            ranked = fuse(signals, k, depth=fetch, exact=exact, near_exact=near)
+            ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near)
         ranked = ranked[:k]
     bodies = log.bodies([s for s, _, _ in ranked])
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.fusion import WEIGHTS, fuse, normalised_text
+from ltm.store.fusion import LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 
 
 def test_the_exact_sentence_beats_its_word_swapped_twin(settings: Settings) -> None:
@@ -35,10 +35,22 @@ def test_scores_are_calibrated_not_rank_only() -> None:
     """A message both signals rank second beats one a single signal ranks first only when the scores say so."""
     dense = [(1, 0.80), (2, 0.79)] + [(10 + i, 0.30) for i in range(48)]
     keyword = [(2, 9.0), (3, 1.0)]
-    ranked = fuse({"dense": dense, "keyword": keyword}, 3)
+    ranked = fuse({"dense": dense, "keyword": keyword}, 3, neighbours=0.0)
     assert ranked[0][0] == 2  # near the top of dense and best by keyword
     assert ranked[0][2] == ("dense", "keyword")
     assert ranked[0][1] == WEIGHTS["dense"] * (0.79 - 0.30) / (0.80 - 0.30) + WEIGHTS["keyword"] * 1.0
+
+
+def test_neighbours_lend_a_share_and_long_queries_lean_on_meaning() -> None:
+    dense = [(1, 0.9), (7, 0.6)] + [(20 + i, 0.2) for i in range(48)]
+    keyword = [(7, 4.0), (2, 3.9)]
+    alone = dict((s, v) for s, v, _ in fuse({"dense": dense, "keyword": keyword}, 50, neighbours=0.0))
+    shared = dict((s, v) for s, v, _ in fuse({"dense": dense, "keyword": keyword}, 50, neighbours=0.2))
+    assert shared[2] == alone[2] + 0.2 * alone[1]  # the turn after the best one
+    assert shared[7] == alone[7]  # no neighbour among the candidates
+    short = fuse({"dense": dense, "keyword": keyword}, 1, neighbours=0.0)
+    long = fuse({"dense": dense, "keyword": keyword}, 1, neighbours=0.0, weights=LONG_QUERY_WEIGHTS)
+    assert short[0][0] == 7 and long[0][0] == 1
 
 
 def test_ties_are_broken_by_dense_then_keyword_then_newest() -> None:
