@@ -5,20 +5,41 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
+from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.log import MessageLog
+from ltm.store.mirror import IndexMirror
 from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import query_window
 
-__all__ = ["MODES", "MemoryHit", "retrieve"]
+__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "retrieve", "similar"]
 
-MODES = ("hybrid", "dense", "keyword")
+Mode = Literal["hybrid", "dense", "keyword"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search's inputs (modelled on llama-index's ``VectorStoreQuery``).
+
+    ``vector`` is the embedded ``text`` (shape (1, dim); None in keyword mode or before any vector is
+    stored); ``where`` a filter clause over ``messages m`` with its ``params`` (None: unfiltered).
+    """
+
+    text: str
+    vector: np.ndarray | None
+    k: int
+    mode: Mode = "hybrid"
+    where: str | None = None
+    params: tuple[Any, ...] = ()
+    exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
+    now: float | None = None  # what "yesterday" / "last week" count from (None: the clock)
 
 
 @dataclass(frozen=True)
@@ -31,68 +52,96 @@ class MemoryHit:
     signals: tuple[str, ...]
 
 
-def retrieve(
-    log: MessageLog,
-    indexes: tuple[VectorIndex | None, VectorIndex | None],
-    query: str,
-    vector: np.ndarray | None,
-    k: int,
-    mode: str,
-    where: str | None,
-    params: Sequence[Any],
-    *,
-    exact_key: bytes | None = None,
-    now: float | None = None,
-) -> list[MemoryHit]:
-    """The ``k`` best hits; ``where`` is a filter clause over ``messages m`` (None: unfiltered).
+def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
+    """The ``query.k`` best hits, from the log and the mirror's content and context indexes (in step).
 
-    ``indexes`` are the content and the context index. Hybrid takes max(3k, 50) candidates from each
-    signal (dense content, dense context when the namespace holds conversation turns, keyword, and dense
-    inside the time window the query names, if any) and fuses them (:mod:`ltm.store.fusion`); messages
-    whose content is the query (``exact_key``: its content key) or equals it up to case, spacing and
-    punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine similarities.
+    Hybrid takes max(3k, 50) candidates from each signal (dense content, dense context when the namespace
+    holds conversation turns, keyword, and dense inside the time window the query names, if any) and fuses
+    them (:mod:`ltm.store.fusion`); messages whose content is the query (``exact_key``) or equals it up to
+    case, spacing and punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine
+    similarities.
     """
+    k, mode, vector, where, params = query.k, query.mode, query.vector, query.where, list(query.params)
     hybrid = mode == "hybrid"
     fetch = k if not hybrid else max(3 * k, DEPTH)
     signals: dict[str, list[tuple[int, float]]] = {}
     allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
-    sources = (("dense", indexes[0]), ("context", indexes[1] if hybrid else None))
+    sources = (("dense", mirror.content), ("context", mirror.context if hybrid else None))
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
         signals[name] = _search(index, vector, fetch, allowed)
-    match = _keyword_match(log, query) if mode != "dense" else None
+    match = _keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
     if not hybrid:
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
     else:
-        window = query_window(query, time.time() if now is None else now)
-        content = indexes[0]
-        if window is not None and vector is not None and content is not None and content.live:
-            inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?",
-                                       [*params, *window])
-            if len(inside):
-                signals["time"] = _search(content, vector, fetch, inside)
-        exact = log.seqs_by_key([exact_key]).get(exact_key, []) if exact_key is not None else []
-        if allowed is not None:
-            exact = [s for s in exact if s in set(allowed.tolist())]
-        weights = LONG_QUERY_WEIGHTS if len(query_terms(query)) > LONG_QUERY_TERMS else WEIGHTS
-        ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact)
-        target = normalised_text(query)
-        bodies = log.bodies([s for s, _, _ in ranked])
-        near = [s for s, _, _ in ranked if s in bodies and normalised_text(Message.load(bodies[s]).content) == target]
-        if near:
-            ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near)
-        ranked = ranked[:k]
+        ranked = _hybrid(log, mirror.content, query, signals, allowed, fetch)
     bodies = log.bodies([s for s, _, _ in ranked])
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+
+
+def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
+            signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
+            fetch: int) -> list[tuple[int, float, tuple[str, ...]]]:
+    """Fused candidates (with the time window's, if the query names one), exact matches first."""
+    k, vector, where, params = query.k, query.vector, query.where, list(query.params)
+    weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
+    window = query_window(query.text, time.time() if query.now is None else query.now) if weights["time"] else None
+    if window is not None and vector is not None and content is not None and content.live:
+        inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
+        if len(inside):
+            signals["time"] = _search(content, vector, fetch, inside)
+    exact = log.seqs_by_key([query.exact_key]).get(query.exact_key, []) if query.exact_key is not None else []
+    if allowed is not None:
+        permitted = set(allowed.tolist())
+        exact = [s for s in exact if s in permitted]
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact)
+    target = normalised_text(query.text)
+    bodies = log.bodies([s for s, _, _ in ranked])
+    near = [s for s, _, _ in ranked if s in bodies and normalised_text(Message.load(bodies[s]).content) == target]
+    if near:
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near)
+    return ranked[:k]
 
 
 def _search(index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
     scores, ids = index.search(vector, fetch, allowed)
     return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+
+
+def similar(
+    log: MessageLog, mirror: IndexMirror, vectors: np.ndarray, k: int, threshold: float, key: bytes
+) -> list[Message]:
+    """Up to ``k`` messages whose content vector's cosine to ``vectors[0]`` is >= ``threshold``, best first.
+
+    Messages holding exactly the query's content (``key``) have cosine 1.0: they come first, even when an
+    approximate (HNSW) search missed them."""
+    index = mirror.content
+    if index is None or not index.live:
+        return []
+    scores, ids = index.search(vectors, k)
+    found = [int(s) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0 and v >= threshold]
+    exact = log.seqs_by_key([key]).get(key, [])
+    seqs = list(dict.fromkeys([*exact, *found]))[:k]
+    bodies = log.bodies(seqs)
+    return [Message.load(bodies[s]) for s in seqs if s in bodies]
+
+
+def best_similarities(
+    log: MessageLog, mirror: IndexMirror, vectors: np.ndarray, keys: Sequence[bytes] | None
+) -> np.ndarray:
+    """Each row's highest cosine to any stored message (-1.0 when none); 1.0 for rows whose content key
+    (``keys``, same order) is stored verbatim, whatever an approximate search answers."""
+    if mirror.content is None:
+        return np.full(len(vectors), -1.0, dtype=np.float32)
+    best = mirror.content.best(np.asarray(vectors, dtype=np.float32))
+    if keys:
+        stored = log.seqs_by_key(keys)
+        best[[i for i, key in enumerate(keys) if key in stored]] = 1.0
+    return best
 
 
 def _keyword_match(log: MessageLog, query: str) -> str | None:
@@ -102,3 +151,11 @@ def _keyword_match(log: MessageLog, query: str) -> str | None:
     if not terms or rows <= KEYWORD_BUDGET:
         return keyword_plan(terms, dict.fromkeys(terms, 1), rows, KEYWORD_BUDGET)  # all: the table bounds the cost
     return keyword_plan(terms, log.doc_freqs(terms, KEYWORD_BUDGET + 1, rows), rows, KEYWORD_BUDGET)
+
+
+def check_query(query: str, mode: str) -> None:
+    """InvalidInput unless ``mode`` is a :data:`Mode` and ``query`` is non-empty text."""
+    if mode not in MODES:
+        raise InvalidInput(f"mode must be one of {MODES}, got {mode!r}")
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query must be non-empty text")
