@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,15 +79,17 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
     else:
-        ranked = _hybrid(log, mirror.content, query, signals, allowed, fetch)
+        ranked, bodies = _hybrid(log, mirror.content, query, signals, allowed, fetch)
+        return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
     bodies = log.bodies([s for s, _, _ in ranked])
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
 
 
 def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
             signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
-            fetch: int) -> list[tuple[int, float, tuple[str, ...]]]:
-    """Fused candidates (with the time window's, if the query names one), exact matches first."""
+            fetch: int) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
+    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and the
+    bodies of the candidates looked at (read once: the near-exact test needs their content)."""
     k, vector, where, params = query.k, query.vector, query.where, list(query.params)
     weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
     window = query_window(query.text, time.time() if query.now is None else query.now) if weights["time"] else None
@@ -101,10 +104,16 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
-    near = [s for s, _, _ in ranked if s in bodies and normalised_text(Message.load(bodies[s]).content) == target]
+    near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near)
-    return ranked[:k]
+    return ranked[:k], bodies
+
+
+def _content(body: str) -> str:
+    """A stored body's content without building the Message (the near-exact test reads 20 of them)."""
+    value = json.loads(body).get("content")
+    return value if isinstance(value, str) else ""
 
 
 def _search(index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
