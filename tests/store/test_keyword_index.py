@@ -6,6 +6,8 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 
+import pytest
+
 from ltm import MemoryStorage, Message, Settings
 from ltm.store.manifest import SCHEMA_VERSION
 
@@ -35,9 +37,11 @@ def test_keyword_search_stems_and_knows_speakers_and_days(settings: Settings) ->
         assert _keyword(store, "February")[0] == "Lunch was fine"
 
 
-def test_schema_2_store_gets_its_keyword_index_rebuilt_on_open(settings: Settings) -> None:
+@pytest.mark.parametrize("manifest_lost", [False, True])
+def test_schema_2_store_gets_its_keyword_index_rebuilt_on_open(settings: Settings, manifest_lost: bool) -> None:
     """A namespace written before stemming (unicode61 only, no dates) is migrated in place on open: the keyword
-    index is rebuilt from the stored messages; the messages and their vectors are untouched."""
+    index is rebuilt from the stored messages; the messages and their vectors are untouched. Also when its
+    manifest.json was lost and is rebuilt from the log (which then says the current schema)."""
     with MemoryStorage("old", settings=settings) as store:
         store.add_batch(_turns())
         directory = store.path
@@ -53,6 +57,8 @@ def test_schema_2_store_gets_its_keyword_index_rebuilt_on_open(settings: Setting
     db.close()
     manifest = json.loads((directory / "manifest.json").read_text())
     (directory / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 2}))
+    if manifest_lost:
+        (directory / "manifest.json").unlink()
 
     with MemoryStorage("old", settings=settings) as store:
         assert json.loads((directory / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION == 3
