@@ -10,7 +10,9 @@ Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
 - ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
-- ``hybrid``: reciprocal rank fusion, the sum over signals of ``1 / (60 + rank)``, in (0, 2/61].
+- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
+  [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
+  query verbatim (or up to case, spacing and punctuation) come first whatever their score.
 """
 
 from __future__ import annotations
@@ -266,7 +268,7 @@ class MemoryStorage(OffLoop):
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
         Filters: see :mod:`ltm.store.query` (role, cause_by, sent_from, created_after, created_before,
-        metadata). Hybrid fuses dense and BM25 rankings by reciprocal rank.
+        metadata). Hybrid fuses dense and BM25 scores, calibrated (see :mod:`ltm.store.fusion`).
         """
         check_query(query, mode)
         vector = self._embed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
@@ -296,7 +298,8 @@ class MemoryStorage(OffLoop):
             return []
         with self._lock:
             log, mirror = self._synced()
-            return retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params)))
+            exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
+            return retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
