@@ -111,6 +111,10 @@ class Settings(BaseModel):
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
+    max_open_namespaces: int = Field(
+        128, ge=0, description="Namespaces a process keeps open at once (about 3 files each); the least recently "
+        "used idle ones are closed and reopen on their next call. 0: no bound (each open namespace keeps its files).",
+    )
     brain_ttl_seconds: int | None = Field(1800, ge=1, description="BrainMemory key TTL; none keeps forever.")
     max_content_bytes: int = Field(
         1_000_000, ge=1, description="Largest message content accepted, in UTF-8 bytes."
