@@ -11,7 +11,6 @@ import pytest
 
 from tests.support.openai_server import OpenAIServer
 
-
 # MetaGPT reads ~/.metagpt/config2.yaml when it is imported and refuses to start without an LLM entry. This run gets
 # a private HOME whose config names an address nothing listens on (no test here may reach a model by accident)
 # and a private project root (MetaGPT writes workspace/ and data/ there).

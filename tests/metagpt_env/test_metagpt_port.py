@@ -145,7 +145,7 @@ async def test_long_term_memory(store_settings: Settings) -> None:
 
 @pytest.mark.asyncio
 async def test_brain_memory(store_settings: Settings) -> None:
-    memory = BrainMemory(settings=store_settings)
+    memory = BrainMemory(settings=store_settings)  # type: ignore[call-arg]
     memory.add_talk(Message(content="talk"))
     assert memory.history[0].role == "user"
     memory.add_answer(Message(content="answer"))
