@@ -39,6 +39,7 @@ __all__ = [
     "check_message",
     "context_text",
     "normalise",
+    "text_of",
 ]
 
 CONTEXT_KEY = "embed_context"  # metadata key: text embedded as a conversation turn's second vector
@@ -189,3 +190,12 @@ def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, 
     if (norms == 0).any():
         raise InvalidInput(f"{source} returned an all-zero vector, which has no direction; fix the embedding")
     return np.ascontiguousarray(array / norms, dtype=np.float32)
+
+
+def text_of(message: Message | str) -> str:
+    """The text a similarity query compares: a message's content, or the string itself."""
+    if isinstance(message, Message):
+        return message.content
+    if isinstance(message, str):
+        return message
+    raise InvalidInput(f"expected a Message or a str, got {type(message).__name__}")

@@ -45,8 +45,7 @@ def healthy(store: MemoryStorage, expected: int | None = None) -> None:
     store.close()
     store.recover_memory(namespace)
     stats = store.stats()
-    messages, vectors = (stats.messages, stats.vectors) if hasattr(stats, "messages") else \
-        (stats["messages"], stats["vectors"])  # StoreStats, or the dict of older stores
+    messages, vectors = stats.messages, stats.vectors
     assert messages == vectors, stats
     if expected is not None:
         assert messages == expected

@@ -81,9 +81,9 @@ def _open(root: Path, settings: Settings) -> MemoryStorage:
 def _consistent(store: MemoryStorage) -> int:
     """The rebuilt promise; returns how many rows the namespace holds."""
     stats = store.stats()
-    assert stats["messages"] == stats["vectors"], stats
+    assert stats.messages == stats.vectors, stats
     rows = [m for m, _ in store.export()]
-    assert len(rows) == stats["messages"]
+    assert len(rows) == stats.messages
     for message in rows:
         hits = store.search(message.content, k=3, mode="dense")
         assert message.id in [h.message.id for h in hits[:3]], f"{message.content!r} not found by dense search"
