@@ -35,6 +35,7 @@ def metagpt_home(tmp_path: Path, openai_server: OpenAIServer) -> Iterator[dict[s
         f"  base_url: {openai_server.base_url}\n  api_key: sk-local-test\n",
         encoding="utf-8",
     )
+    (tmp_path / "project").mkdir()
     yield {
         "HOME": str(home),
         "METAGPT_PROJECT_ROOT": str(tmp_path / "project"),
