@@ -22,6 +22,9 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
+from ltm.store import history
+from ltm.store.filters import casefold
+from ltm.store.scopes import expiry
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
 
@@ -29,7 +32,7 @@ VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored f
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
-_DDL = """
+_TABLE = """
 CREATE TABLE IF NOT EXISTS messages(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -41,12 +44,26 @@ CREATE TABLE IF NOT EXISTS messages(
     body TEXT NOT NULL,
     text_key BLOB NOT NULL,
     embedding BLOB NOT NULL,
-    context_embedding BLOB
+    context_embedding BLOB,
+    user_id TEXT,
+    agent_id TEXT,
+    run_id TEXT,
+    expires_at REAL
 );
+"""
+# Scope and expiry columns (schema 3) are filled from metadata (ltm.store.scopes); older tables get them here.
+_SCOPE_COLUMNS = (("user_id", "TEXT"), ("agent_id", "TEXT"), ("run_id", "TEXT"), ("expires_at", "REAL"))
+_DDL = """
 CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
 CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
 -- counting the rows with a context vector (checked on every open) must not scan the table
 CREATE INDEX IF NOT EXISTS messages_with_context ON messages(seq) WHERE context_embedding IS NOT NULL;
+-- filters on a scope or a cause stay index lookups; partial indexes cost nothing in stores that do not use them
+CREATE INDEX IF NOT EXISTS messages_user_id ON messages(user_id, seq) WHERE user_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_agent_id ON messages(agent_id, seq) WHERE agent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_run_id ON messages(run_id, seq) WHERE run_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_expires_at ON messages(expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_cause_by ON messages(cause_by, seq);
 CREATE TABLE IF NOT EXISTS tombstones(
     tseq INTEGER PRIMARY KEY AUTOINCREMENT,
     seq INTEGER NOT NULL
@@ -56,7 +73,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tok
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
 BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
-           "embedding, context_embedding) VALUES (?,?,?,?,?,?,?,?,?,?)")
+           "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
 _DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
@@ -76,6 +93,7 @@ class Row:
     vector: np.ndarray
     fts: tuple[str, str, str, str]
     context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
+    scopes: tuple[str | None, str | None, str | None, float | None] = (None, None, None, None)  # see scopes.py
 
 
 class MessageLog:
@@ -93,11 +111,36 @@ class MessageLog:
             if synchronous not in ("full", "normal"):
                 raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self.db.executescript(_DDL)
+            self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+            self.db.executescript(_TABLE)
+            self._add_scope_columns()
+            self.db.executescript(_DDL + history.DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
         self.db.close()
+
+    def _add_scope_columns(self) -> None:
+        """Schema 2 -> 3, idempotent: add the scope / expiry columns and fill them from each row's metadata,
+        in one transaction (an interrupted upgrade is redone by the next open)."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(messages)")}
+        missing = [(name, kind) for name, kind in _SCOPE_COLUMNS if name not in have]
+        if not missing:
+            return
+        with self.transaction(write=True):
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(messages)")}
+            for name, kind in _SCOPE_COLUMNS:
+                if name not in have:
+                    self.db.execute(f"ALTER TABLE messages ADD COLUMN {name} {kind}")
+            for name in ("user_id", "agent_id", "run_id"):
+                self.db.execute(f"UPDATE messages SET {name} = json_extract(metadata, '$.{name}') "
+                                f"WHERE json_type(metadata, '$.{name}') = 'text'")
+            self.db.execute("UPDATE messages SET expires_at = json_extract(metadata, '$.expires_at') "
+                            "WHERE json_type(metadata, '$.expires_at') IN ('integer', 'real')")
+            texts = self.db.execute("SELECT seq, json_extract(metadata, '$.expires_at') FROM messages "
+                                    "WHERE json_type(metadata, '$.expires_at') = 'text'").fetchall()
+            self.db.executemany("UPDATE messages SET expires_at = ? WHERE seq = ?",
+                                [(expiry(str(seq), text), seq) for seq, text in texts])
 
     @contextmanager
     def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -132,7 +175,8 @@ class MessageLog:
         takes its seq from ``lastrowid`` instead: two statements fewer.
         """
         values = [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
-                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector)) for r in rows]
+                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector), *r.scopes)
+                  for r in rows]
         if len(rows) == 1:
             cursor = self.db.execute(_INSERT, values[0])
             out = [(int(cursor.lastrowid), rows[0])] if cursor.rowcount == 1 and cursor.lastrowid else []

@@ -20,8 +20,9 @@ from ltm.errors import StoreCorrupted, StoreMismatch
 __all__ = ["METRIC", "SCHEMA_VERSION", "Manifest", "atomic_write", "replacing"]
 
 # 1: float32 vectors in SQLite. 2: float16 vectors in SQLite and in the snapshot (a schema-1 namespace is
-# migrated in place when opened: see MemoryStorage._migrate).
-SCHEMA_VERSION = 2
+# migrated in place when opened: see MemoryStorage._migrate). 3: scope / expiry columns and the history table
+# (added by MessageLog on open, filled from each row's metadata).
+SCHEMA_VERSION = 3
 METRIC = "cosine (inner product over L2-normalised vectors, stored as float16)"
 
 

@@ -35,6 +35,7 @@ from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
+from ltm.store.scopes import scope_values
 from ltm.store.validation import check_message, context_text, normalise
 from ltm.store.vectors import VectorIndex
 
@@ -133,12 +134,14 @@ class MemoryStorage:
             self._sync(verify=True)
 
     def _migrate(self, directory: Path, manifest: Manifest) -> None:
-        """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors)."""
+        """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors; 2 -> 3:
+        scope / expiry columns and history, which MessageLog adds on open)."""
         assert self._log is not None
-        if manifest.dim is not None:
-            self._log.migrate_float16(manifest.dim)
-        for name in ("index.faiss", "context.faiss"):  # float32 snapshots: rebuilt from SQLite below
-            (directory / name).unlink(missing_ok=True)
+        if manifest.schema_version < 2:
+            if manifest.dim is not None:
+                self._log.migrate_float16(manifest.dim)
+            for name in ("index.faiss", "context.faiss"):  # float32 snapshots: rebuilt from SQLite below
+                (directory / name).unlink(missing_ok=True)
         manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
         manifest.write(directory / "manifest.json")
 
@@ -585,6 +588,7 @@ def _row(message: Message, key: bytes, vector: np.ndarray, context_vector: np.nd
         id=message.id, role=message.role, cause_by=message.cause_by, sent_from=message.sent_from,
         created_at=float(message.created_at), metadata=json.dumps(message.metadata, default=str, ensure_ascii=False),
         body=message.dump(), text_key=key, vector=vector, fts=keyword_columns(message), context_vector=context_vector,
+        scopes=scope_values(message),
     )
 
 
