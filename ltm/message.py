@@ -2,13 +2,17 @@
 
 ``cause_by``, ``sent_from`` and ``send_to`` accept classes, instances or strings and are stored as strings
 ("module.ClassName" for a class or an instance's class). ``instruct_content`` may be a pydantic model or a
-plain dict; a model is serialized with its class, module and field types so it can be rebuilt even when its
-class was created at run time and cannot be imported.
+plain dict; a model is serialized with its class, module and field types.
+
+Loading never imports code (issue 13): a stored body names its class and module, but that text comes from
+files, Redis or a JSONL import that anyone may have written. A class is resolved only from the registry the
+application fills with :func:`register_instruct_content`; any other payload is rebuilt as a data-only model
+from the stored field types (so ``ic.field`` keeps working for MetaGPT's run-time classes), and when even
+that cannot be built it stays the stored dict, which dumps back unchanged.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 import uuid
@@ -26,6 +30,8 @@ __all__ = [
     "UserRequirement",
     "any_to_str",
     "any_to_str_set",
+    "register_instruct_content",
+    "registered_instruct_content",
 ]
 
 MESSAGE_ROUTE_TO_ALL = "<all>"
@@ -64,24 +70,51 @@ _JSON_TYPES: dict[str, Any] = {
 }
 
 
-def _rebuild_model(spec: dict[str, Any]) -> BaseModel:
-    """Rebuild an instruct_content model: import its class, or recreate it from the stored field types."""
-    cls: Any = None
+_REGISTRY: dict[str, type[BaseModel]] = {}
+
+
+def register_instruct_content(*classes: type[BaseModel]) -> None:
+    """Let loaded messages rebuild ``instruct_content`` as instances of these classes (keyed "module.Name").
+
+    Loading never imports: a class not registered here comes back as a data-only model with the same fields.
+    """
+    for cls in classes:
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            raise TypeError(f"register_instruct_content takes pydantic model classes, got {cls!r}")
+        _REGISTRY[f"{cls.__module__}.{cls.__qualname__}"] = cls
+
+
+def registered_instruct_content() -> dict[str, type[BaseModel]]:
+    """A copy of the registry: "module.Name" -> class."""
+    return dict(_REGISTRY)
+
+
+def _rebuild_model(spec: dict[str, Any]) -> BaseModel | dict[str, Any]:
+    """Rebuild an instruct_content payload without importing anything: a registered class, else a data-only
+    model from the stored field types, else the stored dict itself."""
     module, name = spec.get("module"), spec.get("class")
-    if module and name:
+    cls: Any = _REGISTRY.get(f"{module}.{name}")
+    value = spec.get("value")
+    if not isinstance(value, dict):
+        return spec
+    if cls is None:
+        mapping = spec.get("mapping")
+        kinds = mapping if isinstance(mapping, dict) else {}
+        fields = {str(key): (_JSON_TYPES.get(str(kind), Any), ...) for key, kind in kinds.items()} or {
+            str(key): (Any, ...) for key in value
+        }
         try:
-            cls = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            cls = None
-    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-        fields = {
-            key: (_JSON_TYPES.get(kind, Any), ...) for key, kind in (spec.get("mapping") or {}).items()
-        } or {key: (Any, ...) for key in spec.get("value", {})}
-        cls = create_model(str(name or "InstructContent"), **fields)  # type: ignore[call-overload]
+            cls = create_model(str(name or "InstructContent"), **fields)  # type: ignore[call-overload]
+        except (NameError, TypeError, ValueError):  # field names pydantic cannot hold: keep the data as it is
+            return spec
+        if set(cls.model_fields) != set(fields):  # pydantic turned some into private attributes: data would drop
+            return spec
     try:
-        return cls(**spec.get("value", {}))  # type: ignore[no-any-return]
+        return cls(**value)  # type: ignore[no-any-return]
     except ValidationError as exc:
         raise InvalidInput(f"instruct_content does not fit its model {name}: {exc}") from exc
+    except TypeError:
+        return spec
 
 
 def _field_kind(schema: dict[str, Any]) -> str:
@@ -104,7 +137,7 @@ class Message(BaseModel):
     sent_from: str = Field(default="", validate_default=True)
     send_to: set[str] = Field(default_factory=lambda: {MESSAGE_ROUTE_TO_ALL}, validate_default=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: float = Field(default_factory=time.time, description="Unix seconds.")
+    created_at: float = Field(default_factory=time.time, allow_inf_nan=False, description="Unix seconds (finite).")
 
     def __init__(self, content: str = "", /, **data: Any) -> None:
         data.setdefault("content", content)
@@ -143,10 +176,11 @@ class Message(BaseModel):
     def _ser_instruct_content(self, ic: BaseModel | dict[str, Any] | None) -> dict[str, Any] | None:
         if ic is None or isinstance(ic, dict):
             return ic
+        registered = _REGISTRY.get(f"{type(ic).__module__}.{type(ic).__qualname__}")
         schema = type(ic).model_json_schema()
         props = schema.get("properties", {})
         return {
-            "class": type(ic).__name__,
+            "class": type(ic).__qualname__ if registered is not None else type(ic).__name__,
             "module": type(ic).__module__,
             "mapping": {key: _field_kind(prop) for key, prop in props.items()},
             "value": ic.model_dump(mode="json"),
@@ -181,6 +215,8 @@ class Message(BaseModel):
             return cls(**data)
         except (ValueError, TypeError, ValidationError) as exc:
             raise InvalidInput(f"not a dumped Message: {exc}") from exc
+        except RecursionError as exc:
+            raise InvalidInput("not a dumped Message: nested too deeply; flatten its metadata") from exc
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the structure ``dump`` writes)."""

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, create_model
 
 from ltm import InvalidInput, Message, UserRequirement, any_to_str, any_to_str_set
-from ltm.message import MESSAGE_ROUTE_TO_ALL, USER_REQUIREMENT
+from ltm.message import MESSAGE_ROUTE_TO_ALL, USER_REQUIREMENT, register_instruct_content
 
 
 class WriteDesign:
@@ -50,6 +50,7 @@ def test_routing_fields_convert_on_init_and_assignment() -> None:
 
 
 def test_dump_load_round_trip_with_model_payload() -> None:
+    register_instruct_content(Payload)  # loading resolves only registered classes (it never imports)
     ic = Payload(field1="field1 value", field2=["field2 value1", "field2 value2"])
     m = Message("design", instruct_content=ic, cause_by=WriteDesign, metadata={"n": 1})
     back = Message.load(m.dump())

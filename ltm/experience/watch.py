@@ -12,16 +12,26 @@ import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
-if TYPE_CHECKING:
-    from ltm.experience.memory import ExperienceMemory
-
-__all__ = ["current_task", "failure_of", "watch"]
+__all__ = ["Recorder", "current_task", "failure_of", "watch"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 current_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltm_experience_task", default=None)
+
+
+class Recorder(Protocol):
+    """What :func:`watch` records into: :class:`~ltm.experience.memory.ExperienceMemory` is one.
+
+    A protocol rather than the class, so this module does not import the memory that imports it.
+    """
+
+    def record_success(self, tool: str | None = None, *, args: dict[str, Any] | None = None,
+                       task: str | None = None) -> object: ...
+
+    def record_failure(self, tool: str, error: str | BaseException, *, args: dict[str, Any] | None = None,
+                       task: str | None = None, tool_doc: str | None = None) -> object: ...
 
 
 def failure_of(result: Any) -> str | None:
@@ -42,7 +52,7 @@ def _arguments(signature: inspect.Signature | None, args: tuple[Any, ...], kwarg
     return {**{f"arg{n}": v for n, v in enumerate(args)}, **kwargs}
 
 
-def watch(memory: ExperienceMemory, fn: F, name: str | None = None) -> F:
+def watch(memory: Recorder, fn: F, name: str | None = None) -> F:
     """``fn`` wrapped so each call's outcome is recorded in ``memory`` (sync or async ``fn``)."""
     tool = name or getattr(fn, "__name__", None) or type(fn).__name__
     doc = (inspect.getdoc(fn) or "").strip().split("\n", 1)[0]

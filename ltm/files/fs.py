@@ -23,20 +23,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound, ValidationFailed
+from ltm.files.index import FileIndex
 from ltm.files.io import export_files, read_dir
+from ltm.files.llm import propose_compact, propose_remember, resolve
+from ltm.files.merge import MergedFS
 from ltm.files.paths import glob_regex, normalize_dir, normalize_path
 from ltm.files.records import Change, FileInfo, FileOp, GrepMatch, SearchHit, Version, check_scope, sha256
 from ltm.files.text import collisions, compile_regex, grep_text, list_entries, replace_once
 from ltm.files.validate import Limits, explain, problems
 from ltm.kv import KVStore, open_kv
-
-if TYPE_CHECKING:
-    from ltm.files.index import FileIndex
-    from ltm.files.merge import MergedFS
 
 __all__ = ["Approval", "MemoryFS"]
 
@@ -100,10 +99,8 @@ class MemoryFS:
             self.kv.close()
 
     @staticmethod
-    def merged(layers: Sequence[MemoryFS]) -> MergedFS:
+    def merged(layers: Sequence[MemoryFS]) -> MergedFS[MemoryFS]:
         """A read-only view over several scopes where agent overrides user overrides org (see MergedFS)."""
-        from ltm.files.merge import MergedFS
-
         return MergedFS(layers)
 
     # ---- reading -------------------------------------------------------------------------------------
@@ -252,8 +249,6 @@ class MemoryFS:
         remembering. Without an LLM (none passed, none at construction, ``settings.llm == "none"``) raises
         ConfigError saying how to configure one.
         """
-        from ltm.files.llm import propose_remember
-
         return propose_remember(self, conversation, self._llm_for(llm, "remember"))
 
     def compact(self, path: str, llm: Any = None) -> Change | None:
@@ -261,8 +256,6 @@ class MemoryFS:
 
         Returns None when the LLM keeps the text as it is. Offline: ConfigError, as for :meth:`remember`.
         """
-        from ltm.files.llm import propose_compact
-
         return propose_compact(self, normalize_path(path), self._llm_for(llm, "compact"))
 
     # ---- approval ------------------------------------------------------------------------------------
@@ -412,8 +405,6 @@ class MemoryFS:
         return f"{path} does not exist in {self.scope}{hint}"
 
     def _llm_for(self, llm: Any, what: str) -> Any:
-        from ltm.files.llm import resolve
-
         return resolve(llm if llm is not None else self.llm, self.settings, what)
 
     def _reader(self, path: str) -> Callable[[], str]:
@@ -421,7 +412,5 @@ class MemoryFS:
 
     def _open_index(self) -> FileIndex:
         if self._index is None:
-            from ltm.files.index import FileIndex
-
             self._index = FileIndex(self.scope, self.settings, self._embedding)
         return self._index

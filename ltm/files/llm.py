@@ -15,17 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import ConfigError, InvalidInput, LLMError
 from ltm.files.paths import normalize_path
-from ltm.files.records import Change, FileOp
+from ltm.files.records import Change, FileOp, MemoryView
 from ltm.llm.base import is_extractive, resolve_llm
 from ltm.message import Message
-
-if TYPE_CHECKING:
-    from ltm.files.fs import MemoryFS
 
 __all__ = ["ATTEMPTS", "COMPACT_SYSTEM", "REMEMBER_SYSTEM", "propose_compact", "propose_remember", "resolve"]
 
@@ -82,7 +79,7 @@ def resolve(llm: Any, settings: Settings, what: str) -> Any:
     return resolved
 
 
-def propose_remember(fs: MemoryFS, conversation: Any, llm: Any) -> Change | None:
+def propose_remember(fs: MemoryView, conversation: Any, llm: Any) -> Change | None:
     """Ask ``llm`` what to remember from ``conversation``; propose it through ``fs`` (None: nothing to keep)."""
     prompt = _remember_prompt(fs, _conversation_text(conversation))
     reason = ""
@@ -110,7 +107,7 @@ def propose_remember(fs: MemoryFS, conversation: Any, llm: Any) -> Change | None
     return fs.propose(ops, author="remember", reason=reason or "remember durable preferences from a conversation")
 
 
-def propose_compact(fs: MemoryFS, path: str, llm: Any) -> Change | None:
+def propose_compact(fs: MemoryView, path: str, llm: Any) -> Change | None:
     """Ask ``llm`` to generalise ``path``; propose the rewrite (None when the model keeps the text unchanged)."""
     text = fs.read(path)
     base = fs.stat(path).version
@@ -131,7 +128,7 @@ def propose_compact(fs: MemoryFS, path: str, llm: Any) -> Change | None:
 
 
 def _ask_until_valid(
-    fs: MemoryFS, llm: Any, system: str, prompt: str, parse: Callable[[str], list[FileOp] | None]
+    fs: MemoryView, llm: Any, system: str, prompt: str, parse: Callable[[str], list[FileOp] | None]
 ) -> list[FileOp] | None:
     """Ask, parse, validate; hand the errors back to the model until it gets it right or ATTEMPTS run out."""
     request = prompt
@@ -153,7 +150,7 @@ def _ask_until_valid(
     return None  # unreachable: the loop returns or raises
 
 
-def _remember_prompt(fs: MemoryFS, conversation: str) -> str:
+def _remember_prompt(fs: MemoryView, conversation: str) -> str:
     files = fs.files()
     listing = "\n".join(f"- {p} ({info.size} bytes)" for p, info in files.items()) or "(empty)"
     agents = fs.read("AGENTS.md") if "AGENTS.md" in files else "(none yet)"

@@ -9,23 +9,26 @@ never edits an org's memory by accident.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from ltm.errors import InvalidInput, NotFound
-from ltm.files.fs import MemoryFS
 from ltm.files.paths import glob_regex, normalize_dir, normalize_path
-from ltm.files.records import SCOPE_KINDS, FileInfo, GrepMatch, SearchHit
+from ltm.files.records import SCOPE_KINDS, FileInfo, GrepMatch, MemoryView, SearchHit
 from ltm.files.text import compile_regex, grep_text, list_entries
 
 __all__ = ["MergedFS"]
 
+# The layer type: MergedFS[MemoryFS] hands back MemoryFS layers (to write to) without importing MemoryFS here.
+V = TypeVar("V", bound=MemoryView)
 
-class MergedFS:
+
+class MergedFS(Generic[V]):
     """Read-only union of scopes. ``layers`` may come in any order; they are ranked agent > user > org.
 
     At most one layer per kind (two agents' memories have no defined precedence).
     """
 
-    def __init__(self, layers: Sequence[MemoryFS]) -> None:
+    def __init__(self, layers: Sequence[V]) -> None:
         if not layers:
             raise InvalidInput("a merged view needs at least one MemoryFS (agent, user and/or org scope)")
         kinds = [fs.scope.split(":", 1)[0] for fs in layers]
@@ -36,16 +39,16 @@ class MergedFS:
     def __repr__(self) -> str:
         return f"MergedFS({[fs.scope for fs in self.layers]})"
 
-    def layer(self, kind: str) -> MemoryFS:
+    def layer(self, kind: str) -> V:
         """The layer of one kind (``agent``, ``user`` or ``org``), to write to; NotFound if absent."""
         for fs in self.layers:
             if fs.scope.startswith(kind + ":"):
                 return fs
         raise NotFound(f"this view has no {kind!r} layer; it has {[fs.scope for fs in self.layers]}")
 
-    def owners(self) -> dict[str, MemoryFS]:
+    def owners(self) -> dict[str, V]:
         """Each visible path -> the layer whose file wins, sorted by path."""
-        owner: dict[str, MemoryFS] = {}
+        owner: dict[str, V] = {}
         for fs in reversed(self.layers):  # lowest precedence first, so higher layers overwrite
             for path in fs.files():
                 owner[path] = fs
@@ -95,7 +98,7 @@ class MergedFS:
         hits = [h for fs in self.layers for h in fs.search(query, k) if owners.get(h.path) is fs]
         return sorted(hits, key=lambda h: -h.score)[:k]
 
-    def _owner(self, path: str) -> MemoryFS:
+    def _owner(self, path: str) -> V:
         for fs in self.layers:
             if fs.exists(path):
                 return fs

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar
 
 from ltm.errors import InvalidInput, StoreCorrupted
 
@@ -21,6 +22,7 @@ __all__ = [
     "FileInfo",
     "FileOp",
     "GrepMatch",
+    "MemoryView",
     "SearchHit",
     "Version",
     "check_scope",
@@ -188,3 +190,30 @@ class SearchHit:
     version: int
     scope: str = ""
 
+
+
+class MemoryView(Protocol):
+    """What the helpers of :class:`~ltm.files.fs.MemoryFS` use of it: one scope's files, read and proposed to.
+
+    :class:`~ltm.files.merge.MergedFS` layers and :mod:`ltm.files.llm` take this protocol instead of the
+    class, so ``fs.py`` can import them at the top of the module without an import cycle.
+    """
+
+    @property
+    def scope(self) -> str: ...
+
+    def files(self) -> dict[str, FileInfo]: ...
+
+    def stat(self, path: str) -> FileInfo: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def read(self, path: str, version: int | None = None) -> str: ...
+
+    def glob(self, pattern: str) -> list[str]: ...
+
+    def search(self, query: str, k: int = 5) -> list[SearchHit]: ...
+
+    def check(self, ops: Iterable[FileOp]) -> None: ...
+
+    def propose(self, ops: Sequence[FileOp], *, author: str = "agent", reason: str = "") -> Change: ...

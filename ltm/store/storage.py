@@ -36,7 +36,7 @@ from ltm.store.naming import namespace_dir
 from ltm.store.query import filter_sql, keyword_columns
 from ltm.store.retrieval import MODES, MemoryHit, retrieve
 from ltm.store.scopes import scope_values
-from ltm.store.validation import check_message, context_text, normalise
+from ltm.store.validation import check_id, check_k, check_message, context_text, normalise
 from ltm.store.vectors import VectorIndex
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -510,6 +510,7 @@ class MemoryStorage:
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
+        check_id(message_id)
         with self._lock:
             body = self._require().body_of(message_id)
         if body is None:
@@ -518,7 +519,7 @@ class MemoryStorage:
 
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
+        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
         with self._lock:
             log = self._require()
             with log.transaction(write=True):
@@ -601,9 +602,7 @@ def _text_of(message: Message | str) -> str:
 
 
 def _check_k(k: int) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInput(f"k must be an int >= 0, got {k!r}")
-    return k
+    return check_k(k)
 
 
 def _check_query(query: str, mode: str) -> None:

@@ -7,22 +7,44 @@ Decisions (documented here because the signatures cannot say them):
 - Content above ``settings.max_content_bytes`` UTF-8 bytes is refused; split it first.
 - NUL characters and unpaired surrogates are refused (SQLite text and UTF-8 cannot hold them faithfully).
   Other control characters (tabs, ANSI colour codes from tool output) are stored verbatim.
+- Every other text field (id, role, cause_by, sent_from, send_to, metadata keys and strings) must be valid
+  Unicode without NUL and at most ``MAX_FIELD_BYTES`` (metadata as JSON: ``max_content_bytes``), metadata at
+  most ``MAX_DEPTH`` levels deep, and every number finite: one NaN in a row's metadata JSON made SQLite's
+  json functions fail on every metadata-filtered search of the namespace (issue 13), and a NaN
+  ``created_at`` became NULL and was silently ignored by ``INSERT OR IGNORE``.
 - Vectors from an embedding must have the namespace's dimension, be finite and non-zero; they are
   L2-normalised here so inner product is cosine similarity.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["CONTEXT_KEY", "check_content", "check_message", "context_text", "normalise"]
+__all__ = [
+    "CONTEXT_KEY",
+    "MAX_DEPTH",
+    "MAX_FIELD_BYTES",
+    "MAX_K",
+    "check_content",
+    "check_id",
+    "check_k",
+    "check_message",
+    "context_text",
+    "normalise",
+]
 
 CONTEXT_KEY = "embed_context"  # metadata key: text embedded as a conversation turn's second vector
+MAX_FIELD_BYTES = 4096  # id, role, cause_by, sent_from, each send_to entry: names, not content
+MAX_DEPTH = 32  # nesting levels of metadata (json and the SQLite json functions recurse)
+MAX_K = 100_000  # results per search or recent(): a bigger k allocates k-sized arrays in FAISS
 
 
 def check_content(text: str, max_bytes: int, what: str = "content") -> None:
@@ -49,11 +71,78 @@ def check_content(text: str, max_bytes: int, what: str = "content") -> None:
         raise InvalidInput(f"{what} contains a NUL character at position {text.index(chr(0))}; remove it")
 
 
+def _check_text(text: object, what: str, max_bytes: int = MAX_FIELD_BYTES) -> None:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a str, got {type(text).__name__}")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
+                           "(decode the source with errors='replace')") from exc
+    if size > max_bytes:
+        raise InvalidInput(f"{what} is {size} bytes, above the {max_bytes}-byte limit; shorten it (long text "
+                           "belongs in content)")
+    if "\x00" in text:
+        raise InvalidInput(f"{what} contains a NUL character; remove it")
+
+
+def _check_value(value: Any, what: str, depth: int) -> None:
+    """Metadata values: JSON types only in spirit (others are stored as str), finite numbers, bounded depth."""
+    if depth > MAX_DEPTH:
+        raise InvalidInput(f"{what} is nested more than {MAX_DEPTH} levels deep; flatten it")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{what} is {value!r}; metadata numbers must be finite (store it as a string "
+                           "or None)")
+    if isinstance(value, str):
+        _check_text(value, what, max_bytes=1 << 62)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, f"{what} key", max_bytes=MAX_FIELD_BYTES) if isinstance(key, str) else None
+            _check_value(item, f"{what}[{key!r}]", depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, item in enumerate(value):
+            _check_value(item, f"{what}[{i}]", depth + 1)
+
+
+def check_id(message_id: object) -> str:
+    """A message id as given to ``get`` / ``delete``: a non-empty str, else InvalidInput."""
+    if not isinstance(message_id, str) or not message_id:
+        raise InvalidInput(f"a message id is a non-empty str, got {message_id!r}; pass message.id")
+    _check_text(message_id, "message id")
+    return message_id
+
+
+def check_k(k: object, what: str = "k") -> int:
+    """``k`` (results wanted) as an int in [0, MAX_K], else InvalidInput."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InvalidInput(f"{what} must be an int >= 0, got {k!r}")
+    if k > MAX_K:
+        raise InvalidInput(f"{what}={k} is above {MAX_K:,}; read everything with export() instead")
+    return k
+
+
 def check_message(message: object, max_bytes: int) -> Message:
     """The message itself when it can be stored; InvalidInput naming its id otherwise."""
     if not isinstance(message, Message):
         raise InvalidInput(f"the store holds Message objects, got {type(message).__name__}; wrap it: Message(...)")
-    check_content(message.content, max_bytes, what=f"message {message.id} content")
+    _check_text(message.id, "message id")
+    what = f"message {message.id}"
+    check_content(message.content, max_bytes, what=f"{what} content")
+    for name in ("role", "cause_by", "sent_from"):
+        _check_text(getattr(message, name), f"{what} {name}")
+    for target in message.send_to:
+        _check_text(target, f"{what} send_to entry")
+    created = message.created_at
+    if not isinstance(created, int | float) or isinstance(created, bool) or not math.isfinite(created):
+        raise InvalidInput(f"{what} created_at is {created!r}; it must be finite unix seconds (time.time())")
+    _check_value(message.metadata, f"{what} metadata", 1)
+    try:
+        size = len(json.dumps(message.metadata, default=str, ensure_ascii=False).encode("utf-8"))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise InvalidInput(f"{what} metadata cannot be stored as JSON ({exc}); use JSON types") from exc
+    if size > max_bytes:
+        raise InvalidInput(f"{what} metadata is {size} bytes as JSON, above max_content_bytes={max_bytes}; "
+                           "keep large data in content or outside the store")
     return message
 
 

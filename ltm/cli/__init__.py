@@ -1,0 +1,58 @@
+"""The ``ltm`` command: a thin layer over the library (every command calls the public API).
+
+Each module of this package holds one group of commands: a ``COMMANDS`` dict (name -> one-line help) and a
+``register(add, opts)`` that builds their sub-parsers. A new group is a new module listed in ``_GROUPS``.
+
+Exit codes: 0 success; 1 an ltm error (one line on stderr, no traceback); 2 bad usage; 3 not found;
+4 declined at a prompt; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from ltm.cli import demo, messages, namespaces
+from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
+from ltm.errors import LTMError, NotFound
+
+__all__ = ["COMMANDS", "main"]
+
+_GROUPS: tuple[ModuleType, ...] = (demo, messages, namespaces)
+
+COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in group.COMMANDS.items()}
+
+
+def _parser() -> argparse.ArgumentParser:
+    opts = Options()
+    parser = argparse.ArgumentParser(prog="ltm", description="ltm: long-term memory for LLM agents.",
+                                     epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 declined.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name], parents=[opts.common, *parents])
+
+    for group in _GROUPS:
+        group.register(add, opts)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ltm`` console script; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except NotFound as exc:
+        print(f"ltm: not found: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except LTMError as exc:
+        print(f"ltm: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("ltm: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
