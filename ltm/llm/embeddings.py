@@ -23,10 +23,10 @@ from pydantic import Field
 
 from ltm.config import Settings
 from ltm.errors import ConfigError
+from ltm.llm.names import LOCAL_MODEL_NAME
 
 __all__ = ["LOCAL_MODEL_NAME", "HashEmbedding", "local_model_path", "model_name", "resolve_embedding"]
 
-LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _local_lock = threading.Lock()
 _local_cache: dict[tuple[str, int, int], BaseEmbedding] = {}

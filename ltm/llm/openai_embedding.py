@@ -19,11 +19,12 @@ from pydantic import Field, PrivateAttr
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, LLMError
+from ltm.llm.names import DEFAULT_OPENAI_EMBEDDING_MODEL
 from ltm.llm.openai_llm import backoff_delays, classify_openai_error
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "OpenAICompatibleEmbedding"]
 
-DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+DEFAULT_EMBEDDING_MODEL = DEFAULT_OPENAI_EMBEDDING_MODEL
 
 
 class OpenAICompatibleEmbedding(BaseEmbedding):

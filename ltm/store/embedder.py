@@ -12,12 +12,15 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from ltm.errors import InvalidInput, LTMError
 from ltm.store.validation import normalise
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
 
 __all__ = ["Embedder", "content_key"]
 
@@ -32,15 +35,40 @@ def content_key(model: str, text: str, purpose: str = TEXT) -> bytes:
 
 
 class Embedder:
-    """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors."""
+    """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors.
 
-    def __init__(self, embedding: BaseEmbedding, model: str, cache_size: int = 4096) -> None:
-        self.embedding = embedding
+    Instead of ``embedding``, a zero-argument ``factory`` may be given: it is called on the first model call
+    only, so a store that is only read (``recent``, ``get``, ``export``) never loads the model. ``model`` is the
+    manifest name, known up front (:func:`ltm.llm.names.configured_model_name`); cache keys need nothing more.
+    """
+
+    def __init__(
+        self,
+        embedding: BaseEmbedding | None,
+        model: str,
+        cache_size: int = 4096,
+        *,
+        factory: Callable[[], BaseEmbedding] | None = None,
+    ) -> None:
+        if embedding is None and factory is None:
+            raise InvalidInput("Embedder needs an embedding or a factory that makes one")
+        self._embedding = embedding
+        self._factory = factory
         self.model = model
         self.calls = 0  # model calls made (one per batch), for tests and stats
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+
+    @property
+    def embedding(self) -> BaseEmbedding:
+        """The llama-index embedding, loaded on first use."""
+        if self._embedding is None:
+            with self._lock:
+                if self._embedding is None and self._factory is not None:
+                    self._embedding = self._factory()
+        assert self._embedding is not None
+        return self._embedding
 
     def keys(self, texts: Sequence[str], purpose: str = TEXT) -> list[bytes]:
         return [content_key(self.model, t, purpose) for t in texts]

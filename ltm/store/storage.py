@@ -27,7 +27,7 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
-from ltm.llm.embeddings import model_name, resolve_embedding
+from ltm.llm.names import configured_model_name
 from ltm.message import Message
 from ltm.store.embedder import QUERY, TEXT, Embedder
 from ltm.store.log import CONTENT, CONTEXT, VECTOR_DTYPE, MessageLog, Row, decode, unpack
@@ -95,9 +95,19 @@ class MemoryStorage:
     def embedder(self) -> Embedder:
         """The batching, caching wrapper over this store's embedding (resolved on first use)."""
         if self._embedder is None:
-            embedding = resolve_embedding(self.settings, self._embedding)
-            self._embedder = Embedder(embedding, model_name(embedding))
+            if self._embedding is not None:  # given by the caller: already loaded, its own name
+                from ltm.llm.embeddings import model_name, resolve_embedding
+
+                embedding = resolve_embedding(self.settings, self._embedding)
+                self._embedder = Embedder(embedding, model_name(embedding))
+            else:  # named by the settings: the model loads on the first embedding call, not here
+                self._embedder = Embedder(None, configured_model_name(self.settings), factory=self._load_embedding)
         return self._embedder
+
+    def _load_embedding(self) -> Any:
+        from ltm.llm.embeddings import resolve_embedding
+
+        return resolve_embedding(self.settings)
 
     @property
     def path(self) -> Path | None:

@@ -1,0 +1,183 @@
+"""Store every public set through the ordinary path and score keyword, dense and hybrid search.
+
+Each conversation becomes its own namespace: ``add_batch`` of ``Message(role=speaker, sent_from=speaker,
+content=turn, created_at=turn time)`` (no metadata, no helper), then ``search(question, k=10, mode=...)``
+for every question. Beside the store, in the same run: Okapi BM25 with Porter stemming over
+"speaker: text", exact cosine search with the same embedding model over bare text and over
+"speaker: text", and plain reciprocal-rank fusion of that BM25 and dense ("speaker: text").
+
+    python -m bench.retrieval.fetch                  # once: the public sets into bench/data/ (git-ignored)
+    python -m bench.retrieval                        # every set in bench/data/, local MiniLM, prints tables
+    python -m bench.retrieval --write BENCHMARKS.md  # also replace the retrieval section of BENCHMARKS.md
+    python -m bench.retrieval --data tests/data/retrieval_fixture.json --embedding hash   # machinery check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.retrieval import baselines
+from bench.retrieval.metrics import METRICS, mean, score
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = ROOT / "bench" / "data"
+RESULTS = ROOT / "bench" / "results" / "retrieval.json"
+MODES = ("keyword", "dense", "hybrid")
+SYSTEMS = ("ltm keyword", "ltm dense", "ltm hybrid", "BM25 stemmed", "dense text", "dense speaker: text",
+           "RRF(BM25, dense speaker)")
+START, END = "<!-- retrieval:start -->", "<!-- retrieval:end -->"
+
+
+def load(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text("utf-8")) for p in paths]
+
+
+def template(speaker: str, text: str) -> str:
+    return f"{speaker}: {text}"
+
+
+def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
+                 modes: Sequence[str] = MODES) -> dict[str, Any]:
+    """Rankings of every system for every question of one set, plus ingest and search times."""
+    from ltm.config import Settings
+    from ltm.llm.embeddings import resolve_embedding
+    from ltm.message import Message
+    from ltm.store import MemoryStorage
+
+    settings = Settings(storage_dir=storage_dir, embedding=embedding)  # type: ignore[arg-type]
+    model = resolve_embedding(settings)
+    ranked: dict[str, dict[str, list[str]]] = {s: {} for s in SYSTEMS}
+    questions: list[dict[str, Any]] = []
+    ingest = 0.0
+    search_ms: dict[str, list[float]] = {m: [] for m in modes}
+    for conv in data["conversations"]:
+        turns, qs = conv["turns"], conv["questions"]
+        if not qs:
+            continue
+        ids = [t["id"] for t in turns]
+        messages = [Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
+                            sent_from=t["speaker"], created_at=t["time"]) for t in turns]
+        store = MemoryStorage(conv["id"], kind="bench", settings=settings)
+        try:
+            started = time.perf_counter()
+            store.add_batch(messages)
+            ingest += time.perf_counter() - started
+            for q in qs:
+                for mode in modes:
+                    started = time.perf_counter()
+                    hits = store.search(q["question"], k=10, mode=mode)
+                    search_ms[mode].append(1000 * (time.perf_counter() - started))
+                    ranked[f"ltm {mode}"][q["id"]] = [h.message.id.split("/", 1)[1] for h in hits]
+        finally:
+            store.close()
+        bm25 = baselines.BM25([template(t["speaker"], t["text"]) for t in turns])
+        bare = np.array(model.get_text_embedding_batch([t["text"] for t in turns]), dtype=np.float32)
+        spoken = np.array(model.get_text_embedding_batch([template(t["speaker"], t["text"]) for t in turns]),
+                          dtype=np.float32)
+        bare /= np.linalg.norm(bare, axis=1, keepdims=True)
+        spoken /= np.linalg.norm(spoken, axis=1, keepdims=True)
+        for q in qs:
+            qv = np.array(model.get_query_embedding(q["question"]), dtype=np.float32)
+            qv /= np.linalg.norm(qv)
+            kw = bm25.top(q["question"], 50)
+            dn = baselines.dense_top(spoken, qv, 50)
+            ranked["BM25 stemmed"][q["id"]] = [ids[i] for i in kw[:10]]
+            ranked["dense text"][q["id"]] = [ids[i] for i in baselines.dense_top(bare, qv, 10)]
+            ranked["dense speaker: text"][q["id"]] = [ids[i] for i in dn[:10]]
+            ranked["RRF(BM25, dense speaker)"][q["id"]] = [ids[i] for i in baselines.rrf([kw, dn], 10)]
+            questions.append({"id": q["id"], "category": q["category"], "evidence": q["evidence"]})
+    return {"questions": questions, "ranked": ranked, "ingest_seconds": ingest,
+            "search_ms_p50": {m: float(np.median(v)) if v else 0.0 for m, v in search_ms.items()},
+            "turns": sum(len(c["turns"]) for c in data["conversations"])}
+
+
+def summarise(result: dict[str, Any]) -> dict[str, Any]:
+    """Mean metrics per system, overall and per category."""
+    categories = sorted({q["category"] for q in result["questions"]})
+    out: dict[str, Any] = {"n": len(result["questions"]), "categories": {}, "systems": {}}
+    for c in categories:
+        out["categories"][c] = sum(1 for q in result["questions"] if q["category"] == c)
+    for system, ranked in result["ranked"].items():
+        if not ranked:
+            continue
+        rows = {q["id"]: score(ranked[q["id"]], q["evidence"]) for q in result["questions"]}
+        per_cat = {c: mean([rows[q["id"]] for q in result["questions"] if q["category"] == c]) for c in categories}
+        out["systems"][system] = {"all": mean(list(rows.values())), "by_category": per_cat}
+    return out
+
+
+def table(name: str, summary: dict[str, Any], extra: str = "") -> str:
+    """Markdown: one row per system with the five metrics, then recall@10 per category."""
+    cats = list(summary["categories"])
+    head = (f"**{name}** ({summary['n']} questions{extra})\n\n| system | " + " | ".join(METRICS)
+            + " | " + " | ".join(f"r@10 {c} ({summary['categories'][c]})" for c in cats) + " |")
+    lines = [head, "|---|" + "---:|" * (len(METRICS) + len(cats))]
+    for system, s in summary["systems"].items():
+        cells = [f"{s['all'][m]:.3f}" for m in METRICS] + [f"{s['by_category'][c]['recall@10']:.3f}" for c in cats]
+        bold = "**" if system == "ltm hybrid" else ""
+        lines.append(f"| {bold}{system}{bold} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_section(path: Path, text: str) -> None:
+    """Replace the text between the retrieval markers of ``path`` (appended when absent)."""
+    body = path.read_text("utf-8") if path.exists() else ""
+    block = f"{START}\n{text}\n{END}"
+    if START in body and END in body:
+        body = body[: body.index(START)] + block + body[body.index(END) + len(END):]
+    else:
+        body = body.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(body, "utf-8")
+
+
+def run(paths: Sequence[Path], embedding: str = "local",
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}."""
+    out: dict[str, Any] = {}
+    for data in load(paths):
+        with tempfile.TemporaryDirectory(prefix="ltm-retrieval-") as tmp:
+            started = time.perf_counter()
+            result = evaluate_set(data, embedding, Path(tmp))
+        out[data["name"]] = {"summary": summarise(result), "ingest_seconds": result["ingest_seconds"],
+                             "search_ms_p50": result["search_ms_p50"], "turns": result["turns"],
+                             "source": data.get("source"), "commit": data.get("commit"),
+                             "ranked": result["ranked"]}
+        progress(f"{data['name']}: {len(result['questions'])} questions in {time.perf_counter() - started:.0f} s")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Retrieval quality on public conversational-memory sets.")
+    parser.add_argument("--data", type=Path, nargs="*", help="set files (default: every bench/data/*.json)")
+    parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--json", type=Path, help="write all numbers and rankings here")
+    parser.add_argument("--write", type=Path, help="replace the retrieval section of this Markdown file")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    paths = args.data or sorted(DATA_DIR.glob("*.json"))
+    if not paths:
+        parser.error("no sets: run `python -m bench.retrieval.fetch` first, or pass --data")
+    results = run(paths, args.embedding)
+    tables = []
+    for name, r in results.items():
+        extra = f", {r['turns']} turns; ingest {r['ingest_seconds']:.1f} s"
+        tables.append(table(name, r["summary"], extra))
+    text = "\n\n".join(tables)
+    print(text)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results) + "\n", "utf-8")
+    if args.write:
+        write_section(args.write, text)
+    return 0

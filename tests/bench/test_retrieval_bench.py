@@ -1,0 +1,80 @@
+"""bench.retrieval: metrics, the fetch converters (on small synthetic repositories) and the harness end to end
+on the committed synthetic fixture (the public sets are fetched, never committed: see bench/retrieval/fetch.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.retrieval import fetch, metrics, run
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "retrieval_fixture.json"
+
+
+def test_metrics_by_hand() -> None:
+    ranked = ["x", "a", "y", "b"]
+    assert metrics.recall(ranked, ["a", "b"], 1) == 0.0
+    assert metrics.recall(ranked, ["a", "b"], 2) == 0.5
+    assert metrics.recall(ranked, ["a", "b"], 10) == 1.0
+    assert metrics.mrr(ranked, ["a", "b"]) == 0.5
+    assert metrics.mrr(ranked, ["z"]) == 0.0
+    ideal = 1 + 1 / math.log2(3)
+    assert metrics.ndcg(ranked, ["a", "b"]) == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / ideal)
+    assert metrics.ndcg(["a", "b"], ["a", "b"]) == pytest.approx(1.0)
+
+
+def _git_repo(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, "utf-8")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    return root
+
+
+def test_realtalk_converter_skips_the_held_out_copy(tmp_path: Path) -> None:
+    chat = {
+        "name": {"speaker_1": "A", "speaker_2": "B"},
+        "session_1": [
+            {"clean_text": "I moved to Porto", "speaker": "A", "date_time": "29.12.2023, 22:42:04", "dia_id": "D1:1"},
+            {"clean_text": "", "speaker": "B", "date_time": "29.12.2023, 22:43:00", "dia_id": "D1:2"},
+            {"clean_text": "Since when?", "speaker": "B", "date_time": "30.12.2023, 08:00:00", "dia_id": "D1:3"},
+        ],
+        "session_1_date_time": "29.12.2023, 22:42:04",
+        "qa": [{"question": "Where did A move?", "answer": "Porto", "evidence": ["D1:1", "D9:9"], "category": 1},
+               {"question": "Only a photo?", "answer": "-", "evidence": ["D1:2"], "category": 2}],
+    }
+    repo = _git_repo(tmp_path / "rt", {"data/Chat_1_A_B.json": json.dumps(chat),
+                                       "data/locomo/Chat_1_C_D.json": json.dumps(chat)})
+    out = fetch.fetch("realtalk", repo, tmp_path / "out")
+    data = json.loads(out.read_text("utf-8"))
+    assert [c["id"] for c in data["conversations"]] == ["Chat_1_A_B"]  # the LoCoMo copy is never read
+    conv = data["conversations"][0]
+    assert [t["id"] for t in conv["turns"]] == ["D1:1", "D1:3"]  # the empty photo turn is dropped
+    assert conv["questions"] == [{"id": "Chat_1_A_B:0", "question": "Where did A move?", "evidence": ["D1:1"],
+                                  "category": "fact"}]
+    with pytest.raises(ValueError, match="held out"):
+        fetch.Repo(repo).read("data/locomo/Chat_1_C_D.json")
+
+
+def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
+    out = run.run([FIXTURE], embedding="hash", progress=lambda _: None)["fixture"]
+    systems = out["summary"]["systems"]
+    assert set(systems) == set(run.SYSTEMS)
+    assert out["summary"]["n"] == 9 and out["summary"]["categories"] == {"date": 3, "fact": 4, "inference": 2}
+    for system in systems.values():
+        assert all(0.0 <= v <= 1.0 for v in system["all"].values())
+    # "Pistachio"-style rare words: keyword search and BM25 find these turns first
+    assert out["ranked"]["ltm keyword"]["b:0"][0] == "D1:1"
+    assert out["ranked"]["BM25 stemmed"]["a:0"][0] == "D1:1"
+    text = run.table("fixture", out["summary"])
+    assert "**ltm hybrid**" in text and "r@10 date (3)" in text
+    doc = tmp_path / "B.md"
+    doc.write_text("# B\n\nbefore\n", "utf-8")
+    run.write_section(doc, "one")
+    run.write_section(doc, "two")
+    assert doc.read_text("utf-8") == f"# B\n\nbefore\n\n{run.START}\ntwo\n{run.END}\n"
