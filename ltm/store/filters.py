@@ -113,7 +113,7 @@ def parse(filters: Mapping[str, Any] | None) -> Filter | None:
         raise InvalidInput(f"filters must be a dict such as {{'role': 'user'}}, got {type(filters).__name__}")
     if not filters:
         return None
-    return _node(_legacy(filters), "filters")
+    return _node(filters, "filters")
 
 
 def compile_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
@@ -163,6 +163,7 @@ def _as_ops(value: Any) -> dict[str, Any]:
 def _node(spec: Any, where: str) -> Filter:
     if not isinstance(spec, Mapping) or not spec:
         raise InvalidInput(f"{where} must be a non-empty dict such as {{'role': 'user'}}, got {spec!r}")
+    spec = _legacy(spec)
     parts: list[Filter] = []
     for key, value in spec.items():
         if key in ("AND", "OR"):

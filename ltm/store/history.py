@@ -56,6 +56,7 @@ def record(db: sqlite3.Connection, events: Sequence[tuple[str, Event, str | None
     """Append ``(id, event, old body)`` rows and trim to ``limit``; inside the caller's write transaction."""
     if limit <= 0 or not events:
         return
+    events = events[-limit:]  # a delete of more than the limit keeps only the newest events anyway
     db.executemany("INSERT INTO history(id, event, old, at) VALUES (?,?,?,?)", [(*e, at) for e in events])
     trim(db, limit)
 
