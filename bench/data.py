@@ -133,7 +133,8 @@ class LookupEmbedding(BaseEmbedding):
         pos = self._table[text]
         for block in self._vecs:
             if pos < len(block):
-                return block[pos]
+                row: np.ndarray = block[pos]
+                return row
             pos -= len(block)
         raise KeyError(text)  # pragma: no cover - the table only holds registered positions
 

@@ -26,7 +26,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,8 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def turn_time(turn: dict[str, Any], index_in_session: int) -> float:
-    """Unix seconds when a turn was said: its session's date at 09:00 UTC plus one minute per turn."""
-    day = datetime.fromisoformat(turn["date"]).replace(hour=SESSION_START_HOUR, tzinfo=UTC)
+    """Unix seconds when a turn was said: its session's date at 09:00 timezone.utc plus one minute per turn."""
+    day = datetime.fromisoformat(turn["date"]).replace(hour=SESSION_START_HOUR, tzinfo=timezone.utc)
     return day.timestamp() + 60.0 * index_in_session
 
 
@@ -56,8 +56,7 @@ def to_messages(turns: Sequence[dict[str, Any]], context_window: int = 1) -> lis
     """Turns as ltm Messages in conversation order: speaker -> role and metadata ``speaker``, session and date
     -> metadata and ``created_at``, turn id -> metadata ``turn``; and, through ``with_context``, the
     ``context_window`` turns before and after it in the same session (keyword-indexed, weighted lowest)."""
-    from ltm.message import Message
-    from ltm.store.conversation import with_context
+    from ltm.message import Message, with_context
 
     sessions: dict[str, list[Any]] = {}
     for turn in turns:
@@ -127,7 +126,7 @@ def run(
 
     turns, questions = load_jsonl(turns_path), load_jsonl(questions_path)
     with tempfile.TemporaryDirectory(prefix="ltm-eval-") as tmp:
-        settings = Settings(storage_dir=storage_dir or Path(tmp), embedding=embedding)  # type: ignore[arg-type]
+        settings = Settings(storage_dir=storage_dir or Path(tmp), embedding=embedding)
         storage = MemoryStorage("eval", kind="eval", settings=settings)
         try:
             started = time.perf_counter()

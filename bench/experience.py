@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ltm.config import Settings
-from ltm.experience.memory import ExperienceMemory
+from ltm.experience.memory import DEFAULT_MIN_RELEVANCE, ExperienceMemory
 
 ORDERS: dict[str, dict[str, Any]] = {
     "ORD-1001": {"status": "delivered", "amount": 299},
@@ -346,8 +346,8 @@ def main(argv: list[str] | None = None) -> tuple[list[RoundStats], list[RoundSta
             llm = resolve_llm(settings)
         agent = llm_agent(llm) if llm is not None else scripted_agent
         # The hash embedding only counts shared words, so its cosines are far lower than the model's.
-        floor = {"min_relevance": 0.05} if args.embedding == "hash" else {}
-        memory = ExperienceMemory(f"bench-{uuid.uuid4().hex[:8]}", settings=settings, llm=llm, **floor)
+        floor = 0.05 if args.embedding == "hash" else DEFAULT_MIN_RELEVANCE
+        memory = ExperienceMemory(f"bench-{uuid.uuid4().hex[:8]}", settings=settings, llm=llm, min_relevance=floor)
         try:
             mem = run(args.rounds, memory, agent, args.max_policies)
         finally:

@@ -35,7 +35,7 @@ def messages(texts: list[str], roles: list[str], causes: list[str], start: int =
 def open_store(storage_dir: Path, embedding: Any, settings_kind: str = "hash") -> Any:
     from ltm.store import MemoryStorage
 
-    settings = Settings(storage_dir=storage_dir, embedding=settings_kind)  # type: ignore[arg-type]
+    settings = Settings(storage_dir=storage_dir, embedding=settings_kind)
     return MemoryStorage(NAMESPACE, kind=KIND, settings=settings, embedding=embedding)
 
 

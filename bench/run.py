@@ -139,7 +139,7 @@ def machine() -> dict[str, str]:
     try:
         import torch
 
-        torch_v = torch.__version__
+        torch_v = str(torch.__version__)
     except ImportError:
         torch_v = "not installed"
     return {"nproc": str(os.cpu_count()), "cpu": cpu, "ram_gib": f"{psutil.virtual_memory().total / 2**30:.1f}",

@@ -2,7 +2,8 @@
 
 Three roles (product manager, architect, engineer) pass a requirement down the line; each role's long-term
 memory is written to ``storage_dir``. Then the team is built again from scratch over the same storage (a
-restart): the roles recover, the same requirement is recognised as already seen (no rework), a new related
+restart): the roles recover and resume any work a crash cut off, the same requirement is recognised as
+already handled (no rework: "seen" is not "handled"), a new related
 requirement is processed, semantic search answers questions about past decisions, and BrainMemory
 summarizes and titles the conversation. Run the command twice: the second run starts from the recovered team.
 """
@@ -10,7 +11,6 @@ summarizes and titles the conversation. Run the command twice: the second run st
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -52,7 +52,7 @@ class _Narrator:
         if event == "observed":
             report: ObserveReport = payload
             for m in report.old_news:
-                self.console.print(f"  [yellow]{role.name}[/] ({role.profile}) filtered old news: "
+                self.console.print(f"  [yellow]{role.name}[/] ({role.profile}) already handled, no rework: "
                                    f"[dim]{_short(m.content, 70)}[/]")
             for m in report.news:
                 self.console.print(f"  [green]{role.name}[/] ({role.profile}) received news: "
@@ -73,11 +73,12 @@ def _recovery_table(roles: Sequence[Role]) -> Table:
     table.add_column("watches")
     table.add_column("messages in store", justify="right")
     table.add_column("restored to short-term", justify="right")
+    table.add_column("unfinished, resumed", justify="right")
     for role in roles:
         store = role.memory.memory_storage
         count = store.count() if store is not None else 0
         table.add_row(role.role_id, ", ".join(sorted(w.rsplit(".", 1)[-1] for w in role.watch)), str(count),
-                      str(len(role.recovered)))
+                      str(len(role.recovered)), str(len(role.resumed)))
     return table
 
 
@@ -97,10 +98,11 @@ def run_demo(
     """Run the demo; returns a summary (documents produced per step, search answers, title) for tests."""
     settings = settings or Settings.load()
     console = console or Console()
-    root = settings.storage_dir / "demo"
-    settings = settings.with_(storage_dir=root)
-    if reset and root.exists():
-        shutil.rmtree(root)
+    # The demo writes where every ltm command looks (the data root, role namespaces), so `ltm stats` and
+    # `ltm recent --kind role -n "Alice(Product Manager)"` show the team's memory afterwards.
+    root = settings.storage_dir
+    if reset:
+        _forget(settings)
     result: dict[str, Any] = {}
     started = time.perf_counter()
     console.print(Panel.fit(f"ltm demo: a team of agents that remembers\nstorage: {root}\n"
@@ -121,10 +123,11 @@ def run_demo(
     env, roles = _team(settings, embedding, console)
     console.print(_recovery_table(roles))
     result["recovered"] = {role.role_id: len(role.recovered) for role in roles}
+    result["resumed"] = {role.role_id: len(role.resumed) for role in roles}
     console.rule("the same requirement again")
     result["repeat"] = _send(env, console, FIRST_REQUIREMENT)
     if result["repeat"] == 0:
-        console.print("  [green]recognised as already seen: no rework[/]")
+        console.print("  [green]recognised as already handled: no rework[/]")
     console.rule("a new, related requirement")
     result["second"] = _send(env, console, SECOND_REQUIREMENT)
 
@@ -144,20 +147,34 @@ def run_demo(
     kind = "extractive, offline" if result["extractive"] else f"LLM {settings.llm_model}"
     console.print(f"[bold]title:[/] {result['title']}   [dim]({kind})[/]")
     console.print(f"[bold]summary:[/] {_short(result['summary'], 400)}")
+    stores = [role.memory.memory_storage.path for role in roles if role.memory.memory_storage is not None]
     env.close()
 
     console.rule("where the data lives")
-    for path in sorted(root.rglob("manifest.json")):
-        size = sum(f.stat().st_size for f in path.parent.iterdir() if f.is_file())
-        console.print(f"  {path.parent}  ({size / 1024:.0f} KiB)")
+    for path in stores:
+        if path is not None:
+            size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+            console.print(f"  {path}  ({size / 1024:.0f} KiB)")
     console.print(f"  {root / 'kv.sqlite'}  (BrainMemory)")
     console.print(f"\ndone in {time.perf_counter() - started:.1f} s. Run it again: the team starts from its memory.")
     return result
 
 
+def _forget(settings: Settings) -> None:
+    """``--reset``: delete the team's namespaces and the demo chat, and nothing else under the data root."""
+    for role in build_team(settings=settings, embedding=None, llm=None):
+        if role.memory.memory_storage is not None:
+            role.memory.memory_storage.clean()
+    asyncio.run(BrainMemory(settings=settings).delete(_CHAT_KEY(settings)))
+
+
+def _CHAT_KEY(settings: Settings) -> str:  # noqa: N802
+    return BrainMemory.to_redis_key(settings.redis_prefix, "demo-user", "team-chat")
+
+
 async def _summarize(settings: Settings, history: Sequence[Message]) -> tuple[str, str, bool]:
     brain = BrainMemory(settings=settings)
-    key = BrainMemory.to_redis_key(settings.redis_prefix, "demo-user", "team-chat")
+    key = _CHAT_KEY(settings)
     brain = await brain.loads(key)
     for message in history:
         if not brain.exists(message.content):

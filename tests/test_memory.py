@@ -30,7 +30,7 @@ def test_metagpt_memory() -> None:
     assert memory.count() == 0
     memory.add_batch([message1, message2])
     assert memory.count() == 2
-    assert len(memory.index.get(message1.cause_by)) == 2
+    assert len(memory.index[message1.cause_by]) == 2
     messages = memory.get_by_role("user1")
     assert messages[0].content == message1.content
     messages = memory.get_by_content("test message")
@@ -96,7 +96,7 @@ def test_memory_serdeser_save(tmp_path: Path) -> None:
     assert new_memory.count() == 2
     new_msg2 = new_memory.get(2)[1]
     assert new_msg2.instruct_content is not None
-    assert new_msg2.instruct_content.field2 == ["field2 value1", "field2 value2"]  # type: ignore[union-attr]
+    assert new_msg2.instruct_content.field2 == ["field2 value1", "field2 value2"]
     assert new_msg2.cause_by == any_to_str(WriteDesign)
     assert len(new_memory.index) == 2
 

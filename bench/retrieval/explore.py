@@ -30,7 +30,8 @@ def embed(model: Any, texts: list[str]) -> np.ndarray:
     key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:20]
     path = CACHE / f"{key}.npy"
     if path.exists():
-        return np.load(path)
+        cached: np.ndarray = np.load(path)
+        return cached
     vecs = np.array(model.get_text_embedding_batch(texts), dtype=np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -130,7 +131,7 @@ def main() -> int:
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
 
-    model = resolve_embedding(Settings(embedding="local"))  # type: ignore[arg-type]
+    model = resolve_embedding(Settings(embedding="local"))
     systems: dict[str, Callable[[dict[str, Cand]], list[int]]] = {
         "bm25": single("kw"), "dense": single("dense"), "bare": single("bare"), "rrf60": wrrf(0.5, 60),
     }

@@ -27,7 +27,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ def realtalk(repo: Repo) -> dict[str, Any]:
                 text = (message.get("clean_text") or "").strip()
                 if not text:
                     continue  # photos without a caption: nothing to store or find
-                when = datetime.strptime(message["date_time"], "%d.%m.%Y, %H:%M:%S").replace(tzinfo=UTC)
+                when = datetime.strptime(message["date_time"], "%d.%m.%Y, %H:%M:%S").replace(tzinfo=timezone.utc)
                 turns.append({"id": message["dia_id"], "speaker": message["speaker"], "text": text,
                               "time": when.timestamp()})
         known = {t["id"] for t in turns}
@@ -101,7 +101,7 @@ def madial(repo: Repo) -> dict[str, Any]:
     for mid, event in memory.items():
         name = event["event"].split()[0].strip(",’'s")
         speaker = name if name in ("Bart", "Lisa") else "user"
-        when = datetime.fromisoformat(event["time"]).replace(tzinfo=UTC)
+        when = datetime.fromisoformat(event["time"]).replace(tzinfo=timezone.utc)
         turns.append({"id": mid, "speaker": speaker, "text": event["event"].strip(), "time": when.timestamp()})
     questions = []
     dialogues = [json.loads(line) for line in repo.read("data/en/MADial-Bench-en-dialogue.json").splitlines()

@@ -1,2 +1,2 @@
-"""Adapters that put ltm inside other frameworks (llama-index, MetaGPT). Import the submodule you need:
-``from ltm.integrations.llama_index import LtmVectorStore``; nothing here imports a framework eagerly."""
+"""Adapters to agent frameworks and libraries (each imports its framework; ltm's core never does):
+``ltm.integrations.metagpt`` and ``ltm.integrations.llama_index`` (``LtmVectorStore``, ``LtmMemoryBlock``)."""

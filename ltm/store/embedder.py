@@ -12,17 +12,19 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ltm.errors import InvalidInput, LTMError
+from ltm.config import Settings
+from ltm.errors import BackendUnavailable, InvalidInput, LLMError, LTMError
+from ltm.llm.names import configured_model_name
 from ltm.store.validation import normalise
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
-__all__ = ["Embedder", "content_key"]
+__all__ = ["Embedder", "content_key", "make_embedder"]
 
 # "text" vectors are what stored messages get; "query" vectors serve free-text search. Models such as
 # instruction-tuned ones embed the two differently, so they are cached apart.
@@ -32,6 +34,24 @@ TEXT, QUERY = "text", "query"
 def content_key(model: str, text: str, purpose: str = TEXT) -> bytes:
     """The cache key of ``text`` embedded by ``model`` for ``purpose``."""
     return hashlib.sha256(f"{model}\x00{purpose}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+
+
+def make_embedder(settings: Settings, embedding: Any = None) -> Embedder:
+    """The store's embedder: over ``embedding`` when the caller gave one (already loaded, its own name),
+    else over the model ``settings`` names, loaded on the first embedding call and not before (a store that
+    is only read never loads it)."""
+    if embedding is not None:
+        from ltm.llm.embeddings import model_name, resolve_embedding
+
+        resolved = resolve_embedding(settings, embedding)
+        return Embedder(resolved, model_name(resolved))
+
+    def load() -> BaseEmbedding:
+        from ltm.llm.embeddings import resolve_embedding
+
+        return resolve_embedding(settings)
+
+    return Embedder(None, configured_model_name(settings), factory=load)
 
 
 class Embedder:
@@ -126,7 +146,7 @@ class Embedder:
         self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None, have: dict[bytes, np.ndarray]
     ) -> None:
         if len(raw) != len(todo):
-            raise InvalidInput(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
+            raise LLMError(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
         vectors = normalise(raw, dim, f"embedding {self.model!r}")
         with self._lock:
             for i, vec in zip(todo, vectors, strict=True):
@@ -154,7 +174,7 @@ class Embedder:
         except LTMError:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
-            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+            raise self._failed(exc, len(texts)) from exc
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1
@@ -165,4 +185,15 @@ class Embedder:
         except LTMError:
             raise
         except Exception as exc:
-            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+            raise self._failed(exc, len(texts)) from exc
+
+    def _failed(self, exc: Exception, count: int) -> LTMError:
+        """A failed model call is never the caller's input: an outage -> BackendUnavailable, else LLMError."""
+        service = f"embedding {self.model!r} on {count} text(s)"
+        if type(exc).__module__.split(".")[0] == "openai":  # llama-index's OpenAI embeddings: the one mapping
+            from ltm.llm.openai_llm import translate_openai_error
+
+            return translate_openai_error(exc, service)
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return BackendUnavailable(f"{service} failed: {type(exc).__name__}: {exc}; is the model's server up?")
+        return LLMError(f"{service} failed: {type(exc).__name__}: {exc}; check the embedding model")

@@ -15,7 +15,7 @@ def _healthy(store: MemoryStorage, n: int) -> None:
     store.close()
     store.recover_memory(store.namespace or "")
     stats = store.stats()
-    assert stats["messages"] == stats["vectors"] == n
+    assert stats.messages == stats.vectors == n
     assert store.search("alpha", k=5, filters={"metadata": {"ok": 1}})
     assert len(store.recent(10)) == min(n, 10)
     assert sum(1 for _ in store.export()) == n
@@ -56,10 +56,11 @@ def test_message_constructor_refuses_non_finite_created_at() -> None:
 @pytest.mark.parametrize("field", ["id", "role", "cause_by", "sent_from", "send_to", "meta_key", "meta_value"])
 def test_surrogates_in_any_field_are_refused(store: MemoryStorage, field: str) -> None:
     bad = "x\ud800y"
-    kwargs: dict[str, Any] = {
+    cases: dict[str, dict[str, Any]] = {
         "id": {"id": bad}, "role": {"role": bad}, "cause_by": {"cause_by": bad}, "sent_from": {"sent_from": bad},
         "send_to": {"send_to": {bad}}, "meta_key": {"metadata": {bad: 1}}, "meta_value": {"metadata": {"k": bad}},
-    }[field]
+    }
+    kwargs = cases[field]
     with pytest.raises(InvalidInput, match="surrogate"):
         store.add(Message("alpha surrogate", **kwargs))
     _healthy(store, 3)
