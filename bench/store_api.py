@@ -14,16 +14,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.measure_store import texts
 from ltm import MemoryStorage, Message, Settings
+from ltm.store import Mode
+from ltm.store.filters import compile_sql
 
 _DIM = 384
 _USERS = 1000  # user_id u0..u999: a user's filter selects 0.1% of the store
@@ -38,6 +42,19 @@ def _median_ms(call: Callable[[int], Any], reps: int) -> float:
         call(i)
         laps.append(time.perf_counter() - start)
     return statistics.median(laps) * 1e3
+
+
+def _plan(path: Path, filters: dict[str, Any]) -> str:
+    """SQLite's plan for the rows a filter selects (what search, list and delete_where run first)."""
+    where, params = compile_sql(filters)
+    with sqlite3.connect(path) as db:
+        rows = db.execute(f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params).fetchall()
+    return " | ".join(str(r[3]) for r in rows)
+
+
+def _searcher(store: MemoryStorage, queries: list[str], mode: Mode,
+              where: Callable[[int], dict[str, Any]] | None) -> Callable[[int], Any]:
+    return lambda i: store.search(queries[i], k=10, mode=mode, filters=where(i) if where else None)
 
 
 def build(size: int, root: str) -> MemoryStorage:
@@ -65,18 +82,28 @@ def measure(size: int, root: str, reps: int) -> dict[str, Any]:
     edits = texts(reps + 1, 22)
     out["update_content_ms"] = _median_ms(lambda i: store.update(f"m{i * 11 + 1}", content=edits[i]), reps)
     queries = [texts(1, 30 + i)[0] for i in range(reps + 1)]
-    for mode in ("dense", "hybrid"):
-        out[f"{mode}_ms"] = _median_ms(lambda i, m=mode: store.search(queries[i], k=10, mode=m), reps)
-        for name, where in (("user", lambda i: {"user_id": f"u{i}"}),
-                            ("run", lambda i: {"run_id": f"r{i % _RUNS}"}),
-                            ("meta", lambda i: {"metadata.topic": f"t{i}"})):
-            out[f"{mode}_{name}_filter_ms"] = _median_ms(
-                lambda i, m=mode, w=where: store.search(queries[i], k=10, mode=m, filters=w(i)), reps)
-    out["list_user_page_ms"] = _median_ms(lambda i: store.list({"user_id": f"u{i}"}, limit=100), reps)
+    wheres: dict[str, Callable[[int], dict[str, Any]]] = {
+        "user": lambda i: {"user_id": f"u{i}"},
+        "run": lambda i: {"run_id": f"r{i % _RUNS}"},
+        "meta": lambda i: {"metadata.topic": f"t{i}"},
+    }
+    modes: tuple[Mode, ...] = ("dense", "hybrid")
+    for mode in modes:
+        out[f"{mode}_ms"] = _median_ms(_searcher(store, queries, mode, None), reps)
+        for name, where in wheres.items():
+            out[f"{mode}_{name}_filter_ms"] = _median_ms(_searcher(store, queries, mode, where), reps)
     out["list_meta_page_ms"] = _median_ms(lambda i: store.list({"metadata.topic": f"t{i}"}, limit=100), reps)
+    assert store.path is not None
+    out["plan_meta_filter"] = _plan(store.path / "memory.sqlite", {"metadata.topic": "t1"})
+    store.index_metadata("topic")
+    out["dense_meta_indexed_filter_ms"] = _median_ms(
+        lambda i: store.search(queries[i], k=10, mode="dense", filters={"metadata.topic": f"t{i}"}), reps)
+    out["list_user_page_ms"] = _median_ms(lambda i: store.list({"user_id": f"u{i}"}, limit=100), reps)
+    out["list_meta_indexed_page_ms"] = _median_ms(lambda i: store.list({"metadata.topic": f"t{i}"}, limit=100), reps)
     out["delete_where_user_ms"] = _median_ms(lambda i: store.delete_where({"user_id": f"u{500 + i}"}), reps)
-    out["plan_user_filter"] = store.explain_plan({"user_id": "u1"})
-    out["plan_meta_filter"] = store.explain_plan({"metadata.topic": "t1"})
+    assert store.path is not None
+    out["plan_user_filter"] = _plan(store.path / "memory.sqlite", {"user_id": "u1"})
+    out["plan_meta_indexed_filter"] = _plan(store.path / "memory.sqlite", {"metadata.topic": "t1"})
     store.close()
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
 

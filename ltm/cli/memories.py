@@ -21,6 +21,7 @@ from ltm.cli.common import (
     parse_meta,
     print_messages,
 )
+from ltm.cli.output import format_time
 from ltm.errors import InvalidInput
 
 COMMANDS = {
@@ -32,13 +33,9 @@ COMMANDS = {
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         page = store.list(filters_from(args), limit=args.limit, cursor=args.cursor)
-        if args.json:
-            for message in page.messages:
-                print(json.dumps(message.to_dict(), ensure_ascii=False))
-        else:
-            print_messages(page.messages, sys.stdout)
+        print_messages(args, page.messages)
     if page.next_cursor:
         print(f"more: --cursor {page.next_cursor}", file=sys.stderr)
     return EXIT_OK if page.messages else EXIT_NOT_FOUND
@@ -47,22 +44,25 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     content = " ".join(args.content) if args.content else None
     metadata = parse_meta(args.set) if args.set else None
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         message = store.update(args.id, content=content, metadata=metadata)
-    print(json.dumps(message.to_dict(), ensure_ascii=False) if args.json else f"updated {message.id}")
+    if args.format == "json":
+        print_messages(args, [message])
+    else:
+        print(f"updated {message.id}")
     return EXIT_OK
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         events = store.history(args.id)
     for event in events:
-        if args.json:
+        if args.format == "json":
             print(json.dumps(event.to_dict(), ensure_ascii=False))
             continue
         old = event.old.content if event.old is not None else "-"
         new = event.new.content if event.new is not None else "-"
-        print(f"{event.at:.3f}  {event.event:<6}  {old!r} -> {new!r}")
+        print(f"{format_time(event.at, utc=args.utc)}  {event.event:<6}  {old!r} -> {new!r}")
     return EXIT_OK if events else EXIT_NOT_FOUND
 
 
@@ -70,7 +70,7 @@ def cmd_delete_where(args: argparse.Namespace) -> int:
     filters = filters_from(args)
     if not filters:
         raise InvalidInput("delete-where needs a filter (--where JSON or --role/--meta...); nothing was deleted")
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         matching = store.count(filters)
         if not args.yes:
             if not sys.stdin.isatty():
@@ -85,23 +85,20 @@ def cmd_delete_where(args: argparse.Namespace) -> int:
 
 def register(add: AddCommand, opts: Options) -> None:
     ns, filt = opts.namespace, opts.filters
-    p = add("list", ns, filt)
+    p = add("list", ns, filt, opts.output)
     p.add_argument("--limit", type=int, default=100, help="messages per page (default 100)")
     p.add_argument("--cursor", help="the cursor printed after the previous page")
-    p.add_argument("--json", action="store_true", help="one JSON message per line")
     p.set_defaults(func=cmd_list)
 
-    p = add("update", ns)
+    p = add("update", ns, opts.output)
     p.add_argument("id", help="message id")
     p.add_argument("content", nargs="*", help="the new content (none: keep it)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="metadata to merge in (repeatable; JSON values; null removes the key)")
-    p.add_argument("--json", action="store_true", help="print the updated message as JSON")
     p.set_defaults(func=cmd_update)
 
-    p = add("history", ns)
+    p = add("history", ns, opts.output)
     p.add_argument("id", help="message id")
-    p.add_argument("--json", action="store_true", help="one JSON event per line")
     p.set_defaults(func=cmd_history)
 
     p = add("delete-where", ns, filt)

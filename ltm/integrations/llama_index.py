@@ -35,11 +35,11 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store import MemoryHit, MemoryStorage
+from ltm.store import MemoryHit, MemoryStorage, Mode
 
 __all__ = ["LtmMemoryBlock", "LtmVectorStore", "to_filters"]
 
-_MODES = {
+_MODES: dict[VectorStoreQueryMode, Mode] = {
     VectorStoreQueryMode.DEFAULT: "dense",
     VectorStoreQueryMode.TEXT_SEARCH: "keyword",
     VectorStoreQueryMode.SPARSE: "keyword",
@@ -107,6 +107,7 @@ class LtmVectorStore(BasePydanticVectorStore):
         if not isinstance(storage, MemoryStorage):
             raise InvalidInput(f"LtmVectorStore wraps a MemoryStorage, got {type(storage).__name__}")
         self._storage = storage
+        storage.index_metadata("ref_doc_id")  # delete(ref_doc_id) and doc_ids queries: index lookups
 
     @classmethod
     def class_name(cls) -> str:
@@ -120,12 +121,11 @@ class LtmVectorStore(BasePydanticVectorStore):
     # -- writes ------------------------------------------------------------------------------------------
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         """Store nodes (with their embeddings) in one transaction; returns their ids. A node id already
-        stored is replaced (llama-index re-adds a node to update it)."""
+        stored is replaced in that same transaction (llama-index re-adds a node to update it)."""
         if not nodes:
             return []
         messages, vectors = self._messages(nodes)
-        self._storage.delete_where({"id": {"in": [m.id for m in messages]}})  # one index probe when all are new
-        self._storage.add_batch(messages, vectors=vectors)
+        self._storage.replace_batch(messages, vectors=vectors)  # one transaction, re-added ids replaced
         return [m.id for m in messages]
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
@@ -228,13 +228,15 @@ class LtmMemoryBlock(BaseMemoryBlock[str]):
     scope: dict[str, str] = Field(default_factory=dict, description="user_id / agent_id / run_id of new memories.")
     context_window: int = Field(default=3, ge=1, description="Latest chat messages used as the query.")
 
-    def model_post_init(self, __context: Any) -> None:
-        """Check the storage and the scope once, at construction."""
-        if not isinstance(self.storage, MemoryStorage):
-            raise InvalidInput(f"LtmMemoryBlock needs a MemoryStorage, got {type(self.storage).__name__}")
-        unknown = set(self.scope) - {"user_id", "agent_id", "run_id"}
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic runs, so the caller gets ltm's InvalidInput rather than a ValidationError
+        storage = data.get("storage")
+        if not isinstance(storage, MemoryStorage):
+            raise InvalidInput(f"LtmMemoryBlock needs storage=MemoryStorage(...), got {type(storage).__name__}")
+        unknown = set(data.get("scope") or {}) - {"user_id", "agent_id", "run_id"}
         if unknown:
             raise InvalidInput(f"scope keys are user_id, agent_id and run_id, got {sorted(unknown)}")
+        super().__init__(**data)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = " ".join(_text(m) for m in (messages or [])[-self.context_window:]).strip()

@@ -1,4 +1,5 @@
-"""MemoryStorage's document-store half: update, history, delete_where / delete_all, expiry, JSONL transfer.
+"""MemoryStorage's document-store half: list, count, export, update, history, delete_where / delete_all,
+expiry, JSONL transfer.
 
 :class:`DocumentStore` is a base class of :class:`~ltm.store.storage.MemoryStorage`; it holds the logic of
 these operations and reaches the log and the index mirror through the few hooks declared below, which the
@@ -24,11 +25,15 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.store import history as trail
+from ltm.store import rows as rowplan
 from ltm.store import transfer
-from ltm.store.filters import compile_sql
+from ltm.store.embedder import TEXT, Embedder
+from ltm.store.filters import compile_sql, metadata_path
 from ltm.store.history import HistoryEvent
-from ltm.store.log import MessageLog, translate
+from ltm.store.log import MessageLog, translate, unpack
 from ltm.store.mirror import IndexMirror
+from ltm.store.query import compile_filters
+from ltm.store.records import MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
 
 __all__ = ["DocumentStore"]
@@ -37,7 +42,7 @@ _DELETE_CHUNK = 500  # rows deleted per statement batch by delete_where (SQLite'
 
 
 class DocumentStore:
-    """update / history / delete_where / delete_all / purge_expired / export_jsonl / import_jsonl."""
+    """list / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
 
     settings: Settings
     namespace: str | None
@@ -49,29 +54,77 @@ class DocumentStore:
         """The open log and mirror (opening the namespace on first use)."""
 
     @abstractmethod
-    def _store_version(self, message: Message, old_body: str) -> Message:
-        """Write ``message`` in place of the stored version ``old_body`` (one transaction); sync path."""
+    def _prepare(self, messages: Iterable[Message], *, fresh_only: bool) -> rowplan.Pending:
+        """Check messages and plan their embedding (see :func:`ltm.store.rows.prepare`)."""
 
     @abstractmethod
-    async def _astore_version(self, message: Message, old_body: str) -> Message:
-        """Async twin of :meth:`_store_version` (the embedding call, if any, is awaited)."""
+    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
+        """Write pending rows in one transaction the mirror follows (``update``: each must still be stored)."""
+
+    @abstractmethod
+    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+        """Vectors for texts (stored ones reused by content key: no model call for them)."""
+
+    @abstractmethod
+    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+        """Async twin of :meth:`_embed`."""
+
+    @abstractmethod
+    def _given_dim(self) -> int | None:
+        """The dimension given vectors must have (the namespace's, or the configured model's when new)."""
+
+    @property
+    @abstractmethod
+    def embedder(self) -> Embedder:
+        """The store's embedder."""
 
     @abstractmethod
     def add_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """See :meth:`MemoryStorage.add_batch`."""
 
-    @abstractmethod
-    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
-        """See :meth:`MemoryStorage.export`."""
-
-    @abstractmethod
-    def list(self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None) -> Any:
-        """See :meth:`MemoryStorage.list`."""
-
     @property
-    @abstractmethod
     def model(self) -> str:
-        """The embedding model name recorded for this namespace."""
+        """The embedding model name this namespace records (its manifest refuses another)."""
+        return self.embedder.model
+
+    # -- reading --------------------------------------------------------------------------------------------
+    def list(
+        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> MessagePage:
+        """A page of stored messages matching ``filters`` (those :meth:`search` takes), oldest first
+        (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
+        next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
+        shows up again, as its new version, near the end (the new version has a new seq)."""
+        after, limit = decode_cursor(cursor), check_limit(limit)
+        where, params = compile_filters(filters)
+        with self._lock:
+            self.purge_expired()
+            found = self._require()[0].listed(after, limit + 1, where or "1", params)  # one more: is there a next?
+        return MessagePage.of(found, limit)
+
+    def count(self, filters: Mapping[str, Any] | None = None) -> int:
+        """How many messages the namespace holds (matching ``filters`` when given)."""
+        where, params = compile_filters(filters)
+        with self._lock:
+            self.purge_expired()
+            log = self._require()[0]
+            return log.count() if where is None else len(log.matching_seqs(where, params))
+
+    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
+        """Every stored message in insertion order, with its content vector when ``with_vectors``.
+
+        ``add_batch(messages, vectors=...)`` into a namespace of the same model reads it back losslessly.
+        """
+        after = 0
+        while True:
+            with self._lock:
+                rows = self._require()[0].page(after, batch, with_vectors)
+            if not rows:
+                return
+            for seq, body, blob in rows:
+                vector = unpack(blob) if blob is not None else None
+                yield Message.load(body), vector
+                after = seq
 
     # -- update ------------------------------------------------------------------------------------------
     def update(self, message_id: str, *, content: str | None = None,
@@ -83,17 +136,18 @@ class DocumentStore:
         crash); the content is re-embedded only when it changes. The id stays; the message moves to the end
         of :meth:`list` order. NotFound (an LTMError) when no message has this id, e.g. it was deleted.
         """
-        new, old_body = self._updated(message_id, content, metadata)
-        return self._store_version(new, old_body)
+        pending = self._prepare([self._updated(message_id, content, metadata)], fresh_only=False)
+        self._commit(pending, self._embed(pending.texts, TEXT), replace=True, update=True)
+        return pending.messages[0]
 
     async def aupdate(self, message_id: str, *, content: str | None = None,
                       metadata: Mapping[str, Any] | None = None) -> Message:
         """Async twin of :meth:`update`."""
-        new, old_body = self._updated(message_id, content, metadata)
-        return await self._astore_version(new, old_body)
+        pending = self._prepare([self._updated(message_id, content, metadata)], fresh_only=False)
+        self._commit(pending, await self._aembed(pending.texts, TEXT), replace=True, update=True)
+        return pending.messages[0]
 
-    def _updated(self, message_id: str, content: str | None, metadata: Mapping[str, Any] | None) -> tuple[Message,
-                                                                                                       str]:
+    def _updated(self, message_id: str, content: str | None, metadata: Mapping[str, Any] | None) -> Message:
         if content is None and metadata is None:
             raise InvalidInput("update needs content or metadata (or both); nothing was changed")
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -111,7 +165,18 @@ class DocumentStore:
         if metadata is not None:
             merged = {**old.metadata, **metadata}
             changes["metadata"] = {k: v for k, v in merged.items() if v is not None}
-        return Message.load({**old.to_dict(), **changes}), old_body
+        return Message.load({**old.to_dict(), **changes})
+
+    def replace_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
+        """Store each message in place of the stored message with its id (or as new), all in ONE transaction;
+        returns how many were written. ``vectors`` as in :meth:`add_batch`. History: UPDATE or ADD each."""
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
+        pending = self._prepare(listed, fresh_only=False)
+        if not pending.messages:
+            return 0
+        embedded = self._embed(rowplan.texts_to_embed(pending, given), TEXT)
+        self._commit(pending, rowplan.with_given(pending, given, embedded), replace=True)
+        return len(pending.messages)
 
     def history(self, message_id: str) -> builtins.list[HistoryEvent]:
         """The message's ADD / UPDATE / DELETE events, oldest first, each with old and new values and its time
@@ -120,6 +185,17 @@ class DocumentStore:
             log = self._require()[0]
             with translate(log.path), log.transaction(write=False):
                 return trail.events_of(log.db, str(message_id), log.body_of(str(message_id)))
+
+    def index_metadata(self, key: str) -> None:
+        """Index metadata ``key`` (``a.b`` for a nested one), so that ``metadata.KEY`` filters on it become
+        index lookups instead of reading every row's JSON. Kept in the SQLite file (idempotent); costs a
+        little on every add, like any index."""
+        path = metadata_path(f"metadata.{key}")
+        name = "messages_meta_" + key.replace(".", "__")
+        with self._lock:
+            log = self._require()[0]
+            with log.transaction(write=True):
+                log.db.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON messages(json_extract(metadata, {path}))')
 
     # -- deleting by filter -------------------------------------------------------------------------------
     def delete_where(self, filters: Mapping[str, Any]) -> int:
@@ -150,7 +226,7 @@ class DocumentStore:
                 due = log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone()
             return 0 if due is None else self._delete("m.expires_at <= ?", [now])
 
-    def _delete(self, where: str, params: list[Any]) -> int:
+    def _delete(self, where: str, params: builtins.list[Any]) -> int:
         with self._lock:
             log, mirror = self._require()
             with mirror.writing(log) as write:
@@ -174,7 +250,7 @@ class DocumentStore:
 
         ``target`` is a path or an open text file. With ``with_vectors`` each line carries its stored vector
         and model name, so :meth:`import_jsonl` into a store of the same model embeds nothing."""
-        wanted = None
+        wanted: set[str] | None = None
         if filters:
             wanted = set()
             cursor: str | None = None
@@ -207,7 +283,7 @@ class DocumentStore:
 def _opened(target: str | Path | TextIO, mode: str) -> Iterator[TextIO]:
     if isinstance(target, str | Path):
         with open(target, mode, encoding="utf-8") as handle:
-            yield handle
+            yield handle  # type: ignore[misc]
     else:
         yield target
 

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.store.log import BM25_WEIGHTS, MessageLog, translate, unpack
-from ltm.store.retrieval import MemoryHit
+from ltm.store.retrieval import MemoryHit, check_query
+from ltm.store.validation import normalise
 
-__all__ = ["check_threshold", "explained"]
+__all__ = ["check_threshold", "explained", "given_query_vector"]
 
 
 def check_threshold(threshold: float | None) -> float | None:
@@ -35,6 +37,15 @@ def check_threshold(threshold: float | None) -> float | None:
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold):
         raise InvalidInput(f"threshold is a finite minimum score (a cosine in dense / hybrid mode), got {threshold!r}")
     return float(threshold)
+
+
+def given_query_vector(query: str, mode: str, vector: Any, dim: Callable[[], int | None]) -> np.ndarray | None:
+    """A query embedding given by the caller, checked (InvalidInput), or None when there is none to use; with one,
+    ``query`` may be empty in dense mode."""
+    check_query(query if vector is None or mode != "dense" else query or "-", mode)
+    if vector is None or mode == "keyword":
+        return None
+    return normalise(np.asarray(vector, dtype=np.float32).reshape(1, -1), dim(), "the query vector")
 
 
 def explained(

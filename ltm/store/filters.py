@@ -17,7 +17,8 @@ Logic is two-valued: a message without the field never matches a positive operat
 text and a membership test on a list; ``icontains`` folds case (Unicode casefold). ``gt``-like operators
 compare numbers with numbers and text with text, never across.
 
-Values never enter the SQL text: every value and every metadata path is a bound parameter. The old search
+Values never enter the SQL text: every value is a bound parameter (a metadata key, a checked name, is written
+as a JSON path literal so that an index on it can serve the filter: see :func:`metadata_path`). The old search
 kwargs (``role``, ``cause_by``, ``sent_from``, ``created_after``, ``created_before``, ``metadata={...}``)
 are still accepted and translated (:func:`parse` does it).
 """
@@ -44,6 +45,7 @@ __all__ = [
     "Or",
     "casefold",
     "compile_sql",
+    "metadata_path",
     "parse",
     "to_sql",
 ]
@@ -323,31 +325,40 @@ def _set_sql(node: Compare, params: list[Any]) -> str:
     return f"EXISTS (SELECT 1 FROM json_each(m.body, '$.send_to') j WHERE {inner})"
 
 
+def metadata_path(field: str) -> str:
+    """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``).
+
+    The one piece of a filter written into the SQL text rather than bound: a name, not a value, and only after
+    every segment matched ``[A-Za-z0-9_-]{1,64}`` (no quote can get in). Being a literal is what lets SQLite use
+    an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
+    segments = field[len("metadata."):].split(".") if field.startswith("metadata.") else []
+    if not segments or not all(_SEGMENT.match(s) for s in segments):
+        raise InvalidInput(f"metadata filter {field!r}: each key segment is 1-64 letters, digits, _ or -")
+    return "'$" + "".join(f'."{s}"' for s in segments) + "'"
+
+
 def _metadata_sql(node: Compare, params: list[Any]) -> str:
-    path = "$" + "".join(f'."{s}"' for s in node.field[len("metadata."):].split("."))
+    path = metadata_path(node.field)
+    value_sql, type_sql = f"json_extract(m.metadata, {path})", f"json_type(m.metadata, {path})"
     if node.op in ("eq", "in"):
-        values = node.value if node.op == "in" else (node.value,)
         parts = []
-        for value in values:
+        for value in node.value if node.op == "in" else (node.value,):
             if value is None:
-                params.append(path)
-                parts.append("json_type(m.metadata, ?) = 'null'")
+                parts.append(f"{type_sql} = 'null'")
             else:
-                sql_value, *kinds = _json_typed(value)
-                params.extend([path, sql_value, path, *kinds])
-                parts.append("(json_extract(m.metadata, ?) = ? AND json_type(m.metadata, ?) IN (?, ?))")
+                params.extend(_json_typed(value))
+                parts.append(f"({value_sql} = ? AND {type_sql} IN (?, ?))")
         return "(" + " OR ".join(parts) + ")"
     if node.op in _SQL_OP:
-        sql_value, *kinds = _json_typed(node.value)
-        params.extend([path, sql_value, path, *kinds])
-        return f"(json_extract(m.metadata, ?) {_SQL_OP[node.op]} ? AND json_type(m.metadata, ?) IN (?, ?))"
+        params.extend(_json_typed(node.value))
+        return f"({value_sql} {_SQL_OP[node.op]} ? AND {type_sql} IN (?, ?))"
     # contains: a substring of a text value, or an element of a list value
     fold = node.op == "icontains"
     value = casefold(node.value) if fold else node.value
     text = "instr(ltm_fold(j.value), ?) > 0" if fold else "instr(j.value, ?) > 0"
     element = "ltm_fold(j.value) = ?" if fold else "j.value = ?"
-    params.extend([path, path, value, value])
-    return (f"EXISTS (SELECT 1 FROM json_each(m.metadata, ?) j WHERE CASE json_type(m.metadata, ?) "
+    params.extend([value, value])
+    return (f"EXISTS (SELECT 1 FROM json_each(m.metadata, {path}) j WHERE CASE {type_sql} "
             f"WHEN 'text' THEN j.type = 'text' AND {text} "
             f"WHEN 'array' THEN j.type NOT IN ('array', 'object') AND {element} ELSE 0 END)")
 

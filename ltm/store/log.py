@@ -24,7 +24,7 @@ import numpy as np
 from ltm.errors import BackendUnavailable, StoreCorrupted
 from ltm.store import history
 from ltm.store.filters import casefold
-from ltm.store.scopes import expiry
+from ltm.store.scopes import add_scope_columns
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
 
@@ -51,8 +51,6 @@ CREATE TABLE IF NOT EXISTS messages(
     expires_at REAL
 );
 """
-# Scope and expiry columns (schema 3) are filled from metadata (ltm.store.scopes); older tables get them here.
-_SCOPE_COLUMNS = (("user_id", "TEXT"), ("agent_id", "TEXT"), ("run_id", "TEXT"), ("expires_at", "REAL"))
 _DDL = """
 CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
 CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
@@ -113,34 +111,12 @@ class MessageLog:
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
             self.db.executescript(_TABLE)
-            self._add_scope_columns()
+            add_scope_columns(self.db)
             self.db.executescript(_DDL + history.DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
         self.db.close()
-
-    def _add_scope_columns(self) -> None:
-        """Schema 2 -> 3, idempotent: add the scope / expiry columns and fill them from each row's metadata,
-        in one transaction (an interrupted upgrade is redone by the next open)."""
-        have = {row[1] for row in self.db.execute("PRAGMA table_info(messages)")}
-        missing = [(name, kind) for name, kind in _SCOPE_COLUMNS if name not in have]
-        if not missing:
-            return
-        with self.transaction(write=True):
-            have = {row[1] for row in self.db.execute("PRAGMA table_info(messages)")}
-            for name, kind in _SCOPE_COLUMNS:
-                if name not in have:
-                    self.db.execute(f"ALTER TABLE messages ADD COLUMN {name} {kind}")
-            for name in ("user_id", "agent_id", "run_id"):
-                self.db.execute(f"UPDATE messages SET {name} = json_extract(metadata, '$.{name}') "
-                                f"WHERE json_type(metadata, '$.{name}') = 'text'")
-            self.db.execute("UPDATE messages SET expires_at = json_extract(metadata, '$.expires_at') "
-                            "WHERE json_type(metadata, '$.expires_at') IN ('integer', 'real')")
-            texts = self.db.execute("SELECT seq, json_extract(metadata, '$.expires_at') FROM messages "
-                                    "WHERE json_type(metadata, '$.expires_at') = 'text'").fetchall()
-            self.db.executemany("UPDATE messages SET expires_at = ? WHERE seq = ?",
-                                [(expiry(str(seq), text), seq) for seq, text in texts])
 
     @contextmanager
     def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -279,7 +255,7 @@ class MessageLog:
 
     def listed(self, after: int, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, str]]:
         """(seq, body) of up to ``limit`` live rows with seq > ``after`` matching a filter clause over
-        ``messages m`` (from ``query.filter_sql``), in seq order."""
+        ``messages m`` (from ``query.compile_filters``), in seq order."""
         sql = f"SELECT m.seq, m.body FROM messages m WHERE m.seq > ? AND ({where}) ORDER BY m.seq LIMIT ?"
         with translate(self.path):
             rows = self.db.execute(sql, [after, *params, limit]).fetchall()
@@ -312,7 +288,7 @@ class MessageLog:
         return changed
 
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
-        """Seqs of live messages satisfying a filter clause (from ``query.filter_sql``)."""
+        """Seqs of live messages satisfying a filter clause (from ``query.compile_filters``)."""
         with translate(self.path):
             rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)

@@ -248,12 +248,14 @@ class IndexMirror:
 
 
 def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
-    """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors). Its
-    float32 snapshots are deleted: the mirror rebuilds them from SQLite on open."""
-    if manifest.dim is not None:
-        log.migrate_float16(manifest.dim)
-    for name in (_CONTENT_FILE, _CONTEXT_FILE):
-        (directory / name).unlink(missing_ok=True)
+    """Bring an older namespace to the current schema in place. 1 -> 2: float16 vectors (its float32
+    snapshots are deleted: the mirror rebuilds them from SQLite on open). 2 -> 3: scope / expiry columns and
+    the history table, which :class:`MessageLog` adds when it opens the file (nothing left to do here)."""
+    if manifest.schema_version < 2:
+        if manifest.dim is not None:
+            log.migrate_float16(manifest.dim)
+        for name in (_CONTENT_FILE, _CONTEXT_FILE):
+            (directory / name).unlink(missing_ok=True)
     manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
     manifest.write(directory / "manifest.json")
 

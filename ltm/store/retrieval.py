@@ -14,7 +14,8 @@ from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import KEYWORD_BUDGET, fuse, keyword_plan, query_terms
 
-__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "retrieve", "similar"]
+__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "keyword_match", "retrieve",
+           "similar"]
 
 Mode = Literal["hybrid", "dense", "keyword"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -44,6 +45,7 @@ class MemoryHit:
     message: Message
     score: float
     signals: tuple[str, ...]
+    explain: dict[str, float] | None = None  # per-signal scores, with search(explain=True): see ltm.store.explain
 
 
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
@@ -65,7 +67,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         scores, ids = index.search(vector, fetch, allowed)
         rankings.append([(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0])
         names.append(name)
-    match = _keyword_match(log, query.text) if mode != "dense" else None
+    match = keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
         rankings.append(log.keyword(match, fetch, where or "1", params))
         names.append("keyword")
@@ -109,7 +111,7 @@ def best_similarities(
     return best
 
 
-def _keyword_match(log: MessageLog, query: str) -> str | None:
+def keyword_match(log: MessageLog, query: str) -> str | None:
     """The FTS5 query for ``query``: its rarest terms once the table is large (cost bounded: see keyword_plan)."""
     terms = query_terms(query)
     rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup

@@ -123,8 +123,8 @@ def _leaf_value(value: Any, node: Compare) -> bool:
             numeric != isinstance(value, int | float) or (not numeric and not isinstance(value, str))
         ):
             return False
-        return {"gt": value > node.value, "gte": value >= node.value,
-                "lt": value < node.value, "lte": value <= node.value}[node.op]
+        return bool({"gt": value > node.value, "gte": value >= node.value,
+                     "lt": value < node.value, "lte": value <= node.value}[node.op])
     fold = node.op == "icontains"
     needle = node.value.casefold() if fold else node.value
     if isinstance(value, str):
@@ -281,3 +281,21 @@ def test_a_selective_filter_is_an_index_lookup(store: MemoryStorage, filters: di
         f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params))
     assert f"USING INDEX {index}" in plan or f"USING COVERING INDEX {index}" in plan, plan
     assert "SCAN m" not in plan.replace("SCAN m USING", ""), plan
+
+
+def test_an_indexed_metadata_key_is_an_index_lookup(tmp_path_factory: pytest.TempPathFactory) -> None:
+    settings = Settings(storage_dir=tmp_path_factory.mktemp("meta") / "storage", embedding="hash")
+    store = MemoryStorage("meta", settings=settings)
+    store.add_batch(_messages())
+    filters = {"metadata.doc.kind": "pdf", "role": {"ne": "user"}}
+    before = _sql_ids(store, filters)
+    store.index_metadata("doc.kind")
+    store.index_metadata("doc.kind")  # idempotent
+    where, params = compile_sql(filters)
+    assert store._log is not None
+    plan = " | ".join(r[3] for r in store._log.db.execute(
+        f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params))
+    assert "USING INDEX messages_meta_doc__kind" in plan, plan
+    assert _sql_ids(store, filters) == before and before
+    with pytest.raises(InvalidInput, match="metadata filter"):
+        store.index_metadata("x'); DROP TABLE messages; --")
