@@ -32,6 +32,7 @@ from ltm.store.filters import compile_sql, metadata_path
 from ltm.store.history import HistoryEvent
 from ltm.store.log import MessageLog, translate, unpack
 from ltm.store.mirror import IndexMirror
+from ltm.store.offloop import OffLoop
 from ltm.store.query import compile_filters
 from ltm.store.records import MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
@@ -41,7 +42,7 @@ __all__ = ["DocumentStore"]
 _DELETE_CHUNK = 500  # rows deleted per statement batch by delete_where (SQLite's host-parameter limit)
 
 
-class DocumentStore:
+class DocumentStore(OffLoop):
     """list / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
 
     settings: Settings
@@ -142,9 +143,11 @@ class DocumentStore:
 
     async def aupdate(self, message_id: str, *, content: str | None = None,
                       metadata: Mapping[str, Any] | None = None) -> Message:
-        """Async twin of :meth:`update`."""
-        pending = self._prepare([self._updated(message_id, content, metadata)], fresh_only=False)
-        self._commit(pending, await self._aembed(pending.texts, TEXT), replace=True, update=True)
+        """Async twin of :meth:`update` (blocking work off the event loop)."""
+        new = await self._off(self._updated, message_id, content, metadata)
+        pending = await self._off(self._prepare, [new], fresh_only=False)
+        embedded = await self._aembed(pending.texts, TEXT)
+        await self._off(self._commit, pending, embedded, replace=True, update=True)
         return pending.messages[0]
 
     def _updated(self, message_id: str, content: str | None, metadata: Mapping[str, Any] | None) -> Message:

@@ -66,6 +66,9 @@ CREATE TABLE IF NOT EXISTS tombstones(
     tseq INTEGER PRIMARY KEY AUTOINCREMENT,
     seq INTEGER NOT NULL
 );
+-- what the namespace is, recorded beside the rows so a lost manifest.json can be rebuilt, and the log's
+-- identity that binds index snapshots to this file (issue 13)
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tokenize='unicode61 remove_diacritics 2');
 """
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
@@ -97,17 +100,22 @@ class Row:
 class MessageLog:
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full") -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
+                 *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
         self._df_rows = 0
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
         with translate(path):
+            if read_only:
+                self.db = _open_read_only(path, busy_timeout_ms)
+                return
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
-            if synchronous not in ("full", "normal"):
-                raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
             self.db.executescript(_TABLE)
@@ -367,6 +375,27 @@ def translate(path: Path) -> Iterator[None]:
         if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
             raise
         raise _corrupted(path, exc) from exc
+
+
+def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection that never writes, for read-only media (issue 13): ``mode=ro`` when SQLite can use the
+    WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise BackendUnavailable(
+                f"{path} is on read-only storage with committed rows still in {wal.name}; copy the namespace "
+                "folder to writable storage (or open it once where it is writable) to read it"
+            ) from None
+    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return db
 
 
 def _corrupted(path: Path, exc: Exception) -> StoreCorrupted:
