@@ -13,7 +13,7 @@ here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadab
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +24,17 @@ import numpy as np
 from ltm.errors import BackendUnavailable, StoreCorrupted
 from ltm.store import history
 from ltm.store.filters import casefold
-from ltm.store.scopes import add_scope_columns
+from ltm.store.scopes import SCOPE_DDL, add_scope_columns
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
 
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
+
+# The keyword index stems (porter over unicode61: "hobbies" finds "hobby", "moved" finds "moving"); schema <= 2
+# stores had unicode61 alone and get their index rebuilt from the log on open (rebuild_keywords).
+FTS_SPEC = "fts5(content, who, at, context, tokenize='porter unicode61 remove_diacritics 2')"
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS messages(
@@ -51,17 +55,11 @@ CREATE TABLE IF NOT EXISTS messages(
     expires_at REAL
 );
 """
-_DDL = """
+_DDL = f"""
 CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
 CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
 -- counting the rows with a context vector (checked on every open) must not scan the table
 CREATE INDEX IF NOT EXISTS messages_with_context ON messages(seq) WHERE context_embedding IS NOT NULL;
--- filters on a scope or a cause stay index lookups; partial indexes cost nothing in stores that do not use them
-CREATE INDEX IF NOT EXISTS messages_user_id ON messages(user_id, seq) WHERE user_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_agent_id ON messages(agent_id, seq) WHERE agent_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_run_id ON messages(run_id, seq) WHERE run_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_expires_at ON messages(expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_cause_by ON messages(cause_by, seq);
 CREATE TABLE IF NOT EXISTS tombstones(
     tseq INTEGER PRIMARY KEY AUTOINCREMENT,
     seq INTEGER NOT NULL
@@ -69,8 +67,9 @@ CREATE TABLE IF NOT EXISTS tombstones(
 -- what the namespace is, recorded beside the rows so a lost manifest.json can be rebuilt, and the log's
 -- identity that binds index snapshots to this file (issue 13)
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 """
+
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
 BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
@@ -111,6 +110,7 @@ class MessageLog:
         with translate(path):
             if read_only:
                 self.db = _open_read_only(path, busy_timeout_ms)
+                self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
                 return
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
@@ -120,7 +120,7 @@ class MessageLog:
             self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
             self.db.executescript(_TABLE)
             add_scope_columns(self.db)
-            self.db.executescript(_DDL + history.DDL)
+            self.db.executescript(_DDL + SCOPE_DDL + history.DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
@@ -294,6 +294,35 @@ class MessageLog:
                         f"UPDATE messages SET {column} = ltm_half({column}) WHERE length({column}) = ?", (4 * dim,)
                     ).rowcount
         return changed
+
+    def keywords_stemmed(self) -> bool:
+        """True when the keyword index is the current (porter) one."""
+        with translate(self.path):
+            row = self.db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
+        return row is not None and "porter" in str(row[0])
+
+    def rebuild_keywords(self, columns: Callable[[str], tuple[str, str, str, str]], batch: int = 2000) -> int:
+        """Schema 2 -> 3: a fresh (stemming) keyword index from the stored messages, in one transaction.
+
+        ``columns`` maps a message body to its four keyword texts. Nothing but the ``fts`` table changes, so
+        an interrupted rebuild leaves the old index and is redone by the next open. Returns the rows indexed.
+        """
+        total = 0
+        with translate(self.path), self.transaction(write=True):
+            self.db.execute("DROP TABLE IF EXISTS fts")
+            self.db.execute(f"CREATE VIRTUAL TABLE fts USING {FTS_SPEC}")
+            after = 0
+            while True:
+                rows = self.db.execute("SELECT seq, body FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+                                       (after, batch)).fetchall()
+                if not rows:
+                    break
+                self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                                    [(seq, *columns(body)) for seq, body in rows])
+                total += len(rows)
+                after = rows[-1][0]
+        self._df, self._df_rows = {}, 0
+        return total
 
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
         """Seqs of live messages satisfying a filter clause (from ``query.compile_filters``)."""

@@ -28,10 +28,12 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable
+from ltm.message import Message
 from ltm.store import identity
 from ltm.store.locks import namespace_lock
 from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row, decode
 from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.query import keyword_columns
 from ltm.store.records import StoreStats
 from ltm.store.vectors import VectorIndex
 
@@ -281,14 +283,17 @@ class IndexMirror:
 
 
 def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
-    """Bring an older namespace to the current schema in place. 1 -> 2: float16 vectors (its float32
-    snapshots are deleted: the mirror rebuilds them from SQLite on open). 2 -> 3: scope / expiry columns and
-    the history table, which :class:`MessageLog` adds when it opens the file (nothing left to do here)."""
+    """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (the float32
+    snapshots are deleted: the mirror rebuilds them from SQLite on open); 2 -> 3 a stemming keyword index that
+    holds the message's day, rebuilt from the stored messages (vectors untouched); 3 -> 4 scope / expiry
+    columns and the history table, which :class:`MessageLog` adds when it opens the file (nothing left here)."""
     if manifest.schema_version < 2:
         if manifest.dim is not None:
             log.migrate_float16(manifest.dim)
         for name in (_CONTENT_FILE, _CONTEXT_FILE):
             (directory / name).unlink(missing_ok=True)
+    if not log.keywords_stemmed():
+        log.rebuild_keywords(lambda body: keyword_columns(Message.load(body)))
     manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
     manifest.write(directory / "manifest.json")
 

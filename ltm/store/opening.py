@@ -61,7 +61,8 @@ def open_namespace(directory: Path, namespace: str, model: str, settings: Settin
         if writable:
             _record_identity(log, namespace, manifest.embedding_model)
             sweep_leftovers(directory)
-            if manifest.schema_version < SCHEMA_VERSION:
+            # a manifest rebuilt from the log says the current schema: the keyword index is checked by itself
+            if manifest.schema_version < SCHEMA_VERSION or not log.keywords_stemmed():
                 migrate(log, directory, manifest)
         stored = identity.stored_dim(log) if manifest.schema_version == SCHEMA_VERSION else None  # float16 rows
         if stored is not None and manifest.dim is not None and stored != manifest.dim:

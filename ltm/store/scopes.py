@@ -20,7 +20,7 @@ from typing import Any
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["EXPIRES_AT", "SCOPES", "add_scope_columns", "expiry", "scope_values", "scoped"]
+__all__ = ["EXPIRES_AT", "SCOPES", "SCOPE_DDL", "add_scope_columns", "expiry", "scope_values", "scoped"]
 
 SCOPES = ("user_id", "agent_id", "run_id")
 EXPIRES_AT = "expires_at"
@@ -81,6 +81,15 @@ def _readable_expiry(text: str) -> float | None:
     except InvalidInput:
         return None
 
+
+# Filters on a scope or a cause stay index lookups; partial indexes cost nothing in stores that do not use them.
+SCOPE_DDL = """
+CREATE INDEX IF NOT EXISTS messages_user_id ON messages(user_id, seq) WHERE user_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_agent_id ON messages(agent_id, seq) WHERE agent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_run_id ON messages(run_id, seq) WHERE run_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_expires_at ON messages(expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_cause_by ON messages(cause_by, seq);
+"""
 
 # (column, type) of the scope and expiry columns (schema 3), filled from metadata when a row is written
 _COLUMNS = (("user_id", "TEXT"), ("agent_id", "TEXT"), ("run_id", "TEXT"), ("expires_at", "REAL"))

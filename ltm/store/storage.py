@@ -10,7 +10,9 @@ Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
 - ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
-- ``hybrid``: reciprocal rank fusion, the sum over signals of ``1 / (60 + rank)``, in (0, 2/61].
+- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
+  [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
+  query verbatim (or up to case, spacing and punctuation) come first whatever their score.
 """
 
 from __future__ import annotations
@@ -258,10 +260,10 @@ class MemoryStorage(DocumentStore):
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
         ``filters``: the store's filter language (:mod:`ltm.store.filters`). Hybrid fuses dense and BM25
-        rankings by reciprocal rank. ``threshold``: a minimum cosine (dense, hybrid) or ``-bm25`` (keyword);
-        ``explain``: each hit's per-signal scores in ``hit.explain`` (see :mod:`ltm.store.explain`).
-        ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used instead of embedding
-        ``query``; with it, ``query`` may be empty in dense mode.
+        scores, calibrated (see :mod:`ltm.store.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
+        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
+        :mod:`ltm.store.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
+        instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
         """
         query_vector = given_query_vector(query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and self._dim() is not None:
@@ -295,7 +297,8 @@ class MemoryStorage(DocumentStore):
             return []
         with self._lock:
             log, mirror = self._synced()
-            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params)))
+            exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
+            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
             match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
             return explained(log, hits, mode, vector, match, threshold, explain)
 

@@ -12,8 +12,7 @@ from ltm import MemoryStorage, Message, Settings
 
 
 def _stat(store: MemoryStorage, key: str) -> object:
-    stats = store.stats()
-    return stats[key] if isinstance(stats, dict) else getattr(stats, key)
+    return getattr(store.stats(), key)
 
 
 def test_a_killed_snapshot_writes_temp_file_is_swept(settings: Settings) -> None:
@@ -77,11 +76,10 @@ def test_stats_is_one_consistent_read_under_a_writer(settings: Settings) -> None
                               text=True)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
-        seen = []
+        seen: list[tuple[int, int]] = []
         while len(seen) < 400 or seen[-1][0] < 100:
             stats = reader.stats()
-            seen.append((stats["messages"], stats["vectors"]) if isinstance(stats, dict) else
-                        (stats.messages, stats.vectors))
+            seen.append((stats.messages, stats.vectors))
     finally:
         writer.kill()
         writer.wait()

@@ -22,6 +22,7 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError, NotFound
 from ltm.message import Message
 from ltm.store import MemoryStorage, scoped
+from ltm.store.manifest import SCHEMA_VERSION
 
 
 def _store(settings: Settings, name: str = "api") -> MemoryStorage:
@@ -306,7 +307,9 @@ def test_import_refuses_a_foreign_file_before_writing(settings: Settings, tmp_pa
 
 
 # -- migration ---------------------------------------------------------------------------------------------
-def test_a_schema_2_store_is_migrated_on_open(settings: Settings) -> None:
+def test_a_store_from_before_scopes_is_migrated_on_open(settings: Settings) -> None:
+    """Schema 3 -> 4: the scope / expiry columns are added and filled from each row's metadata, the history
+    table is created; one migration chain with the keyword-index rebuild of 2 -> 3."""
     store = _store(settings)
     _team(store)
     path = store.path
@@ -320,10 +323,10 @@ def test_a_schema_2_store_is_migrated_on_open(settings: Settings) -> None:
     db.commit()
     db.close()
     manifest = json.loads((path / "manifest.json").read_text())
-    (path / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 2}))
+    (path / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 3}))
     store = _store(settings)
     assert [m.id for m in store.list({"run_id": "r1"}).messages] == ["a1", "a2"]
-    assert json.loads((path / "manifest.json").read_text())["schema_version"] >= 3
+    assert json.loads((path / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION == 4
     store.update("a1", content="after the migration")
     assert [e.event for e in store.history("a1")] == ["UPDATE"]
 
