@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ltm.cli.common import (
     EXIT_DECLINED,
@@ -32,8 +33,17 @@ COMMANDS = {
 }
 
 
+def _local(args: argparse.Namespace) -> Any:
+    """The namespace's local store: these commands are not served by ``ltm serve`` yet, so --url is refused."""
+    store = open_storage(args, existing=True)
+    if not hasattr(store, "history"):
+        store.close()
+        raise InvalidInput(f"`ltm {args.command}` works on local files only for now; drop --url / LTM_URL")
+    return store
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    with open_storage(args, existing=True) as store:
+    with _local(args) as store:
         page = store.list(filters_from(args), limit=args.limit, cursor=args.cursor)
         print_messages(args, page.messages)
     if page.next_cursor:
@@ -44,7 +54,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     content = " ".join(args.content) if args.content else None
     metadata = parse_meta(args.set) if args.set else None
-    with open_storage(args, existing=True) as store:
+    with _local(args) as store:
         message = store.update(args.id, content=content, metadata=metadata)
     if args.format == "json":
         print_messages(args, [message])
@@ -54,7 +64,7 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    with open_storage(args, existing=True) as store:
+    with _local(args) as store:
         events = store.history(args.id)
     for event in events:
         if args.format == "json":
@@ -70,7 +80,7 @@ def cmd_delete_where(args: argparse.Namespace) -> int:
     filters = filters_from(args)
     if not filters:
         raise InvalidInput("delete-where needs a filter (--where JSON or --role/--meta...); nothing was deleted")
-    with open_storage(args, existing=True) as store:
+    with _local(args) as store:
         matching = store.count(filters)
         if not args.yes:
             if not sys.stdin.isatty():
