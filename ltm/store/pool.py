@@ -21,6 +21,7 @@ import os
 import resource
 import threading
 import weakref
+from abc import abstractmethod
 from pathlib import Path
 
 from ltm.config import Settings
@@ -136,8 +137,9 @@ class PooledNamespace(OffLoop):
     _parked: Path | None = None  # the directory of a namespace the pool closed: reopened on the next call
 
     @property
-    def embedder(self) -> Embedder:  # pragma: no cover - MemoryStorage defines it
-        raise NotImplementedError
+    @abstractmethod
+    def embedder(self) -> Embedder:
+        """The store's embedder (its model name is checked against the namespace's on open)."""
 
     @property
     def path(self) -> Path | None:
