@@ -12,9 +12,11 @@ markdown table; timings are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import resource
+import shutil
 import statistics
 import tempfile
 import time
@@ -73,6 +75,14 @@ def main() -> None:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(args.ulimit, hard), hard))
     root = args.dir or Path(tempfile.mkdtemp(prefix="ltm-bench-ns-"))
+    try:
+        _run(args, root)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, root: Path) -> None:
     extra = {} if args.pool is None else {"max_open_namespaces": args.pool}
     settings = Settings(storage_dir=root, embedding="hash", sqlite_synchronous=args.synchronous, **extra)
     rng = random.Random(20)
@@ -90,6 +100,8 @@ def main() -> None:
                 peak_fds = max(peak_fds, _fds())
     except LTMError as exc:
         failed = f"failed at namespace {len(stores)}: {type(exc).__name__}: {exc}"
+        stores.clear()  # out of descriptors (closing would write a snapshot): let the collector free them
+        gc.collect()
     write_s = time.perf_counter() - start
     rss1, fds1 = _rss_mb(), _fds()
 

@@ -117,10 +117,12 @@ def too_many_files(namespace: str, settings: Settings) -> BackendUnavailable:
     """The error for an open that failed because the process ran out of file descriptors."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     bound = settings.max_open_namespaces or "0 (no bound)"
+    used = open_files()
+    in_use = "all its" if used == -1 else f"{used}" if used is not None else "an unknown number of"
     return BackendUnavailable(
         f"cannot open namespace {namespace!r}: this process reached its limit of {soft} open files "
         f"(RLIMIT_NOFILE, `ulimit -n`) with {POOL.count()} namespaces open (max_open_namespaces={bound}, "
-        f"{open_files()} descriptors in use); each open namespace holds about 3 files: lower "
+        f"{in_use} descriptors in use); each open namespace holds about 3 files: lower "
         "max_open_namespaces (LTM_MAX_OPEN_NAMESPACES) below a third of the limit, or raise `ulimit -n`"
     )
 
