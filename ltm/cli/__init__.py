@@ -14,13 +14,13 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ltm.cli import demo, messages, namespaces
+from ltm.cli import demo, messages, migrate, namespaces
 from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
 from ltm.errors import LTMError, NotFound
 
 __all__ = ["COMMANDS", "main"]
 
-_GROUPS: tuple[ModuleType, ...] = (demo, messages, namespaces)
+_GROUPS: tuple[ModuleType, ...] = (demo, messages, namespaces, migrate)
 
 COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in group.COMMANDS.items()}
 
