@@ -8,8 +8,9 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
+from ltm.cli.output import parse_time, write_messages
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
@@ -28,6 +29,14 @@ class Options:
         self.common.add_argument("--storage-dir", help="data root (default: LTM_STORAGE_DIR or ./storage)")
         self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
                                  help="embedding (default: LTM_EMBEDDING or local)")
+        self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
+        self.common.add_argument("-v", "--verbose", action="count", default=0,
+                                 help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
+        self.output = argparse.ArgumentParser(add_help=False)
+        self.output.add_argument("--format", choices=["table", "json"], default="table",
+                                 help="table (default) or json: one JSON object per line")
+        self.output.add_argument("--json", dest="format", action="store_const", const="json",
+                                 help="the same as --format json")
         self.namespace = argparse.ArgumentParser(add_help=False)
         self.namespace.add_argument("-n", "--namespace", default="default", help="namespace (default: default)")
         self.namespace.add_argument("--kind", default="cli", help="namespace kind: role, user, cli... (default: cli)")
@@ -35,10 +44,10 @@ class Options:
         self.filters.add_argument("--role", help="only messages of this role")
         self.filters.add_argument("--cause-by", help="only messages caused by this action")
         self.filters.add_argument("--sent-from", help="only messages sent from this sender")
-        self.filters.add_argument("--after", dest="created_after", type=float,
-                                  help="created at or after (unix seconds)")
-        self.filters.add_argument("--before", dest="created_before", type=float,
-                                  help="created before (unix seconds)")
+        self.filters.add_argument("--after", dest="created_after", metavar="TIME",
+                                  help="created at or after TIME (ISO-8601 such as 2026-11-01, or unix seconds)")
+        self.filters.add_argument("--before", dest="created_before", metavar="TIME",
+                                  help="created before TIME (ISO-8601 or unix seconds)")
         self.filters.add_argument("--meta", action="append", metavar="KEY=VALUE",
                                   help="metadata equality (repeatable)")
 
@@ -79,20 +88,24 @@ def parse_meta(pairs: Sequence[str] | None) -> dict[str, Any]:
 
 def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
     filters: dict[str, Any] = {}
-    for name in ("role", "cause_by", "sent_from", "created_after", "created_before"):
+    for name in ("role", "cause_by", "sent_from"):
         value = getattr(args, name, None)
         if value is not None:
             filters[name] = value
+    for name in ("created_after", "created_before"):
+        value = getattr(args, name, None)
+        if value is not None:
+            filters[name] = parse_time(value, utc=args.utc)
     meta = parse_meta(getattr(args, "meta", None))
     if meta:
         filters["metadata"] = meta
     return filters or None
 
 
-def print_messages(messages: Sequence[Message], out: TextIO, scores: Sequence[str] | None = None) -> None:
-    for i, m in enumerate(messages):
-        prefix = f"{scores[i]}  " if scores else ""
-        out.write(f"{prefix}{m.id}  {m.role}: {m.content}\n")
+def print_messages(args: argparse.Namespace, messages: Sequence[Message], extra: Sequence[dict[str, Any]] | None = None
+                   ) -> None:
+    """The messages on stdout in the format the command line asked for (see :mod:`ltm.cli.output`)."""
+    write_messages(messages, sys.stdout, fmt=getattr(args, "format", "table"), utc=args.utc, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -138,9 +151,3 @@ def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Line]:
             raise InvalidInput(f"line {number}: {exc}") from exc
         yield Line(number, message, vector, model if isinstance(model, str) else None)
 
-
-def progress_bar() -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    return Progress(*columns, transient=True, disable=not sys.stderr.isatty())

@@ -19,9 +19,9 @@ from ltm.cli.common import (
     open_storage,
     parse_meta,
     print_messages,
-    progress_bar,
     read_jsonl,
 )
+from ltm.cli.output import Progress
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 
@@ -34,21 +34,21 @@ COMMANDS = {
     "export": "write a namespace as JSONL (optionally with embeddings)",
     "import": "read JSONL messages into a namespace (lossless round trip with export)",
     "delete": "delete messages by id",
+    "get": "show messages by id",
 }
 
 
-def _ingest(store: Any, lines: Iterator[Line], label: str) -> tuple[int, int]:
+def _ingest(store: Any, lines: Iterator[Line], label: str, total: int | None = None) -> tuple[int, int]:
     """Store ``lines`` in chunks; returns (new, read). An error or Ctrl-C says how many were stored, and
     running the same input again continues where it stopped (stored ids are skipped)."""
     added = seen = 0
     foreign: dict[str, int] = {}
     try:
-        with progress_bar() as progress:
-            task = progress.add_task(label, total=None)
+        with Progress(label, total) as progress:
             while chunk := list(islice(lines, INGEST_CHUNK)):
                 added += _flush(store, chunk, foreign)
                 seen += len(chunk)
-                progress.update(task, advance=len(chunk))
+                progress.advance(len(chunk))
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"{added} new messages of the first {seen} read were stored; run the same "
                                 "command again to continue (stored ids are skipped)") from None
@@ -79,6 +79,15 @@ def _flush(store: Any, chunk: list[Line], foreign: dict[str, int]) -> int:
         raise InvalidInput(f"{where}: {exc}") from exc
 
 
+def _count_lines(path: str) -> int | None:
+    """Non-blank lines of a file, the total a progress bar shows (None for stdin or an unreadable file)."""
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return None
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     with open_storage(args) as store:
         if args.text and args.text != ["-"]:
@@ -97,17 +106,13 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     with open_storage(args, existing=True) as store:
         hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
-        if args.json:
-            for hit in hits:
-                print(json.dumps({"score": hit.score, "signals": list(hit.signals), **hit.message.to_dict()}))
-        else:
-            print_messages([h.message for h in hits], sys.stdout, [f"{h.score:8.4f}" for h in hits])
+        print_messages(args, [h.message for h in hits], [{"score": h.score, "signals": list(h.signals)} for h in hits])
     return EXIT_OK if hits else EXIT_NOT_FOUND
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
     with open_storage(args, existing=True) as store:
-        print_messages(store.recent(args.n), sys.stdout)
+        print_messages(args, store.recent(args.n))
     return EXIT_OK
 
 
@@ -134,11 +139,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     source = getattr(sys.stdin, "buffer", sys.stdin) if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
     try:
         with open_storage(args) as store:
-            added, seen = _ingest(store, read_jsonl(source), "importing")
+            total = None if args.input == "-" else _count_lines(args.input)
+            added, seen = _ingest(store, read_jsonl(source), "importing", total)
     finally:
         if args.input != "-":
             source.close()
     print(f"imported {added} new of {seen} messages into {args.kind}/{args.namespace}")
+    return EXIT_OK
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with open_storage(args, existing=True) as store:
+        found = [store.get(i) for i in args.ids]
+    print_messages(args, [m for m in found if m is not None])
+    missing = [i for i, m in zip(args.ids, found, strict=True) if m is None]
+    if missing:
+        raise NotFound(f"no message with id {', '.join(missing)} in {args.kind}/{args.namespace} (see `ltm recent`)")
     return EXIT_OK
 
 
@@ -162,14 +178,13 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="metadata (repeatable; values may be JSON)")
     p.set_defaults(func=cmd_add)
 
-    p = add("search", ns, filt)
+    p = add("search", ns, filt, opts.output)
     p.add_argument("query", help="free text")
     p.add_argument("-k", "--k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--mode", choices=["hybrid", "dense", "keyword"], default="hybrid", help="default hybrid")
-    p.add_argument("--json", action="store_true", help="one JSON object per hit")
     p.set_defaults(func=cmd_search)
 
-    p = add("recent", ns)
+    p = add("recent", ns, opts.output)
     p.add_argument("-N", "--n", type=int, default=10, help="how many (default 10)")
     p.set_defaults(func=cmd_recent)
 
@@ -181,6 +196,10 @@ def register(add: AddCommand, opts: Options) -> None:
     p = add("import", ns)
     p.add_argument("input", nargs="?", default="-", help="JSONL file (default stdin)")
     p.set_defaults(func=cmd_import)
+
+    p = add("get", ns, opts.output)
+    p.add_argument("ids", nargs="+", help="message ids")
+    p.set_defaults(func=cmd_get)
 
     p = add("delete", ns)
     p.add_argument("ids", nargs="+", help="message ids")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import ConfigError, InvalidInput, LLMError
+from ltm.files.markdown import front_matter
 from ltm.files.paths import normalize_path
 from ltm.files.records import Change, FileOp, MemoryView
 from ltm.llm.base import is_extractive, resolve_llm
@@ -156,10 +157,8 @@ def _remember_prompt(fs: MemoryView, conversation: str) -> str:
     agents = fs.read("AGENTS.md") if "AGENTS.md" in files else "(none yet)"
     skills = []
     for path in fs.glob("skills/*/SKILL.md"):
-        head = fs.read(path).split("---")
-        description = next((line.split(":", 1)[1].strip() for line in (head[1] if len(head) > 2 else "").splitlines()
-                            if line.startswith("description:")), "")
-        skills.append(f"- {path}: {description}")
+        description = (front_matter(fs.read(path)) or {}).get("description", "")
+        skills.append(f"- {path}: {str(description).strip()}")
     return (f"## Memory files\n{listing}\n\n## AGENTS.md\n{agents}\n\n## Skills\n{chr(10).join(skills) or '(none)'}"
             f"\n\n## Conversation\n{conversation}")
 

@@ -105,7 +105,8 @@ class RedisKV:
         ``kwargs`` go to redis-py."""
         scheme, sep, rest = url.partition("://")
         if not sep:
-            raise ConfigError(f"redis_url {url!r} has no scheme: use redis://host:port/db or redis+cluster://host:port")
+            raise ConfigError("redis_url has no scheme (not echoed: it may hold a password); use "
+                              "redis://host:port/db or redis+cluster://host:port")
         if scheme in _CLUSTER_SCHEMES:
             cluster, url = True if cluster is None else cluster, f"{_CLUSTER_SCHEMES[scheme]}://{rest}"
         options: dict[str, Any] = {
@@ -125,9 +126,10 @@ class RedisKV:
             pool = redis.ConnectionPool.from_url(url, **options)
             return cls(redis.Redis(connection_pool=pool), prefix=prefix, pool=pool, **durability)
         except ValueError as exc:
-            raise ConfigError(f"bad redis_url {url!r}: {exc}") from exc
+            raise ConfigError(f"bad redis_url {_safe(url)}: {_scrub(str(exc), url)}") from None
         except redis.RedisError as exc:
-            raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {exc}; is the server up?") from exc
+            raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {_scrub(str(exc), url)}; "
+                                     "is the server up?") from exc
 
     def __repr__(self) -> str:
         return f"RedisKV(prefix={self.prefix!r})"
@@ -329,7 +331,21 @@ def _escape_glob(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
+def _scrub(text: str, url: str) -> str:
+    """``text`` with every part of ``url``'s authority but the host name masked: a malformed URL may hold its
+    password anywhere there (a password with '@', a missing '@' that makes it read as a port), and redis-py's
+    messages quote those parts (issue 13)."""
+    _, sep, rest = url.partition("://")
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0] if sep else url
+    userinfo, _, hostport = netloc.rpartition("@")
+    host = hostport.split(":", 1)[0] if sep else ""
+    ports = {part for part in hostport.split(":")[1:] if not part.isdigit()}  # a numeric port is shown
+    secrets = {userinfo, *userinfo.split(":"), *ports}
+    for secret in sorted(secrets - {"", host}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
 def _safe(url: str) -> str:
-    """The URL without its password, for error messages."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://***@{rest.split('@', 1)[1]}" if "@" in rest else url
+    """The URL without its credentials (nor anything after the host that could be one), for error messages."""
+    return _scrub(url, url)

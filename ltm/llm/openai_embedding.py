@@ -50,7 +50,7 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
         return cls(
             model_name=settings.embedding_model or DEFAULT_EMBEDDING_MODEL,
             base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key,
+            api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             timeout=settings.llm_timeout,
             max_retries=settings.llm_max_retries,
             embed_batch_size=settings.embed_batch_size,

@@ -87,7 +87,7 @@ class OpenAICompatibleLLM:
         options: dict[str, Any] = {
             "model": settings.llm_model,
             "base_url": settings.openai_base_url,
-            "api_key": settings.openai_api_key,
+            "api_key": settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             "timeout": settings.llm_timeout,
             "max_retries": settings.llm_max_retries,
             **overrides,

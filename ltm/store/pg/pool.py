@@ -19,6 +19,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from ltm.config import mask_url
 from ltm.errors import BackendUnavailable, ConfigError
 from ltm.store.pg.schema import migrate
 
@@ -36,11 +37,7 @@ def is_postgres_url(url: str | None) -> bool:
 
 def redact(url: str) -> str:
     """The URL without its password, for messages."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return url
-    userinfo, host = rest.split("@", 1)
-    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
+    return mask_url(url)
 
 
 @contextmanager
