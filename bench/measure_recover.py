@@ -51,11 +51,12 @@ def build(n: int, directory: Path, seed: int, hnsw_from: str | None) -> None:
         index = VectorIndex(vecs.shape[1], "hnsw")
         index.index = faiss.read_index(hnsw_from)
         assert index.index.ntotal == n, "the HNSW file was built on another size"
-        assert store._index is not None and store._dir is not None and store._manifest is not None
-        index.last_seq, index.last_tseq = store._index.last_seq, store._index.last_tseq
-        store._index = index
-        store._manifest.index_type = "hnsw"
-        store._manifest.write(store._dir / "manifest.json")
+        mirror = store._mirror
+        assert mirror is not None and mirror.content is not None
+        index.last_seq, index.last_tseq = mirror.content.last_seq, mirror.content.last_tseq
+        mirror.content = index
+        mirror.manifest.index_type = "hnsw"
+        mirror.manifest.write(mirror.dir / "manifest.json")
     store.persist()
     store.close()
     print(f"built in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
@@ -76,7 +77,7 @@ def probe(directory: Path, seed: int) -> None:
     t3 = time.perf_counter()
     assert len(hits) == 10
     print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_query_s": t3 - t2, "recover_s": t3 - t1,
-                      "index": store.stats()["index"]}))
+                      "index": store.stats().index}))
 
 
 def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> None:
@@ -116,7 +117,7 @@ def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> 
     t0 = time.perf_counter()
     news = LongTermMemory(memory_storage=store).find_news(observed)
     took = time.perf_counter() - t0
-    print(json.dumps({"n": n, "ef_search": store.settings.hnsw_ef_search, "index": store.stats()["index"],
+    print(json.dumps({"n": n, "ef_search": store.settings.hnsw_ef_search, "index": store.stats().index,
                       "dense_p50_ms": float(np.percentile(times, 50)) * 1e3,
                       "dense_p95_ms": float(np.percentile(times, 95)) * 1e3,
                       "recall10": hits / (10 * len(qtexts)), "find_news_100_ms": took * 1e3,

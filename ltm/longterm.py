@@ -32,7 +32,7 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.memory import Memory
 from ltm.message import Message, any_to_str_set
-from ltm.store import MemoryHit, MemoryStorage
+from ltm.store import MemoryHit, MemoryStorage, Mode
 
 __all__ = ["LongTermMemory"]
 
@@ -184,10 +184,10 @@ class LongTermMemory(Memory):
             kept_vectors.append(vector)
         return kept
 
-    def search(self, query: str, k: int = 10, *, mode: str = "hybrid", **filters: Any) -> list[MemoryHit]:
+    def search(self, query: str, k: int = 10, *, mode: Mode = "hybrid", **filters: Any) -> list[MemoryHit]:
         """Search the store (see :meth:`MemoryStorage.search`); filters as keyword arguments."""
         return self._store().search(query, k, mode=mode, filters=filters or None)
 
-    async def asearch(self, query: str, k: int = 10, *, mode: str = "hybrid", **filters: Any) -> list[MemoryHit]:
+    async def asearch(self, query: str, k: int = 10, *, mode: Mode = "hybrid", **filters: Any) -> list[MemoryHit]:
         """Async twin of :meth:`search`."""
         return await self._store().asearch(query, k, mode=mode, filters=filters or None)

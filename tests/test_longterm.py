@@ -64,7 +64,7 @@ def test_only_watched_messages_are_stored_once(settings: Settings) -> None:
     assert ltm.add_batch([watched, Message("Write a Battle City")]) == 1
     store = ltm.memory_storage
     assert store is not None
-    assert store.count() == 2 == store.stats()["vectors"]
+    assert store.count() == 2 == store.stats().vectors
     assert ltm.count() == 3
     ltm.watch.add(Message(cause_by=WriteCode).cause_by)
     ltm.add(Message("more code", cause_by=WriteCode))

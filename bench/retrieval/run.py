@@ -27,11 +27,12 @@ import numpy as np
 
 from bench.retrieval import baselines
 from bench.retrieval.metrics import METRICS, mean, score
+from ltm.store import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results" / "retrieval.json"
-MODES = ("keyword", "dense", "hybrid")
+MODES: tuple[Mode, ...] = ("keyword", "dense", "hybrid")
 SYSTEMS = ("ltm keyword", "ltm dense", "ltm hybrid", "BM25 stemmed", "dense text", "dense speaker: text",
            "RRF(BM25, dense speaker)")
 START, END = "<!-- retrieval:start -->", "<!-- retrieval:end -->"
@@ -46,7 +47,7 @@ def template(speaker: str, text: str) -> str:
 
 
 def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
-                 modes: Sequence[str] = MODES) -> dict[str, Any]:
+                 modes: Sequence[Mode] = MODES) -> dict[str, Any]:
     """Rankings of every system for every question of one set, plus ingest and search times."""
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding

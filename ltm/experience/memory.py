@@ -45,7 +45,7 @@ from ltm.experience.distill import (
 )
 from ltm.experience.records import LESSON_CAUSE, MAX_TASKS, POLICY_CAUSE, Lesson, Policy
 from ltm.experience.watch import current_task, watch
-from ltm.llm.base import LLM, is_extractive, resolve_llm
+from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
 from ltm.store import MemoryStorage
 
 __all__ = [
@@ -90,7 +90,7 @@ class ExperienceMemory:
         agent_id: str,
         *,
         settings: Settings | None = None,
-        llm: LLM | None = None,
+        llm: LLMLike | None = None,
         embedding: BaseEmbedding | None = None,
         merge_similarity: float = DEFAULT_MERGE_SIMILARITY,
         min_relevance: float = DEFAULT_MIN_RELEVANCE,
@@ -111,7 +111,7 @@ class ExperienceMemory:
         self.settings = settings or Settings.load()
         resolved = resolve_llm(self.settings, llm)
         # The extractive stand-in cannot invent principles: distil offline from the lessons' fields instead.
-        self.llm: LLM | None = None if is_extractive(resolved) else resolved
+        self.llm: LLM | None = None if isinstance(resolved, Summarizer) else resolved
         self.merge_similarity = merge_similarity
         self.min_relevance = min_relevance
         self.relevance_margin = relevance_margin

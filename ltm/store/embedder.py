@@ -12,17 +12,19 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ltm.config import Settings
 from ltm.errors import BackendUnavailable, InvalidInput, LLMError, LTMError
+from ltm.llm.names import configured_model_name
 from ltm.store.validation import normalise
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
-__all__ = ["Embedder", "content_key"]
+__all__ = ["Embedder", "content_key", "make_embedder"]
 
 # "text" vectors are what stored messages get; "query" vectors serve free-text search. Models such as
 # instruction-tuned ones embed the two differently, so they are cached apart.
@@ -32,6 +34,24 @@ TEXT, QUERY = "text", "query"
 def content_key(model: str, text: str, purpose: str = TEXT) -> bytes:
     """The cache key of ``text`` embedded by ``model`` for ``purpose``."""
     return hashlib.sha256(f"{model}\x00{purpose}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+
+
+def make_embedder(settings: Settings, embedding: Any = None) -> Embedder:
+    """The store's embedder: over ``embedding`` when the caller gave one (already loaded, its own name),
+    else over the model ``settings`` names, loaded on the first embedding call and not before (a store that
+    is only read never loads it)."""
+    if embedding is not None:
+        from ltm.llm.embeddings import model_name, resolve_embedding
+
+        resolved = resolve_embedding(settings, embedding)
+        return Embedder(resolved, model_name(resolved))
+
+    def load() -> BaseEmbedding:
+        from ltm.llm.embeddings import resolve_embedding
+
+        return resolve_embedding(settings)
+
+    return Embedder(None, configured_model_name(settings), factory=load)
 
 
 class Embedder:

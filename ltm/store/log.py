@@ -233,6 +233,14 @@ class MessageLog:
                                    (after, limit)).fetchall()
         return [(int(seq), str(body), blob) for seq, body, blob in rows]
 
+    def listed(self, after: int, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, str]]:
+        """(seq, body) of up to ``limit`` live rows with seq > ``after`` matching a filter clause over
+        ``messages m`` (from ``query.filter_sql``), in seq order."""
+        sql = f"SELECT m.seq, m.body FROM messages m WHERE m.seq > ? AND ({where}) ORDER BY m.seq LIMIT ?"
+        with translate(self.path):
+            rows = self.db.execute(sql, [after, *params, limit]).fetchall()
+        return [(int(seq), str(body)) for seq, body in rows]
+
     def recent(self, n: int) -> list[str]:
         """Bodies of the newest ``n`` messages by insertion order, oldest first."""
         with translate(self.path):

@@ -6,18 +6,15 @@ another dimension) is refused with :class:`StoreMismatch` rather than silently m
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ltm.errors import StoreCorrupted, StoreMismatch
+from ltm.store.atomic import atomic_write
 
-__all__ = ["METRIC", "SCHEMA_VERSION", "Manifest", "atomic_write", "replacing"]
+__all__ = ["METRIC", "SCHEMA_VERSION", "Manifest"]
 
 # 1: float32 vectors in SQLite. 2: float16 vectors in SQLite and in the snapshot (a schema-1 namespace is
 # migrated in place when opened: see MemoryStorage._migrate).
@@ -79,33 +76,3 @@ class Manifest:
                 f"returned {dim}; use the model the namespace was built with ({self.embedding_model!r})"
             )
         return False
-
-
-@contextlib.contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """A temp file beside ``path`` for the caller to write. On success it is fsynced and renamed over
-    ``path``, then the directory is fsynced, so a crash leaves the old file or the new one, never a mix; on
-    an error the temp file is removed and ``path`` is untouched."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (see :func:`replacing`)."""
-    with replacing(path) as tmp:
-        tmp.write_bytes(data)

@@ -1,20 +1,27 @@
-"""The ``index.faiss`` file: FAISS's own serialisation first, then ltm's header, then a fixed-size footer.
+"""The ``index.faiss`` / ``context.faiss`` files: the one module that knows their two on-disk layouts.
 
-Putting FAISS's bytes at offset 0 lets :func:`read` hand the file to ``faiss.read_index`` directly,
-memory-mapped (``IO_FLAG_MMAP_IFC``) when it is large: opening a 1M-message namespace then costs page-table
-work instead of reading, copying and deserialising ~1.8 GB. :func:`write` streams ``faiss.write_index`` to
-a temp file (no in-RAM copy of the payload), appends the header, fsyncs and renames.
+Both are written atomically (:mod:`ltm.store.atomic`: temp file, fsync, rename) and both carry the seqs they
+cover (``last_seq``, ``last_tseq``) and their ghosts in a JSON header, so the store replays only what
+happened after the snapshot. A missing, truncated, foreign or corrupt file reads as None (the store then
+rebuilds from SQLite without re-embedding).
 
-Integrity is checked in two parts, so a big snapshot opens fast without trusting damaged bytes:
+**Flat** (``kind == "flat"``): ``LTMFLAT16\n``, ``<u32 header length>``, the JSON header (with a CRC32 of the
+payload), then the ids (``<i8``) and the vectors as float16, the precision SQLite stores them in, so nothing
+is lost and the file is half of ``faiss.serialize_index``'s. It is read into RAM (a flat namespace holds at
+most ``hnsw_threshold`` vectors).
+
+**HNSW**: FAISS's own serialisation first, then the JSON header, then a fixed-size footer
+``<u64 header length><u32 header crc32><magic>``. Putting FAISS's bytes at offset 0 lets :func:`read` hand
+the file to ``faiss.read_index`` directly, memory-mapped (``IO_FLAG_MMAP_IFC``) when it is large: opening a
+1M-message namespace then costs page-table work instead of reading, copying and deserialising ~1.8 GB.
+:func:`write` streams ``faiss.write_index`` to a temp file (no in-RAM copy of the payload), then appends the
+header. Integrity is checked in two parts, so a big snapshot opens fast without trusting damaged bytes:
 
 - *meta*: everything but the vectors' float array (FAISS headers, the HNSW graph, the id map). A corrupt
   graph could crash FAISS, so this part is always CRC-checked before the index is used;
 - *bulk*: the float array itself (~85% of the file). A flipped bit there can only change a score, so when
   it is large it is checked by a background thread, which marks the snapshot damaged on a mismatch (the
   store then rebuilds from SQLite, as for any damaged snapshot).
-
-Footer: ``<u64 header length><u32 header crc32><magic>``. A missing, truncated, foreign or corrupt file
-reads as None.
 """
 
 from __future__ import annotations
@@ -29,12 +36,15 @@ from pathlib import Path
 from typing import IO, Any
 
 import faiss
+import numpy as np
 
-from ltm.store.manifest import replacing
+from ltm.store.atomic import atomic_write, replacing
+from ltm.store.log import decode
 
 __all__ = ["INLINE_VERIFY_MAX", "Loaded", "read", "write"]
 
-_MAGIC = b"LTMFAISS2\n"
+_MAGIC = b"LTMFAISS2\n"  # the HNSW footer's
+_FLAT_MAGIC = b"LTMFLAT16\n"  # the flat header's
 _FOOTER = struct.Struct(f"<QI{len(_MAGIC)}s")
 _faiss: Any = faiss  # its bundled stubs miss PyCallbackIOReader
 _CHUNK = 16 << 20
@@ -80,7 +90,11 @@ class Loaded:
 
 
 def write(path: Path, index: Any, header: dict[str, Any]) -> None:
-    """Replace ``path`` atomically with ``index`` and ``header`` (JSON-able)."""
+    """Replace ``path`` atomically with ``index`` (an ``IndexIDMap2``) and ``header`` (JSON-able, with
+    ``kind``): the flat layout for a flat index, FAISS's own bytes for HNSW."""
+    if header.get("kind") == "flat":
+        _write_flat(path, index, header)
+        return
     with replacing(path) as tmp:
         faiss.write_index(index, str(tmp))
         payload_len = tmp.stat().st_size
@@ -95,11 +109,17 @@ def write(path: Path, index: Any, header: dict[str, Any]) -> None:
 
 
 def read(path: Path, inline_max: int = INLINE_VERIFY_MAX) -> Loaded | None:
-    """The snapshot at ``path``, or None when missing or damaged (see the module docstring)."""
+    """The snapshot at ``path`` in either layout, or None when missing or damaged (see the module docstring).
+
+    An HNSW payload above ``inline_max`` bytes is memory-mapped and its vectors are checked in the background
+    (:attr:`Loaded.damaged`)."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - kept open by a mapped Loaded
     except FileNotFoundError:
         return None
+    if handle.read(len(_FLAT_MAGIC)) == _FLAT_MAGIC:
+        with handle:
+            return _read_flat(handle.read())
     keep = False
     try:
         header = _header(handle)
@@ -122,6 +142,36 @@ def read(path: Path, inline_max: int = INLINE_VERIFY_MAX) -> Loaded | None:
     finally:
         if not keep:
             handle.close()
+
+
+def _write_flat(path: Path, index: Any, header: dict[str, Any]) -> None:
+    ids = faiss.vector_to_array(index.id_map).astype("<i8")
+    vectors = index.index.reconstruct_n(0, int(index.ntotal)).astype("<f2")
+    payload = ids.tobytes() + vectors.tobytes()
+    meta = json.dumps({**header, "payload_len": len(payload), "crc32": zlib.crc32(payload)}).encode()
+    atomic_write(path, _FLAT_MAGIC + struct.pack("<I", len(meta)) + meta + payload)
+
+
+def _read_flat(data: bytes) -> Loaded | None:
+    """A flat snapshot (what follows the magic): whole-payload CRC, float16 vectors, read into RAM."""
+    try:
+        (size,) = struct.unpack_from("<I", data, 0)
+        header: dict[str, Any] = json.loads(data[4:4 + size])
+        payload = data[4 + size:]
+        if len(payload) != header["payload_len"] or zlib.crc32(payload) != header["crc32"] or header["kind"] != "flat":
+            return None
+        dim = int(header["dim"])
+        n, rest = divmod(len(payload), 8 + 2 * dim)
+        if rest or dim < 1:
+            return None
+        ids = np.frombuffer(payload, dtype="<i8", count=n)
+        vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        if n:  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors): the same values as before saving
+            index.add_with_ids(decode(vectors), ids.astype(np.int64))
+    except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
+        return None
+    return Loaded(header, index, None)
 
 
 def _header(handle: IO[bytes]) -> dict[str, Any] | None:

@@ -9,19 +9,12 @@ SQLite). A flat index could remove one vector at a time, but ``remove_ids`` comp
 and meanwhile a flat search over-fetches by the ghost count and drops them (keeping FAISS's BLAS path,
 which a selector would leave).
 
-``index.faiss`` is written atomically (temp file, fsync, rename) in one of two layouts:
-
-- flat: a small header (the last message and tombstone seqs it covers, ghosts, a CRC32 of the payload)
-  followed by the ids and the vectors as float16, the precision SQLite stores them in, so nothing is lost
-  and the file is half of ``faiss.serialize_index``'s. It is read into RAM (a flat namespace holds at most
-  ``hnsw_threshold`` vectors);
-- HNSW: :mod:`ltm.store.snapshot`'s layout, FAISS's own bytes first, then the header and CRCs. A big one is
-  memory-mapped read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add
-  swaps in an in-RAM copy, and deletes are ghosts that need none. Its vectors are CRC-checked in the
-  background (:attr:`VectorIndex.damaged`).
-
-A file that is truncated or fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged damaged
-shortly after), and the store rebuilds it from SQLite without re-embedding.
+:meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.snapshot`, which owns both
+file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
+mapped index is read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add
+swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is truncated or fails a CRC is
+reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly after), and the
+store rebuilds it from SQLite without re-embedding.
 
 FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
 Both FAISS settings here (threads, BLAS threshold) are process-global: they apply to every index in the process.
@@ -29,9 +22,6 @@ Both FAISS settings here (threads, BLAS threshold) are process-global: they appl
 
 from __future__ import annotations
 
-import json
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +29,9 @@ import faiss
 import numpy as np
 
 from ltm.store import snapshot
-from ltm.store.log import decode
-from ltm.store.manifest import atomic_write
 
 __all__ = ["VectorIndex"]
 
-_FLAT_MAGIC = b"LTMFLAT16\n"  # flat snapshots (HNSW ones: ltm.store.snapshot's footer magic)
 _HNSW_M = 32
 _EF_CONSTRUCTION = 80
 _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, scripts/hnsw_sweep.py
@@ -181,19 +168,12 @@ class VectorIndex:
         scores, ids = self.search(queries, 1)
         return np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
 
-    # -- snapshot ----------------------------------------------------------------------------------------
+    # -- snapshot (the file layouts: ltm.store.snapshot) -----------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
         header = {"last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
                   "ghosts": sorted(self.ghosts)}
-        if self.kind == "hnsw":
-            snapshot.write(path, self.index, header)
-            return
-        ids = faiss.vector_to_array(self.index.id_map).astype("<i8")
-        vectors = self.index.index.reconstruct_n(0, int(self.index.ntotal)).astype("<f2")
-        payload = ids.tobytes() + vectors.tobytes()
-        meta = json.dumps({**header, "payload_len": len(payload), "crc32": zlib.crc32(payload)}).encode()
-        atomic_write(path, _FLAT_MAGIC + struct.pack("<I", len(meta)) + meta + payload)
+        snapshot.write(path, self.index, header)
 
     @property
     def damaged(self) -> bool:
@@ -210,15 +190,9 @@ class VectorIndex:
     def load(cls, path: Path, dim: int, inline_max: int | None = None) -> VectorIndex | None:
         """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim.
 
-        A payload above ``inline_max`` bytes (default ``snapshot.INLINE_VERIFY_MAX``) is memory-mapped and
-        its vectors are checked in the background (:attr:`damaged`); the first write makes an in-RAM copy."""
-        try:
-            with path.open("rb") as handle:
-                flat = handle.read(len(_FLAT_MAGIC)) == _FLAT_MAGIC
-        except FileNotFoundError:
-            return None
-        if flat:
-            return cls._load_flat(path, dim)
+        A big HNSW payload (above ``inline_max`` bytes, default ``snapshot.INLINE_VERIFY_MAX``) is
+        memory-mapped and its vectors are checked in the background (:attr:`damaged`); the first write makes
+        an in-RAM copy. A flat snapshot is always read into RAM."""
         loaded = snapshot.read(path, snapshot.INLINE_VERIFY_MAX if inline_max is None else inline_max)
         if loaded is None:
             return None
@@ -227,41 +201,11 @@ class VectorIndex:
             loaded.close()
             return None
         index = cls(dim, header["kind"])
-        index.index, index._loaded = loaded.index, loaded
+        index.index = loaded.index
+        index._loaded = None if header["kind"] == "flat" else loaded  # flat: in RAM, nothing to check later
         index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
         index.ghosts = {int(g) for g in header["ghosts"]}
         return index
-
-    @classmethod
-    def _load_flat(cls, path: Path, dim: int) -> VectorIndex | None:
-        """A flat snapshot (header first, whole-payload CRC, float16 vectors), read into RAM."""
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
-            (size,) = struct.unpack_from("<I", data, len(_FLAT_MAGIC))
-            start = len(_FLAT_MAGIC) + 4
-            header = json.loads(data[start:start + size])
-            payload = data[start + size:]
-            if len(payload) != header["payload_len"] or zlib.crc32(payload) != header["crc32"]:
-                return None
-            if header["dim"] != dim or header["kind"] != "flat":
-                return None
-            loaded = cls(dim, "flat")
-            n, rest = divmod(len(payload), 8 + 2 * dim)
-            if rest:
-                return None
-            ids = np.frombuffer(payload, dtype="<i8", count=n)
-            vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
-            loaded.add(ids, decode(vectors))  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors)
-            loaded.last_seq, loaded.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
-            loaded.ghosts = {int(g) for g in header["ghosts"]}
-        except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
-            return None
-        if int(loaded.index.d) != dim:
-            return None
-        return loaded
 
 
 def ef_search_for(k: int, floor: int) -> int:

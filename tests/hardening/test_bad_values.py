@@ -15,7 +15,7 @@ def _healthy(store: MemoryStorage, n: int) -> None:
     store.close()
     store.recover_memory(store.namespace or "")
     stats = store.stats()
-    assert stats["messages"] == stats["vectors"] == n
+    assert stats.messages == stats.vectors == n
     assert store.search("alpha", k=5, filters={"metadata": {"ok": 1}})
     assert len(store.recent(10)) == min(n, 10)
     assert sum(1 for _ in store.export()) == n

@@ -168,7 +168,7 @@ def test_a_first_given_vector_of_the_wrong_dimension_does_not_fix_the_namespace(
     assert code == 0, err
     assert cli(capsys, root, "add", "-n", "dims", "a normal add")[0] == 0
     store = MemoryStorage("dims", kind="cli", settings=Settings(storage_dir=root, embedding="hash"))
-    assert store.stats()["vectors"] == 2
+    assert store.stats().vectors == 2
 
 
 def test_library_refuses_given_vectors_of_another_dimension_in_a_new_namespace(settings: Settings) -> None:

@@ -35,3 +35,21 @@ def test_an_unreachable_redis_error_does_not_echo_the_password() -> None:
     with pytest.raises(LTMError) as info:
         RedisKV.from_url(f"redis://:{SECRET}@127.0.0.1:{port}/0", socket_connect_timeout=0.2).ping()
     assert SECRET not in str(info.value)
+
+
+def test_settings_never_show_the_key_or_the_redis_password() -> None:
+    from ltm import Settings
+
+    settings = Settings(openai_api_key=f"sk-{SECRET}", redis_url=f"redis://user:{SECRET}@localhost:6379/0")
+    for shown in (repr(settings), str(settings), settings.model_dump_json(), str(settings.redacted())):
+        assert SECRET not in shown, shown
+    assert settings.openai_api_key is not None and SECRET in settings.openai_api_key.get_secret_value()
+
+
+def test_a_failing_settings_load_does_not_echo_secrets() -> None:
+    from ltm import Settings
+
+    with pytest.raises(ConfigError) as info:
+        Settings.load({"LTM_OPENAI_API_KEY": f"sk-{SECRET}", "LTM_REDIS_URL": f"redis://:{SECRET}@h:1/0",
+                       "LTM_EMBED_BATCH_SIZE": "not a number"})
+    assert SECRET not in str(info.value)

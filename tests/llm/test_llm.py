@@ -11,9 +11,11 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, ConfigError, LLMError
-from ltm.llm.base import LLM, LlamaIndexLLM, parse_yes_no, resolve_llm
+from ltm.files.llm import resolve as resolve_files_llm
+from ltm.llm.base import LLM, LlamaIndexLLM, Summarizer, parse_yes_no, resolve_llm
 from ltm.llm.extractive import ExtractiveLLM
 from ltm.llm.openai_llm import OpenAICompatibleLLM
+from ltm.llm.tasks import ask_related, ask_title, summarize_text
 from tests.support.openai_server import OpenAIServer
 
 
@@ -77,7 +79,7 @@ def test_from_settings_and_resolve(openai_server: OpenAIServer) -> None:
     assert "key" not in repr(llm).lower()
     assert isinstance(resolve_llm(Settings()), ExtractiveLLM)
     with pytest.raises(ConfigError):
-        resolve_llm(Settings(), llm=object())
+        resolve_llm(Settings(), llm=object())  # type: ignore[arg-type]  # the wrong type is the point
 
 
 class _Upper(CustomLLM):
@@ -119,3 +121,37 @@ def test_parse_yes_no(answer: str, expected: bool) -> None:
 def test_parse_yes_no_refuses_prose() -> None:
     with pytest.raises(LLMError):
         parse_yes_no("It is hard to say, maybe TRUE")
+
+
+class _OfflineSummarizer:
+    """A caller's own offline summarizer: the Summarizer protocol, never prompted."""
+
+    def ask(self, prompt: str, system: str | None = None) -> str:
+        raise AssertionError("an offline summarizer is called directly, not prompted")
+
+    async def aask(self, prompt: str, system: str | None = None) -> str:
+        raise AssertionError("an offline summarizer is called directly, not prompted")
+
+    def summarize(self, text: str, max_words: int = 200) -> str:
+        return "a short summary"
+
+    def title(self, text: str, max_words: int = 5) -> str:
+        return "A Title"
+
+    def is_related(self, text1: str, text2: str) -> bool:
+        return True
+
+    def rewrite(self, sentence: str, context: str) -> str:
+        return sentence
+
+
+def test_offline_summarizers_are_recognised_by_protocol(openai_server: OpenAIServer) -> None:
+    offline = _OfflineSummarizer()
+    assert isinstance(offline, Summarizer) and isinstance(ExtractiveLLM(), Summarizer)
+    assert not isinstance(make(openai_server), Summarizer)  # a real LLM is prompted
+    run = asyncio.run(summarize_text("many words here " * 100, offline, max_words=10))
+    assert run.summary == "a short summary" and run.extractive and run.calls == 0
+    assert asyncio.run(ask_title("text", offline)) == "A Title"
+    assert asyncio.run(ask_related("a", "b", offline)) is True
+    with pytest.raises(ConfigError, match="real LLM"):  # writing memory needs a real model
+        resolve_files_llm(offline, Settings(), "remember")

@@ -44,7 +44,7 @@ def _assert_consistent(settings: Settings, namespace: str, acked: dict[str, str]
     store = MemoryStorage(namespace, settings=settings)
     try:
         stats = store.stats()
-        assert stats["messages"] == stats["vectors"], stats  # FAISS and SQLite agree
+        assert stats.messages == stats.vectors, stats  # FAISS and SQLite agree
         for message_id, content in acked.items():
             assert store.get(message_id).content == content
             assert store.search(content, k=1, mode="dense")[0].message.id == message_id
@@ -130,7 +130,7 @@ def test_damaged_index_is_rebuilt_from_sqlite_without_reembedding(settings: Sett
         index_file.write_bytes(b"")
     counting = CountingEmbedding()
     store = MemoryStorage("damaged", settings=settings, embedding=counting)
-    assert store.stats()["vectors"] == len(messages)
+    assert store.stats().vectors == len(messages)
     for message in messages[::7]:
         assert [m.id for m in store.search_similar(message.content, k=1)] == [message.id]
     assert counting.texts_embedded == 0  # stored content: vectors came from SQLite, never the model

@@ -116,15 +116,16 @@ def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monk
 
     monkeypatch.setattr(snapshot, "INLINE_VERIFY_MAX", 0)  # every snapshot counts as big: mapped
     store = MemoryStorage("mapped", settings=settings)  # opens on the mapped index; the check may end first
-    assert store._index is not None
-    if store._index._loaded is not None:
-        assert store._index._loaded.mapped and store._index._loaded.wait(timeout=30)
-    assert store.stats()["vectors"] == 60
-    assert store._index._loaded is None  # the damaged index was replaced by one rebuilt from SQLite
+    assert store._mirror is not None and store._mirror.content is not None
+    loaded = store._mirror.content._loaded
+    if loaded is not None:
+        assert loaded.mapped and loaded.wait(timeout=30)
+    assert store.stats().vectors == 60
+    assert store._mirror.content._loaded is None  # the damaged index was replaced by one rebuilt from SQLite
     for message in messages[::9]:
         assert [m.id for m in store.search_similar(message.content, k=1)] == [message.id]
     store.close()
 
     store = MemoryStorage("mapped", settings=settings)  # the rewritten snapshot is sound, and writable
-    assert store.add(Message("a later note")) and store.stats()["vectors"] == 61
+    assert store.add(Message("a later note")) and store.stats().vectors == 61
     store.close()

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from ltm import InvalidInput, MemoryHit, MemoryStorage, Message, NotFound, Settings, UserRequirement
-from ltm.store.conversation import with_context
+from ltm.message import with_context
 from tests.support.embeddings import TEXTS, MockEmbedding
 
 
@@ -83,13 +83,13 @@ def test_add_is_idempotent_and_counts(store: MemoryStorage) -> None:
     assert store.add(messages[0]) is False
     assert store.add_batch(messages[:5] + [messages[5]]) == 0
     assert store.count() == len(store) == 20
-    assert store.stats()["vectors"] == 20
+    assert store.stats().vectors == 20
 
 
 def test_index_kind_follows_the_threshold(store: MemoryStorage) -> None:
     store.add_batch(_messages(3))
     expected = "hnsw" if store.settings.hnsw_threshold == 1 else "flat"
-    assert store.stats()["index"] == expected
+    assert store.stats().index == expected
 
 
 def test_get_and_not_found(store: MemoryStorage) -> None:
@@ -125,7 +125,7 @@ def test_delete_then_add_keeps_every_other_record_findable(store: MemoryStorage)
     extra = _messages(10, prefix="extra")
     store.add_batch(extra)
     survivors = [m for i, m in enumerate(messages) if i % 3] + extra
-    assert store.count() == len(survivors) == store.stats()["vectors"]
+    assert store.count() == len(survivors) == store.stats().vectors
     for message in survivors:
         top = store.search(message.content, k=1, mode="dense")
         assert top[0].message.id == message.id
@@ -139,10 +139,10 @@ def test_delete_then_add_keeps_every_other_record_findable(store: MemoryStorage)
 def test_delete_then_readd_same_id_gets_a_new_seq(store: MemoryStorage) -> None:
     message = _messages(1)[0]
     store.add(message)
-    first = store.stats()["last_seq"]
+    first = store.stats().last_seq
     store.delete(message)
     assert store.add(message) is True
-    assert store.stats()["last_seq"] > first
+    assert store.stats().last_seq > first
     assert [h.message.id for h in store.search(message.content, k=5, mode="dense")] == [message.id]
 
 
@@ -158,7 +158,7 @@ def test_search_modes_and_signals(store: MemoryStorage) -> None:
     assert all(h.signals == ("dense",) for h in store.search("violin", mode="dense"))
     assert any(h.signals == ("dense", "keyword") for h in store.search("violin saturn", mode="hybrid"))
     with pytest.raises(InvalidInput):
-        store.search("x", mode="fuzzy")
+        store.search("x", mode="fuzzy")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         store.search("   ")
 
@@ -249,7 +249,7 @@ def test_persist_close_reopen(store: MemoryStorage) -> None:
     store.add_batch(messages[20:])  # after the snapshot: replayed from SQLite on open
     store.close()
     reopened = MemoryStorage("contract", settings=store.settings)
-    assert reopened.count() == 25 == reopened.stats()["vectors"]
+    assert reopened.count() == 25 == reopened.stats().vectors
     assert reopened.search(messages[22].content, k=1, mode="dense")[0].message.id == messages[22].id
     reopened.close()
 
@@ -273,7 +273,7 @@ def test_two_handles_in_one_process_see_each_other(settings: Settings) -> None:
     assert second.search(messages[1].content, k=1, mode="dense")[0].message.id == messages[1].id
     second.add_batch(messages[3:])
     second.delete(messages[0])
-    assert first.count() == 5 == first.stats()["vectors"]
+    assert first.count() == 5 == first.stats().vectors
     assert first.search(messages[4].content, k=1, mode="dense")[0].message.id == messages[4].id
     first.close()
     second.close()
@@ -283,11 +283,11 @@ def test_hnsw_compaction_after_many_deletes(settings: Settings) -> None:
     store = MemoryStorage("compact", settings=settings.with_(hnsw_threshold=10))
     messages = _messages(40)
     store.add_batch(messages)
-    assert store.stats()["index"] == "hnsw"
+    assert store.stats().index == "hnsw"
     for m in messages[:30]:
         store.delete(m)
     stats = store.stats()
-    assert stats["vectors"] == 10 and stats["ghosts"] <= 0.2 * (stats["vectors"] + stats["ghosts"])
+    assert stats.vectors == 10 and stats.ghosts <= 0.2 * (stats.vectors + stats.ghosts)
     for m in messages[30:]:
         assert store.search(m.content, k=1, mode="dense")[0].message.id == m.id
 
@@ -305,7 +305,7 @@ def test_conversation_turns_are_found_by_speaker_and_date(settings: Settings) ->
     assert stored[1].metadata["context"] == "Alice: I'm flying to Lisbon on Friday\nBob: I adopted a puppy"
     assert stored[1].metadata["embed_context"] == "Alice: I'm flying to Lisbon on Friday\nBob: Have a great trip!"
     store.add_batch(stored)
-    assert store.stats()["context_vectors"] == 4
+    assert store.stats().context_vectors == 4
     assert any("context" in h.signals for h in store.search("great trip", k=4))
     assert store.search("June 2023 puppy", k=1, mode="keyword")[0].message.id == turns[2].id  # dates as words
     assert store.search("Bob puppy", k=1, mode="keyword")[0].message.id == turns[2].id
@@ -357,19 +357,19 @@ def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
     for m in gone:
         assert store.delete(m)
     stats = store.stats()
-    assert stats["index"] == "flat" and stats["ghosts"] == 10 and stats["vectors"] == len(messages) - 10
+    assert stats.index == "flat" and stats.ghosts == 10 and stats.vectors == len(messages) - 10
     for m in gone:  # the exact content is no longer found, even as the top hit of its own text
         assert all(h.message.id != m.id for h in store.search(m.content, k=len(messages), mode="dense"))
         assert all(s.id != m.id for s in store.search_similar(m.content, k=4))
     assert store.best_similarities(store.embed_texts([gone[0].content]))[0] < 0.999
     store.close()
     reopened = MemoryStorage("ghosts", settings=settings)
-    assert reopened.stats()["ghosts"] == 10
+    assert reopened.stats().ghosts == 10
     assert all(h.message.id != gone[0].id for h in reopened.search(gone[0].content, k=5, mode="dense"))
     for m in messages[10:vectors._FLAT_GHOSTS_MAX]:
         reopened.delete(m)
     stats = reopened.stats()
-    assert stats["ghosts"] == 0 and stats["vectors"] == 40 == reopened.count()  # compacted in one pass
+    assert stats.ghosts == 0 and stats.vectors == 40 == reopened.count()  # compacted in one pass
     for m in messages[-40:]:
         assert reopened.search(m.content, k=1, mode="dense")[0].message.id == m.id
     reopened.close()
@@ -408,7 +408,7 @@ def test_sqlite_synchronous_setting_reaches_the_connection(settings: Settings) -
     for mode, pragma in (("full", 2), ("normal", 1)):
         store = MemoryStorage(f"sync-{mode}", settings=settings.with_(sqlite_synchronous=mode))
         assert store.add(Message("durable note"))
-        assert store._require().db.execute("PRAGMA synchronous").fetchone()[0] == pragma
+        assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == pragma
         store.close()
     assert Settings.load({"LTM_SQLITE_SYNCHRONOUS": "normal"}).sqlite_synchronous == "normal"
     assert Settings().sqlite_synchronous == "full"
@@ -440,11 +440,11 @@ def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -
     (directory / "manifest.json").write_text(_json.dumps({**manifest, "schema_version": 1}))
     reopened = MemoryStorage("old", settings=settings)
     assert _json.loads((directory / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION
-    assert reopened.count() == 12 == reopened.stats()["vectors"]
-    lengths = {n for (n,) in reopened._require().db.execute("SELECT length(embedding) FROM messages")}
+    assert reopened.count() == 12 == reopened.stats().vectors
+    lengths = {n for (n,) in reopened._require()[0].db.execute("SELECT length(embedding) FROM messages")}
     assert lengths == {2 * 384}
     for m in messages:
         top = reopened.search(m.content, k=1, mode="dense")[0]
         assert top.message.id == m.id and top.score == pytest.approx(1.0, abs=1e-5)
-    assert reopened.stats()["embedding_calls"] <= 12  # queries only: stored content was not re-embedded
+    assert reopened.stats().embedding_calls <= 12  # queries only: stored content was not re-embedded
     reopened.close()

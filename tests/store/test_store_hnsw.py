@@ -53,14 +53,14 @@ def _world(settings: Settings, ef_search: int) -> tuple[MemoryStorage, TableEmbe
     store = MemoryStorage("hnsw", settings=settings.with_(hnsw_threshold=500, hnsw_ef_search=ef_search),
                           embedding=embedding)
     store.add_batch([Message(t) for t in texts], vectors=vectors)
-    assert store.stats()["index"] == "hnsw"
+    assert store.stats().index == "hnsw"
     return store, embedding, texts, vectors
 
 
 def test_exact_duplicates_are_seen_even_when_hnsw_misses_them(settings: Settings) -> None:
     store, _, texts, vectors = _world(settings, ef_search=1)  # a deliberately weak graph search
-    assert store._index is not None
-    _, top1 = store._index.search(vectors, 1)
+    assert store._mirror is not None and store._mirror.content is not None
+    _, top1 = store._mirror.content.search(vectors, 1)
     missed = [int(i) for i in np.flatnonzero(top1[:, 0] != np.arange(STORED) + 1)]  # seq = position + 1
     assert missed, "the weak search should miss some duplicates"
     picked = missed + list(range(0, STORED, 60))

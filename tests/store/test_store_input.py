@@ -18,7 +18,7 @@ def filled(settings: Settings) -> tuple[MemoryStorage, list[Message]]:
 
 
 def _intact(store: MemoryStorage, messages: list[Message]) -> None:
-    assert store.count() == len(messages) == store.stats()["vectors"]
+    assert store.count() == len(messages) == store.stats().vectors
     for message in messages:
         assert store.search(message.content, k=1, mode="dense")[0].message.id == message.id
 

@@ -61,7 +61,7 @@ def read(directory: str, namespace: str) -> None:
         command, _, arg = line.rstrip("\n").partition(" ")
         if command == "stats":
             stats = store.stats()
-            print(stats["messages"], stats["vectors"], flush=True)
+            print(stats.messages, stats.vectors, flush=True)
         elif command == "find":
             hits = store.search(arg, k=1, mode="dense")
             print(hits[0].message.id if hits else "-", flush=True)

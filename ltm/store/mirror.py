@@ -1,0 +1,273 @@
+"""FAISS follows SQLite: :class:`IndexMirror` keeps a namespace's two vector indexes in step with its log.
+
+SQLite (:mod:`ltm.store.log`) is the truth; the content and context :class:`VectorIndex` are a mirror of it
+that may lag and is repaired from it, never the other way round. Everything that knows how lives here:
+
+- :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``);
+- :meth:`IndexMirror.sync` replays the rows and tombstones committed since the mirror last looked, by this
+  process or another (``PRAGMA data_version`` tells cheaply whether anything changed), and rebuilds from
+  SQLite's stored vectors when a snapshot is damaged or does not match (no embedding call);
+- :meth:`IndexMirror.writing` wraps one write transaction (diskcache's ``transact`` idea): ``BEGIN
+  IMMEDIATE``, catch up if another connection committed, let the caller write, and after the commit apply
+  exactly what was written to the indexes; a write that fails leaves the mirror marked stale, so the next
+  read replays from SQLite;
+- :meth:`IndexMirror.maintain` switches flat -> HNSW past ``hnsw_threshold``, rebuilds an HNSW graph whose
+  ghosts pass a fifth of it, and snapshots after enough changes.
+
+Not thread-safe by itself: :class:`~ltm.store.storage.MemoryStorage` serialises calls with its lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ltm.config import Settings
+from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row, decode
+from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.records import StoreStats
+from ltm.store.vectors import VectorIndex
+
+__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate", "open_namespace"]
+
+GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of their vectors is deleted
+_CONTENT_FILE, _CONTEXT_FILE = "index.faiss", "context.faiss"
+
+
+class Write:
+    """What one :meth:`IndexMirror.writing` block changed, applied to the indexes once it commits."""
+
+    def __init__(self) -> None:
+        self.inserted: list[tuple[int, Row]] = []
+        self.removed: list[int] = []
+
+    def insert(self, inserted: Sequence[tuple[int, Row]]) -> None:
+        """Record rows the block inserted: (seq, row) as :meth:`MessageLog.insert` returns them."""
+        self.inserted.extend(inserted)
+
+    def remove(self, seq: int | None) -> None:
+        """Record a message the block deleted (its seq; None, for "nothing was deleted", is ignored)."""
+        if seq is not None:
+            self.removed.append(seq)
+
+
+class IndexMirror:
+    """The content and context indexes of one namespace directory, and how far they follow its log."""
+
+    def __init__(self, directory: Path, manifest: Manifest, settings: Settings) -> None:
+        self.dir, self.manifest, self.settings = directory, manifest, settings
+        self.content: VectorIndex | None = None  # search_similar, find_news, dense search
+        self.context: VectorIndex | None = None  # conversation-context vectors (always flat): hybrid search only
+        self.version = -1  # the log's data_version the indexes were last brought to
+        self.stale = False  # a write began and did not finish: replay before trusting the indexes
+        self.unsaved = 0  # changes since the last snapshot
+
+    @classmethod
+    def open(cls, directory: Path, manifest: Manifest, settings: Settings) -> IndexMirror:
+        """A mirror starting from the directory's snapshots (none, or a damaged one: from empty)."""
+        mirror = cls(directory, manifest, settings)
+        if manifest.dim is not None:
+            content = VectorIndex.load(directory / _CONTENT_FILE, manifest.dim)
+            context = VectorIndex.load(directory / _CONTEXT_FILE, manifest.dim)
+            if content is not None:
+                content.ef_search = settings.hnsw_ef_search
+            if (content is None) == (context is None):  # one snapshot lost: rebuild both
+                mirror.content, mirror.context = content, context
+        return mirror
+
+    @property
+    def dim(self) -> int | None:
+        """The vectors' dimension once any is known."""
+        return self.content.dim if self.content is not None else None
+
+    @property
+    def damaged(self) -> bool:
+        """A big snapshot's vectors are checked in the background after open (see ltm.store.snapshot)."""
+        return any(index is not None and index.damaged for index in (self.content, self.context))
+
+    def stats(self, namespace: str | None, messages: int, model: str, embedding_calls: int) -> StoreStats:
+        """The store's health counts: ``messages`` (SQLite's, given) beside what the indexes hold."""
+        index, context = self.content, self.context
+        return StoreStats(
+            namespace=namespace, path=str(self.dir), messages=messages, vectors=index.live if index else 0,
+            index=index.kind if index else "none", context_vectors=context.live if context else 0,
+            ghosts=len(index.ghosts) if index else 0, last_seq=index.last_seq if index else 0, model=model,
+            embedding_calls=embedding_calls,
+        )
+
+    # -- reading -----------------------------------------------------------------------------------------
+    def sync(self, log: MessageLog, *, verify: bool = False) -> None:
+        """Apply rows and tombstones committed since the mirror last looked (by anyone). ``verify`` also
+        compares the live counts with SQLite's and rebuilds on a mismatch (done when a namespace opens)."""
+        version = log.data_version()
+        damaged = self.damaged
+        if version == self.version and not self.stale and not verify and not damaged:
+            return
+        with log.transaction(write=False):
+            if damaged:
+                self.rebuild(log)
+            self._catch_up(log)
+            if verify and self.content is not None and self.context is not None and (
+                self.content.live != log.count() or self.context.live != log.count(CONTEXT)
+            ):
+                self.rebuild(log)
+        self.version, self.stale = version, False
+
+    def _catch_up(self, log: MessageLog) -> None:
+        """Inside a transaction: replay what the indexes miss (a read snapshot, or our own write lock)."""
+        heads = log.heads()
+        if self.content is None:
+            if heads[0] == 0:
+                return
+            manifest = Manifest.read(self.dir / "manifest.json")  # another process may have set the dim
+            if manifest is None or manifest.dim is None:
+                return
+            self.manifest = manifest
+            self.content = VectorIndex(manifest.dim)
+        if self.context is None:
+            self.context = VectorIndex(self.content.dim)
+        for index, column in ((self.content, CONTENT), (self.context, CONTEXT)):
+            if (index.last_seq, index.last_tseq) == heads:
+                continue
+            index.remove(log.tombstones_after(index.last_tseq))
+            seqs, vectors = log.vectors_after(index.last_seq, column)
+            index.add(seqs, vectors)
+            index.last_seq, index.last_tseq = heads
+            self.unsaved += len(seqs)
+
+    def rebuild(self, log: MessageLog) -> None:
+        """Inside a transaction: fresh indexes from SQLite's stored vectors (no embedding call), of the kind
+        the live count calls for (recorded in the manifest); the next :meth:`maintain` snapshots them."""
+        assert self.manifest.dim is not None
+        heads = log.heads()
+        seqs, vectors = log.vectors_after(0)
+        kind = "hnsw" if len(seqs) >= self.settings.hnsw_threshold else "flat"
+        content = VectorIndex(self.manifest.dim, kind)
+        content.ef_search = self.settings.hnsw_ef_search
+        content.add(seqs, vectors)
+        context = VectorIndex(self.manifest.dim)
+        context.add(*log.vectors_after(0, CONTEXT))
+        content.last_seq, content.last_tseq = context.last_seq, context.last_tseq = heads
+        self.content, self.context = content, context
+        self.unsaved = len(seqs) or 1
+        if self.manifest.index_type != kind:
+            self.manifest.index_type = kind
+            self.manifest.write(self.dir / "manifest.json")
+
+    # -- writing -----------------------------------------------------------------------------------------
+    def ensure_dim(self, dim: int) -> None:
+        """Record the dimension on the first vector (refusing another one later: StoreMismatch)."""
+        if self.manifest.check_dim(dim, self.dir / "manifest.json"):
+            self.manifest.write(self.dir / "manifest.json")
+        if self.content is None:
+            self.content = VectorIndex(dim)
+        if self.context is None:
+            self.context = VectorIndex(dim)
+
+    @contextmanager
+    def writing(self, log: MessageLog) -> Iterator[Write]:
+        """One write transaction on ``log`` whose changes the indexes follow once it commits.
+
+        ``with mirror.writing(log) as write: write.insert(log.insert(rows))``. On entry: ``BEGIN IMMEDIATE``
+        and, when another connection committed since the mirror last looked, a catch-up under the write lock
+        (so the seqs this block gets come right after what the indexes hold). After the commit: the recorded
+        inserts and deletes are applied and :meth:`maintain` runs. An exception rolls the transaction back
+        and leaves the mirror stale: the next :meth:`sync` replays from SQLite.
+        """
+        write = Write()
+        with log.transaction(write=True):
+            version = self._write_catch_up(log)
+            yield write
+            tseq = log.heads()[1] if write.removed else 0
+        if self._apply(write, tseq):
+            self.version, self.stale = version, False  # our own commit leaves data_version as it was
+        self.maintain(log)
+
+    def _write_catch_up(self, log: MessageLog) -> int:
+        """Inside a write transaction: catch up unless nothing was committed since the mirror last looked;
+        returns the data_version the indexes match once this write is applied.
+
+        Read under the write lock, data_version covers every commit by others up to now, and our own commits
+        never change it: when it equals the version the indexes were brought to (and nothing failed since),
+        the heads query and the replay are skipped, the common case for a process adding one at a time.
+        """
+        version = log.data_version()
+        current = not self.stale and version == self.version and self.content is not None and self.context is not None
+        self.stale = True  # until the indexes hold what the caller commits
+        if not current:
+            self._catch_up(log)
+        return version
+
+    def _apply(self, write: Write, tseq: int) -> bool:
+        """The committed changes into the indexes: deletes first (a replaced message's old seq), then rows
+        as the rebuild would see them (FAISS gets decode() of the stored float16 vector). False when there
+        are no indexes yet to apply them to (the mirror stays stale: the next sync replays)."""
+        if self.content is None or self.context is None:
+            return not (write.inserted or write.removed)
+        if write.removed:
+            seqs = np.array(write.removed, dtype=np.int64)
+            for index in (self.content, self.context):
+                index.remove(seqs)
+                index.last_tseq = tseq
+            self.unsaved += len(write.removed)
+        inserted = write.inserted
+        if inserted:
+            self.content.add(np.array([s for s, _ in inserted], dtype=np.int64),
+                             decode(np.stack([r.vector for _, r in inserted])))
+            with_context = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
+            if with_context:
+                self.context.add(np.array([s for s, _ in with_context], dtype=np.int64),
+                                 decode(np.stack([v for _, v in with_context])))
+            self.content.last_seq = self.context.last_seq = inserted[-1][0]
+            self.unsaved += len(inserted)
+        return True
+
+    # -- upkeep ------------------------------------------------------------------------------------------
+    def maintain(self, log: MessageLog) -> None:
+        """Switch flat -> HNSW past the threshold, compact HNSW ghosts, snapshot after enough changes."""
+        index = self.content
+        if index is None:
+            return
+        grow = index.kind == "flat" and index.live >= self.settings.hnsw_threshold
+        compact = index.kind == "hnsw" and len(index.ghosts) > GHOST_SHARE * max(int(index.index.ntotal), 1)
+        if grow or compact:
+            with log.transaction(write=False):
+                self.rebuild(log)
+        if self.unsaved >= max(self.settings.snapshot_every, index.live // 10):
+            self.save()
+
+    def save(self) -> None:
+        """Write both snapshots (atomically each) and reset the unsaved count."""
+        if self.content is not None and self.context is not None:
+            self.content.save(self.dir / _CONTENT_FILE)
+            self.context.save(self.dir / _CONTEXT_FILE)
+            self.unsaved = 0
+
+
+def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
+    """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors). Its
+    float32 snapshots are deleted: the mirror rebuilds them from SQLite on open."""
+    if manifest.dim is not None:
+        log.migrate_float16(manifest.dim)
+    for name in (_CONTENT_FILE, _CONTEXT_FILE):
+        (directory / name).unlink(missing_ok=True)
+    manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
+    manifest.write(directory / "manifest.json")
+
+
+def open_namespace(directory: Path, namespace: str, model: str, settings: Settings) -> tuple[MessageLog, IndexMirror]:
+    """Open (creating when new) a namespace directory: its manifest, checked against ``model`` (StoreMismatch
+    for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest.read(directory / "manifest.json")
+    if manifest is None:
+        manifest = Manifest(namespace=namespace, embedding_model=model)
+        manifest.write(directory / "manifest.json")
+    manifest.check(model, directory / "manifest.json")
+    log = MessageLog(directory / "memory.sqlite", synchronous=settings.sqlite_synchronous)
+    if manifest.schema_version < SCHEMA_VERSION:
+        migrate(log, directory, manifest)
+    return log, IndexMirror.open(directory, manifest, settings)

@@ -1,0 +1,100 @@
+"""From messages to rows: what the write path does between checking input and the SQLite transaction.
+
+A write embeds every message's content plus, for conversation turns, a context text (see
+:mod:`ltm.store.conversation`); :class:`Pending` keeps both in one list so the embedder batches them in one
+call. Vectors the caller already has (``add_batch(vectors=...)``, e.g. from :meth:`export`) replace the
+content part of that list, so only the context texts reach the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ltm.errors import InvalidInput
+from ltm.message import Message
+from ltm.store.log import VECTOR_DTYPE, Row
+from ltm.store.query import keyword_columns
+from ltm.store.validation import check_message, context_text, normalise
+
+__all__ = ["Pending", "build_rows", "given_vectors", "prepare", "texts_to_embed", "with_given"]
+
+
+@dataclass
+class Pending:
+    """Messages about to be written and the texts to embed for them."""
+
+    messages: list[Message]
+    texts: list[str]  # every message's content, then the context texts of those that have one
+    with_context: list[int]  # positions in ``messages`` of the messages that have a context text
+
+
+def prepare(
+    messages: Iterable[Message], max_bytes: int, existing: Callable[[list[str]], set[str]] | None
+) -> Pending:
+    """Check ``messages`` (InvalidInput before anything is written) and plan their embedding.
+
+    With ``existing`` (ids already stored), those messages are left out, and of several with one id the
+    first is kept: the ``add`` semantics. Without it every message is kept, the last of an id winning
+    (``replace``)."""
+    if isinstance(messages, Message):
+        messages = [messages]
+    checked = [check_message(m, max_bytes) for m in messages]
+    known = existing([m.id for m in checked]) if existing is not None else set()
+    if existing is not None:
+        fresh = list({m.id: m for m in reversed(checked) if m.id not in known}.values())[::-1]
+    else:
+        fresh = list({m.id: m for m in checked}.values())
+    found = [(i, context_text(m, max_bytes)) for i, m in enumerate(fresh)]
+    contexts = [(i, text) for i, text in found if text is not None]
+    return Pending(fresh, [m.content for m in fresh] + [t for _, t in contexts], [i for i, _ in contexts])
+
+
+def given_vectors(
+    messages: Iterable[Message], vectors: Any, dim: Callable[[], int | None]
+) -> tuple[list[Message], dict[str, np.ndarray] | None]:
+    """The messages as a list and, when ``vectors`` were given, each message id's checked unit vector
+    (``dim()``: the dimension they must have, asked only then)."""
+    listed = [messages] if isinstance(messages, Message) else list(messages)
+    if vectors is None or not listed:
+        return listed, None
+    array = normalise(vectors, dim(), "the vectors argument")
+    if array.shape[0] != len(listed):
+        raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
+                           "pass one vector per message")
+    return listed, {m.id: array[i] for i, m in enumerate(listed)}
+
+
+def texts_to_embed(pending: Pending, given: dict[str, np.ndarray] | None) -> list[str]:
+    """The texts the model must embed: all of them, or only the context texts when vectors were given."""
+    return pending.texts if given is None else pending.texts[len(pending.messages):]
+
+
+def with_given(pending: Pending, given: dict[str, np.ndarray] | None, embedded: np.ndarray) -> np.ndarray:
+    """The vectors in ``pending.texts`` order: ``embedded`` itself, or the given content vectors first."""
+    if given is None:
+        return embedded
+    content = np.stack([given[m.id] for m in pending.messages])
+    return np.vstack([content, embedded]) if len(embedded) else content
+
+
+def build_rows(pending: Pending, keys: Sequence[bytes], vectors: np.ndarray) -> list[Row]:
+    """One row per pending message. Rows keep the stored (float16) form and FAISS gets decode() of it, as a
+    rebuild from SQLite would: search results and find_news decisions are the same before and after a restart."""
+    vectors = vectors.astype(VECTOR_DTYPE)
+    n = len(pending.messages)
+    context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
+    return [_row(m, key, vec, context_of.get(i))
+            for i, (m, key, vec) in enumerate(zip(pending.messages, keys, vectors[:n], strict=True))]
+
+
+def _row(message: Message, key: bytes, vector: np.ndarray, context_vector: np.ndarray | None) -> Row:
+    return Row(
+        id=message.id, role=message.role, cause_by=message.cause_by, sent_from=message.sent_from,
+        created_at=float(message.created_at), metadata=json.dumps(message.metadata, default=str, ensure_ascii=False),
+        body=message.dump(), text_key=key, vector=vector, fts=keyword_columns(message), context_vector=context_vector,
+    )
