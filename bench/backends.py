@@ -79,7 +79,7 @@ def measure(label: str, settings: Settings, n: int) -> dict[str, Any]:
             text = f"tok{p}x{p % 97}" if mode != "dense" else f"dense query {p}"
             Precomputed.table[text] = qv.tolist()  # the query's "embedding" is a lookup: the engine is timed
             t = time.perf_counter()
-            found = store.search(text, k=10, mode=mode)  # type: ignore[arg-type]
+            found = store.search(text, k=10, mode=mode)
             times.append((time.perf_counter() - t) * 1000)
             got = [h.message.id for h in found]
             if mode == "dense":
@@ -142,9 +142,9 @@ def main() -> None:
     server = None
     dsn = args.dsn
     if dsn is None:
-        import pgserver
+        from pgserver.postgres_server import get_server
 
-        server = pgserver.get_server(tmp / "pg", cleanup_mode="delete")
+        server = get_server(tmp / "pg", cleanup_mode="delete")
         dsn = str(server.get_uri())
     base = Settings(storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000)
     engines = {"embedded": base, "postgres": base.with_(store_url=dsn)}

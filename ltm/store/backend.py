@@ -23,6 +23,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store.log import Row
+from ltm.store.naming import namespace_dir
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
@@ -95,6 +96,7 @@ class StoreBackend(Protocol):
 
 def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> StoreBackend:
     """The backend the settings ask for, with namespace ``kind/namespace`` open (created when new)."""
+    namespace_dir(settings.storage_dir, kind, namespace)  # one naming rule on every engine: InvalidInput if bad
     if settings.store_url:
         from ltm.store.pg.backend import PgBackend
 

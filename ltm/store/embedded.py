@@ -18,8 +18,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store.log import MessageLog, Row, unpack
-from ltm.store.manifest import SCHEMA_VERSION, Manifest
-from ltm.store.mirror import IndexMirror, migrate
+from ltm.store.mirror import IndexMirror, open_namespace
 from ltm.store.naming import namespace_dir
 from ltm.store.query import compile_filters
 from ltm.store.records import StoreStats
@@ -38,16 +37,7 @@ class EmbeddedBackend:
     def open(cls, settings: Settings, kind: str, namespace: str, model: str) -> EmbeddedBackend:
         """Open (creating when new) the namespace's directory; StoreMismatch for another model."""
         directory = namespace_dir(settings.storage_dir, kind, namespace)
-        directory.mkdir(parents=True, exist_ok=True)
-        manifest = Manifest.read(directory / "manifest.json")
-        if manifest is None:
-            manifest = Manifest(namespace=namespace, embedding_model=model)
-            manifest.write(directory / "manifest.json")
-        manifest.check(model, directory / "manifest.json")
-        log = MessageLog(directory / "memory.sqlite", synchronous=settings.sqlite_synchronous)
-        if manifest.schema_version < SCHEMA_VERSION:
-            migrate(log, directory, manifest)
-        mirror = IndexMirror.open(directory, manifest, settings)
+        log, mirror = open_namespace(directory, namespace, model, settings)
         mirror.sync(log, verify=True)
         return cls(directory, log, mirror)
 

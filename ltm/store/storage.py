@@ -1,15 +1,21 @@
-"""MemoryStorage: one namespace's persistent memory (SQLite log + FAISS index + FTS5), MetaGPT's API and more.
+"""MemoryStorage: one namespace's persistent memory, MetaGPT's API and more, over a store backend.
 
-Layout: ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth), ``index.faiss``
-(a snapshot, rebuilt from SQLite whenever it is missing or damaged: never re-embedding) and
-``manifest.json``. An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
-the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open
-and before every read, which is also how a write by another process becomes visible.
+The facade checks input, embeds (batched, cached), builds rows and keeps the async twins; the engine below
+is a :class:`~ltm.store.backend.StoreBackend` chosen by the settings:
+
+- embedded (default): ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth),
+  ``index.faiss`` (a snapshot, rebuilt from SQLite whenever it is missing or damaged: never re-embedding)
+  and ``manifest.json``. An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
+  the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open
+  and before every read, which is also how a write by another process becomes visible;
+- PostgreSQL + pgvector (``Settings.store_url`` / ``LTM_STORE_URL``): one table set for every namespace,
+  each write one transaction, search in SQL (:mod:`ltm.store.pg`); for processes on many hosts.
 
 Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
-- ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
+- ``keyword``: ``-bm25`` from FTS5 (embedded) or ``ts_rank_cd`` (PostgreSQL), >= 0, unbounded, comparable
+  only within one query;
 - ``hybrid``: reciprocal rank fusion, the sum over signals of ``1 / (60 + rank)``, in (0, 2/61].
 """
 
@@ -29,13 +35,11 @@ from ltm.errors import InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
+from ltm.store.backend import StoreBackend, open_backend
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
-from ltm.store.log import MessageLog, unpack
-from ltm.store.mirror import IndexMirror, open_namespace
 from ltm.store.naming import namespace_dir
-from ltm.store.query import compile_filters
 from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
-from ltm.store.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, check_query, retrieve, similar
+from ltm.store.retrieval import MemoryHit, Mode, check_query
 from ltm.store.validation import check_id, check_k, text_of
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -69,8 +73,7 @@ class MemoryStorage:
         self._embedding = embedding
         self._embedder: Embedder | None = None
         self._lock = threading.RLock()
-        self._log: MessageLog | None = None
-        self._mirror: IndexMirror | None = None  # the FAISS side, following the log
+        self._backend: StoreBackend | None = None
         if namespace is not None:
             self._open(namespace)
 
@@ -84,41 +87,35 @@ class MemoryStorage:
 
     @property
     def path(self) -> Path | None:
-        """The namespace's directory once opened."""
-        return self._mirror.dir if self._mirror is not None else None
+        """The namespace's directory once opened (embedded backend; None on PostgreSQL)."""
+        if self._backend is None or self.settings.store_url:
+            return None
+        return Path(self._backend.location)
 
     @property
     def is_initialized(self) -> bool:
         """True once a namespace is open (after ``recover_memory`` or a first use); False after ``clean``."""
-        return self._log is not None
+        return self._backend is not None
 
     def _open(self, namespace: str) -> None:
         with self._lock:
-            directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
-            log, mirror = open_namespace(directory, namespace, self.embedder.model, self.settings)
-            self.namespace, self._log, self._mirror = namespace, log, mirror
-            mirror.sync(log, verify=True)
+            self._backend = open_backend(self.settings, self.kind, namespace, self.embedder.model)
+            self.namespace = namespace
 
-    def _require(self) -> tuple[MessageLog, IndexMirror]:
-        if self._log is None:
+    def _require(self) -> StoreBackend:
+        if self._backend is None:
             if self.namespace is None:
                 raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
             self._open(self.namespace)
-        assert self._log is not None and self._mirror is not None
-        return self._log, self._mirror
-
-    def _synced(self) -> tuple[MessageLog, IndexMirror]:
-        """The open log and its mirror, caught up with every commit (call under the lock)."""
-        log, mirror = self._require()
-        mirror.sync(log)
-        return log, mirror
+        assert self._backend is not None
+        return self._backend
 
     # -- MetaGPT's API -----------------------------------------------------------------------------------
     def recover_memory(self, role_id: str) -> builtins.list[Message]:
         """Open ``role_id``'s namespace (creating it when new); returns its ``settings.recover_recent``
         newest messages, oldest first."""
         with self._lock:
-            if self._log is None or role_id != self.namespace:
+            if self._backend is None or role_id != self.namespace:
                 self.close()
                 self._open(role_id)
             return self.recent(self.settings.recover_recent)
@@ -137,17 +134,19 @@ class MemoryStorage:
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
         with self._lock:
-            self._synced()[1].save()
+            self._require().save()
 
     def clean(self) -> None:
-        """Delete this namespace's data from disk; ``is_initialized`` becomes False. A later use starts empty."""
+        """Delete this namespace's data (its directory, or its rows on PostgreSQL); ``is_initialized`` becomes
+        False. A later use starts empty."""
         with self._lock:
-            directory = self.path or (
-                namespace_dir(self.settings.storage_dir, self.kind, self.namespace) if self.namespace else None
-            )
-            if self._log is not None:
-                self._log.close()
-            self._log, self._mirror = None, None
+            if self._backend is None and self.namespace is not None and self.settings.store_url:
+                self._open(self.namespace)  # the rows are found through the open namespace
+            directory = None if self.settings.store_url or self.namespace is None else (
+                namespace_dir(self.settings.storage_dir, self.kind, self.namespace))
+            backend, self._backend = self._backend, None
+            if backend is not None:
+                backend.drop()
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
 
@@ -176,10 +175,6 @@ class MemoryStorage:
         embedded = await self._aembed(rowplan.texts_to_embed(pending, given), TEXT)
         return self._commit(pending, rowplan.with_given(pending, given, embedded), replace=False)
 
-    async def aadd(self, message: Message) -> bool:
-        """Async twin of :meth:`add`."""
-        return await self.aadd_batch([message]) == 1
-
     def _given_dim(self) -> int | None:
         """The dimension vectors given to add_batch must have: the namespace's, else its configured model's,
         never the first given vectors' (issue 13: one 3-d line fixed a namespace at 3 and every normal add
@@ -190,6 +185,10 @@ class MemoryStorage:
         if dim is None:
             return int(self._embed(["dimension probe"], TEXT).shape[1])  # a caller's embedding object: ask it
         return dim
+
+    async def aadd(self, message: Message) -> bool:
+        """Async twin of :meth:`add`."""
+        return await self.aadd_batch([message]) == 1
 
     def replace(self, message: Message) -> bool:
         """Store ``message`` in place of the stored message with its id, in ONE write transaction: a crash
@@ -212,21 +211,16 @@ class MemoryStorage:
 
     def _existing(self, ids: builtins.list[str]) -> set[str]:
         with self._lock:
-            return self._require()[0].existing_ids(ids)
+            return self._require().existing_ids(ids)
 
     def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
         how many replaced a stored message (replace)."""
         with self._lock:
-            log, mirror = self._require()
-            mirror.ensure_dim(vectors.shape[1])
+            backend = self._require()
+            backend.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
-            with mirror.writing(log) as write:
-                if replace:
-                    for row in rows:
-                        write.remove(log.delete(row.id))
-                write.insert(log.insert(rows))
-            return len(write.removed) if replace else len(write.inserted)
+            return backend.write(rows, replace=replace)
 
     def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
         """Every stored message in insertion order, with its content vector when ``with_vectors``.
@@ -236,11 +230,10 @@ class MemoryStorage:
         after = 0
         while True:
             with self._lock:
-                rows = self._require()[0].page(after, batch, with_vectors)
+                rows = self._require().page(after, batch, with_vectors)
             if not rows:
                 return
-            for seq, body, blob in rows:
-                vector = unpack(blob) if blob is not None else None
+            for seq, body, vector in rows:
                 yield Message.load(body), vector
                 after = seq
 
@@ -252,14 +245,13 @@ class MemoryStorage:
         next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
         shows up again, as its new version, near the end (the new version has a new seq)."""
         after, limit = decode_cursor(cursor), check_limit(limit)
-        where, params = compile_filters(filters)
         with self._lock:
-            found = self._require()[0].listed(after, limit + 1, where or "1", params)  # one more: is there a next?
+            found = self._require().listed(after, limit + 1, filters)  # one more: is there a next?
         return MessagePage.of(found, limit)
 
     def _dim(self) -> int | None:
         with self._lock:
-            return self._synced()[1].dim
+            return self._require().dimension()
 
     def search(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None
@@ -291,19 +283,14 @@ class MemoryStorage:
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None
     ) -> builtins.list[MemoryHit]:
-        where, params = compile_filters(filters)
-        if k == 0:
-            return []
         with self._lock:
-            log, mirror = self._synced()
-            return retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params)))
+            return self._require().search(text, vector, k, mode, filters)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
             return []
         with self._lock:
-            log, mirror = self._synced()
-            return similar(log, mirror, vectors, k, self.threshold, self.embedder.keys([text])[0])
+            return self._require().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
 
     def embed_texts(self, texts: builtins.list[str]) -> np.ndarray:
         """Unit vectors for ``texts`` (one batched, cached model call), comparable with the stored ones."""
@@ -323,27 +310,25 @@ class MemoryStorage:
         if texts is not None and len(texts) != len(vectors):
             raise InvalidInput(f"best_similarities got {len(vectors)} vectors but {len(texts)} texts; pass one each")
         with self._lock:
-            log, mirror = self._synced()
-            return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
+            return self._require().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
 
     def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        log = self._require()[0]
-        return self.embedder.embed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
+        backend = self._require()
+        return self.embedder.embed(texts, self._known_dim(), known=backend.vectors_by_key, purpose=purpose)
 
     async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        log = self._require()[0]
-        return await self.embedder.aembed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
+        backend = self._require()
+        return await self.embedder.aembed(texts, self._known_dim(), known=backend.vectors_by_key, purpose=purpose)
 
     def _known_dim(self) -> int | None:
-        """The manifest's dimension once recorded (it never changes), else what the index learned by syncing."""
-        mirror = self._mirror
-        return mirror.manifest.dim if mirror is not None and mirror.manifest.dim is not None else self._dim()
+        """The namespace's dimension once recorded (it never changes)."""
+        return self._dim()
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
         check_id(message_id)
         with self._lock:
-            body = self._require()[0].body_of(message_id)
+            body = self._require().body_of(message_id)
         if body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
         return Message.load(body)
@@ -352,15 +337,12 @@ class MemoryStorage:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
         message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
         with self._lock:
-            log, mirror = self._require()
-            with mirror.writing(log) as write:
-                write.remove(log.delete(message_id))
-            return bool(write.removed)
+            return self._require().delete(message_id)
 
     def count(self) -> int:
         """How many messages the namespace holds."""
         with self._lock:
-            return self._require()[0].count()
+            return self._require().count()
 
     def __len__(self) -> int:
         return self.count()
@@ -368,23 +350,19 @@ class MemoryStorage:
     def stats(self) -> StoreStats:
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
-            log, mirror = self._synced()
-            return mirror.stats(self.namespace, log.count(), self.embedder.model, self.embedder.calls)
+            return self._require().stats(self.namespace, self.embedder.model, self.embedder.calls)
 
     def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
         with self._lock:
-            return [Message.load(b) for b in self._require()[0].recent(check_k(n))] if n else []
+            return [Message.load(b) for b in self._require().recent(check_k(n))] if n else []
 
     def close(self) -> None:
         """Snapshot the index if it changed, and close the files. A later use reopens."""
         with self._lock:
-            if self._log is None:
-                return
-            if self._mirror is not None and self._mirror.unsaved:
-                self._mirror.save()
-            self._log.close()
-            self._log, self._mirror = None, None
+            backend, self._backend = self._backend, None
+            if backend is not None:
+                backend.close()
 
     def __enter__(self) -> MemoryStorage:
         return self

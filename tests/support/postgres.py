@@ -29,10 +29,10 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         if self.external is None:
-            import pgserver  # the wheel bundles PostgreSQL 16 and pgvector
+            from pgserver.postgres_server import get_server  # the wheel bundles PostgreSQL 16 + pgvector
 
             self.dir = Path(tempfile.mkdtemp(prefix="ltm-pg-"))
-            self.server = pgserver.get_server(self.dir, cleanup_mode="stop")
+            self.server = get_server(self.dir, cleanup_mode="stop")
             self.url = str(self.server.get_uri())
         self.reset()
         return self

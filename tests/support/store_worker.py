@@ -24,7 +24,8 @@ from ltm import LongTermMemory, MemoryStorage, Message, Settings, UserRequiremen
 
 
 def _settings(directory: str, snapshot_every: int = 10_000) -> Settings:
-    return Settings(storage_dir=directory, embedding="hash", snapshot_every=snapshot_every)
+    # LTM_STORE_URL from the test's environment puts the worker on the same PostgreSQL as the test
+    return Settings.load(storage_dir=directory, embedding="hash", snapshot_every=snapshot_every)
 
 
 def write(directory: str, namespace: str, prefix: str, n: int, snapshot_every: int) -> None:

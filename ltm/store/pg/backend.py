@@ -24,7 +24,7 @@ from ltm.store.log import Row, decode
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.schema import LOCK_CLASS, ensure_hnsw
-from ltm.store.pg.search import dense_expr, search_sql, tsquery_text, vector_text
+from ltm.store.pg.search import dense_expr, search_sql, tsquery_text, vector_text, words
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
@@ -262,7 +262,8 @@ def _values(ns: int, row: Row) -> tuple[Any, ...]:
         raise InvalidInput("a message id is required")
     context = None if row.context_vector is None else vector_text(decode(row.context_vector))
     return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
-            row.text_key, int(np.asarray(row.vector).shape[-1]), vector_text(decode(row.vector)), context, *row.fts)
+            row.text_key, int(np.asarray(row.vector).shape[-1]), vector_text(decode(row.vector)), context,
+            *(words(text) for text in row.fts))
 
 
 def _array(value: Any) -> np.ndarray:

@@ -12,13 +12,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ltm.store.query import RRF_K, query_terms
 
-__all__ = ["TSQUERY_WEIGHTS", "dense_expr", "search_sql", "tsquery_text", "vector_text"]
+__all__ = ["TSQUERY_WEIGHTS", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def tsquery_text(query: str) -> str | None:
@@ -26,6 +28,12 @@ def tsquery_text(query: str) -> str | None:
     misread); None when the query has none."""
     terms = [t for t in query_terms(query) if t.replace("_", "").isalnum()]
     return " | ".join(terms) if terms else None
+
+
+def words(text: str) -> str:
+    """``text`` as the words a query is split into (``\\w+``, as :func:`~ltm.store.query.query_terms`), so
+    the server's parser sees "2023-06-01" as the words 2023, 06 and 01, not a date and two signed numbers."""
+    return " ".join(_WORD.findall(text))
 
 
 def vector_text(vector: Any) -> str:
