@@ -115,15 +115,18 @@ def writers(label: str, settings: Settings, procs: int, each: int) -> dict[str, 
         env["LTM_STORE_URL"] = settings.store_url
     namespace = f"w{procs}-{time.time_ns()}"
     cmd = [sys.executable, "-m", "bench.backend_writer", str(settings.storage_dir), namespace, str(each)]
-    start = time.perf_counter()
     running = [subprocess.Popen([*cmd, f"p{i}"], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE)
                for i in range(procs)]
     latencies: list[float] = []
+    spans: list[tuple[float, float]] = []
     for proc in running:
         out, _ = proc.communicate(timeout=1800)
         assert proc.returncode == 0, f"writer failed: {out[-500:]}"
-        latencies.extend(json.loads(out.strip().splitlines()[-1]))
-    wall = time.perf_counter() - start
+        report = json.loads(out.strip().splitlines()[-1])
+        latencies.extend(report["latencies"])
+        spans.append((report["first"], report["last"]))
+    # from the first add of any writer to the last add of any: process start-up and store opening excluded
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
     check = MemoryStorage(namespace, settings=settings.with_(embedding="hash"))
     count = check.count()
     check.close()

@@ -192,7 +192,7 @@ class PgBackend:
         if not sql:
             return []
         params.update(ns=self.ns, k=k, fetch=k if mode != "hybrid" else max(3 * k, 50), tsq=tsq,
-                      q=vector_text(np.asarray(vector).reshape(-1)) if dense else None)
+                      q=_query(vector) if dense else None)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             if hnsw:
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
@@ -208,9 +208,9 @@ class PgBackend:
         rows = self._rows(
             f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
             f"AND m.text_key = %(key)s ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
-            f"(SELECT 1, 1 - ({expr} <=> %(q)s::vector), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
-            f"ORDER BY {expr} <=> %(q)s::vector LIMIT %(k)s) ORDER BY o",
-            {"ns": self.ns, "key": bytes(key), "k": k, "q": vector_text(np.asarray(vector).reshape(-1))})
+            f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            f"ORDER BY {expr} <=> %(q)s LIMIT %(k)s) ORDER BY o",
+            {"ns": self.ns, "key": bytes(key), "k": k, "q": _query(vector)})
         seen: dict[int, str] = {}
         for order, score, seq, body in rows:
             if (order == 0 or score >= threshold) and seq not in seen:
@@ -224,8 +224,9 @@ class PgBackend:
             return np.full(len(vectors), -1.0, dtype=np.float32)
         expr, extra = dense_expr("embedding", self._dim, self._hnsw(False))
         rows = self._rows(
-            f"SELECT v.i, (SELECT 1 - ({expr} <=> v.t::vector) FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
-            f"ORDER BY {expr} <=> v.t::vector LIMIT 1) FROM unnest(%(qs)s::text[]) WITH ORDINALITY AS v(t, i)",
+            # the text -> vector casts happen once per query vector, in unnest, not once per row compared
+            f"SELECT v.i, (SELECT 1 - ({expr} <=> v.q) FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            f"ORDER BY {expr} <=> v.q LIMIT 1) FROM unnest(%(qs)s::text[]::vector[]) WITH ORDINALITY AS v(q, i)",
             {"ns": self.ns, "qs": [vector_text(v) for v in vectors]})
         best = np.full(len(vectors), -1.0, dtype=np.float32)
         for i, score in rows:
@@ -260,10 +261,16 @@ def _values(ns: int, row: Row) -> tuple[Any, ...]:
     FAISS index holds for the same stored form, so both answer the same cosines."""
     if not row.id:
         raise InvalidInput("a message id is required")
-    context = None if row.context_vector is None else vector_text(decode(row.context_vector))
+    context = None if row.context_vector is None else _query(decode(row.context_vector))
     return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
-            row.text_key, int(np.asarray(row.vector).shape[-1]), vector_text(decode(row.vector)), context,
+            row.text_key, int(np.asarray(row.vector).shape[-1]), _query(decode(row.vector)), context,
             *(words(text) for text in row.fts))
+
+
+def _query(vector: Any) -> np.ndarray:
+    """A query vector as a parameter: pgvector's adapter sends it as a ``vector`` (binary), so the server
+    neither parses text nor casts per row."""
+    return np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
 
 
 def _array(value: Any) -> np.ndarray:

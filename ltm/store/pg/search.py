@@ -50,22 +50,21 @@ def dense_expr(column: str, dim: int | None, hnsw: bool) -> tuple[str, str]:
 
 def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
                hnsw: bool) -> str:
-    """The statement for one search; parameters ``ns``, ``q`` (vector text), ``tsq``, ``fetch``, ``k`` and
+    """The statement for one search; parameters ``ns``, ``q`` (a vector), ``tsq``, ``fetch``, ``k`` and
     the filter's. Returns rows (body, score, signals)."""
     ctes: list[str] = []
     parts: list[str] = []
     if dense:
         expr, extra = dense_expr("embedding", dim, hnsw)
-        cast = f"::vector({int(dim)})" if hnsw and dim is not None else "::vector"
         ctes.append(
             f"dense AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
-            f"SELECT m.seq, {expr} <=> %(q)s{cast} AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} AND ({where}) "
+            f"SELECT m.seq, {expr} <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} AND ({where}) "
             f"ORDER BY d LIMIT %(fetch)s) x)")
         parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
     if context:
         ctes.append(
             "ctx AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
-            "SELECT m.seq, m.context_embedding <=> %(q)s::vector AS d FROM ltm_messages m WHERE m.ns = %(ns)s "
+            "SELECT m.seq, m.context_embedding <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s "
             f"AND m.context_embedding IS NOT NULL AND ({where}) ORDER BY d LIMIT %(fetch)s) x)")
         parts.append("SELECT seq, r, s, 'context' AS sig, 2 AS o FROM ctx")
     if keyword:
