@@ -129,7 +129,7 @@ def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> 
 
 def _seqs(store: object, hits: Sequence[object]) -> set[int]:
     """Seqs of hits, from SQLite by message id."""
-    log = store._log  # type: ignore[attr-defined]
+    log = store._require().log  # type: ignore[attr-defined]  # the embedded backend's SQLite log
     ids = [h.message.id for h in hits]  # type: ignore[attr-defined]
     marks = ",".join("?" * len(ids))
     return {int(r[0]) for r in log.db.execute(f"SELECT seq FROM messages WHERE id IN ({marks})", ids)}

@@ -72,8 +72,9 @@ class StoreBackend(Protocol):
         """(seq, body) of up to ``limit`` messages matching ``filters`` after seq ``after``, in order."""
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None) -> list[MemoryHit]:
-        """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``."""
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+        """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
+        whose content key is ``exact_key`` (the query verbatim) first."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""

@@ -18,8 +18,9 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store.log import MessageLog, Row, unpack
-from ltm.store.mirror import IndexMirror, open_namespace
+from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
+from ltm.store.opening import open_namespace
 from ltm.store.query import compile_filters
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, retrieve, similar
@@ -95,13 +96,13 @@ class EmbeddedBackend:
         return self.log.listed(after, limit, where or "1", params)
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
             return []
         log, mirror = self._synced()
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
-        return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params)))
+        return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key))
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         log, mirror = self._synced()
@@ -113,7 +114,7 @@ class EmbeddedBackend:
 
     def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
         log, mirror = self._synced()
-        return mirror.stats(namespace, log.count(), model, embedding_calls)
+        return mirror.stats(namespace, log, model, embedding_calls)
 
     def save(self) -> None:
         self._synced()[1].save()

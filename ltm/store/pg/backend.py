@@ -179,7 +179,7 @@ class PgBackend:
         return not filtered and self._dim is not None and self.live() >= self.settings.hnsw_threshold
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
         """The ``k`` best hits in one statement (see :mod:`ltm.store.pg.search`)."""
         where, params = pg_filter(filters)
         if k == 0:
@@ -198,7 +198,19 @@ class PgBackend:
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
                              (str(max(self.settings.hnsw_ef_search, 4 * k) if k <= 1000 else 1000),))
             rows = conn.execute(sql, params).fetchall()
-        return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
+            exact = [] if exact_key is None else conn.execute(
+                f"SELECT m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
+                "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
+        hits = [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
+        if not exact:
+            return hits
+        # the query verbatim comes first whatever its score (as the embedded store's fusion does)
+        first = [Message.load(body) for (body,) in exact]
+        found = {h.message.id: h for h in hits}
+        top = hits[0].score if hits else 1.0
+        lead = [found.get(m.id) or MemoryHit(m, top, ("keyword",)) for m in first]
+        ids = {h.message.id for h in lead}
+        return (lead + [h for h in hits if h.message.id not in ids])[:k]
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""

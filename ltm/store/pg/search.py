@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ltm.store.query import RRF_K, query_terms
+from ltm.store.query import query_terms
 
 __all__ = ["TSQUERY_WEIGHTS", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
+RRF_K = 60  # the usual reciprocal-rank-fusion constant: rank r contributes 1 / (60 + r)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
