@@ -13,6 +13,7 @@ process, sees it (read-your-writes). Writers of different namespaces do not wait
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,11 +21,13 @@ import numpy as np
 from ltm.config import Settings
 from ltm.errors import InvalidInput, StoreMismatch
 from ltm.message import Message
+from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.log import Row, decode
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.schema import LOCK_CLASS, ensure_hnsw
-from ltm.store.pg.search import dense_expr, search_sql, tsquery_text, vector_text, words
+from ltm.store.pg.search import candidates_sql, dense_expr, search_sql, tsquery_text, vector_text, words
+from ltm.store.query import query_terms
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
@@ -180,37 +183,29 @@ class PgBackend:
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
-        """The ``k`` best hits in one statement (see :mod:`ltm.store.pg.search`)."""
+        """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`)."""
         where, params = pg_filter(filters)
         if k == 0:
             return []
         tsq = tsquery_text(text) if mode != "dense" else None
         dense = mode != "keyword" and vector is not None and self.dimension() is not None
         hnsw = dense and self._hnsw(bool(filters))
-        sql = search_sql(mode, where, dense=dense, context=dense and mode == "hybrid", keyword=tsq is not None,
-                         dim=self._dim, hnsw=hnsw)
-        if not sql:
-            return []
-        params.update(ns=self.ns, k=k, fetch=k if mode != "hybrid" else max(3 * k, 50), tsq=tsq,
-                      q=_query(vector) if dense else None)
+        hybrid = mode == "hybrid"
+        fetch = max(3 * k, DEPTH) if hybrid else k
+        build = candidates_sql if hybrid else partial(search_sql, mode)
+        sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim, hnsw=hnsw)
+        params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             if hnsw:
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
-                             (str(max(self.settings.hnsw_ef_search, 4 * k) if k <= 1000 else 1000),))
-            rows = conn.execute(sql, params).fetchall()
-            exact = [] if exact_key is None else conn.execute(
-                f"SELECT m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
+                             (str(min(max(self.settings.hnsw_ef_search, 4 * k), 1000)),))
+            rows = conn.execute(sql, params).fetchall() if sql else []
+            exact = [] if exact_key is None or not hybrid else conn.execute(
+                f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
                 "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
-        hits = [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
-        if not exact:
-            return hits
-        # the query verbatim comes first whatever its score (as the embedded store's fusion does)
-        first = [Message.load(body) for (body,) in exact]
-        found = {h.message.id: h for h in hits}
-        top = hits[0].score if hits else 1.0
-        lead = [found.get(m.id) or MemoryHit(m, top, ("keyword",)) for m in first]
-        ids = {h.message.id for h in lead}
-        return (lead + [h for h in hits if h.message.id not in ids])[:k]
+        if not hybrid:
+            return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
+        return _fused(text, k, fetch, rows, exact)
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
@@ -277,6 +272,25 @@ def _values(ns: int, row: Row) -> tuple[Any, ...]:
     return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
             row.text_key, int(np.asarray(row.vector).shape[-1]), _query(decode(row.vector)), context,
             *(words(text) for text in row.fts))
+
+
+def _fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
+    """Hybrid hits from the candidates of :func:`candidates_sql` (signal, seq, score, body), fused as the
+    embedded engine fuses (same weights, the query verbatim first, then its near-exact copies)."""
+    signals: dict[str, list[tuple[int, float]]] = {}
+    bodies: dict[int, str] = {}
+    for signal, seq, score, body in rows:
+        signals.setdefault(str(signal), []).append((int(seq), float(score)))
+        bodies[int(seq)] = str(body)
+    bodies.update((int(seq), str(body)) for seq, body in exact)
+    weights = LONG_QUERY_WEIGHTS if len(query_terms(text)) > LONG_QUERY_TERMS else WEIGHTS
+    exact_seqs = [int(seq) for seq, _ in exact]
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs)
+    target = normalised_text(text)
+    near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
+    if near:
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near)
+    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 
 def _query(vector: Any) -> np.ndarray:

@@ -6,8 +6,9 @@
   (pgvector 0.6 filters HNSW results after the scan, so a filtered query stays exact to keep its k.)
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
-- hybrid: each signal's top ``max(3k, 50)`` in a CTE, fused by reciprocal rank (``1 / (60 + rank)`` summed)
-  in the same statement; ties by insertion order, as :func:`ltm.store.query.fuse`.
+- hybrid: each signal's top ``max(3k, 50)`` candidates with their scores, all in ONE statement (a CTE per
+  signal), fused by the embedded engine's calibrated fusion (:func:`ltm.store.fusion.fuse`), so both engines
+  rank alike; the query verbatim first.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from typing import Any
 
 from ltm.store.query import query_terms
 
-__all__ = ["TSQUERY_WEIGHTS", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
+__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
-RRF_K = 60  # the usual reciprocal-rank-fusion constant: rank r contributes 1 / (60 + r)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -49,10 +49,9 @@ def dense_expr(column: str, dim: int | None, hnsw: bool) -> tuple[str, str]:
     return f"m.{column}", ""
 
 
-def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-               hnsw: bool) -> str:
-    """The statement for one search; parameters ``ns``, ``q`` (a vector), ``tsq``, ``fetch``, ``k`` and
-    the filter's. Returns rows (body, score, signals)."""
+def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
+             hnsw: bool) -> tuple[list[str], list[str]]:
+    """(CTEs, SELECTs over them) of the signals asked for: rows (seq, rank, score, signal, order)."""
     ctes: list[str] = []
     parts: list[str] = []
     if dense:
@@ -75,14 +74,31 @@ def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bo
             "to_tsquery('english', %(tsq)s) AS t(q) "
             f"WHERE m.ns = %(ns)s AND m.fts @@ t.q AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)")
         parts.append("SELECT seq, r, s, 'keyword' AS sig, 3 AS o FROM kw")
+    return ctes, parts
+
+
+def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
+               hnsw: bool) -> str:
+    """The statement for a one-signal search (dense or keyword mode): rows (body, score, signals), best first.
+    Parameters ``ns``, ``q`` (a vector), ``tsq``, ``fetch``, ``k`` and the filter's."""
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw)
     if not parts:
         return ""
-    union = " UNION ALL ".join(parts)
-    # hybrid: reciprocal rank fusion; one signal: its own score (cosine, or ts_rank_cd)
-    score = f"sum(1.0::float8 / ({RRF_K} + r))" if mode == "hybrid" else "max(s)"
     return (
-        f"WITH {', '.join(ctes)} "
-        f"SELECT m.body, f.score, f.signals FROM (SELECT seq, {score} AS score, array_agg(sig ORDER BY o) AS signals "
-        f"FROM ({union}) u GROUP BY seq ORDER BY score DESC, seq LIMIT %(k)s) f "
-        "JOIN ltm_messages m ON m.seq = f.seq ORDER BY f.score DESC, f.seq"
+        f"WITH {', '.join(ctes)} SELECT m.body, u.s, ARRAY[u.sig] FROM ({' UNION ALL '.join(parts)}) u "
+        "JOIN ltm_messages m ON m.seq = u.seq ORDER BY u.s DESC, u.seq LIMIT %(k)s"
+    )
+
+
+def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
+                   hnsw: bool) -> str:
+    """ONE statement for a hybrid search: every signal's candidates (dense HNSW or exact, context, tsvector
+    keyword) with their scores and bodies, rows (signal, seq, score, body) in each signal's rank order. The
+    fusion itself is :func:`ltm.store.fusion.fuse`, the embedded engine's, so both rank alike."""
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw)
+    if not parts:
+        return ""
+    return (
+        f"WITH {', '.join(ctes)} SELECT u.sig, u.seq, u.s, m.body FROM ({' UNION ALL '.join(parts)}) u "
+        "JOIN ltm_messages m ON m.seq = u.seq ORDER BY u.o, u.r"
     )
