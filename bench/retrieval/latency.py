@@ -21,12 +21,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ltm.store import Mode
+
+from ltm.store import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data" / "realtalk.json"
 FIXTURE = ROOT / "tests" / "data" / "retrieval_fixture.json"
-MODES = ("hybrid", "keyword", "dense")
+MODES: tuple[Mode, ...] = ("hybrid", "keyword", "dense")
 
 
 def corpus(n: int, queries: int) -> tuple[list[dict[str, Any]], list[str]]:
@@ -49,7 +54,7 @@ def worker(n: int, queries: int) -> dict[str, Any]:
     messages = [Message(content=t["text"], role=t["speaker"], sent_from=t["speaker"], created_at=t["time"])
                 for t in turns]
     with tempfile.TemporaryDirectory(prefix="ltm-latency-") as tmp:
-        settings = Settings(storage_dir=Path(tmp), embedding="hash")  # type: ignore[arg-type]
+        settings = Settings(storage_dir=Path(tmp), embedding="hash")
         with MemoryStorage("latency", kind="bench", settings=settings) as store:
             started = time.perf_counter()
             for start in range(0, len(messages), 500):

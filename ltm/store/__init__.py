@@ -7,8 +7,10 @@ store (an import-linter contract in ``pyproject.toml`` keeps it so).
 
 from __future__ import annotations
 
+from ltm.store.history import HistoryEvent
 from ltm.store.records import MessagePage, StoreStats
 from ltm.store.retrieval import Mode, SearchQuery
+from ltm.store.scopes import scoped
 from ltm.store.storage import MemoryHit, MemoryStorage
 
-__all__ = ["MemoryHit", "MemoryStorage", "MessagePage", "Mode", "SearchQuery", "StoreStats"]
+__all__ = ["HistoryEvent", "MemoryHit", "MemoryStorage", "MessagePage", "Mode", "SearchQuery", "StoreStats", "scoped"]

@@ -1,26 +1,18 @@
 """MemoryStorage: one namespace's persistent memory (SQLite log + FAISS index + FTS5), MetaGPT's API and more.
 
-The facade checks input, embeds (batched, cached), builds rows and keeps the async twins; the engine below is a
-:class:`~ltm.store.backend.StoreBackend` chosen by the settings:
-
-- embedded (default): ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth),
-  ``index.faiss`` (a snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never
-  re-embedding) and ``manifest.json`` (see :mod:`ltm.store.opening`). An ``add`` returns after its SQLite
-  transaction is on disk, so it survives kill -9; the FAISS index follows SQLite through
-  :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open and before every read, which is also how a
-  write by another process becomes visible;
-- PostgreSQL + pgvector (``Settings.store_url`` / ``LTM_STORE_URL``): one table set for every namespace, each
-  write one transaction, search in SQL (:mod:`ltm.store.pg`); for processes on many hosts.
+Layout: ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth), ``index.faiss`` (a
+snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never re-embedding) and ``manifest.json``
+(see :mod:`ltm.store.opening`). An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
+the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open and
+before every read, which is also how a write by another process becomes visible.
 
 Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
-- ``keyword``: ``-bm25`` from FTS5 (embedded) or ``ts_rank_cd`` (PostgreSQL), >= 0, unbounded, comparable only
-  within one query;
+- ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
 - ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
   [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
-  query verbatim (or up to case, spacing and punctuation) come first whatever their score. On PostgreSQL hybrid
-  is reciprocal rank fusion in SQL (the sum over signals of ``1 / (60 + rank)``), verbatim copies first too.
+  query verbatim (or up to case, spacing and punctuation) come first whatever their score.
 """
 
 from __future__ import annotations
@@ -28,7 +20,8 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -39,24 +32,46 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
+from ltm.store import history as trail
 from ltm.store import rows as rowplan
-from ltm.store.backend import StoreBackend, open_backend
+from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
+from ltm.store.explain import check_threshold, explained, given_query_vector
+from ltm.store.log import MessageLog
+from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
-from ltm.store.offloop import OffLoop
-from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
-from ltm.store.retrieval import MemoryHit, Mode, check_query
+from ltm.store.opening import open_namespace
+from ltm.store.query import compile_filters
+from ltm.store.records import StoreStats
+from ltm.store.retrieval import (
+    MemoryHit,
+    Mode,
+    SearchQuery,
+    best_similarities,
+    keyword_match,
+    retrieve,
+    similar,
+)
 from ltm.store.validation import check_id, check_k, text_of
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
 
-class MemoryStorage(OffLoop):
+class MemoryStorage(DocumentStore):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``
     (default ``settings.similarity_threshold``) is the cosine at which :meth:`search_similar` calls a stored
     message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
+
+    def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
+        """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
+        on PostgreSQL + pgvector (a MemoryStorage too); otherwise this embedded one."""
+        if cls is MemoryStorage and (settings if settings is not None else Settings.load()).store_url:
+            from ltm.store.backed import BackendStorage
+
+            return super().__new__(BackendStorage)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -78,7 +93,8 @@ class MemoryStorage(OffLoop):
         self._embedding = embedding
         self._embedder: Embedder | None = None
         self._lock = threading.RLock()
-        self._backend: StoreBackend | None = None  # the open namespace's engine
+        self._log: MessageLog | None = None
+        self._mirror: IndexMirror | None = None  # the FAISS side, following the log
         if namespace is not None:
             self._open(namespace)
 
@@ -92,35 +108,42 @@ class MemoryStorage(OffLoop):
 
     @property
     def path(self) -> Path | None:
-        """The namespace's directory once opened (embedded backend; None on PostgreSQL)."""
-        if self._backend is None or self.settings.store_url:
-            return None
-        return Path(self._backend.location)
+        """The namespace's directory once opened."""
+        return self._mirror.dir if self._mirror is not None else None
 
     @property
     def is_initialized(self) -> bool:
         """True once a namespace is open (after ``recover_memory`` or a first use); False after ``clean``."""
-        return self._backend is not None
+        return self._log is not None
 
     def _open(self, namespace: str) -> None:
         with self._lock:
-            self._backend = open_backend(self.settings, self.kind, namespace, self.embedder.model)
-            self.namespace = namespace
+            directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
+            log, mirror = open_namespace(directory, namespace, self.embedder.model, self.settings)
+            self.namespace, self._log, self._mirror = namespace, log, mirror
+            mirror.sync(log, verify=True)
 
-    def _require(self) -> StoreBackend:
-        if self._backend is None:
+    def _require(self) -> tuple[MessageLog, IndexMirror]:
+        if self._log is None:
             if self.namespace is None:
                 raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
             self._open(self.namespace)
-        assert self._backend is not None
-        return self._backend
+        assert self._log is not None and self._mirror is not None
+        return self._log, self._mirror
+
+    def _synced(self) -> tuple[MessageLog, IndexMirror]:
+        """The open log and its mirror, caught up with every commit, expired messages purged (under the lock)."""
+        self.purge_expired()
+        log, mirror = self._require()
+        mirror.sync(log)
+        return log, mirror
 
     # -- MetaGPT's API -----------------------------------------------------------------------------------
     def recover_memory(self, role_id: str) -> builtins.list[Message]:
         """Open ``role_id``'s namespace (creating it when new); returns its ``settings.recover_recent``
         newest messages, oldest first."""
         with self._lock:
-            if self._backend is None or role_id != self.namespace:
+            if self._log is None or role_id != self.namespace:
                 self.close()
                 self._open(role_id)
             return self.recent(self.settings.recover_recent)
@@ -139,19 +162,17 @@ class MemoryStorage(OffLoop):
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
         with self._lock:
-            self._require().save()
+            self._synced()[1].save()
 
     def clean(self) -> None:
-        """Delete this namespace's data (its directory, or its rows on PostgreSQL); ``is_initialized`` becomes
-        False. A later use starts empty."""
+        """Delete this namespace's data from disk; ``is_initialized`` becomes False. A later use starts empty."""
         with self._lock:
-            if self._backend is None and self.namespace is not None and self.settings.store_url:
-                self._open(self.namespace)  # the rows are found through the open namespace
-            directory = None if self.settings.store_url or self.namespace is None else (
-                namespace_dir(self.settings.storage_dir, self.kind, self.namespace))
-            backend, self._backend = self._backend, None
-            if backend is not None:
-                backend.drop()
+            directory = self.path or (
+                namespace_dir(self.settings.storage_dir, self.kind, self.namespace) if self.namespace else None
+            )
+            if self._log is not None:
+                self._log.close()
+            self._log, self._mirror = None, None
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
 
@@ -211,70 +232,63 @@ class MemoryStorage(OffLoop):
         return rowplan.prepare(messages, self.settings.max_content_bytes, known_ids)
 
     def _logged(self, method: str, *args: Any) -> Any:
-        """``backend.<method>(*args)`` under the lock: the connection is shared by the handle's threads (issue 13)."""
+        """``log.<method>(*args)`` under the lock: the connection is shared by the handle's threads (issue 13)."""
         with self._lock:
-            return getattr(self._require(), method)(*args)
+            return getattr(self._require()[0], method)(*args)
 
-    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool) -> int:
+    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
         how many replaced a stored message (replace)."""
         with self._lock:
-            backend = self._require()
-            backend.ensure_dim(vectors.shape[1])
+            log, mirror = self._require()
+            mirror.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
-            return backend.write(rows, replace=replace)
+            with mirror.writing(log) as write:
+                events: builtins.list[tuple[str, trail.Event, str | None]] = []
+                for row in rows if replace else ():
+                    old = log.body_of(row.id)
+                    if old is None and update:  # deleted since update() read it: nothing changes
+                        raise NotFound(f"no message {row.id!r} in namespace {self.namespace!r} (deleted meanwhile)")
+                    write.remove(log.delete(row.id))
+                    events.append((row.id, "ADD" if old is None else "UPDATE", old))
+                write.insert(log.insert(rows))
+                if not replace:
+                    events = [(row.id, "ADD", None) for _, row in write.inserted]
+                trail.record(log.db, events, time.time(), self.settings.history_limit)
+            return len(write.removed) if replace else len(write.inserted)
 
-    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
-        """Every stored message in insertion order, with its content vector when ``with_vectors``.
-
-        ``add_batch(messages, vectors=...)`` into a namespace of the same model reads it back losslessly.
-        """
-        after = 0
-        while True:
-            with self._lock:
-                rows = self._require().page(after, batch, with_vectors)
-            if not rows:
-                return
-            for seq, body, vector in rows:
-                yield Message.load(body), vector
-                after = seq
-
-    def list(
-        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> MessagePage:
-        """A page of stored messages matching ``filters`` (those :meth:`search` takes), oldest first
-        (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
-        next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
-        shows up again, as its new version, near the end (the new version has a new seq)."""
-        after, limit = decode_cursor(cursor), check_limit(limit)
-        with self._lock:
-            found = self._require().listed(after, limit + 1, filters)  # one more: is there a next?
-        return MessagePage.of(found, limit)
 
     def _dim(self) -> int | None:
         with self._lock:
-            return self._require().dimension()
+            return self._synced()[1].dim
 
     def search(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None
+        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None, explain: bool = False, vector: Any = None,
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
-        Filters: see :mod:`ltm.store.query` (role, cause_by, sent_from, created_after, created_before,
-        metadata). Hybrid fuses dense and BM25 scores, calibrated (see :mod:`ltm.store.fusion`).
+        ``filters``: the store's filter language (:mod:`ltm.store.filters`). Hybrid fuses dense and BM25
+        scores, calibrated (see :mod:`ltm.store.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
+        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
+        :mod:`ltm.store.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
+        instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
         """
-        check_query(query, mode)
-        vector = self._embed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
-        return self._search(query, vector, check_k(k), mode, filters)
+        query_vector = given_query_vector(query, mode, vector, self._dim)
+        if query_vector is None and mode != "keyword" and self._dim() is not None:
+            query_vector = self._embed([query], QUERY)
+        return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain)
 
     async def asearch(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None
+        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None, explain: bool = False, vector: Any = None,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search` (blocking work off the event loop)."""
-        check_query(query, mode)
-        dense = mode != "keyword" and (await self._off(self._dim)) is not None
-        vector = await self._aembed([query], QUERY) if dense else None
-        return await self._off(self._search, query, vector, check_k(k), mode, filters)
+        query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
+        if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
+            query_vector = await self._aembed([query], QUERY)
+        return await self._off(self._search, query, query_vector, check_k(k), mode, filters,
+                               check_threshold(threshold), explain)
 
     async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
@@ -284,17 +298,25 @@ class MemoryStorage(OffLoop):
         return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
 
     def _search(
-        self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None
+        self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
+        threshold: float | None = None, explain: bool = False,
     ) -> builtins.list[MemoryHit]:
+        where, params = compile_filters(filters)
+        if k == 0:
+            return []
         with self._lock:
+            log, mirror = self._synced()
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            return self._require().search(text, vector, k, mode, filters, exact_key)
+            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
+            match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
+            return explained(log, hits, mode, vector, match, threshold, explain)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
             return []
         with self._lock:
-            return self._require().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
+            log, mirror = self._synced()
+            return similar(log, mirror, vectors, k, self.threshold, self.embedder.keys([text])[0])
 
     def embed_texts(self, texts: builtins.list[str]) -> np.ndarray:
         """Unit vectors for ``texts`` (one batched, cached model call), comparable with the stored ones."""
@@ -314,7 +336,8 @@ class MemoryStorage(OffLoop):
         if texts is not None and len(texts) != len(vectors):
             raise InvalidInput(f"best_similarities got {len(vectors)} vectors but {len(texts)} texts; pass one each")
         with self._lock:
-            return self._require().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
+            log, mirror = self._synced()
+            return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
 
     def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
         return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose)
@@ -324,14 +347,16 @@ class MemoryStorage(OffLoop):
         return await self.embedder.aembed(texts, dim, known=known, purpose=purpose, run=self._off)
 
     def _known_dim(self) -> int | None:
-        """The namespace's dimension once recorded (it never changes)."""
-        return self._dim()
+        """The manifest's dimension once recorded (it never changes), else what the index learned by syncing."""
+        mirror = self._mirror
+        return mirror.manifest.dim if mirror is not None and mirror.manifest.dim is not None else self._dim()
 
     def get(self, message_id: str) -> Message:
         """The stored message with this id; NotFound otherwise."""
         check_id(message_id)
         with self._lock:
-            body = self._require().body_of(message_id)
+            self.purge_expired()
+            body = self._require()[0].body_of(message_id)
         if body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
         return Message.load(body)
@@ -339,13 +364,7 @@ class MemoryStorage(OffLoop):
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
         message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
-        with self._lock:
-            return self._require().delete(message_id)
-
-    def count(self) -> int:
-        """How many messages the namespace holds."""
-        with self._lock:
-            return self._require().count()
+        return self._delete("m.id = ?", [message_id]) > 0
 
     def __len__(self) -> int:
         return self.count()
@@ -353,20 +372,23 @@ class MemoryStorage(OffLoop):
     def stats(self) -> StoreStats:
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
-            return self._require().stats(self.namespace, self.embedder.model, self.embedder.calls)
+            log, mirror = self._synced()
+            return mirror.stats(self.namespace, log, self.embedder.model, self.embedder.calls)
 
     def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
         with self._lock:
-            return [Message.load(b) for b in self._require().recent(check_k(n))] if n else []
+            return [Message.load(b) for b in self._require()[0].recent(check_k(n))] if n else []
 
     def close(self) -> None:
         """Snapshot the index if it changed, and close the files. A later use reopens."""
         with self._lock:
-            backend, self._backend = self._backend, None
-            if backend is None:
+            if self._log is None:
                 return
-            backend.close()
+            if self._mirror is not None and self._mirror.unsaved:
+                self._mirror.save()
+            self._log.close()
+            self._log, self._mirror = None, None
             self._close_pool()
 
     def __enter__(self) -> MemoryStorage:
