@@ -11,7 +11,6 @@ import pytest
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import MemoryStorage, snapshot
-from ltm.store.embedded import EmbeddedBackend
 from ltm.store.mirror import IndexMirror
 from ltm.store.vectors import VectorIndex
 
@@ -137,6 +136,4 @@ def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monk
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
     """The FAISS mirror of the open namespace's embedded engine."""
-    backend = store._require()
-    assert isinstance(backend, EmbeddedBackend)
-    return backend.mirror
+    return store._require()[1]

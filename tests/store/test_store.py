@@ -6,13 +6,14 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from ltm import InvalidInput, MemoryHit, MemoryStorage, Message, NotFound, Settings, UserRequirement
 from ltm.store.conversation import with_context
-from ltm.store.embedded import EmbeddedBackend
 from tests.support.embeddings import TEXTS, MockEmbedding
 
 
@@ -457,8 +458,7 @@ def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -
     reopened.close()
 
 
-def _embedded(store: MemoryStorage) -> EmbeddedBackend:
-    """The open namespace's embedded engine (for tests about its own files)."""
-    backend = store._require()
-    assert isinstance(backend, EmbeddedBackend)
-    return backend
+def _embedded(store: MemoryStorage) -> Any:
+    """The open namespace's SQLite log and FAISS mirror (for tests about the embedded engine's own files)."""
+    log, mirror = store._require()
+    return SimpleNamespace(log=log, mirror=mirror)

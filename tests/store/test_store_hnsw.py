@@ -15,7 +15,6 @@ from ltm.config import Settings
 from ltm.longterm import LongTermMemory
 from ltm.message import Message
 from ltm.store import MemoryStorage
-from ltm.store.embedded import EmbeddedBackend
 from ltm.store.log import decode
 from ltm.store.mirror import IndexMirror
 
@@ -104,6 +103,4 @@ def test_hnsw_best_similarity_matches_exact_search(settings: Settings) -> None:
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
     """The FAISS mirror of the open namespace's embedded engine."""
-    backend = store._require()
-    assert isinstance(backend, EmbeddedBackend)
-    return backend.mirror
+    return store._require()[1]
