@@ -23,7 +23,7 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
 
-__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "count_readonly", "decode", "pack", "unpack"]
 
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
@@ -303,6 +303,34 @@ class MessageLog:
         with translate(self.path):
             rows = self.db.execute(sql, [match, *params, limit]).fetchall()
         return [(int(s), float(v)) for s, v in rows]
+
+
+def count_readonly(path: Path) -> int:
+    """Live messages in the log at ``path``, read without creating or changing any file.
+
+    When no ``-wal`` file exists, no connection has the log open in WAL mode and every commit is in the main
+    file: it is read with ``immutable=1``, which creates no ``-wal``/``-shm`` beside it (a ``mode=ro``
+    connection would, and leave them). Otherwise a writer's ``-wal``/``-shm`` are there and ``mode=ro`` reads
+    the last commit through them. A writer that appears between the check and the read can make the
+    immutable read fail: it is then retried with ``mode=ro``.
+    """
+    wal = path.with_name(path.name + "-wal").exists() or path.with_name(path.name + "-shm").exists()
+    modes = ["ro"] if wal else ["ro&immutable=1", "ro"]
+    while True:
+        mode = modes.pop(0)
+        try:
+            with translate(path):
+                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, timeout=5)
+                try:
+                    return int(db.execute("SELECT count(*) FROM messages").fetchone()[0])
+                finally:
+                    db.close()
+        except (sqlite3.Error, StoreCorrupted) as exc:
+            if modes:
+                continue
+            if isinstance(exc, sqlite3.Error):  # e.g. no messages table: not a log ltm wrote
+                raise _corrupted(path, exc) from exc
+            raise
 
 
 def pack(vector: np.ndarray) -> bytes:

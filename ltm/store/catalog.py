@@ -1,0 +1,98 @@
+"""The catalog: which namespaces a data root holds, and where one lives, without opening (or creating) any.
+
+:func:`namespaces` reads each ``<storage_dir>/<kind>/<dir>/manifest.json`` and counts the messages of its
+``memory.sqlite`` through a read-only connection (:func:`ltm.store.log.count_readonly`): nothing is
+created, migrated or rewritten, no embedding model is loaded, and a namespace another process is writing
+to is read as of its last commit. A directory whose files cannot be read is still listed, with
+:attr:`NamespaceInfo.problem` saying why, so one damaged namespace never hides the others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ltm.config import Settings
+from ltm.errors import LTMError
+from ltm.store.log import count_readonly
+from ltm.store.manifest import Manifest
+from ltm.store.naming import check_kind, namespace_dir
+
+__all__ = ["NamespaceInfo", "namespace_path", "namespaces"]
+
+_MANIFEST, _LOG = "manifest.json", "memory.sqlite"
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """One namespace on disk, as its manifest and log say.
+
+    ``namespace`` is the name it was opened with (the directory name when the manifest is unreadable);
+    ``messages`` is None when the log cannot be read (``problem`` says why); ``bytes_on_disk`` counts the
+    files of its directory (SQLite, its WAL, snapshots, manifest)."""
+
+    kind: str
+    namespace: str
+    path: Path
+    messages: int | None
+    bytes_on_disk: int
+    embedding_model: str | None
+    index_type: str | None
+    dim: int | None
+    problem: str | None = None
+
+
+def namespace_path(settings: Settings, kind: str, namespace: str) -> Path:
+    """The directory that holds (or would hold) ``namespace`` of ``kind``; it may not exist. InvalidInput for
+    an empty namespace or a kind that is not a short lowercase word."""
+    return namespace_dir(settings.storage_dir, kind, namespace)
+
+
+def namespaces(settings: Settings, kind: str | None = None) -> Iterator[NamespaceInfo]:
+    """Every namespace under ``settings.storage_dir`` (only ``kind``'s when given), sorted by kind then
+    directory name. Reads only: see the module docstring."""
+    root = Path(settings.storage_dir)
+    kinds = [check_kind(kind)] if kind is not None else _subdirs(root)
+    for kind_name in kinds:
+        for name in _subdirs(root / kind_name):
+            directory = root / kind_name / name
+            if os.path.isfile(directory / _MANIFEST):
+                yield _info(kind_name, directory)
+
+
+def _subdirs(path: Path) -> list[str]:
+    try:
+        with os.scandir(path) as entries:
+            return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _info(kind: str, directory: Path) -> NamespaceInfo:
+    problems: list[str] = []
+    manifest: Manifest | None = None
+    try:
+        manifest = Manifest.read(directory / _MANIFEST)
+    except LTMError as exc:
+        problems.append(str(exc))
+    messages: int | None = None
+    if os.path.isfile(directory / _LOG):
+        try:
+            messages = count_readonly(directory / _LOG)
+        except LTMError as exc:
+            problems.append(str(exc))
+    else:
+        messages = 0  # opened once, never written: the manifest comes first
+    size = 0
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                size += entry.stat(follow_symlinks=False).st_size
+    return NamespaceInfo(
+        kind=kind, namespace=manifest.namespace if manifest else directory.name, path=directory, messages=messages,
+        bytes_on_disk=size, embedding_model=manifest.embedding_model if manifest else None,
+        index_type=manifest.index_type if manifest else None, dim=manifest.dim if manifest else None,
+        problem="; ".join(problems) or None,
+    )
