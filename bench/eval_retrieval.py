@@ -56,8 +56,7 @@ def to_messages(turns: Sequence[dict[str, Any]], context_window: int = 1) -> lis
     """Turns as ltm Messages in conversation order: speaker -> role and metadata ``speaker``, session and date
     -> metadata and ``created_at``, turn id -> metadata ``turn``; and, through ``with_context``, the
     ``context_window`` turns before and after it in the same session (keyword-indexed, weighted lowest)."""
-    from ltm.message import Message
-    from ltm.store.conversation import with_context
+    from ltm.message import Message, with_context
 
     sessions: dict[str, list[Any]] = {}
     for turn in turns:

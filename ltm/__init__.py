@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "ConfigError": "ltm.errors",
     "ExperienceMemory": "ltm.experience.memory",
     "InvalidInput": "ltm.errors",
+    "KVStore": "ltm.kv",
+    "LLM": "ltm.llm",
     "LLMError": "ltm.errors",
     "LTMError": "ltm.errors",
     "Lesson": "ltm.experience.records",
@@ -37,58 +39,41 @@ _EXPORTS: dict[str, str] = {
     "ValidationFailed": "ltm.errors",
     "any_to_str": "ltm.message",
     "any_to_str_set": "ltm.message",
+    "with_context": "ltm.message",
 }
 
-__all__ = [
-    "BackendUnavailable",
-    "BrainMemory",
-    "ConfigError",
-    "ExperienceMemory",
-    "InvalidInput",
-    "LLMError",
-    "LTMError",
-    "Lesson",
-    "LongTermMemory",
-    "Memory",
-    "MemoryFS",
-    "MemoryHit",
-    "MemoryItem",
-    "MemoryStorage",
-    "Message",
-    "NotFound",
-    "Policy",
-    "Settings",
-    "StepMemory",
-    "StoreCorrupted",
-    "StoreMismatch",
-    "UserRequirement",
-    "ValidationFailed",
-    "any_to_str",
-    "any_to_str_set",
-]
+# listed once: __all__ is the keys above; tests/test_public_api.py checks the TYPE_CHECKING block below matches
+__all__ = sorted(_EXPORTS)
 
-if TYPE_CHECKING:
-    from ltm.brain import BrainMemory
-    from ltm.config import Settings
-    from ltm.errors import (
-        BackendUnavailable,
-        ConfigError,
-        InvalidInput,
-        LLMError,
-        LTMError,
-        NotFound,
-        StoreCorrupted,
-        StoreMismatch,
-        ValidationFailed,
-    )
-    from ltm.experience.memory import ExperienceMemory
-    from ltm.experience.records import Lesson, Policy
-    from ltm.files.fs import MemoryFS
-    from ltm.longterm import LongTermMemory
-    from ltm.memory import Memory
-    from ltm.message import Message, UserRequirement, any_to_str, any_to_str_set
-    from ltm.steps import MemoryItem, StepMemory
-    from ltm.store import MemoryHit, MemoryStorage
+if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff (__all__ is computed)
+    from ltm.brain import BrainMemory as BrainMemory
+    from ltm.config import Settings as Settings
+    from ltm.errors import BackendUnavailable as BackendUnavailable
+    from ltm.errors import ConfigError as ConfigError
+    from ltm.errors import InvalidInput as InvalidInput
+    from ltm.errors import LLMError as LLMError
+    from ltm.errors import LTMError as LTMError
+    from ltm.errors import NotFound as NotFound
+    from ltm.errors import StoreCorrupted as StoreCorrupted
+    from ltm.errors import StoreMismatch as StoreMismatch
+    from ltm.errors import ValidationFailed as ValidationFailed
+    from ltm.experience.memory import ExperienceMemory as ExperienceMemory
+    from ltm.experience.records import Lesson as Lesson
+    from ltm.experience.records import Policy as Policy
+    from ltm.files.fs import MemoryFS as MemoryFS
+    from ltm.kv import KVStore as KVStore
+    from ltm.llm import LLM as LLM
+    from ltm.longterm import LongTermMemory as LongTermMemory
+    from ltm.memory import Memory as Memory
+    from ltm.message import Message as Message
+    from ltm.message import UserRequirement as UserRequirement
+    from ltm.message import any_to_str as any_to_str
+    from ltm.message import any_to_str_set as any_to_str_set
+    from ltm.message import with_context as with_context
+    from ltm.steps import MemoryItem as MemoryItem
+    from ltm.steps import StepMemory as StepMemory
+    from ltm.store import MemoryHit as MemoryHit
+    from ltm.store import MemoryStorage as MemoryStorage
 
 
 def __getattr__(name: str) -> Any:

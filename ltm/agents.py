@@ -1,10 +1,12 @@
 """Roles and an environment for multi-agent use, routed the way MetaGPT routes messages.
 
 A :class:`Role` watches a set of actions. The :class:`Environment` delivers a published message to every role
-it is addressed to (``send_to`` names the role, or is ``<all>``); the role keeps what it watches or what names
-it directly, asks its :class:`~ltm.longterm.LongTermMemory` which of those are news (not already seen, by
-similarity to its long-term store), remembers them, and acts on the news. A role created again with the same
-id over the same storage recovers its memory, so a requirement it already handled is old news.
+it is addressed to (``send_to`` names the role, or is ``<all>``) and the role stores it at once in its
+:class:`~ltm.longterm.LongTermMemory` (a durable inbox). When the role has acted on a message and its answer is
+published, the message is recorded as *handled* (a second namespace, ``role_id + "#handled"``). "Seen" is not
+"handled": a role created again with the same id over the same storage recovers its memory, queues the stored
+messages it never finished (the work a crash cut off) and acts on them, while a message similar to a handled
+one (the same requirement sent again) is old news.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from ltm.longterm import LongTermMemory
 from ltm.message import MESSAGE_ROUTE_TO_ALL, Message, any_to_str, any_to_str_set
 from ltm.store import MemoryStorage
 
-__all__ = ["Action", "Environment", "ObserveReport", "Role"]
+__all__ = ["HANDLED_SUFFIX", "Action", "Environment", "ObserveReport", "Role"]
+
+HANDLED_SUFFIX = "#handled"  # a role's handled messages live in the namespace role_id + this
 
 
 class Action:
@@ -47,7 +51,7 @@ class ObserveReport:
 
     received: list[Message] = field(default_factory=list)
     news: list[Message] = field(default_factory=list)
-    old_news: list[Message] = field(default_factory=list)
+    old_news: list[Message] = field(default_factory=list)  # already handled (or repeated in the same look)
 
 
 class Role:
@@ -82,7 +86,15 @@ class Role:
             memory_storage=MemoryStorage(settings=self.settings, embedding=embedding), settings=self.settings
         )
         self.recovered: list[Message] = self.memory.recover_memory(self.role_id, self) or []
+        self.handled = MemoryStorage(settings=self.settings, embedding=embedding)
+        self.handled.recover_memory(self.role_id + HANDLED_SUFFIX)
+        # Received before a restart but never finished: queued again when the role joins an environment.
+        self.interrupted: list[Message] = [
+            m for m in self.recovered if self.is_receiver(m) and not self.is_handled(m)
+        ]
+        self.resumed: list[Message] = []  # the interrupted messages an environment queued again
         self._pending: list[Message] = []
+        self._acting: list[Message] = []
         self.last_observed = ObserveReport()
 
     def __repr__(self) -> str:
@@ -99,26 +111,53 @@ class Role:
         addressed = named or MESSAGE_ROUTE_TO_ALL in message.send_to
         return addressed and message.sent_from != self.name and (named or message.cause_by in self.watch)
 
+    def is_handled(self, message: Message) -> bool:
+        """True when this role finished acting on ``message`` or on one similar to it."""
+        return self.handled.count() > 0 and bool(self.handled.search_similar(message, k=1))
+
+    def receive(self, message: Message) -> None:
+        """Store a message delivered to this role now (durable: it survives a crash before the role runs);
+        one similar to a handled message is old news and is not stored again."""
+        if not self.is_handled(message):
+            self.memory.add(message)
+
     def observe(self, messages: Sequence[Message]) -> list[Message]:
-        """Keep the messages meant for this role that are news, remember them, and return them."""
+        """Keep the messages meant for this role that it has not handled yet, remember them, and return them."""
         received = [m for m in messages if self.is_receiver(m)]
-        news = self.memory.find_news(received) if received else []
+        news: list[Message] = []
+        contents: set[str] = set()
+        for message in received:
+            if message.content in contents or self.is_handled(message):
+                continue
+            contents.add(message.content)
+            news.append(message)
         fresh_ids = {m.id for m in news}
         self.last_observed = ObserveReport(received, news, [m for m in received if m.id not in fresh_ids])
-        for message in news:
-            self.memory.add(message)
+        self.memory.add_batch(news)
         self._pending.extend(news)
         return news
 
     def act(self) -> Message | None:
-        """Run the role's action on the news not yet acted on; None when there is nothing to do."""
-        if self.action is None or not self._pending:
+        """Run the role's action on the news not yet acted on; None when there is nothing to do.
+
+        The news become handled only at :meth:`done`, once the answer is published.
+        """
+        if not self._pending:
             return None
         news, self._pending = self._pending, []
+        self._acting.extend(news)
+        if self.action is None:
+            return None
         text = self.action.run(self, news, self.llm)
         out = Message(text, role=self.profile, cause_by=type(self.action), sent_from=self.name)
         self.memory.add(out)
         return out
+
+    def done(self) -> None:
+        """Record the messages acted on as handled (call after publishing the answer)."""
+        acting, self._acting = self._acting, []
+        if acting:
+            self.handled.add_batch(acting)
 
     def publish(self, message: Message) -> None:
         """Send a message through the environment this role belongs to."""
@@ -127,9 +166,10 @@ class Role:
         self.env.publish_message(message)
 
     def close(self) -> None:
-        """Release the memory's store."""
+        """Release the memory's stores."""
         if self.memory.memory_storage is not None:
             self.memory.memory_storage.close()
+        self.handled.close()
 
 
 class Environment:
@@ -146,13 +186,15 @@ class Environment:
         for role in roles:
             role.env = self
             self.roles[role.name] = role
-            self._inbox.setdefault(role.name, [])
+            self._inbox.setdefault(role.name, []).extend(role.interrupted)  # resume cut-off work
+            role.resumed, role.interrupted = role.interrupted, []
 
     def publish_message(self, message: Message) -> bool:
         """Deliver ``message`` to every role it is meant for; False when nobody receives it."""
         self.history.append(message)
         receivers = [role for role in self.roles.values() if role.is_receiver(message)]
         for role in receivers:
+            role.receive(message)
             self._inbox[role.name].append(message)
         return bool(receivers)
 
@@ -171,6 +213,7 @@ class Environment:
                     self._emit("acted", role, out)
                     self.publish_message(out)
                     moved = True
+                role.done()  # handled only now: the answer is in the receivers' stores
             if not moved and not any(self._inbox.values()):
                 return round_no
         return max_rounds

@@ -13,8 +13,8 @@ these differences, all deliberate:
   the LLM answered: a failure leaves history and summary exactly as they were. Messages added while the LLM
   was working are kept.
 - Only the memory is stored: no LLM, no config, no secrets.
-- Backend failures raise ``BackendUnavailable`` (never an empty history); an LLM that fails after its retries
-  raises ``LLMError``.
+- Backend failures raise ``BackendUnavailable`` (never an empty history), and so does an LLM server that stays
+  unreachable through its retries; an LLM that refuses the request or answers nonsense raises ``LLMError``.
 - Budgets are tokens (:mod:`ltm.llm.tokens`); long histories are summarized by windowed map-reduce with at
   most ``max_llm_calls`` LLM calls (:mod:`ltm.llm.tasks`).
 - ``llm=None`` means the LLM the settings configure, which is the offline extractive summarizer unless
@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.kv import KVStore, open_kv
-from ltm.llm.base import resolve_llm
+from ltm.llm.base import LLM, LLMLike, resolve_llm
 from ltm.llm.extractive import ExtractiveLLM
 from ltm.llm.tasks import OVERLAP_TOKENS, SummaryRun, ask_related, ask_rewrite, ask_title, summarize_text
 from ltm.llm.tokens import count_tokens, split_tokens
@@ -104,7 +104,9 @@ class BrainMemory(BaseModel):
         self.add_history(_as_message(msg).model_copy(update={"role": "assistant"}))
 
     def add_history(self, msg: Message) -> None:
-        """Append ``msg`` unless it repeats the last one added (same id, or a numeric id not above the last)."""
+        """Append ``msg`` unless it repeats the last one added (same id, or a numeric id not above the last).
+        InvalidInput when it could not be saved (checked now: one bad message would fail every later dumps)."""
+        msg.dump()
         last = self.last_history_id
         if msg.id and last and (msg.id == last or 0 <= self.to_int(msg.id, -1) <= self.to_int(last, -2)):
             return
@@ -196,7 +198,7 @@ class BrainMemory(BaseModel):
             return before, items
 
         meta, items = await asyncio.to_thread(read)
-        memory = BrainMemory(settings=self._settings, kv=store, window_tokens=self._window_tokens,
+        memory = type(self)(settings=self._settings, kv=store, window_tokens=self._window_tokens,
                              max_llm_calls=self._max_llm_calls)
         if meta:
             memory.historical_summary = meta.get("summary", "")
@@ -291,11 +293,12 @@ class BrainMemory(BaseModel):
 
     # -- LLM tasks --------------------------------------------------------------------------------------
 
-    def _llm(self, llm: Any) -> Any:
+    def _llm(self, llm: LLMLike | None) -> LLM:
         return resolve_llm(self._config(), llm)
 
     async def summarize(
-        self, llm: Any = None, max_words: int = 200, keep_language: bool = False, limit: int = -1, **kwargs: Any
+        self, llm: LLMLike | None = None, max_words: int = 200, keep_language: bool = False, limit: int = -1,
+        **kwargs: Any,
     ) -> str:
         """Summarize summary + history in at most ``max_words`` words and fold it into this chat's key.
 
@@ -319,7 +322,7 @@ class BrainMemory(BaseModel):
             await self._fold(self._key, run.summary, folded, run.extractive)
         return run.summary
 
-    async def get_title(self, llm: Any = None, max_words: int = 5, **kwargs: Any) -> str:
+    async def get_title(self, llm: LLMLike | None = None, max_words: int = 5, **kwargs: Any) -> str:
         """A title of less than ``max_words`` words for the chat (summarizes first, as MetaGPT does)."""
         model = self._llm(llm)
         summary = await self.summarize(llm=model, max_words=500)
@@ -328,12 +331,12 @@ class BrainMemory(BaseModel):
         return await ask_title(summary, model, max_words)
 
     @staticmethod
-    async def is_related(text1: str, text2: str, llm: Any = None) -> bool:
+    async def is_related(text1: str, text2: str, llm: LLMLike | None = None) -> bool:
         """Whether ``text1`` is semantically related to ``text2``; a strict yes/no ("NOT TRUE" is not)."""
         return await ask_related(text1, text2, ExtractiveLLM() if llm is None else resolve_llm(None, llm))
 
     @staticmethod
-    async def rewrite(sentence: str, context: str, llm: Any = None) -> str:
+    async def rewrite(sentence: str, context: str, llm: LLMLike | None = None) -> str:
         """``sentence`` augmented with information from ``context``."""
         return await ask_rewrite(sentence, context, ExtractiveLLM() if llm is None else resolve_llm(None, llm))
 

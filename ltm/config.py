@@ -1,24 +1,52 @@
 """Settings: the only place configuration is read.
 
-Precedence is explicit arguments > ``LTM_*`` environment variables > defaults. Nothing is read or created at
-import time: call :meth:`Settings.load` (or construct ``Settings(...)`` for arguments and defaults only) and
-pass the object down.
+Precedence is explicit arguments > ``LTM_*`` environment variables > a config file > defaults. The config
+file is ``LTM_CONFIG`` when set, else ``./ltm.toml``, else the ``[tool.ltm]`` table of ``./pyproject.toml``;
+its keys are the field names (``storage_dir = "data"``). Nothing is read or created at import time: call
+:meth:`Settings.load` (or construct ``Settings(...)`` for arguments and defaults only) and pass the object down.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from ltm.errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "Settings"]
+__all__ = ["ENV_PREFIX", "Settings", "mask_url"]
 
 ENV_PREFIX = "LTM_"
+
+# user:password@ in a URL's authority, and password=... in its query (redis-py reads both)
+_URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^@/?#]*)@")
+_URL_PASSWORD_PARAM = re.compile(r"(?i)([?&]password=)[^&#]*")
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (``redis://user:***@host``, ``?password=***``), for
+    anything a person or a log may see; the host, port and database stay readable."""
+    match = _URL_USERINFO.match(url)
+    if match:
+        user, colon, _ = match["userinfo"].partition(":")
+        userinfo = f"{user}:***" if colon else "***"
+        url = f"{match['scheme']}{userinfo}@{url[match.end():]}"
+    return _URL_PASSWORD_PARAM.sub(r"\1***", url)
+
 
 EmbeddingKind = Literal["local", "openai", "hash"]
 LLMKind = Literal["none", "openai"]
@@ -38,13 +66,22 @@ class Settings(BaseModel):
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding call.")
     torch_threads: int = Field(1, ge=1, le=64, description="Torch threads for the local model.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint (also OPENAI_BASE_URL).")
-    openai_api_key: str | None = Field(None, description="API key (also OPENAI_API_KEY); never stored.")
+    openai_api_key: SecretStr | None = Field(
+        None, description="API key (also OPENAI_API_KEY); never stored, shown as ********** (get_secret_value())."
+    )
     llm: LLMKind = Field("none", description="none (offline extractive) or openai.")
     llm_model: str = Field("gpt-4o-mini", description="Chat model name for the openai LLM.")
     llm_timeout: float = Field(60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(3, ge=0, le=20, description="Retries after a failed LLM request.")
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
+    redis_wait_replicas: int = Field(
+        0, ge=0, le=16, description="Replicas that must acknowledge each Redis write (WAIT) before it returns: "
+        "1 on a Redis Cluster with replicas keeps acknowledged writes through a master's crash.",
+    )
+    redis_failover_timeout: float = Field(
+        10.0, ge=0, description="Seconds a Redis Cluster call keeps retrying while a failover moves its slot."
+    )
     similarity_threshold: float = Field(
         0.95, ge=0.0, le=1.0, description="Cosine similarity at which a message counts as already seen."
     )
@@ -85,12 +122,13 @@ class Settings(BaseModel):
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Build settings from ``overrides`` > ``LTM_*`` variables of ``environ`` (default os.environ) > defaults.
+        """Build settings from ``overrides`` > ``LTM_*`` variables of ``environ`` (default os.environ) > the config
+        file (see the module docstring) > defaults.
 
         ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` are honoured when their ``LTM_`` twins are unset.
         """
         env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = config_file_values(env)
         for name, field in cls.model_fields.items():
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is None and name in ("openai_base_url", "openai_api_key"):
@@ -115,13 +153,65 @@ class Settings(BaseModel):
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict with secrets masked, for logs and `ltm stats`."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json")  # SecretStr fields and URL passwords come out masked
         if data.get("openai_api_key"):
             data["openai_api_key"] = "***"
-        if data.get("redis_url") and "@" in data["redis_url"]:
-            scheme, _, rest = data["redis_url"].partition("://")
-            data["redis_url"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
         return data
+
+    # Secrets never leave through repr(), str() or JSON: the key is a SecretStr; the URLs (redis_url, and any
+    # other *_url such as a database URL) stay plain str for the code that connects, with the password masked
+    # in what is shown or serialised. model_dump() (Python mode, used by with_()) keeps the real values.
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, _masked(name, value)
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _mask_urls(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        return {name: _masked(name, value) for name, value in data.items()} if isinstance(data, dict) else data
+
+
+def _masked(name: str | None, value: Any) -> Any:
+    return mask_url(value) if name is not None and name.endswith("_url") and isinstance(value, str) else value
+
+
+def config_file(environ: Mapping[str, str]) -> tuple[Path, tuple[str, ...]] | None:
+    """The config file in force and the table path inside it, or None (see the module docstring)."""
+    named = environ.get(ENV_PREFIX + "CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{ENV_PREFIX}CONFIG names {path}, which is not a file; fix the path or unset it")
+        return path, (("tool", "ltm") if path.name == "pyproject.toml" else ())
+    if Path("ltm.toml").is_file():
+        return Path("ltm.toml"), ()
+    if Path("pyproject.toml").is_file():
+        return Path("pyproject.toml"), ("tool", "ltm")
+    return None
+
+
+def config_file_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings a config file gives (empty without one); unknown keys are refused by :meth:`Settings.load`."""
+    found = config_file(environ)
+    if found is None:
+        return {}
+    path, table = found
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}; fix it or set {ENV_PREFIX}CONFIG") from exc
+    for key in table:
+        data = data.get(key, {}) if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: [{'.'.join(table)}] must be a table of settings")
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown setting(s) {unknown}; known: {sorted(Settings.model_fields)}")
+    return dict(data)
 
 
 def _from_env(raw: str, annotation: Any) -> Any:

@@ -2,7 +2,8 @@
 
 Three roles (product manager, architect, engineer) pass a requirement down the line; each role's long-term
 memory is written to ``storage_dir``. Then the team is built again from scratch over the same storage (a
-restart): the roles recover, the same requirement is recognised as already seen (no rework), a new related
+restart): the roles recover and resume any work a crash cut off, the same requirement is recognised as
+already handled (no rework: "seen" is not "handled"), a new related
 requirement is processed, semantic search answers questions about past decisions, and BrainMemory
 summarizes and titles the conversation. Run the command twice: the second run starts from the recovered team.
 """
@@ -51,7 +52,7 @@ class _Narrator:
         if event == "observed":
             report: ObserveReport = payload
             for m in report.old_news:
-                self.console.print(f"  [yellow]{role.name}[/] ({role.profile}) filtered old news: "
+                self.console.print(f"  [yellow]{role.name}[/] ({role.profile}) already handled, no rework: "
                                    f"[dim]{_short(m.content, 70)}[/]")
             for m in report.news:
                 self.console.print(f"  [green]{role.name}[/] ({role.profile}) received news: "
@@ -72,11 +73,12 @@ def _recovery_table(roles: Sequence[Role]) -> Table:
     table.add_column("watches")
     table.add_column("messages in store", justify="right")
     table.add_column("restored to short-term", justify="right")
+    table.add_column("unfinished, resumed", justify="right")
     for role in roles:
         store = role.memory.memory_storage
         count = store.count() if store is not None else 0
         table.add_row(role.role_id, ", ".join(sorted(w.rsplit(".", 1)[-1] for w in role.watch)), str(count),
-                      str(len(role.recovered)))
+                      str(len(role.recovered)), str(len(role.resumed)))
     return table
 
 
@@ -121,10 +123,11 @@ def run_demo(
     env, roles = _team(settings, embedding, console)
     console.print(_recovery_table(roles))
     result["recovered"] = {role.role_id: len(role.recovered) for role in roles}
+    result["resumed"] = {role.role_id: len(role.resumed) for role in roles}
     console.rule("the same requirement again")
     result["repeat"] = _send(env, console, FIRST_REQUIREMENT)
     if result["repeat"] == 0:
-        console.print("  [green]recognised as already seen: no rework[/]")
+        console.print("  [green]recognised as already handled: no rework[/]")
     console.rule("a new, related requirement")
     result["second"] = _send(env, console, SECOND_REQUIREMENT)
 

@@ -10,8 +10,8 @@ are translated at the boundary with ``raise ... from exc`` so callers catch one 
      ├── NotFound             the thing asked for does not exist (also a KeyError)
      ├── StoreMismatch        a store was opened with another model, dimension or schema
      ├── StoreCorrupted       a store's files cannot be read back
-     ├── BackendUnavailable   Redis, SQLite or another backend cannot be reached
-     └── LLMError             an LLM call failed after its retries, or answered nonsense
+     ├── BackendUnavailable   Redis, SQLite, an LLM or embedding server cannot be reached (after retries)
+     └── LLMError             a model refused the request or answered nonsense
 
 Messages say what to do about the problem, not only what it is.
 """
@@ -63,8 +63,9 @@ class StoreCorrupted(LTMError):
 
 
 class BackendUnavailable(LTMError):
-    """A backend (Redis, SQLite, a vector engine) could not be reached or failed mid-operation."""
+    """A backend (Redis, SQLite, a vector engine, an LLM or embedding server) could not be reached or failed
+    mid-operation, after the configured retries."""
 
 
 class LLMError(LTMError):
-    """An LLM call failed after the configured retries, or its answer could not be used."""
+    """A model (LLM or embedding) refused the request, failed, or gave an answer that could not be used."""

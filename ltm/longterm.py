@@ -5,8 +5,9 @@ MetaGPT's meanings, with its faults fixed:
 - ``recover_memory(role_id, rc)`` opens the role's namespace and restores its recent messages into
   short-term memory (``settings.recover_recent`` of them), not only the index;
 - ``add`` stores a message in the namespace when its ``cause_by`` is watched (``rc.watch`` and/or
-  ``watch=``), once: a message already stored (same id) adds no second vector. Until a namespace is
-  recovered, messages stay short-term only, as in MetaGPT;
+  ``watch=``), once: a message already stored (same id) adds no second vector. A watched message added
+  before any namespace is open is refused with InvalidInput (issue 13: it used to return True and be lost at
+  the next restart); unwatched messages stay short-term only, as in MetaGPT;
 - the store write happens before the short-term add, so a capacity eviction from short-term memory never
   loses a watched message, and bad input (e.g. empty content of a watched message) raises before anything
   changes;
@@ -28,6 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from ltm.config import Settings
+from ltm.errors import InvalidInput
 from ltm.memory import Memory
 from ltm.message import Message, any_to_str_set
 from ltm.store import MemoryHit, MemoryStorage, Mode
@@ -91,17 +93,32 @@ class LongTermMemory(Memory):
     # -- writing -----------------------------------------------------------------------------------------
     def add(self, message: Message) -> bool:
         """Add to short-term memory and, when its cause_by is watched, to the store (once)."""
-        if self.storage_ready and not self.msg_from_recover and message.cause_by in self.watching():
+        if self._to_store([message]):
             self._store().add(message)
         return super().add(message)
 
     def add_batch(self, messages: Iterable[Message]) -> int:
         """Add several; the watched ones are stored in one transaction first."""
         batch = list(messages)
-        if self.storage_ready and not self.msg_from_recover:
-            watched = self.watching()
-            self._store().add_batch([m for m in batch if m.cause_by in watched])
+        watched = self._to_store(batch)
+        if watched:
+            self._store().add_batch(watched)
         return super().add_batch(batch)
+
+    def _to_store(self, messages: list[Message]) -> list[Message]:
+        """The watched messages among ``messages``; InvalidInput (nothing added) when there are some but no
+        namespace is open."""
+        if self.msg_from_recover:
+            return []
+        watching = self.watching()
+        watched = [m for m in messages if isinstance(m, Message) and m.cause_by in watching]
+        if watched and not self.storage_ready:
+            raise InvalidInput(
+                f"message {watched[0].id} is caused by a watched action but no namespace is open, so it would "
+                "be lost at the next restart: call recover_memory(role_id) first, or pass "
+                "LongTermMemory(MemoryStorage(namespace))"
+            )
+        return watched
 
     def delete(self, message: Message) -> bool:
         """Remove from short-term memory and from the store; True when either held it."""

@@ -9,7 +9,7 @@ the oldest messages through an ``on_evict`` callback.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -25,6 +25,10 @@ class Memory(BaseModel):
     """The most basic memory: an ordered list of messages and an index by the action that caused them."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    # What this memory holds. An adapter (ltm.integrations.metagpt) narrows it to its framework's message class
+    # and redeclares ``storage``/``index`` with that type: the logic only reads id, role, cause_by and content.
+    message_type: ClassVar[type[BaseModel]] = Message
 
     storage: list[Message] = Field(default_factory=list)
     index: dict[str, list[Message]] = Field(default_factory=dict)
@@ -63,8 +67,12 @@ class Memory(BaseModel):
         return added
 
     def _append(self, message: Message) -> bool:
-        if not isinstance(message, Message):
-            raise InvalidInput(f"Memory holds Message objects, got {type(message).__name__}; wrap it: Message(...)")
+        if not isinstance(message, self.message_type):
+            kind = self.message_type
+            raise InvalidInput(
+                f"{type(self).__name__} holds {kind.__module__}.{kind.__name__} objects, got "
+                f"{type(message).__module__}.{type(message).__name__}; wrap it: {kind.__name__}(...)"
+            )
         key = self._key(message)
         if key in self._keys:
             return False
@@ -134,7 +142,7 @@ class Memory(BaseModel):
         return len(self.storage)
 
     def __contains__(self, message: object) -> bool:
-        return isinstance(message, Message) and self._key(message) in self._keys
+        return isinstance(message, self.message_type) and self._key(cast(Message, message)) in self._keys
 
     def get_by_role(self, role: str) -> list[Message]:
         """Messages of a role, oldest first."""

@@ -63,3 +63,34 @@ def test_role_without_environment_cannot_publish(settings: Settings) -> None:
         raise AssertionError("publish without an environment must fail")
     finally:
         role.close()
+
+
+def test_work_cut_off_by_a_crash_is_resumed_and_handled_work_is_not_redone(settings: Settings) -> None:
+    env, (pm, architect, engineer) = _team(settings)
+    requirement = "Write a CLI snake game that saves high scores"
+    env.publish_message(_requirement(requirement))
+    # Only the product manager gets to work: it acts and publishes, then the process "dies" (nothing else runs;
+    # the architect's copy of the PRD is already in its store).
+    pm.observe([env.history[0]])
+    prd = pm.act()
+    assert prd is not None
+    env.publish_message(prd)
+    pm.done()
+    env.close()
+
+    env, (pm, architect, engineer) = _team(settings)  # the restart
+    assert not pm.interrupted and not engineer.interrupted
+    assert not env._inbox["Alice"] and [m.id for m in env._inbox["Bob"]] == [prd.id]  # queued again
+    env.publish_message(_requirement(requirement))  # the user sends the same requirement again
+    env.run()
+    produced = [m.cause_by.rsplit(".", 1)[-1] for m in env.history[1:]]
+    assert produced == ["WriteDesign", "WriteCode"]  # the interrupted chain is finished, the PRD is not redone
+    assert pm.last_observed.old_news and not pm.last_observed.news
+    env.close()
+
+    env, roles = _team(settings)  # a second restart: everything is handled, nothing is queued or redone
+    assert not any(env._inbox.values())
+    env.publish_message(_requirement(requirement))
+    env.run()
+    assert len(env.history) == 1
+    env.close()

@@ -26,7 +26,7 @@ def settings(tmp_path: Path) -> Settings:
 
 def openai_llm(server: OpenAIServer, **kw: Any) -> OpenAICompatibleLLM:
     options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 1,
-                               "backoff": 0.01, **kw}
+                               **kw}
     return OpenAICompatibleLLM(**options)
 
 
@@ -146,13 +146,17 @@ def test_llm_errors_leave_history_intact(kv: KVStore, settings: Settings, openai
     key = BrainMemory.to_redis_key("p", "u", "faulty")
     run(brain.dumps(key))
     openai_server.fail(3)
-    with pytest.raises(LLMError):
+    with pytest.raises(BackendUnavailable):  # the server stayed down through the client's retries
         run(brain.summarize(llm, max_words=10))
     assert len(openai_server.requests) == 3  # one try + the two configured retries
     openai_server.reset()
     openai_server.stall(3, seconds=0.8)
-    with pytest.raises(LLMError):
+    with pytest.raises(BackendUnavailable):
         run(brain.get_title(llm))
+    openai_server.reset()
+    openai_server.fail(1, status=401)
+    with pytest.raises(LLMError, match="API key"):  # refused: not retried
+        run(brain.summarize(llm, max_words=10))
     assert len(brain.history) == 100 and brain.historical_summary == ""
     stored = run(brain.loads(key))
     assert len(stored.history) == 100 and stored.historical_summary == ""

@@ -19,11 +19,12 @@ def test_demo_twice_recovers_and_filters_old_news(tmp_path: Path) -> None:
     assert first["run1"] == 3  # PRD, design, code plan
     assert first["recovered"] == {"Alice(Product Manager)": 1, "Bob(Architect)": 1, "Charlie(Engineer)": 1}
     assert first["repeat"] == 0  # the same requirement again: no rework
+    assert set(first["resumed"].values()) == {0}  # nothing was cut off
     assert first["second"] == 3
     assert "SQLite" in first["answers"][QUESTIONS[0]]
     assert first["title"] and first["summary"] and first["extractive"] is True
     text = out.getvalue()
-    assert "filtered old news" in text and "where the data lives" in text and str(tmp_path / "role") in text
+    assert "already handled, no rework" in text and "where the data lives" in text and str(tmp_path / "role") in text
 
     second = run_demo(settings, console=Console(file=io.StringIO(), width=120))
     assert second["run1"] == 0  # a second invocation starts from memory

@@ -151,9 +151,9 @@ def test_model_dump_round_trips(settings: Settings) -> None:
     assert again.count() == 2 and again.memory_storage is None
 
 
-def test_before_recover_messages_stay_short_term(settings: Settings) -> None:
+def test_before_recover_unwatched_messages_stay_short_term(settings: Settings) -> None:
     ltm = LongTermMemory(settings=settings, watch={Message().cause_by})
-    ltm.add(Message("early"))
+    ltm.add(Message("early", cause_by="not.Watched"))  # a watched one is refused: tests/hardening
     assert ltm.find_news([Message("early bird")])[0].content == "early bird"
     assert ltm.memory_storage is None or not ltm.memory_storage.is_initialized
 

@@ -10,13 +10,16 @@ Exit codes: 0 success; 1 an ltm error (one line on stderr, no traceback); 2 bad 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from ltm import __version__
 from ltm.cli import demo, messages, namespaces
 from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
-from ltm.errors import LTMError, NotFound
+from ltm.errors import ConfigError, LTMError, NotFound
 
 __all__ = ["COMMANDS", "main"]
 
@@ -29,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     opts = Options()
     parser = argparse.ArgumentParser(prog="ltm", description="ltm: long-term memory for LLM agents.",
                                      epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 declined.")
+    parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -39,11 +43,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(verbose: int) -> None:
+    """Log to stderr at LTM_LOG_LEVEL (default WARNING); each -v lowers it a step (INFO, DEBUG)."""
+    named = os.environ.get("LTM_LOG_LEVEL", "WARNING").upper()
+    level = logging.getLevelName(named)
+    if not isinstance(level, int):
+        raise ConfigError(f"LTM_LOG_LEVEL={named!r} is not a level: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    if verbose:
+        level = min(level, logging.INFO if verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=level, stream=sys.stderr, format="ltm: %(levelname)s %(name)s: %(message)s")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ltm`` console script; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        _configure_logging(args.verbose)
         return int(args.func(args))
     except NotFound as exc:
         print(f"ltm: not found: {exc}", file=sys.stderr)
@@ -51,8 +67,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LTMError as exc:
         print(f"ltm: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("ltm: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"ltm: interrupted: {exc}" if str(exc) else "ltm: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except RecursionError:
+        print("ltm: error: input nested too deeply; flatten it", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a missing file, a folder given as a file, read-only media: one line, no traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"ltm: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from ltm.cli.output import parse_time, write_messages
 from ltm.config import Settings
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DECLINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -26,6 +29,14 @@ class Options:
         self.common.add_argument("--storage-dir", help="data root (default: LTM_STORAGE_DIR or ./storage)")
         self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
                                  help="embedding (default: LTM_EMBEDDING or local)")
+        self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
+        self.common.add_argument("-v", "--verbose", action="count", default=0,
+                                 help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
+        self.output = argparse.ArgumentParser(add_help=False)
+        self.output.add_argument("--format", choices=["table", "json"], default="table",
+                                 help="table (default) or json: one JSON object per line")
+        self.output.add_argument("--json", dest="format", action="store_const", const="json",
+                                 help="the same as --format json")
         self.namespace = argparse.ArgumentParser(add_help=False)
         self.namespace.add_argument("-n", "--namespace", default="default", help="namespace (default: default)")
         self.namespace.add_argument("--kind", default="cli", help="namespace kind: role, user, cli... (default: cli)")
@@ -33,10 +44,10 @@ class Options:
         self.filters.add_argument("--role", help="only messages of this role")
         self.filters.add_argument("--cause-by", help="only messages caused by this action")
         self.filters.add_argument("--sent-from", help="only messages sent from this sender")
-        self.filters.add_argument("--after", dest="created_after", type=float,
-                                  help="created at or after (unix seconds)")
-        self.filters.add_argument("--before", dest="created_before", type=float,
-                                  help="created before (unix seconds)")
+        self.filters.add_argument("--after", dest="created_after", metavar="TIME",
+                                  help="created at or after TIME (ISO-8601 such as 2026-11-01, or unix seconds)")
+        self.filters.add_argument("--before", dest="created_before", metavar="TIME",
+                                  help="created before TIME (ISO-8601 or unix seconds)")
         self.filters.add_argument("--meta", action="append", metavar="KEY=VALUE",
                                   help="metadata equality (repeatable)")
 
@@ -46,10 +57,19 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings.load(**overrides)
 
 
-def open_storage(args: argparse.Namespace, settings: Settings | None = None) -> Any:
+def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False) -> Any:
+    """The namespace's store. ``existing``: reading commands never create a namespace (a mistyped name would
+    otherwise leave an empty one behind): NotFound when it is not there."""
     from ltm.store import MemoryStorage
 
-    return MemoryStorage(args.namespace, kind=args.kind, settings=settings or settings_from(args))
+    settings = settings or settings_from(args)
+    if existing:
+        from ltm.store import namespace_exists
+
+        if not namespace_exists(settings, args.kind, args.namespace):
+            raise NotFound(f"no namespace {args.kind}/{args.namespace} under {settings.storage_dir}; "
+                           "`ltm stats` lists the namespaces there")
+    return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 
 
 def parse_meta(pairs: Sequence[str] | None) -> dict[str, Any]:
@@ -67,41 +87,66 @@ def parse_meta(pairs: Sequence[str] | None) -> dict[str, Any]:
 
 def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
     filters: dict[str, Any] = {}
-    for name in ("role", "cause_by", "sent_from", "created_after", "created_before"):
+    for name in ("role", "cause_by", "sent_from"):
         value = getattr(args, name, None)
         if value is not None:
             filters[name] = value
+    for name in ("created_after", "created_before"):
+        value = getattr(args, name, None)
+        if value is not None:
+            filters[name] = parse_time(value, utc=args.utc)
     meta = parse_meta(getattr(args, "meta", None))
     if meta:
         filters["metadata"] = meta
     return filters or None
 
 
-def print_messages(messages: Sequence[Message], out: TextIO, scores: Sequence[str] | None = None) -> None:
-    for i, m in enumerate(messages):
-        prefix = f"{scores[i]}  " if scores else ""
-        out.write(f"{prefix}{m.id}  {m.role}: {m.content}\n")
+def print_messages(args: argparse.Namespace, messages: Sequence[Message], extra: Sequence[dict[str, Any]] | None = None
+                   ) -> None:
+    """The messages on stdout in the format the command line asked for (see :mod:`ltm.cli.output`)."""
+    write_messages(messages, sys.stdout, fmt=getattr(args, "format", "table"), utc=args.utc, extra=extra)
 
 
-def read_jsonl(stream: TextIO) -> Iterator[tuple[Message, list[float] | None]]:
-    for number, line in enumerate(stream, 1):
+@dataclass(frozen=True)
+class Line:
+    """One JSONL line read as a message: its line number, and the embedding it carried with its model name."""
+
+    number: int
+    message: Message
+    vector: list[float] | None
+    model: str | None
+
+
+def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Line]:
+    """Messages from JSONL (an object or a bare string per line), each decoded on its own so an error names
+    its line. A line without an ``id`` gets one derived from its text (repeats in one file numbered), so
+    importing the same file twice stores it once."""
+    occurrences: dict[str, int] = {}
+    for number, raw in enumerate(stream, 1):
+        try:
+            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
+                               "re-encode the file as UTF-8 (e.g. iconv -t UTF-8)") from exc
         if not line.strip():
             continue
         try:
             data = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidInput(f"line {number} is not JSON ({exc}); each line must be one message object") from exc
         if isinstance(data, str):
             data = {"content": data}
         if not isinstance(data, dict):
             raise InvalidInput(f"line {number}: expected a JSON object or string, got {type(data).__name__}")
         vector = data.pop("embedding", None)
-        data.pop("embedding_model", None)
-        yield Message.load(data), vector
+        model = data.pop("embedding_model", None)
+        if not data.get("id"):
+            digest = hashlib.sha256(line.strip().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            occurrences[digest] = occurrences.get(digest, 0) + 1
+            data["id"] = digest if occurrences[digest] == 1 else f"{digest}-{occurrences[digest]}"
+        try:
+            message = Message.load(data)
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {number}: {exc}") from exc
+        yield Line(number, message, vector, model if isinstance(model, str) else None)
 
-
-def progress_bar() -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    return Progress(*columns, transient=True, disable=not sys.stderr.isatty())

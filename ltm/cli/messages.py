@@ -13,14 +13,15 @@ from ltm.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     AddCommand,
+    Line,
     Options,
     filters_from,
     open_storage,
     parse_meta,
     print_messages,
-    progress_bar,
     read_jsonl,
 )
+from ltm.cli.output import Progress
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 
@@ -33,26 +34,58 @@ COMMANDS = {
     "export": "write a namespace as JSONL (optionally with embeddings)",
     "import": "read JSONL messages into a namespace (lossless round trip with export)",
     "delete": "delete messages by id",
+    "get": "show messages by id",
 }
 
 
-def _ingest(store: Any, items: Iterator[tuple[Message, list[float] | None]], label: str) -> tuple[int, int]:
+def _ingest(store: Any, lines: Iterator[Line], label: str, total: int | None = None) -> tuple[int, int]:
+    """Store ``lines`` in chunks; returns (new, read). An error or Ctrl-C says how many were stored, and
+    running the same input again continues where it stopped (stored ids are skipped)."""
     added = seen = 0
-    with progress_bar() as progress:
-        task = progress.add_task(label, total=None)
-        while chunk := list(islice(items, INGEST_CHUNK)):
-            added += _flush(store, chunk)
-            seen += len(chunk)
-            progress.update(task, advance=len(chunk))
+    foreign: dict[str, int] = {}
+    try:
+        with Progress(label, total) as progress:
+            while chunk := list(islice(lines, INGEST_CHUNK)):
+                added += _flush(store, chunk, foreign)
+                seen += len(chunk)
+                progress.advance(len(chunk))
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"{added} new messages of the first {seen} read were stored; run the same "
+                                "command again to continue (stored ids are skipped)") from None
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc}; {added} stored before it (run again once fixed: stored ids are skipped)") from exc
+    for model, n in sorted(foreign.items()):
+        print(f"ltm: note: re-embedded {n} messages whose embedding came from {model}, not this namespace's "
+              f"model {store.embedder.model!r}", file=sys.stderr)
     return added, seen
 
 
-def _flush(store: Any, chunk: list[tuple[Message, list[float] | None]]) -> int:
-    messages = [m for m, _ in chunk]
-    vectors = [v for _, v in chunk]
-    if all(v is not None for v in vectors):
-        return int(store.add_batch(messages, vectors=vectors))
-    return int(store.add_batch(messages))
+def _flush(store: Any, chunk: list[Line], foreign: dict[str, int]) -> int:
+    """One chunk in one transaction. Given vectors are kept only when they come from the namespace's own model:
+    another model's vectors (even of the same size) would rank nonsense, so those messages are re-embedded."""
+    model = store.embedder.model
+    for line in chunk:
+        if line.vector is not None and line.model != model:
+            name = repr(line.model) if line.model else "an unnamed model (no embedding_model)"
+            foreign[name] = foreign.get(name, 0) + 1
+    messages = [line.message for line in chunk]
+    try:
+        if all(line.vector is not None and line.model == model for line in chunk):
+            return int(store.add_batch(messages, vectors=[line.vector for line in chunk]))
+        return int(store.add_batch(messages))
+    except InvalidInput as exc:
+        culprit = next((line.number for line in chunk if line.message.id in str(exc)), None)
+        where = f"line {culprit}" if culprit is not None else f"lines {chunk[0].number}-{chunk[-1].number}"
+        raise InvalidInput(f"{where}: {exc}") from exc
+
+
+def _count_lines(path: str) -> int | None:
+    """Non-blank lines of a file, the total a progress bar shows (None for stdin or an unreadable file)."""
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return None
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -65,30 +98,26 @@ def cmd_add(args: argparse.Namespace) -> int:
             return EXIT_OK
         if sys.stdin.isatty():
             raise InvalidInput("give the text to add, or pipe JSONL messages on stdin (one object per line)")
-        added, seen = _ingest(store, read_jsonl(sys.stdin), "adding")
+        added, seen = _ingest(store, read_jsonl(getattr(sys.stdin, "buffer", sys.stdin)), "adding")
         print(f"added {added} of {seen} messages to {args.kind}/{args.namespace}")
     return EXIT_OK
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
-        if args.json:
-            for hit in hits:
-                print(json.dumps({"score": hit.score, "signals": list(hit.signals), **hit.message.to_dict()}))
-        else:
-            print_messages([h.message for h in hits], sys.stdout, [f"{h.score:8.4f}" for h in hits])
+        print_messages(args, [h.message for h in hits], [{"score": h.score, "signals": list(h.signals)} for h in hits])
     return EXIT_OK if hits else EXIT_NOT_FOUND
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
-        print_messages(store.recent(args.n), sys.stdout)
+    with open_storage(args, existing=True) as store:
+        print_messages(args, store.recent(args.n))
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
         try:
             n = 0
@@ -107,19 +136,30 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
+    source = getattr(sys.stdin, "buffer", sys.stdin) if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
     try:
         with open_storage(args) as store:
-            added, seen = _ingest(store, read_jsonl(source), "importing")
+            total = None if args.input == "-" else _count_lines(args.input)
+            added, seen = _ingest(store, read_jsonl(source), "importing", total)
     finally:
-        if source is not sys.stdin:
+        if args.input != "-":
             source.close()
     print(f"imported {added} new of {seen} messages into {args.kind}/{args.namespace}")
     return EXIT_OK
 
 
+def cmd_get(args: argparse.Namespace) -> int:
+    with open_storage(args, existing=True) as store:
+        found = [store.get(i) for i in args.ids]
+    print_messages(args, [m for m in found if m is not None])
+    missing = [i for i, m in zip(args.ids, found, strict=True) if m is None]
+    if missing:
+        raise NotFound(f"no message with id {', '.join(missing)} in {args.kind}/{args.namespace} (see `ltm recent`)")
+    return EXIT_OK
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
-    with open_storage(args) as store:
+    with open_storage(args, existing=True) as store:
         missing = [i for i in args.ids if not store.delete(i)]
     if missing:
         raise NotFound(f"no message with id {', '.join(missing)} in {args.kind}/{args.namespace} (see `ltm recent`)")
@@ -138,14 +178,13 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="metadata (repeatable; values may be JSON)")
     p.set_defaults(func=cmd_add)
 
-    p = add("search", ns, filt)
+    p = add("search", ns, filt, opts.output)
     p.add_argument("query", help="free text")
     p.add_argument("-k", "--k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--mode", choices=["hybrid", "dense", "keyword"], default="hybrid", help="default hybrid")
-    p.add_argument("--json", action="store_true", help="one JSON object per hit")
     p.set_defaults(func=cmd_search)
 
-    p = add("recent", ns)
+    p = add("recent", ns, opts.output)
     p.add_argument("-N", "--n", type=int, default=10, help="how many (default 10)")
     p.set_defaults(func=cmd_recent)
 
@@ -157,6 +196,10 @@ def register(add: AddCommand, opts: Options) -> None:
     p = add("import", ns)
     p.add_argument("input", nargs="?", default="-", help="JSONL file (default stdin)")
     p.set_defaults(func=cmd_import)
+
+    p = add("get", ns, opts.output)
+    p.add_argument("ids", nargs="+", help="message ids")
+    p.set_defaults(func=cmd_get)
 
     p = add("delete", ns)
     p.add_argument("ids", nargs="+", help="message ids")

@@ -40,14 +40,29 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_wipe(args: argparse.Namespace) -> int:
+    """Delete what ltm made and nothing else: namespace folders identified by their manifest (only their ltm
+    files; a foreign file inside stays, with its folder), the embedded KV file, then folders left empty."""
+    from ltm.cli.ownership import find_owned, remove_owned
+
     settings = settings_from(args)
+    root = settings.storage_dir
     if args.all:
-        target, what = settings.storage_dir, f"ALL ltm data under {settings.storage_dir}"
+        owned = find_owned(root)
+        what = f"{len(owned.namespaces)} namespaces" + (" and the key-value store" if owned.kv else "") + \
+            f" under {root}"
+        if not owned:
+            if owned.foreign:
+                raise InvalidInput(f"{root} does not look like an ltm storage root (no namespace folder with a "
+                                   "manifest.json, no kv.sqlite); nothing deleted. Pass the folder ltm writes to")
+            print(f"nothing to wipe: no ltm data under {root}")
+            return EXIT_OK
     else:
-        target, what = namespace_path(settings, args.kind, args.namespace), f"namespace {args.kind}/{args.namespace}"
-    if not target.exists():
-        print(f"nothing to wipe: {what} does not exist")
-        return EXIT_OK
+        directory = namespace_path(settings, args.kind, args.namespace)
+        owned = find_owned(root, only=directory)
+        what = f"namespace {args.kind}/{args.namespace}"
+        if not owned:
+            print(f"nothing to wipe: {what} does not exist")
+            return EXIT_OK
     if not args.yes:
         if not sys.stdin.isatty():
             raise InvalidInput(f"wipe deletes {what}; pass --yes to confirm when not at a terminal")
@@ -55,19 +70,10 @@ def cmd_wipe(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return EXIT_DECLINED
-    if args.all:  # the data root stays, with its README; everything else in it goes
-        for child in target.iterdir():
-            if child.name == "README.md":
-                continue
-            if child.is_dir():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-    else:
-        shutil.rmtree(target)
-    print(f"wiped {what}")
+    kept = remove_owned(root, owned)
+    print(f"wiped {what}" + (f"; kept {len(kept)} files ltm did not make: {', '.join(map(str, kept[:5]))}"
+                             if kept else ""))
     return EXIT_OK
-
 
 
 def register(add: AddCommand, opts: Options) -> None:

@@ -45,7 +45,7 @@ from ltm.experience.distill import (
 )
 from ltm.experience.records import LESSON_CAUSE, MAX_TASKS, POLICY_CAUSE, Lesson, Policy
 from ltm.experience.watch import current_task, watch
-from ltm.llm.base import LLM, is_extractive, resolve_llm
+from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
 from ltm.message import Message
 from ltm.store import MemoryStorage
 
@@ -91,7 +91,7 @@ class ExperienceMemory:
         agent_id: str,
         *,
         settings: Settings | None = None,
-        llm: LLM | None = None,
+        llm: LLMLike | None = None,
         embedding: BaseEmbedding | None = None,
         merge_similarity: float = DEFAULT_MERGE_SIMILARITY,
         min_relevance: float = DEFAULT_MIN_RELEVANCE,
@@ -112,7 +112,7 @@ class ExperienceMemory:
         self.settings = settings or Settings.load()
         resolved = resolve_llm(self.settings, llm)
         # The extractive stand-in cannot invent principles: distil offline from the lessons' fields instead.
-        self.llm: LLM | None = None if is_extractive(resolved) else resolved
+        self.llm: LLM | None = None if isinstance(resolved, Summarizer) else resolved
         self.merge_similarity = merge_similarity
         self.min_relevance = min_relevance
         self.relevance_margin = relevance_margin
@@ -232,7 +232,8 @@ class ExperienceMemory:
         are its answer (when the answer has none, the offline principles are used and a warning is logged);
         without one they are built offline and marked ``source="offline"``. Returns the policies created or
         merged into; afterwards all pending lessons but the ``keep_recent`` most recent are retired.
-        LLM failures raise ``LLMError`` and leave every lesson pending.
+        LLM failures (``BackendUnavailable``: the server stayed unreachable; ``LLMError``: it refused or answered
+        nonsense) leave every lesson pending.
         """
         pending, prompt = self._distill_input(min_lessons, keep_recent, max_policies)
         if not pending:

@@ -36,6 +36,7 @@ from ltm.files.records import Change, FileInfo, FileOp, GrepMatch, SearchHit, Ve
 from ltm.files.text import collisions, compile_regex, grep_text, list_entries, replace_once
 from ltm.files.validate import Limits, explain, problems
 from ltm.kv import KVStore, open_kv
+from ltm.llm.base import LLM, LLMLike
 
 __all__ = ["Approval", "MemoryFS"]
 
@@ -65,7 +66,7 @@ class MemoryFS:
         settings: Settings | None = None,
         approval: Approval = "required",
         kv: KVStore | None = None,
-        llm: Any = None,
+        llm: LLMLike | None = None,
         embedding: Any = None,
     ) -> None:
         self.scope = check_scope(scope)
@@ -240,7 +241,7 @@ class MemoryFS:
         """Write every live file under ``directory`` (created; must be empty), byte for byte; returns the paths."""
         return export_files(Path(directory), {p: self.read(p) for p in self.files()})
 
-    def remember(self, conversation: Any, llm: Any = None) -> Change | None:
+    def remember(self, conversation: Any, llm: LLMLike | None = None) -> Change | None:
         """Ask an LLM which durable preferences or facts in ``conversation`` belong in memory; propose them.
 
         ``conversation`` is text, or a list of Messages / ``{"role", "content"}`` dicts / strings. The LLM
@@ -251,7 +252,7 @@ class MemoryFS:
         """
         return propose_remember(self, conversation, self._llm_for(llm, "remember"))
 
-    def compact(self, path: str, llm: Any = None) -> Change | None:
+    def compact(self, path: str, llm: LLMLike | None = None) -> Change | None:
         """Ask an LLM to generalise the specific cases in ``path`` into rules and merge repeats; propose it.
 
         Returns None when the LLM keeps the text as it is. Offline: ConfigError, as for :meth:`remember`.
@@ -404,7 +405,7 @@ class MemoryFS:
         hint = f"; did you mean {close}?" if close else f"; files: {known[:20] or 'none yet'}"
         return f"{path} does not exist in {self.scope}{hint}"
 
-    def _llm_for(self, llm: Any, what: str) -> Any:
+    def _llm_for(self, llm: LLMLike | None, what: str) -> LLM:
         return resolve(llm if llm is not None else self.llm, self.settings, what)
 
     def _reader(self, path: str) -> Callable[[], str]:

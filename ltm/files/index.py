@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ltm.config import Settings
+from ltm.files.markdown import split_front_matter
 from ltm.files.records import SearchHit
 from ltm.message import Message
 from ltm.store import MemoryStorage
@@ -33,15 +34,9 @@ Heads = Mapping[str, tuple[int, Callable[[], str]]]
 
 def chunk(text: str, limit: int = CHUNK_CHARS) -> list[str]:
     """Split ``text`` at its front matter, Markdown headings and then blank lines into pieces <= ``limit``."""
-    lines = text.splitlines()
-    sections: list[list[str]] = [[]]
-    start = 0
-    if lines and lines[0].strip() == "---":
-        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-        if end is not None:
-            sections = [lines[1:end], []]
-            start = end + 1
-    for line in lines[start:]:
+    meta, body = split_front_matter(text)
+    sections: list[list[str]] = [[]] if meta is None else [meta.splitlines(), []]
+    for line in body.splitlines():
         if _HEADING.match(line) and sections[-1]:
             sections.append([])
         sections[-1].append(line)

@@ -19,9 +19,10 @@ from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import ConfigError, InvalidInput, LLMError
+from ltm.files.markdown import front_matter
 from ltm.files.paths import normalize_path
 from ltm.files.records import Change, FileOp, MemoryView
-from ltm.llm.base import is_extractive, resolve_llm
+from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
 from ltm.message import Message
 
 __all__ = ["ATTEMPTS", "COMPACT_SYSTEM", "REMEMBER_SYSTEM", "propose_compact", "propose_remember", "resolve"]
@@ -65,7 +66,7 @@ its YAML front matter and its name), its language and its headings where they st
 Answer with the whole new file only: no commentary, no code fences around it."""
 
 
-def resolve(llm: Any, settings: Settings, what: str) -> Any:
+def resolve(llm: LLMLike | None, settings: Settings, what: str) -> LLM:
     """The LLM for ``what`` (remember/compact): ``llm`` when given, else the configured one; ConfigError offline."""
     if llm is None and settings.llm == "none":
         raise ConfigError(
@@ -74,12 +75,12 @@ def resolve(llm: Any, settings: Settings, what: str) -> Any:
             "LTM_OPENAI_API_KEY) for an OpenAI-compatible server"
         )
     resolved = resolve_llm(settings, llm)
-    if is_extractive(resolved):
+    if isinstance(resolved, Summarizer):
         raise ConfigError(f"{what}() needs a real LLM; the offline extractive summarizer cannot write memory")
     return resolved
 
 
-def propose_remember(fs: MemoryView, conversation: Any, llm: Any) -> Change | None:
+def propose_remember(fs: MemoryView, conversation: Any, llm: LLM) -> Change | None:
     """Ask ``llm`` what to remember from ``conversation``; propose it through ``fs`` (None: nothing to keep)."""
     prompt = _remember_prompt(fs, _conversation_text(conversation))
     reason = ""
@@ -107,7 +108,7 @@ def propose_remember(fs: MemoryView, conversation: Any, llm: Any) -> Change | No
     return fs.propose(ops, author="remember", reason=reason or "remember durable preferences from a conversation")
 
 
-def propose_compact(fs: MemoryView, path: str, llm: Any) -> Change | None:
+def propose_compact(fs: MemoryView, path: str, llm: LLM) -> Change | None:
     """Ask ``llm`` to generalise ``path``; propose the rewrite (None when the model keeps the text unchanged)."""
     text = fs.read(path)
     base = fs.stat(path).version
@@ -128,7 +129,7 @@ def propose_compact(fs: MemoryView, path: str, llm: Any) -> Change | None:
 
 
 def _ask_until_valid(
-    fs: MemoryView, llm: Any, system: str, prompt: str, parse: Callable[[str], list[FileOp] | None]
+    fs: MemoryView, llm: LLM, system: str, prompt: str, parse: Callable[[str], list[FileOp] | None]
 ) -> list[FileOp] | None:
     """Ask, parse, validate; hand the errors back to the model until it gets it right or ATTEMPTS run out."""
     request = prompt
@@ -156,10 +157,8 @@ def _remember_prompt(fs: MemoryView, conversation: str) -> str:
     agents = fs.read("AGENTS.md") if "AGENTS.md" in files else "(none yet)"
     skills = []
     for path in fs.glob("skills/*/SKILL.md"):
-        head = fs.read(path).split("---")
-        description = next((line.split(":", 1)[1].strip() for line in (head[1] if len(head) > 2 else "").splitlines()
-                            if line.startswith("description:")), "")
-        skills.append(f"- {path}: {description}")
+        description = (front_matter(fs.read(path)) or {}).get("description", "")
+        skills.append(f"- {path}: {str(description).strip()}")
     return (f"## Memory files\n{listing}\n\n## AGENTS.md\n{agents}\n\n## Skills\n{chr(10).join(skills) or '(none)'}"
             f"\n\n## Conversation\n{conversation}")
 

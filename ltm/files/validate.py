@@ -24,6 +24,7 @@ import jsonschema
 import yaml
 
 from ltm.errors import ValidationFailed
+from ltm.files.markdown import opens_front_matter, split_front_matter
 
 __all__ = ["TOOLS_SCHEMA", "Limits", "explain", "problems", "validate"]
 
@@ -168,14 +169,13 @@ def _skill_path(parts: list[str]) -> list[str]:
 
 
 def _skill_md(text: str, folder: str) -> list[str]:
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
+    raw, body = split_front_matter(text)
+    if raw is None and not opens_front_matter(text):
         return [f"SKILL.md must start with YAML front matter between '---' lines, like: {SKILL_EXAMPLE}"]
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-    if end is None:
+    if raw is None:
         return ["the front matter is never closed: add a line '---' after the description"]
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end]))
+        meta = yaml.safe_load(raw)
     except (yaml.YAMLError, RecursionError) as exc:
         return [f"the front matter is not valid YAML ({_first_line(exc)}); quote values that contain ':' or '#'"]
     if not isinstance(meta, dict):
@@ -197,9 +197,9 @@ def _skill_md(text: str, folder: str) -> list[str]:
         found.append("'metadata' must be a mapping of keys to values")
     if "allowed-tools" in meta and not isinstance(meta["allowed-tools"], str | list):
         found.append("'allowed-tools' must be a space-separated string or a list of tool names")
-    if not "\n".join(lines[end + 1 :]).strip():
+    if not body.strip():
         found.append("the skill has no instructions: write them in Markdown below the closing '---'")
-    found += _fences("\n".join(lines[end + 1 :]), "SKILL.md")
+    found += _fences(body, "SKILL.md")
     return found
 
 

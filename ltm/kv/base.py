@@ -127,6 +127,7 @@ def check_key(key: str) -> str:
     """``key`` when it is a non-empty str, else InvalidInput."""
     if not isinstance(key, str) or not key:
         raise InvalidInput(f"a KV key must be a non-empty str, got {key!r}")
+    _check_utf8(key, "a KV key")
     return key
 
 
@@ -134,7 +135,17 @@ def check_value(value: object) -> str:
     """``value`` when it is a str, else InvalidInput (values are JSON-encoded above this layer)."""
     if not isinstance(value, str):
         raise InvalidInput(f"KV values are str; encode {type(value).__name__} as JSON first")
+    _check_utf8(value, "a KV value")
     return value
+
+
+def _check_utf8(text: str, what: str) -> None:
+    """Both backends store UTF-8: an unpaired surrogate would fail inside the driver (issue 13)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
+                           "(decode the source with errors='replace')") from exc
 
 
 def check_ttl(ttl: int | None) -> int | None:

@@ -10,18 +10,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["LLM", "HashEmbedding", "LlamaIndexLLM", "resolve_embedding", "resolve_llm"]
+__all__ = ["LLM", "HashEmbedding", "LLMLike", "LlamaIndexLLM", "Summarizer", "resolve_embedding", "resolve_llm"]
 
 _EXPORTS = {
     "LLM": "ltm.llm.base",
+    "LLMLike": "ltm.llm.base",
     "LlamaIndexLLM": "ltm.llm.base",
+    "Summarizer": "ltm.llm.base",
     "resolve_llm": "ltm.llm.base",
     "HashEmbedding": "ltm.llm.embeddings",
     "resolve_embedding": "ltm.llm.embeddings",
 }
 
 if TYPE_CHECKING:
-    from ltm.llm.base import LLM, LlamaIndexLLM, resolve_llm
+    from ltm.llm.base import LLM, LlamaIndexLLM, LLMLike, Summarizer, resolve_llm
     from ltm.llm.embeddings import HashEmbedding, resolve_embedding
 
 

@@ -4,7 +4,8 @@ Everything in ltm that needs a language model (BrainMemory summaries, titles, re
 experience distillation) calls ``ask(prompt, system=None) -> str`` or its async twin ``aask``. Implementations:
 
 - :class:`~ltm.llm.openai_llm.OpenAICompatibleLLM`: any OpenAI-compatible server (OpenAI, vLLM, Ollama,
-  llama.cpp) through the ``openai`` client, with timeouts and retries; failures raise ``LLMError``;
+  llama.cpp) through the ``openai`` client and its retries; an unreachable server raises ``BackendUnavailable``,
+  a refused request or an unusable answer ``LLMError``;
 - :class:`LlamaIndexLLM`: wraps any llama-index LLM (``complete``/``acomplete``, or ``chat``/``achat`` for chat
   models, so the system prompt goes in a system message);
 - :class:`~ltm.llm.extractive.ExtractiveLLM`: offline and extractive, used when no LLM is configured.
@@ -13,12 +14,15 @@ experience distillation) calls ``ask(prompt, system=None) -> str`` or its async 
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from ltm.config import Settings
 from ltm.errors import ConfigError, LLMError
 
-__all__ = ["LLM", "LlamaIndexLLM", "is_extractive", "parse_yes_no", "resolve_llm"]
+if TYPE_CHECKING:  # llama-index loads slowly: only its type is named here
+    from llama_index.core.base.llms.base import BaseLLM
+
+__all__ = ["LLM", "LLMLike", "LlamaIndexLLM", "Summarizer", "parse_yes_no", "resolve_llm"]
 
 
 @runtime_checkable
@@ -28,6 +32,27 @@ class LLM(Protocol):
     def ask(self, prompt: str, system: str | None = None) -> str: ...
 
     async def aask(self, prompt: str, system: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class Summarizer(LLM, Protocol):
+    """An offline, extractive stand-in for an LLM (:class:`~ltm.llm.extractive.ExtractiveLLM`): the LLM tasks
+    call these methods directly instead of prompting, and features that need a real model refuse it.
+
+    Recognised with ``isinstance(llm, Summarizer)``: having all four methods is what makes one.
+    """
+
+    def summarize(self, text: str, max_words: int = 200) -> str: ...
+
+    def title(self, text: str, max_words: int = 5) -> str: ...
+
+    def is_related(self, text1: str, text2: str) -> bool: ...
+
+    def rewrite(self, sentence: str, context: str) -> str: ...
+
+
+# What callers may pass where ltm wants a model: an ltm LLM, or any llama-index LLM (wrapped by resolve_llm).
+LLMLike: TypeAlias = "LLM | BaseLLM"
 
 
 class LlamaIndexLLM:
@@ -81,12 +106,7 @@ def _text(value: Any) -> str:
     return value
 
 
-def is_extractive(llm: Any) -> bool:
-    """True for the offline extractive stand-in (it has direct summarize/title methods)."""
-    return bool(getattr(llm, "extractive", False))
-
-
-def resolve_llm(settings: Settings | None = None, llm: Any = None) -> Any:
+def resolve_llm(settings: Settings | None = None, llm: LLMLike | None = None) -> LLM:
     """The LLM to use: ``llm`` when given (an :class:`LLM`, or a llama-index LLM, which gets wrapped), else the
     one ``settings.llm`` names: ``"openai"`` -> :class:`~ltm.llm.openai_llm.OpenAICompatibleLLM`,
     ``"none"`` -> the offline :class:`~ltm.llm.extractive.ExtractiveLLM`.
@@ -109,7 +129,7 @@ def resolve_llm(settings: Settings | None = None, llm: Any = None) -> Any:
     return ExtractiveLLM()
 
 
-def _is_llama_index_llm(llm: Any) -> bool:
+def _is_llama_index_llm(llm: object) -> bool:
     try:
         from llama_index.core.base.llms.base import BaseLLM
     except ImportError:  # pragma: no cover - llama-index-core is a dependency

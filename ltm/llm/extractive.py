@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ltm.llm.summary import Embed
 
 __all__ = ["ExtractiveLLM", "ExtractiveText", "content_words", "split_sentences"]
 
@@ -63,85 +66,30 @@ class ExtractiveLLM:
 
     It also satisfies the :class:`~ltm.llm.base.LLM` protocol: ``ask(prompt, system)`` answers with an
     extractive summary of ``prompt`` (at most the "less than N words" the system prompt asks for, else 200),
-    so code written against the protocol runs offline too.
+    so code written against the protocol runs offline too. It is a :class:`~ltm.llm.base.Summarizer`, which is
+    how the LLM tasks know to call its methods directly and features that need a real model know to refuse it.
     """
 
-    extractive = True
+    def __init__(self, embed: Embed | None = None) -> None:
+        # sentence vectors from a model the caller already has loaded; None: TF-IDF (no model at all)
+        self.embed = embed
 
     def summarize(self, text: str, max_words: int = 200) -> ExtractiveText:
-        """The most central sentences of ``text``, in their original order, within ``max_words`` words."""
-        max_words = max(1, int(max_words))
-        if len(_WORD.findall(text)) <= max_words:
-            return ExtractiveText(text.strip(), method="verbatim")
-        sentences = split_sentences(text)
-        distinct = list(dict.fromkeys(sentences))
-        counts = Counter(sentences)
-        rows, width = _tfidf(distinct)
-        weights = [float(counts[s]) for s in distinct]
-        if len(distinct) <= _DENSE_LIMIT and len(distinct) * width <= 4_000_000:
-            dense = _dense(rows, width)
-            scores = list((dense @ dense.T) @ np.array(weights)) if rows else []
-            method = "tfidf-degree-centrality"
-        else:  # linear in the text: similarity to the count-weighted centroid
-            centroid: dict[int, float] = {}
-            for row, weight in zip(rows, weights, strict=True):
-                for col, value in row.items():
-                    centroid[col] = centroid.get(col, 0.0) + weight * value
-            scores = [_dot(row, centroid) for row in rows]
-            method = "tfidf-centroid"
-        chosen: list[int] = []
-        used = 0
-        for index in sorted(range(len(distinct)), key=lambda i: -scores[i]):
-            if used >= max_words:
-                break
-            # near-duplicate of one of the first chosen (most central) sentences: skip it; checking only the
-            # first 32 keeps long selections linear (10k sentences: 30 s quadratic -> under a second)
-            if any(_dot(rows[index], rows[c]) > 0.8 for c in chosen[:32]):
-                continue
-            chosen.append(index)
-            used += len(_WORD.findall(distinct[index]))
-        parts = [distinct[i] for i in sorted(chosen)]
-        summary = _clip_words(" ".join(parts), max_words)
-        return ExtractiveText(summary, method=method, sentences=len(chosen), of=len(sentences))
+        """The most central, non-redundant sentences of ``text`` in their original order (speakers kept), within
+        ``max_words`` words and a fifth of the text (:mod:`ltm.llm.summary`)."""
+        from ltm.llm.summary import split_units, summarize_units
+
+        units = split_units(text)
+        summary = summarize_units(units, max(1, int(max_words)), embed=self.embed)
+        return ExtractiveText(_clip_words(summary.text, max(1, int(max_words))), method=summary.method,
+                              sentences=len(summary.units), of=summary.of)
 
     def title(self, text: str, max_words: int = 5) -> ExtractiveText:
-        """Up to ``max_words`` words: the text's best keyphrases (RAKE-style), in reading order.
+        """One readable keyphrase of up to ``max_words`` words: the run of content words most central to the
+        text (:func:`ltm.llm.summary.title_phrase`), not a list of scattered keywords."""
+        from ltm.llm.summary import title_phrase
 
-        Candidate phrases are runs of up to three content words between stopwords and punctuation; a word
-        scores its co-occurrence degree over its frequency, a phrase the sum of its words times how often it
-        recurs, so "snake game" beats two scattered frequent words.
-        """
-        words = _WORD.findall(text)
-        if not words:
-            return ExtractiveText("New", method="keyphrase")
-        phrases = _candidate_phrases(text)
-        if not phrases:
-            return ExtractiveText(" ".join(words[:max_words]), method="keyphrase")
-        freq: Counter[str] = Counter()
-        degree: Counter[str] = Counter()
-        for phrase in phrases:
-            for key in phrase.keys:
-                freq[key] += 1
-                degree[key] += len(phrase.keys)
-        counts = Counter(p.keys for p in phrases)
-        first: dict[tuple[str, ...], _Phrase] = {}
-        for phrase in phrases:
-            first.setdefault(phrase.keys, phrase)
-        ranked = sorted(first.values(), key=lambda p: (
-            -counts[p.keys] * sum(degree[k] / freq[k] for k in p.keys), p.position))
-        chosen: list[_Phrase] = []
-        used: set[str] = set()
-        budget = max(1, int(max_words))
-        for phrase in ranked:
-            if set(phrase.keys) & used or len(phrase.keys) > budget:
-                continue
-            chosen.append(phrase)
-            used.update(phrase.keys)
-            budget -= len(phrase.keys)
-            if budget == 0:
-                break
-        title = " ".join(p.surface for p in sorted(chosen, key=lambda p: p.position))
-        return ExtractiveText(title[:1].upper() + title[1:], method="keyphrase")
+        return ExtractiveText(title_phrase(text, max(1, int(max_words))), method="keyphrase")
 
     def is_related(self, text1: str, text2: str) -> bool:
         """True when the two texts share enough content words (overlap >= half of the smaller set)."""

@@ -1,7 +1,9 @@
 """``OpenAICompatibleEmbedding``: a llama-index ``BaseEmbedding`` on any OpenAI-compatible ``/embeddings``.
 
 Texts are sent in batches of ``embed_batch_size`` (llama-index does the batching; one HTTP request per batch).
-Errors: a server that cannot be reached, times out or answers 5xx after the retries raises
+The client retries transient failures itself (``max_retries``). Errors (through
+:func:`~ltm.llm.openai_llm.translate_openai_error`): a server that cannot be reached, times out or answers 5xx
+after the retries raises
 :class:`~ltm.errors.BackendUnavailable` (the embedding service is a backend of the store, like Redis);
 a request the server refuses (bad key, unknown model) or an answer that is not one vector per text raises
 :class:`~ltm.errors.LLMError`. Nothing is stored by the caller when either is raised.
@@ -9,8 +11,6 @@ a request the server refuses (bad key, unknown model) or an answer that is not o
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import openai
@@ -18,9 +18,9 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import Field, PrivateAttr
 
 from ltm.config import Settings
-from ltm.errors import BackendUnavailable, LLMError
+from ltm.errors import LLMError, LTMError
 from ltm.llm.names import DEFAULT_OPENAI_EMBEDDING_MODEL
-from ltm.llm.openai_llm import backoff_delays, classify_openai_error
+from ltm.llm.openai_llm import is_transient, translate_openai_error
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "OpenAICompatibleEmbedding"]
 
@@ -32,8 +32,7 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
 
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint; None: api.openai.com.")
     timeout: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
-    backoff: float = Field(default=0.5, ge=0)
+    max_retries: int = Field(default=3, ge=0, description="Retries of the openai client (transient failures).")
     dimensions: int | None = Field(default=None, description="Ask the server for this many dimensions.")
     _api_key: str = PrivateAttr(default="not-needed")
     _client: Any = PrivateAttr(default=None)
@@ -51,7 +50,7 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
         return cls(
             model_name=settings.embedding_model or DEFAULT_EMBEDDING_MODEL,
             base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key,
+            api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             timeout=settings.llm_timeout,
             max_retries=settings.llm_max_retries,
             embed_batch_size=settings.embed_batch_size,
@@ -64,7 +63,7 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
     def _sync(self) -> openai.OpenAI:
         if self._client is None:
             self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self.timeout,
-                                         max_retries=0)
+                                         max_retries=self.max_retries)
         return self._client  # type: ignore[no-any-return]
 
     def _request(self, texts: list[str]) -> dict[str, Any]:
@@ -83,42 +82,28 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
             raise LLMError(f"the embedding server returned {len(vectors)} vectors for {count} texts")
         return vectors
 
-    def _failure(self, exc: Exception, attempt: int) -> float:
-        if isinstance(exc, LLMError):
-            raise exc
-        delays = backoff_delays(self.max_retries, self.backoff)
-        transient = classify_openai_error(exc)
-        if transient and attempt < len(delays):
-            return delays[attempt]
-        if transient:
-            raise BackendUnavailable(
-                f"embedding server {self.base_url} failed after {attempt + 1} attempt(s): {exc}; is it up?"
-            ) from exc
-        raise LLMError(f"embedding request refused: {exc}; check the API key, model name and base URL") from exc
+    def _failure(self, exc: Exception) -> LTMError:
+        tries = self.max_retries + 1 if is_transient(exc) else 1
+        return translate_openai_error(exc, f"embedding server {self.base_url or 'api.openai.com'}", tries)
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        attempt = 0
-        while True:
-            try:
-                return self._vectors(self._sync().embeddings.create(**self._request(texts)), len(texts))
-            except Exception as exc:
-                time.sleep(self._failure(exc, attempt))
-            attempt += 1
+        try:
+            response = self._sync().embeddings.create(**self._request(texts))
+        except Exception as exc:  # the client's errors, and whatever its parsing of a broken answer raises
+            raise self._failure(exc) from exc
+        return self._vectors(response, len(texts))
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         # a fresh async client per call: async clients are bound to one event loop
         client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self.timeout,
-                                    max_retries=0)
+                                    max_retries=self.max_retries)
         try:
-            attempt = 0
-            while True:
-                try:
-                    return self._vectors(await client.embeddings.create(**self._request(texts)), len(texts))
-                except Exception as exc:
-                    await asyncio.sleep(self._failure(exc, attempt))
-                attempt += 1
+            response = await client.embeddings.create(**self._request(texts))
+        except Exception as exc:
+            raise self._failure(exc) from exc
         finally:
             await client.close()
+        return self._vectors(response, len(texts))
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]

@@ -1,7 +1,8 @@
 """The LLM tasks of BrainMemory: summarize (windowed map-reduce), title, relatedness, rewrite.
 
-Each task works with any :class:`~ltm.llm.base.LLM` (prompted) or with the offline
-:class:`~ltm.llm.extractive.ExtractiveLLM` (called directly, no prompt parsing).
+Each task works with any :class:`~ltm.llm.base.LLM` (prompted) or with an offline
+:class:`~ltm.llm.base.Summarizer` such as :class:`~ltm.llm.extractive.ExtractiveLLM` (called directly, no
+prompt parsing).
 
 Summaries are budgeted in tokens (:mod:`ltm.llm.tokens`). A text longer than one window is cut into
 windows of ``window_tokens`` (20 tokens of overlap), each window is summarized, the partial summaries are
@@ -15,10 +16,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from ltm.errors import InvalidInput, LLMError
-from ltm.llm.base import is_extractive, parse_yes_no
+from ltm.llm.base import LLM, Summarizer, parse_yes_no
 from ltm.llm.extractive import ExtractiveLLM
 from ltm.llm.tokens import count_tokens, split_tokens, truncate_tokens
 
@@ -47,7 +47,7 @@ class SummaryRun:
 
 
 async def summarize_text(
-    text: str, llm: Any, *, max_words: int = 200, keep_language: bool = False, window_tokens: int = 4096,
+    text: str, llm: LLM, *, max_words: int = 200, keep_language: bool = False, window_tokens: int = 4096,
     max_calls: int = 32,
 ) -> SummaryRun:
     """Summarize ``text`` in at most ``max_words`` words with at most ``max_calls`` LLM calls."""
@@ -55,8 +55,8 @@ async def summarize_text(
         raise InvalidInput("need max_words >= 1, window_tokens >= 256 and max_calls >= 2")
     words = len(text.split())
     if words <= max_words:  # nothing to shorten: no call (MetaGPT's _get_summary does the same)
-        return SummaryRun(text.strip(), extractive=is_extractive(llm))
-    if is_extractive(llm):
+        return SummaryRun(text.strip(), extractive=isinstance(llm, Summarizer))
+    if isinstance(llm, Summarizer):
         return SummaryRun(llm.summarize(text, max_words), extractive=True)
     run = SummaryRun("")
     step = window_tokens - OVERLAP_TOKENS
@@ -83,16 +83,16 @@ async def summarize_text(
         text = "\n".join(p for p in partials if p)
 
 
-async def _call(run: SummaryRun, llm: Any, prompt: str, system: str, max_calls: int) -> str:
+async def _call(run: SummaryRun, llm: LLM, prompt: str, system: str, max_calls: int) -> str:
     if run.calls >= max_calls:
         raise LLMError(f"summarizing needed more than {max_calls} LLM calls; raise max_llm_calls or window_tokens")
     run.calls += 1
     return _nonempty(await llm.aask(prompt, system=system), "summary")
 
 
-async def ask_title(text: str, llm: Any, max_words: int = 5) -> str:
+async def ask_title(text: str, llm: LLM, max_words: int = 5) -> str:
     """A title of less than ``max_words`` words for ``text``."""
-    if is_extractive(llm):
+    if isinstance(llm, Summarizer):
         return str(llm.title(text, max_words))
     system = (f"You are a tool for writing titles. Return a title of less than {max_words} words for the text, "
               "in the text's language. Return only the title.")
@@ -100,10 +100,10 @@ async def ask_title(text: str, llm: Any, max_words: int = 5) -> str:
     return _nonempty(answer.strip().strip('"'), "title")
 
 
-async def ask_related(text1: str, text2: str, llm: Any) -> bool:
+async def ask_related(text1: str, text2: str, llm: LLM) -> bool:
     """Whether ``text1`` is semantically related to ``text2`` (a strict yes/no from the LLM)."""
-    if is_extractive(llm):
-        return bool(llm.is_related(text1, text2))
+    if isinstance(llm, Summarizer):
+        return llm.is_related(text1, text2)
     prompt = f"## Paragraph 1\n{text2}\n---\n## Paragraph 2\n{text1}\n"
     system = ("You are a tool that decides whether two paragraphs are semantically related. "
               'Answer with exactly one word: "YES" if "Paragraph 1" is semantically related to "Paragraph 2", '
@@ -111,9 +111,9 @@ async def ask_related(text1: str, text2: str, llm: Any) -> bool:
     return parse_yes_no(await llm.aask(prompt, system=system))
 
 
-async def ask_rewrite(sentence: str, context: str, llm: Any) -> str:
+async def ask_rewrite(sentence: str, context: str, llm: LLM) -> str:
     """``sentence`` augmented with information from ``context`` (nothing invented)."""
-    if is_extractive(llm):
+    if isinstance(llm, Summarizer):
         return str(llm.rewrite(sentence, context))
     prompt = f"## Context\n{context}\n---\n## Sentence\n{sentence}\n"
     system = ('You are a tool augmenting the "Sentence" with information from the "Context". '

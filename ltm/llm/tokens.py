@@ -1,24 +1,22 @@
 """Token budgets: counting, truncating and windowing text in tokens, never a mix of characters and words.
 
-When ``tiktoken`` is installed *and* its ``cl100k_base`` table is already in tiktoken's cache, counts are
-exact for OpenAI models (ltm never downloads the table: no network at run time). Otherwise a documented
-estimate is used, which is close to (slightly above) BPE counts for English and code:
+Counts are exact for OpenAI models: the ``cl100k_base`` tokenizer comes from
+``llama_index.core.utils.get_tokenizer()``, whose table ships inside the llama-index-core wheel, so nothing
+is downloaded at run time. Only when that import fails (llama-index-core or tiktoken missing) does a
+documented estimate stand in, close to (slightly above) BPE counts for English and code:
 
 - a run of letters/digits costs ``ceil(len / 4)`` tokens (at least 1),
 - every CJK character costs 1 token,
 - every other non-space character (punctuation, symbols) costs 1 token,
 - whitespace is free.
 
-:data:`TOKENIZER` tells which one is active (``"tiktoken:cl100k_base"`` or ``"estimate"``).
+:func:`tokenizer_name` tells which one is active (``"tiktoken:cl100k_base"`` or ``"estimate"``).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 import re
-import tempfile
 from typing import Any
 
 from ltm.errors import InvalidInput
@@ -26,7 +24,6 @@ from ltm.errors import InvalidInput
 __all__ = ["count_tokens", "split_tokens", "tokenizer_name", "truncate_tokens"]
 
 _ENCODING = "cl100k_base"
-_BLOB = f"https://openaipublic.blob.core.windows.net/encodings/{_ENCODING}.tiktoken"
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # a run of word characters is cut into pieces of 4, so each piece is one token of the estimate
 _PIECE = re.compile(rf"[{_CJK}]|[^\W{_CJK}]{{1,4}}|[^\w\s]", re.UNICODE)
@@ -34,19 +31,18 @@ _PIECE = re.compile(rf"[{_CJK}]|[^\W{_CJK}]{{1,4}}|[^\w\s]", re.UNICODE)
 
 @functools.lru_cache(maxsize=1)
 def _encoding() -> Any:
-    """tiktoken's encoding when it can be loaded from its local cache, else None (never downloads)."""
+    """tiktoken's cl100k ``Encoding`` as llama-index-core loads it (offline), else None (the estimate)."""
     try:
         import tiktoken
+        from llama_index.core.utils import get_tokenizer
     except ImportError:
         return None
-    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    folder = cache or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    if not os.path.exists(os.path.join(folder, hashlib.sha1(_BLOB.encode()).hexdigest())):
-        return None
-    try:
-        return tiktoken.get_encoding(_ENCODING)
-    except Exception:  # a corrupt cache entry: the estimate still gives a usable budget
-        return None
+    tokenizer = get_tokenizer()  # a partial of Encoding.encode; its table is the one bundled with the wheel
+    encoding = getattr(getattr(tokenizer, "func", None), "__self__", None)
+    # set_global_tokenizer() may have put another tokenizer there: windows need cl100k's decode, so estimate
+    if isinstance(encoding, tiktoken.Encoding) and encoding.name == _ENCODING:
+        return encoding
+    return None
 
 
 def tokenizer_name() -> str:

@@ -7,7 +7,7 @@ modules beside this one are private to the store (an import-linter contract in `
 
 from __future__ import annotations
 
-from ltm.store.catalog import NamespaceInfo, namespace_path, namespaces
+from ltm.store.catalog import NamespaceInfo, is_namespace_dir, namespace_exists, namespace_path, namespaces
 from ltm.store.records import MessagePage, StoreStats
 from ltm.store.retrieval import Mode, SearchQuery
 from ltm.store.storage import MemoryHit, MemoryStorage
@@ -20,6 +20,8 @@ __all__ = [
     "NamespaceInfo",
     "SearchQuery",
     "StoreStats",
+    "is_namespace_dir",
+    "namespace_exists",
     "namespace_path",
     "namespaces",
 ]

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ltm.config import Settings
-from ltm.errors import LTMError
+from ltm.errors import InvalidInput, LTMError
 from ltm.store.log import count_readonly
 from ltm.store.manifest import Manifest
-from ltm.store.naming import check_kind, namespace_dir
+from ltm.store.naming import check_kind, namespace_dir, safe_name
 
-__all__ = ["NamespaceInfo", "namespace_path", "namespaces"]
+__all__ = ["NamespaceInfo", "is_namespace_dir", "namespace_exists", "namespace_path", "namespaces"]
 
 _MANIFEST, _LOG = "manifest.json", "memory.sqlite"
 
@@ -48,6 +48,29 @@ def namespace_path(settings: Settings, kind: str, namespace: str) -> Path:
     """The directory that holds (or would hold) ``namespace`` of ``kind``; it may not exist. InvalidInput for
     an empty namespace or a kind that is not a short lowercase word."""
     return namespace_dir(settings.storage_dir, kind, namespace)
+
+
+def namespace_exists(settings: Settings, kind: str, namespace: str) -> bool:
+    """True when ``namespace`` of ``kind`` was ever opened (its folder holds a manifest or a log): reading
+    commands check it so a mistyped name is NotFound instead of a new, empty namespace."""
+    directory = namespace_path(settings, kind, namespace)
+    return os.path.isfile(directory / _MANIFEST) or os.path.isfile(directory / _LOG)
+
+
+def is_namespace_dir(directory: Path) -> bool:
+    """True when ``directory`` is a namespace folder ltm made: its manifest parses, names a namespace and an
+    embedding model, and the folder's name is what that namespace maps to. Destructive commands use it to
+    touch only what ltm made. Reads only."""
+    try:
+        manifest = Manifest.read(directory / _MANIFEST)
+    except (LTMError, OSError):
+        return False
+    if manifest is None or not isinstance(manifest.namespace, str) or not isinstance(manifest.embedding_model, str):
+        return False
+    try:
+        return safe_name(manifest.namespace) == directory.name
+    except InvalidInput:
+        return False
 
 
 def namespaces(settings: Settings, kind: str | None = None) -> Iterator[NamespaceInfo]:

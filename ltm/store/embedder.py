@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, LTMError
+from ltm.errors import BackendUnavailable, InvalidInput, LLMError, LTMError
 from ltm.llm.names import configured_model_name
 from ltm.store.validation import normalise
 
@@ -146,7 +146,7 @@ class Embedder:
         self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None, have: dict[bytes, np.ndarray]
     ) -> None:
         if len(raw) != len(todo):
-            raise InvalidInput(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
+            raise LLMError(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
         vectors = normalise(raw, dim, f"embedding {self.model!r}")
         with self._lock:
             for i, vec in zip(todo, vectors, strict=True):
@@ -174,7 +174,7 @@ class Embedder:
         except LTMError:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
-            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+            raise self._failed(exc, len(texts)) from exc
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1
@@ -185,4 +185,15 @@ class Embedder:
         except LTMError:
             raise
         except Exception as exc:
-            raise InvalidInput(f"embedding {self.model!r} failed on {len(texts)} text(s): {exc}") from exc
+            raise self._failed(exc, len(texts)) from exc
+
+    def _failed(self, exc: Exception, count: int) -> LTMError:
+        """A failed model call is never the caller's input: an outage -> BackendUnavailable, else LLMError."""
+        service = f"embedding {self.model!r} on {count} text(s)"
+        if type(exc).__module__.split(".")[0] == "openai":  # llama-index's OpenAI embeddings: the one mapping
+            from ltm.llm.openai_llm import translate_openai_error
+
+            return translate_openai_error(exc, service)
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return BackendUnavailable(f"{service} failed: {type(exc).__name__}: {exc}; is the model's server up?")
+        return LLMError(f"{service} failed: {type(exc).__name__}: {exc}; check the embedding model")

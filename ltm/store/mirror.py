@@ -31,7 +31,7 @@ from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.records import StoreStats
 from ltm.store.vectors import VectorIndex
 
-__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate"]
+__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate", "open_namespace"]
 
 GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of their vectors is deleted
 _CONTENT_FILE, _CONTEXT_FILE = "index.faiss", "context.faiss"
@@ -256,3 +256,18 @@ def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
         (directory / name).unlink(missing_ok=True)
     manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
     manifest.write(directory / "manifest.json")
+
+
+def open_namespace(directory: Path, namespace: str, model: str, settings: Settings) -> tuple[MessageLog, IndexMirror]:
+    """Open (creating when new) a namespace directory: its manifest, checked against ``model`` (StoreMismatch
+    for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest.read(directory / "manifest.json")
+    if manifest is None:
+        manifest = Manifest(namespace=namespace, embedding_model=model)
+        manifest.write(directory / "manifest.json")
+    manifest.check(model, directory / "manifest.json")
+    log = MessageLog(directory / "memory.sqlite", synchronous=settings.sqlite_synchronous)
+    if manifest.schema_version < SCHEMA_VERSION:
+        migrate(log, directory, manifest)
+    return log, IndexMirror.open(directory, manifest, settings)

@@ -6,7 +6,7 @@ of them), ``sent_from``, ``created_after`` / ``created_before`` (unix seconds, i
 
 Conversation turns: a message's keyword-index text has four columns: its content; *who* (metadata
 ``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``); and
-*context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.store.conversation.with_context`).
+*context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.message.with_context`).
 ISO dates are also written as words ("2024-04-09 April 9 2024").
 BM25 weighs them 1.0 / 0.6 / 0.6 / 0.3, so the turn's own words rank first but "what did Alice say in the
 May session" still reaches the right turn.
@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message, any_to_str_set
 
 __all__ = ["KEYWORD_BUDGET", "RRF_K", "compile_filters", "filter_sql", "fuse", "keyword_columns", "keyword_plan",
@@ -41,9 +41,15 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
 
 def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list[Any]]:
     """The one place filters become SQL, for search and list alike: (a WHERE clause over ``messages m``
-    or None when unfiltered, its parameters). InvalidInput for an unknown filter or a bad value."""
-    where, params = filter_sql(filters)
-    return (where if filters else None), params
+    or None when unfiltered, its parameters). InvalidInput for an unknown filter or a bad value; a shape the
+    compiler cannot read is InvalidInput too, never a TypeError (issue 13)."""
+    try:
+        where, params = filter_sql(filters)
+    except LTMError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.query") from exc
+    return (where if filters else None), list(params)
 
 
 def filter_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:

@@ -55,13 +55,14 @@ def prepare(
 
 
 def given_vectors(
-    messages: Iterable[Message], vectors: Any, dim: int | None
+    messages: Iterable[Message], vectors: Any, dim: Callable[[], int | None]
 ) -> tuple[list[Message], dict[str, np.ndarray] | None]:
-    """The messages as a list and, when ``vectors`` were given, each message id's checked unit vector."""
+    """The messages as a list and, when ``vectors`` were given, each message id's checked unit vector
+    (``dim()``: the dimension they must have, asked only then)."""
     listed = [messages] if isinstance(messages, Message) else list(messages)
     if vectors is None or not listed:
         return listed, None
-    array = normalise(vectors, dim, "the vectors argument")
+    array = normalise(vectors, dim(), "the vectors argument")
     if array.shape[0] != len(listed):
         raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
                            "pass one vector per message")

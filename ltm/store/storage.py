@@ -26,12 +26,12 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
+from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.log import MessageLog, unpack
-from ltm.store.manifest import SCHEMA_VERSION, Manifest
-from ltm.store.mirror import IndexMirror, migrate
+from ltm.store.mirror import IndexMirror, open_namespace
 from ltm.store.naming import namespace_dir
 from ltm.store.query import compile_filters
 from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
@@ -95,17 +95,7 @@ class MemoryStorage:
     def _open(self, namespace: str) -> None:
         with self._lock:
             directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
-            model = self.embedder.model
-            directory.mkdir(parents=True, exist_ok=True)
-            manifest = Manifest.read(directory / "manifest.json")
-            if manifest is None:
-                manifest = Manifest(namespace=namespace, embedding_model=model)
-                manifest.write(directory / "manifest.json")
-            manifest.check(model, directory / "manifest.json")
-            log = MessageLog(directory / "memory.sqlite", synchronous=self.settings.sqlite_synchronous)
-            if manifest.schema_version < SCHEMA_VERSION:
-                migrate(log, directory, manifest)
-            mirror = IndexMirror.open(directory, manifest, self.settings)
+            log, mirror = open_namespace(directory, namespace, self.embedder.model, self.settings)
             self.namespace, self._log, self._mirror = namespace, log, mirror
             mirror.sync(log, verify=True)
 
@@ -170,7 +160,7 @@ class MemoryStorage:
         :meth:`export` wrote) skips the model for the content. Raises InvalidInput for bad content or
         vectors before anything is written.
         """
-        listed, given = rowplan.given_vectors(messages, vectors, self._dim() if vectors is not None else None)
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
         pending = self._prepare(listed, fresh_only=True)
         if not pending.messages:
             return 0
@@ -179,7 +169,7 @@ class MemoryStorage:
 
     async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """Async twin of :meth:`add_batch` (the embedding call is awaited)."""
-        listed, given = rowplan.given_vectors(messages, vectors, self._dim() if vectors is not None else None)
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
         pending = self._prepare(listed, fresh_only=True)
         if not pending.messages:
             return 0
@@ -189,6 +179,17 @@ class MemoryStorage:
     async def aadd(self, message: Message) -> bool:
         """Async twin of :meth:`add`."""
         return await self.aadd_batch([message]) == 1
+
+    def _given_dim(self) -> int | None:
+        """The dimension vectors given to add_batch must have: the namespace's, else its configured model's,
+        never the first given vectors' (issue 13: one 3-d line fixed a namespace at 3 and every normal add
+        failed afterwards)."""
+        dim = self._dim()
+        if dim is None and self._embedding is None:
+            return configured_dim(self.settings)  # known from the settings: no model is loaded
+        if dim is None:
+            return int(self._embed(["dimension probe"], TEXT).shape[1])  # a caller's embedding object: ask it
+        return dim
 
     def replace(self, message: Message) -> bool:
         """Store ``message`` in place of the stored message with its id, in ONE write transaction: a crash

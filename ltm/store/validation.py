@@ -125,7 +125,13 @@ def check_k(k: object, what: str = "k") -> int:
 def check_message(message: object, max_bytes: int) -> Message:
     """The message itself when it can be stored; InvalidInput naming its id otherwise."""
     if not isinstance(message, Message):
-        raise InvalidInput(f"the store holds Message objects, got {type(message).__name__}; wrap it: Message(...)")
+        kind = type(message)
+        hint = (
+            "use ltm.integrations.metagpt, whose classes take MetaGPT's messages"
+            if kind.__module__.startswith("metagpt.") else "wrap it: ltm.Message(...)"
+        )
+        got = f"{kind.__module__}.{kind.__name__}"
+        raise InvalidInput(f"the store holds ltm.message.Message objects, got {got}; {hint}")
     _check_text(message.id, "message id")
     what = f"message {message.id}"
     check_content(message.content, max_bytes, what=f"{what} content")
@@ -137,6 +143,9 @@ def check_message(message: object, max_bytes: int) -> Message:
     if not isinstance(created, int | float) or isinstance(created, bool) or not math.isfinite(created):
         raise InvalidInput(f"{what} created_at is {created!r}; it must be finite unix seconds (time.time())")
     _check_value(message.metadata, f"{what} metadata", 1)
+    ic = message.instruct_content
+    if ic is not None:
+        _check_value(ic if isinstance(ic, dict) else ic.model_dump(mode="python"), f"{what} instruct_content", 1)
     try:
         size = len(json.dumps(message.metadata, default=str, ensure_ascii=False).encode("utf-8"))
     except (ValueError, TypeError, RecursionError) as exc:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,6 @@ from ltm.errors import BackendUnavailable, InvalidInput
 from ltm.kv import KVStore, open_kv
 from ltm.kv.redis_kv import RedisKV
 from ltm.kv.sqlite_kv import SQLiteKV
-from tests.support.redis_server import free_port
 
 
 def test_strings(kv: KVStore) -> None:
@@ -120,42 +117,43 @@ def test_keys_glob(kv: KVStore) -> None:
     assert kv.keys("nothing*") == []
 
 
+# Keys written in one atomic batch share a {tag}: the contract (a Redis Cluster runs a batch on one node).
 def test_atomic_applies_all(kv: KVStore) -> None:
-    kv.rpush("hist", "m1", "m2", "m3")
+    kv.rpush("{c}hist", "m1", "m2", "m3")
     with kv.atomic() as tx:
-        tx.hset("meta", {"summary": "s"})
-        tx.ltrim("hist", 2, -1)
-        tx.rpush("log", "x", "y")
-        tx.set("s", "v", ttl=100)
-        tx.expire("meta", 100)
-        tx.delete("gone")
-        tx.hdel("meta", "nothing")
-    assert kv.hgetall("meta") == {"summary": "s"}
-    assert kv.lrange("hist") == ["m3"]
-    assert kv.lrange("log") == ["x", "y"]
-    assert kv.ttl("meta") is not None and kv.get("s") == "v"
+        tx.hset("{c}meta", {"summary": "s"})
+        tx.ltrim("{c}hist", 2, -1)
+        tx.rpush("{c}log", "x", "y")
+        tx.set("{c}s", "v", ttl=100)
+        tx.expire("{c}meta", 100)
+        tx.delete("{c}gone")
+        tx.hdel("{c}meta", "nothing")
+    assert kv.hgetall("{c}meta") == {"summary": "s"}
+    assert kv.lrange("{c}hist") == ["m3"]
+    assert kv.lrange("{c}log") == ["x", "y"]
+    assert kv.ttl("{c}meta") is not None and kv.get("{c}s") == "v"
 
 
 def test_atomic_applies_nothing_when_the_block_raises(kv: KVStore) -> None:
-    kv.rpush("hist", "m1")
+    kv.rpush("{c}hist", "m1")
     with pytest.raises(RuntimeError), kv.atomic() as tx:
-        tx.hset("meta", {"summary": "s"})
-        tx.delete("hist")
+        tx.hset("{c}meta", {"summary": "s"})
+        tx.delete("{c}hist")
         raise RuntimeError("boom")
-    assert kv.lrange("hist") == ["m1"] and kv.hgetall("meta") == {}
+    assert kv.lrange("{c}hist") == ["m1"] and kv.hgetall("{c}meta") == {}
 
 
 def test_readers_never_see_half_a_batch(kv: KVStore) -> None:
     """A summary fold (write summary + replace history) observed from another thread is all or nothing."""
-    kv.hset("meta", {"summary": "0"})
-    kv.rpush("hist", "0")
+    kv.hset("{c}meta", {"summary": "0"})
+    kv.rpush("{c}hist", "0")
     stop, reading = threading.Event(), threading.Event()
     checked: list[int] = []
     errors: list[str] = []
 
     def reader() -> None:
         while not stop.is_set():
-            before, items, after = kv.hget("meta", "summary"), kv.lrange("hist"), kv.hget("meta", "summary")
+            before, items, after = kv.hget("{c}meta", "summary"), kv.lrange("{c}hist"), kv.hget("{c}meta", "summary")
             reading.set()
             if not items or len(set(items)) != 1:
                 errors.append(f"half a batch: {items}")
@@ -174,9 +172,9 @@ def test_readers_never_see_half_a_batch(kv: KVStore) -> None:
         while i < 80 or (not checked and time.monotonic() < deadline):
             i += 1
             with kv.atomic() as tx:
-                tx.hset("meta", {"summary": str(i)})
-                tx.delete("hist")
-                tx.rpush("hist", *([str(i)] * (i % 3 + 1)))
+                tx.hset("{c}meta", {"summary": str(i)})
+                tx.delete("{c}hist")
+                tx.rpush("{c}hist", *([str(i)] * (i % 3 + 1)))
             if i >= 80:
                 time.sleep(0.005)
     finally:
@@ -255,63 +253,9 @@ def test_bad_urls_are_config_errors() -> None:
         RedisKV.from_url("localhost:6379")
 
 
-def _cluster_port() -> int:
-    """A free port whose cluster bus port (port + 10000) is a valid, free port too: an ephemeral port above
-    55535 has no bus port, and redis-server then exits at once."""
-    for _ in range(200):
-        port = free_port()
-        if port + 10000 > 65535:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair (port, port + 10000) for a cluster node")
-
-
-@pytest.fixture(scope="module")
-def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real one-node Redis Cluster (cluster mode on, every slot assigned to the node)."""
-    import shutil
-    import subprocess
-
-    import redis
-
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is not installed: run scripts/setup"
-    port, folder = _cluster_port(), tmp_path_factory.mktemp("cluster")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--cluster-enabled", "yes",
-         "--cluster-config-file", str(folder / "nodes.conf"), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        client = redis.Redis(port=port, decode_responses=True)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                assert proc.poll() is None, f"redis-server --cluster-enabled exited with {proc.returncode}"
-                assert time.monotonic() < deadline, "cluster node did not start"
-                time.sleep(0.05)
-        client.cluster("ADDSLOTSRANGE", "0", "16383")
-        while client.cluster("info").get("cluster_state") != "ok":
-            assert time.monotonic() < deadline, "cluster did not become ok"
-            time.sleep(0.05)
-        client.close()
-        yield f"redis+cluster://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 @pytest.mark.slow
-def test_redis_cluster(cluster_url: str) -> None:
-    kv = RedisKV.from_url(cluster_url, prefix="c")
+def test_redis_cluster(redis_cluster_url: str) -> None:
+    kv = RedisKV.from_url(redis_cluster_url, prefix="c")
     try:
         from redis.cluster import RedisCluster
 
@@ -324,5 +268,34 @@ def test_redis_cluster(cluster_url: str) -> None:
         assert kv.lrange("{chat}:hist") == ["m2"] and kv.hget("{chat}:meta", "summary") == "s"
         assert kv.keys("*") == ["a", "{chat}:hist", "{chat}:meta"]
         assert kv.delete("a", "{chat}:hist") == 2
+    finally:
+        kv.close()
+
+
+def test_cluster_refuses_a_cross_slot_batch_before_writing(redis_cluster_url: str) -> None:
+    kv = RedisKV.from_url(redis_cluster_url, prefix="c")
+    try:
+        with pytest.raises(InvalidInput, match="hash slot"), kv.atomic() as tx:
+            tx.set("a", "1")
+            tx.set("b", "2")  # "c:a" and "c:b" hash to different slots
+        assert kv.get("a") is None and kv.get("b") is None
+    finally:
+        kv.close()
+
+
+def test_cluster_keys_spread_over_every_master(redis_cluster_url: str, redis_cluster: object) -> None:
+    """The cluster suite is not one shard in disguise: plain keys land on all three masters, and keys() and
+    delete() see every one of them."""
+    from tests.support.redis_cluster import RedisCluster
+
+    assert isinstance(redis_cluster, RedisCluster)
+    kv = RedisKV.from_url(redis_cluster_url, prefix="spread", wait_replicas=1)
+    try:
+        names = [f"k{i}" for i in range(60)]
+        for name in names:
+            kv.set(name, name)
+        assert len({redis_cluster.master_of(f"spread:{n}") for n in names}) == 3
+        assert kv.keys("k*") == sorted(names)
+        assert kv.delete(*names) == 60 and kv.keys() == []
     finally:
         kv.close()

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
+import pytest
+
+from ltm.llm import tokens
 from ltm.llm.extractive import ExtractiveLLM, ExtractiveText, split_sentences
 from ltm.llm.tokens import count_tokens, split_tokens, tokenizer_name, truncate_tokens
 
@@ -35,9 +39,9 @@ def test_repeated_history_collapses() -> None:
 
 def test_title_keyphrases() -> None:
     llm = ExtractiveLLM()
-    assert llm.title("Lily is a girl.\n" * 3, 5) == "Lily girl"
+    assert llm.title("Lily is a girl.\n" * 3, 5) == "Lily"  # one phrase; a name ranks first
     assert "Redis" in llm.title(TEXT, 3)
-    assert llm.title("", 5) == "New"
+    assert llm.title("", 5) == "New conversation"
 
 
 def test_related_and_rewrite() -> None:
@@ -61,5 +65,23 @@ def test_tokens_windows_cover_the_text() -> None:
     overlapped = split_tokens(text, 100, overlap=20)
     assert len(overlapped) > len(windows)
     assert count_tokens(truncate_tokens(text, 50)) <= 50
-    assert tokenizer_name() in ("estimate", "tiktoken:cl100k_base")
     assert split_tokens("", 10) == []
+
+
+def test_token_counts_are_exact_cl100k_offline() -> None:
+    """llama-index-core ships the cl100k table, so counts are exact without a download."""
+    assert tokenizer_name() == "tiktoken:cl100k_base"
+    assert count_tokens("hello world") == 2  # "hello", " world"
+    assert count_tokens("tiktoken is great!") == 6  # "t", "ik", "token", " is", " great", "!"
+
+
+def test_estimate_only_when_the_tokenizer_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # import tiktoken -> ImportError
+    tokens._encoding.cache_clear()
+    try:
+        assert tokenizer_name() == "estimate"
+        assert count_tokens("hello world") == 4  # "hell", "o", "worl", "d"
+        text = "word " * 300
+        assert "".join(split_tokens(text, 100)) == text
+    finally:
+        tokens._encoding.cache_clear()

@@ -10,16 +10,18 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from ltm.config import Settings
-from ltm.errors import ConfigError, LLMError
-from ltm.llm.base import LLM, LlamaIndexLLM, parse_yes_no, resolve_llm
+from ltm.errors import BackendUnavailable, ConfigError, LLMError
+from ltm.files.llm import resolve as resolve_files_llm
+from ltm.llm.base import LLM, LlamaIndexLLM, Summarizer, parse_yes_no, resolve_llm
 from ltm.llm.extractive import ExtractiveLLM
-from ltm.llm.openai_llm import OpenAICompatibleLLM, backoff_delays
+from ltm.llm.openai_llm import OpenAICompatibleLLM
+from ltm.llm.tasks import ask_related, ask_title, summarize_text
 from tests.support.openai_server import OpenAIServer
 
 
 def make(server: OpenAIServer, **kw: Any) -> OpenAICompatibleLLM:
     options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 2,
-                               "backoff": 0.01, **kw}
+                               **kw}
     return OpenAICompatibleLLM(**options)
 
 
@@ -33,14 +35,19 @@ def test_ask_and_aask(openai_server: OpenAIServer) -> None:
     assert isinstance(llm, LLM)
 
 
-def test_server_errors_are_retried_then_llm_error(openai_server: OpenAIServer) -> None:
-    llm = make(openai_server, max_retries=2)
+def test_server_errors_are_retried_then_backend_unavailable(openai_server: OpenAIServer) -> None:
+    llm = make(openai_server, max_retries=2)  # the openai client's own retries
     openai_server.fail(2)
     assert llm.ask("hello") == "echo: hello"  # two failures, then the third attempt answers
     openai_server.reset()
     openai_server.fail(3)
-    with pytest.raises(LLMError, match="3 attempt"):
+    with pytest.raises(BackendUnavailable, match="3 attempt"):
         llm.ask("hello")
+    assert len(openai_server.requests) == 3
+    openai_server.reset()
+    openai_server.fail(3, status=429)  # rate limited: retried too, async as well
+    with pytest.raises(BackendUnavailable, match="RateLimitError"):
+        asyncio.run(llm.aask("hello"))
     assert len(openai_server.requests) == 3
 
 
@@ -51,10 +58,10 @@ def test_client_errors_are_not_retried(openai_server: OpenAIServer) -> None:
     assert len(openai_server.requests) == 1
 
 
-def test_stall_times_out_into_llm_error(openai_server: OpenAIServer) -> None:
+def test_stall_times_out_into_backend_unavailable(openai_server: OpenAIServer) -> None:
     llm = make(openai_server, timeout=0.3, max_retries=1)
     openai_server.stall(2, seconds=1.0)
-    with pytest.raises(LLMError, match="2 attempt"):
+    with pytest.raises(BackendUnavailable, match="2 attempt"):
         asyncio.run(llm.aask("hello"))
 
 
@@ -72,11 +79,7 @@ def test_from_settings_and_resolve(openai_server: OpenAIServer) -> None:
     assert "key" not in repr(llm).lower()
     assert isinstance(resolve_llm(Settings()), ExtractiveLLM)
     with pytest.raises(ConfigError):
-        resolve_llm(Settings(), llm=object())
-
-
-def test_backoff_doubles_and_caps() -> None:
-    assert backoff_delays(5, 1.0, cap=4.0) == [1.0, 2.0, 4.0, 4.0, 4.0]
+        resolve_llm(Settings(), llm=object())  # type: ignore[arg-type]  # the wrong type is the point
 
 
 class _Upper(CustomLLM):
@@ -118,3 +121,37 @@ def test_parse_yes_no(answer: str, expected: bool) -> None:
 def test_parse_yes_no_refuses_prose() -> None:
     with pytest.raises(LLMError):
         parse_yes_no("It is hard to say, maybe TRUE")
+
+
+class _OfflineSummarizer:
+    """A caller's own offline summarizer: the Summarizer protocol, never prompted."""
+
+    def ask(self, prompt: str, system: str | None = None) -> str:
+        raise AssertionError("an offline summarizer is called directly, not prompted")
+
+    async def aask(self, prompt: str, system: str | None = None) -> str:
+        raise AssertionError("an offline summarizer is called directly, not prompted")
+
+    def summarize(self, text: str, max_words: int = 200) -> str:
+        return "a short summary"
+
+    def title(self, text: str, max_words: int = 5) -> str:
+        return "A Title"
+
+    def is_related(self, text1: str, text2: str) -> bool:
+        return True
+
+    def rewrite(self, sentence: str, context: str) -> str:
+        return sentence
+
+
+def test_offline_summarizers_are_recognised_by_protocol(openai_server: OpenAIServer) -> None:
+    offline = _OfflineSummarizer()
+    assert isinstance(offline, Summarizer) and isinstance(ExtractiveLLM(), Summarizer)
+    assert not isinstance(make(openai_server), Summarizer)  # a real LLM is prompted
+    run = asyncio.run(summarize_text("many words here " * 100, offline, max_words=10))
+    assert run.summary == "a short summary" and run.extractive and run.calls == 0
+    assert asyncio.run(ask_title("text", offline)) == "A Title"
+    assert asyncio.run(ask_related("a", "b", offline)) is True
+    with pytest.raises(ConfigError, match="real LLM"):  # writing memory needs a real model
+        resolve_files_llm(offline, Settings(), "remember")

@@ -27,10 +27,11 @@ def test_batches_and_vectors(openai_server: OpenAIServer) -> None:
 
 
 def test_outage_is_backend_unavailable(openai_server: OpenAIServer) -> None:
-    embedding = OpenAICompatibleEmbedding(base_url=openai_server.base_url, max_retries=1, backoff=0.01)
+    embedding = OpenAICompatibleEmbedding(base_url=openai_server.base_url, max_retries=1)
     openai_server.fail(2)
-    with pytest.raises(BackendUnavailable):
+    with pytest.raises(BackendUnavailable, match="2 attempt"):
         embedding.get_text_embedding("x")
+    assert openai_server.embedding_calls == 2  # one try + the client's one retry
 
 
 def test_malformed_is_llm_error(openai_server: OpenAIServer) -> None:

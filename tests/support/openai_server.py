@@ -166,7 +166,9 @@ class OpenAIServer:
         if fault is not None and fault[0] == "stall":
             time.sleep(fault[1])
         if fault is not None and fault[0] == "fail":
-            return self._send(handler, fault[1], json.dumps({"error": {"message": "injected failure"}}).encode())
+            # Retry-After as OpenAI sends it: the client's retries wait 10 ms instead of their 0.5 s backoff
+            body_raw = json.dumps({"error": {"message": "injected failure"}}).encode()
+            return self._send(handler, fault[1], body_raw, {"retry-after-ms": "10"})
         if fault is not None and fault[0] == "malformed":
             raw = b'{"choices": [ {"message": ' if fault[1] == "json" else b'{"unexpected": true}'
             return self._send(handler, 200, raw)
@@ -194,9 +196,13 @@ class OpenAIServer:
         return self._send(handler, 404, b'{"error": {"message": "no such endpoint"}}')
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, raw: bytes) -> None:
+    def _send(
+        handler: BaseHTTPRequestHandler, status: int, raw: bytes, headers: dict[str, str] | None = None
+    ) -> None:
         try:
             handler.send_response(status)
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(raw)))
             handler.end_headers()

@@ -1,0 +1,167 @@
+"""Offline summaries and titles judged on public human-written data: DialogSum (Chen et al., ACL Findings 2021).
+
+DialogSum's dialogues come with three human reference summaries and topics each. Every method gets the same
+word budget per dialogue (the one ltm's summarizer computes), and ROUGE-1/2/L F1 (rouge-score, Porter stemmer)
+is averaged over the three references:
+
+- ``lead``: the first sentences in order (the classic lead-k baseline);
+- ``random``: sentences drawn at random (seeded), in order;
+- ``before``: ltm's summarizer before this change (TF-IDF centrality, no share of the text, no fillers rule);
+- ``tfidf`` / ``embedding``: ``ltm.llm.summary`` with TF-IDF vectors / the local all-MiniLM-L6-v2 model.
+
+Titles are scored by ROUGE-1 F1 against the best of the three reference topics.
+
+The data is not in the repository (licence CC BY-NC-SA 4.0): fetch github.com/cylnlp/dialogsum and copy
+``DialogSum_Data/dialogsum.{dev,test}.jsonl`` into ``bench/data/dialogsum/`` (git-ignored), then::
+
+    python -m bench.summary --split dev             # the split the parameters were chosen on
+    python -m bench.summary --split test --examples 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import ROOT
+from ltm.llm.extractive import ExtractiveLLM
+from ltm.llm.summary import Embed, Summary, Unit, split_units, summarize_units, title_phrase
+
+DATA = ROOT / "bench" / "data" / "dialogsum"
+
+
+def load(split: str, limit: int | None = None, data: Path = DATA) -> list[dict[str, Any]]:
+    path = data / f"dialogsum.{split}.jsonl"
+    if not path.is_file():
+        sys.exit(f"{path} is missing: see the module docstring for how to fetch DialogSum")
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows[:limit] if limit else rows
+
+
+def references(row: dict[str, Any], field: str) -> list[str]:
+    return [row[k] for k in (f"{field}1", f"{field}2", f"{field}3", field) if row.get(k)]
+
+
+def _take(units: Sequence[Unit], order: Sequence[int], budget: int) -> str:
+    chosen, used = [], 0
+    for i in order:
+        if used >= budget:
+            break
+        chosen.append(i)
+        used += len(units[i].text.split())
+    return "\n".join(units[i].display for i in sorted(chosen))
+
+
+def summaries(row: dict[str, Any], embed: Embed | None, rng: random.Random) -> dict[str, str]:
+    units = split_units(row["dialogue"])
+    ours: Summary = summarize_units(units, 200)
+    order = list(range(len(units)))
+    shuffled = order[:]
+    rng.shuffle(shuffled)
+    out = {
+        "lead": _take(units, order, ours.budget),
+        "random": _take(units, shuffled, ours.budget),
+        "before": str(ExtractiveLLM().summarize(row["dialogue"], ours.budget)),
+        "tfidf": ours.text,
+    }
+    if embed is not None:
+        out["embedding"] = summarize_units(units, 200, embed=embed).text
+    return out
+
+
+def titles(row: dict[str, Any]) -> dict[str, str]:
+    words = [u.text for u in split_units(row["dialogue"])]
+    return {
+        "first words": " ".join(" ".join(words).split()[:3]),
+        "before": str(ExtractiveLLM().title(row["dialogue"], 5)),
+        "phrase": title_phrase(row["dialogue"], 5),
+    }
+
+
+def local_embed() -> Embed:
+    from ltm.config import Settings
+    from ltm.llm.embeddings import resolve_embedding
+
+    model = resolve_embedding(Settings(embedding="local"))
+    return lambda texts: model.get_text_embedding_batch(list(texts))
+
+
+def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict[str, Any]:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    rng = random.Random(seed)
+    scores: dict[str, dict[str, list[float]]] = {}
+    title_scores: dict[str, list[float]] = {}
+    lengths: dict[str, list[int]] = {}
+    seconds: dict[str, float] = {}
+    for row in rows:
+        t0 = time.perf_counter()
+        made = summaries(row, embed, rng)
+        seconds["all"] = seconds.get("all", 0.0) + time.perf_counter() - t0
+        for method, text in made.items():
+            per = scores.setdefault(method, {"rouge1": [], "rouge2": [], "rougeL": []})
+            refs = references(row, "summary")
+            for name in per:
+                per[name].append(statistics.mean(scorer.score(ref, text)[name].fmeasure for ref in refs))
+            lengths.setdefault(method, []).append(len(text.split()))
+        for method, title in titles(row).items():
+            topics = references(row, "topic")
+            title_scores.setdefault(method, []).append(max(scorer.score(t, title)["rouge1"].fmeasure for t in topics))
+    return {
+        "n": len(rows),
+        "summary": {m: {k: 100 * statistics.mean(v) for k, v in per.items()} | {"words": statistics.mean(lengths[m])}
+                    for m, per in scores.items()},
+        "title": {m: 100 * statistics.mean(v) for m, v in title_scores.items()},
+    }
+
+
+def table(result: dict[str, Any], split: str) -> str:
+    lines = [f"DialogSum {split} ({result['n']} dialogues), ROUGE F1 x 100, mean over 3 references",
+             "", "| summary | ROUGE-1 | ROUGE-2 | ROUGE-L | words |", "|---|---|---|---|---|"]
+    for method, s in result["summary"].items():
+        lines.append(f"| {method} | {s['rouge1']:.1f} | {s['rouge2']:.1f} | {s['rougeL']:.1f} | {s['words']:.0f} |")
+    lines += ["", "| title | ROUGE-1 vs best topic |", "|---|---|"]
+    lines += [f"| {m} | {v:.1f} |" for m, v in result["title"].items()]
+    return "\n".join(lines)
+
+
+def examples(rows: list[dict[str, Any]], n: int, embed: Embed | None) -> str:
+    out = []
+    for row in rows[:n]:
+        made = summaries(row, embed, random.Random(0))
+        best = made.get("embedding", made["tfidf"])
+        out.append(f"### {row['fname']}\n\n**reference:** {row['summary1']}\n\n**before:** {made['before']}\n"
+                   f"(title: {ExtractiveLLM().title(row['dialogue'], 5)})\n\n**after:** {best}\n"
+                   f"(title: {title_phrase(row['dialogue'], 5)}; reference topic: {row['topic1']})\n")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--split", default="dev", choices=["dev", "test"])
+    p.add_argument("--limit", type=int, default=None, help="first N dialogues only")
+    p.add_argument("--no-embedding", action="store_true", help="skip the local-model variant")
+    p.add_argument("--examples", type=int, default=0, help="print N before/after examples")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", type=Path, default=DATA)
+    args = p.parse_args(argv)
+    rows = load(args.split, args.limit, args.data)
+    embed: Callable[[Sequence[str]], Any] | None = None if args.no_embedding else local_embed()
+    result = evaluate(rows, embed, args.seed)
+    print(table(result, args.split))
+    if args.examples:
+        print()
+        print(examples(rows, args.examples, embed))
+    return result
+
+
+if __name__ == "__main__":
+    main()

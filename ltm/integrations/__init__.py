@@ -1,0 +1,1 @@
+"""Adapters to agent frameworks and libraries (each imports its framework; ltm's core never does)."""
