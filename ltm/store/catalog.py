@@ -75,17 +75,18 @@ def is_namespace_dir(directory: Path) -> bool:
 
 def namespaces(settings: Settings, kind: str | None = None) -> Iterator[NamespaceInfo]:
     """Every namespace under ``settings.storage_dir`` (only ``kind``'s when given), sorted by kind then
-    directory name. Reads only: see the module docstring."""
-    root = Path(settings.storage_dir)
+    directory name. Reads only: see the module docstring. Opening each log is most of the cost
+    (``python -m bench.catalog``: about 0.15 ms of CPU per namespace)."""
+    root = os.path.abspath(settings.storage_dir)
     kinds = [check_kind(kind)] if kind is not None else _subdirs(root)
     for kind_name in kinds:
-        for name in _subdirs(root / kind_name):
-            directory = root / kind_name / name
-            if os.path.isfile(directory / _MANIFEST):
-                yield _info(kind_name, directory)
+        for name in _subdirs(os.path.join(root, kind_name)):
+            info = _info(kind_name, os.path.join(root, kind_name, name))
+            if info is not None:
+                yield info
 
 
-def _subdirs(path: Path) -> list[str]:
+def _subdirs(path: str) -> list[str]:
     try:
         with os.scandir(path) as entries:
             return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
@@ -93,29 +94,33 @@ def _subdirs(path: Path) -> list[str]:
         return []
 
 
-def _info(kind: str, directory: Path) -> NamespaceInfo:
-    problems: list[str] = []
-    manifest: Manifest | None = None
-    try:
-        manifest = Manifest.read(directory / _MANIFEST)
-    except LTMError as exc:
-        problems.append(str(exc))
-    messages: int | None = None
-    if os.path.isfile(directory / _LOG):
-        try:
-            messages = count_readonly(directory / _LOG)
-        except LTMError as exc:
-            problems.append(str(exc))
-    else:
-        messages = 0  # opened once, never written: the manifest comes first
-    size = 0
+def _info(kind: str, directory: str) -> NamespaceInfo | None:
+    """The namespace in ``directory``; None when it holds no manifest (not a namespace). One directory scan
+    gives the files present and their sizes (string paths: 10,000 namespaces make pathlib's cost show)."""
+    sizes: dict[str, int] = {}
     with os.scandir(directory) as entries:
         for entry in entries:
             if entry.is_file(follow_symlinks=False):
-                size += entry.stat(follow_symlinks=False).st_size
+                sizes[entry.name] = entry.stat(follow_symlinks=False).st_size
+    if _MANIFEST not in sizes:
+        return None
+    path = Path(directory)
+    problems: list[str] = []
+    manifest: Manifest | None = None
+    try:
+        manifest = Manifest.read(path / _MANIFEST)
+    except LTMError as exc:
+        problems.append(str(exc))
+    messages: int | None = 0  # no log yet: opened once, never written (the manifest comes first)
+    if _LOG in sizes:
+        try:
+            messages = count_readonly(path / _LOG, wal=f"{_LOG}-wal" in sizes or f"{_LOG}-shm" in sizes)
+        except LTMError as exc:
+            messages = None
+            problems.append(str(exc))
     return NamespaceInfo(
-        kind=kind, namespace=manifest.namespace if manifest else directory.name, path=directory, messages=messages,
-        bytes_on_disk=size, embedding_model=manifest.embedding_model if manifest else None,
+        kind=kind, namespace=manifest.namespace if manifest else path.name, path=path, messages=messages,
+        bytes_on_disk=sum(sizes.values()), embedding_model=manifest.embedding_model if manifest else None,
         index_type=manifest.index_type if manifest else None, dim=manifest.dim if manifest else None,
         problem="; ".join(problems) or None,
     )

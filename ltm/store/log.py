@@ -12,7 +12,9 @@ here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadab
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -305,22 +307,25 @@ class MessageLog:
         return [(int(s), float(v)) for s, v in rows]
 
 
-def count_readonly(path: Path) -> int:
+def count_readonly(path: Path, wal: bool | None = None) -> int:
     """Live messages in the log at ``path``, read without creating or changing any file.
 
     When no ``-wal`` file exists, no connection has the log open in WAL mode and every commit is in the main
     file: it is read with ``immutable=1``, which creates no ``-wal``/``-shm`` beside it (a ``mode=ro``
     connection would, and leave them). Otherwise a writer's ``-wal``/``-shm`` are there and ``mode=ro`` reads
     the last commit through them. A writer that appears between the check and the read can make the
-    immutable read fail: it is then retried with ``mode=ro``.
+    immutable read fail: it is then retried with ``mode=ro``. ``wal``: whether those files exist, when the
+    caller already listed the directory.
     """
-    wal = path.with_name(path.name + "-wal").exists() or path.with_name(path.name + "-shm").exists()
+    if wal is None:
+        wal = path.with_name(path.name + "-wal").exists() or path.with_name(path.name + "-shm").exists()
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
     modes = ["ro"] if wal else ["ro&immutable=1", "ro"]
     while True:
         mode = modes.pop(0)
         try:
             with translate(path):
-                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, timeout=5)
+                db = sqlite3.connect(f"{uri}?mode={mode}", uri=True, timeout=5)
                 try:
                     return int(db.execute("SELECT count(*) FROM messages").fetchone()[0])
                 finally:
