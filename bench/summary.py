@@ -6,7 +6,7 @@ is averaged over the three references:
 
 - ``lead``: the first sentences in order (the classic lead-k baseline);
 - ``random``: sentences drawn at random (seeded), in order;
-- ``before``: ltm's summarizer before this change (TF-IDF centrality, no share of the text, no fillers rule);
+- ``before``: ltm's summarizer before issue 19 (``bench/summary_before.py``), at the same budget;
 - ``tfidf`` / ``embedding``: ``ltm.llm.summary`` with TF-IDF vectors / the local all-MiniLM-L6-v2 model.
 
 Titles are scored by ROUGE-1 F1 against the best of the three reference topics.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ROOT
-from ltm.llm.extractive import ExtractiveLLM
+from bench.summary_before import summarize_before, title_before
 from ltm.llm.summary import Embed, Summary, Unit, split_units, summarize_units, title_phrase
 
 DATA = ROOT / "bench" / "data" / "dialogsum"
@@ -68,7 +68,7 @@ def summaries(row: dict[str, Any], embed: Embed | None, rng: random.Random) -> d
     out = {
         "lead": _take(units, order, ours.budget),
         "random": _take(units, shuffled, ours.budget),
-        "before": str(ExtractiveLLM().summarize(row["dialogue"], ours.budget)),
+        "before": str(summarize_before(row["dialogue"], ours.budget)),
         "tfidf": ours.text,
     }
     if embed is not None:
@@ -80,7 +80,7 @@ def titles(row: dict[str, Any]) -> dict[str, str]:
     words = [u.text for u in split_units(row["dialogue"])]
     return {
         "first words": " ".join(" ".join(words).split()[:3]),
-        "before": str(ExtractiveLLM().title(row["dialogue"], 5)),
+        "before": str(title_before(row["dialogue"], 5)),
         "phrase": title_phrase(row["dialogue"], 5),
     }
 
@@ -139,7 +139,7 @@ def examples(rows: list[dict[str, Any]], n: int, embed: Embed | None) -> str:
         made = summaries(row, embed, random.Random(0))
         best = made.get("embedding", made["tfidf"])
         out.append(f"### {row['fname']}\n\n**reference:** {row['summary1']}\n\n**before:** {made['before']}\n"
-                   f"(title: {ExtractiveLLM().title(row['dialogue'], 5)})\n\n**after:** {best}\n"
+                   f"(title: {title_before(row['dialogue'], 5)})\n\n**after:** {best}\n"
                    f"(title: {title_phrase(row['dialogue'], 5)}; reference topic: {row['topic1']})\n")
     return "\n".join(out)
 

@@ -30,7 +30,6 @@ there these they this those to too us was we were what when where which who whom
 yours am also any all about above after again against before being below between both during each few more most
 other own same should only over under until up very s t don"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_DENSE_LIMIT = 400  # distinct sentences up to which the full similarity matrix is used
 
 
 class ExtractiveText(str):
