@@ -9,17 +9,13 @@ from collections import Counter
 
 import numpy as np
 
-from ltm.llm.extractive import (
-    _WORD,
-    ExtractiveText,
-    _candidate_phrases,
-    _clip_words,
-    _dense,
-    _dot,
-    _Phrase,
-    _tfidf,
-    split_sentences,
-)
+from ltm.llm.extractive import ExtractiveText, _clip_words, split_sentences
+from ltm.llm.textstats import WORD as _WORD
+from ltm.llm.textstats import Phrase as _Phrase
+from ltm.llm.textstats import candidate_phrases as _candidate_phrases
+from ltm.llm.textstats import dense as _dense
+from ltm.llm.textstats import sparse_dot as _dot
+from ltm.llm.textstats import tfidf as _tfidf
 
 __all__ = ["summarize_before", "title_before"]
 

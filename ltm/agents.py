@@ -82,7 +82,8 @@ class Role:
         self.llm = llm
         self.env: Environment | None = None
         self.settings = settings or Settings.load()
-        self.memory = memory or LongTermMemory(
+        # "is None", not "or": an empty memory is falsy (it has a length) and a caller's memory must be kept
+        self.memory = memory if memory is not None else LongTermMemory(
             memory_storage=MemoryStorage(settings=self.settings, embedding=embedding), settings=self.settings
         )
         self.recovered: list[Message] = self.memory.recover_memory(self.role_id, self) or []

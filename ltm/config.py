@@ -50,6 +50,7 @@ def mask_url(url: str) -> str:
 
 EmbeddingKind = Literal["local", "openai", "hash"]
 LLMKind = Literal["none", "openai"]
+LocalRuntime = Literal["auto", "onnx", "torch"]
 
 
 class Settings(BaseModel):
@@ -64,7 +65,13 @@ class Settings(BaseModel):
     )
     embedding_dim: int = Field(384, ge=8, le=8192, description="Dimension of the hash embedding.")
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding call.")
-    torch_threads: int = Field(1, ge=1, le=64, description="Torch threads for the local model.")
+    torch_threads: int = Field(1, ge=1, le=64, description="Threads for the local model (torch or ONNX Runtime).")
+    local_runtime: LocalRuntime = Field(
+        "auto", description="Runtime of the local model: onnx, torch, or auto (ONNX Runtime when installed)."
+    )
+    model_cache_dir: Path = Field(
+        Path("~/.cache/ltm"), description="Where the local model's ONNX export is cached (built once, offline)."
+    )
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint (also OPENAI_BASE_URL).")
     openai_api_key: SecretStr | None = Field(
         None, description="API key (also OPENAI_API_KEY); never stored, shown as ********** (get_secret_value())."
@@ -115,7 +122,7 @@ class Settings(BaseModel):
         16_000, ge=1, description="Largest AGENTS.md accepted (detail belongs in skills), in UTF-8 bytes."
     )
 
-    @field_validator("storage_dir", mode="before")
+    @field_validator("storage_dir", "model_cache_dir", mode="before")
     @classmethod
     def _expand(cls, value: Any) -> Any:
         return Path(value).expanduser() if isinstance(value, str | Path) else value

@@ -165,6 +165,8 @@ def _forget(settings: Settings) -> None:
     for role in build_team(settings=settings, embedding=None, llm=None):
         if role.memory.memory_storage is not None:
             role.memory.memory_storage.clean()
+        role.handled.clean()  # what the role finished: forgotten too, or the team would skip its work
+        role.close()
     asyncio.run(BrainMemory(settings=settings).delete(_CHAT_KEY(settings)))
 
 

@@ -11,7 +11,12 @@ are translated at the boundary with ``raise ... from exc`` so callers catch one 
      ├── StoreMismatch        a store was opened with another model, dimension or schema
      ├── StoreCorrupted       a store's files cannot be read back
      ├── BackendUnavailable   Redis, SQLite, an LLM or embedding server cannot be reached (after retries)
-     └── LLMError             a model refused the request or answered nonsense
+     ├── LLMError             a model refused the request or answered nonsense
+     ├── AuthRequired         the service needs a valid API key (HTTP 401)
+     ├── Forbidden            the key may not do this: another namespace, or a write when read-only (403)
+     └── Conflict             the request clashes with the stored state (409)
+    InvalidInput
+     └── PayloadTooLarge      a request body or list is over the service's limit (413)
 
 Messages say what to do about the problem, not only what it is.
 """
@@ -19,12 +24,16 @@ Messages say what to do about the problem, not only what it is.
 from __future__ import annotations
 
 __all__ = [
+    "AuthRequired",
     "BackendUnavailable",
     "ConfigError",
+    "Conflict",
+    "Forbidden",
     "InvalidInput",
     "LLMError",
     "LTMError",
     "NotFound",
+    "PayloadTooLarge",
     "StoreCorrupted",
     "StoreMismatch",
     "ValidationFailed",
@@ -69,3 +78,19 @@ class BackendUnavailable(LTMError):
 
 class LLMError(LTMError):
     """A model (LLM or embedding) refused the request, failed, or gave an answer that could not be used."""
+
+
+class AuthRequired(LTMError):
+    """The service needs an API key and got none, or one it does not know (revoked keys included)."""
+
+
+class Forbidden(LTMError):
+    """The API key is valid but may not do this: another namespace, or a write with a read-only key."""
+
+
+class Conflict(LTMError):
+    """The request clashes with the stored state (e.g. a change someone else is approving)."""
+
+
+class PayloadTooLarge(InvalidInput):
+    """A request body (or the number of items in it) is over the service's limit; send smaller batches."""

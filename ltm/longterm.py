@@ -22,8 +22,8 @@ The storage object, the role context and the settings are excluded from ``model_
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 import numpy as np
 from pydantic import Field
@@ -34,20 +34,63 @@ from ltm.memory import Memory
 from ltm.message import Message, any_to_str_set
 from ltm.store import MemoryHit, MemoryStorage, Mode
 
-__all__ = ["LongTermMemory"]
+__all__ = ["LongTermMemory", "StoreLike"]
+
+
+class StoreLike(Protocol):
+    """What LongTermMemory needs of its store: :class:`MemoryStorage`, or ``ltm.client.RemoteStorage`` for a
+    store behind ``ltm serve`` (a role switches by changing the line that builds its storage)."""
+
+    namespace: str | None
+
+    @property
+    def is_initialized(self) -> bool: ...
+
+    @property
+    def threshold(self) -> float: ...
+
+    def recover_memory(self, role_id: str) -> list[Message]: ...
+
+    def add(self, message: Message) -> bool: ...
+
+    def add_batch(self, messages: Iterable[Message]) -> int: ...
+
+    def delete(self, message_or_id: Message | str) -> bool: ...
+
+    def clean(self) -> None: ...
+
+    def persist(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def count(self) -> int: ...
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray: ...
+
+    async def aembed_texts(self, texts: list[str]) -> np.ndarray: ...
+
+    def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray: ...
+
+    # mode: Any, so a store may narrow it to its Literal of modes
+    def search(self, query: str, k: int = 10, *, mode: Any = "hybrid",
+               filters: Mapping[str, Any] | None = None) -> list[MemoryHit]: ...
+
+    async def asearch(self, query: str, k: int = 10, *, mode: Any = "hybrid",
+                      filters: Mapping[str, Any] | None = None) -> list[MemoryHit]: ...
 
 
 class LongTermMemory(Memory):
     """A role's memory across restarts: watched actions go to a persistent namespace as well as RAM."""
 
-    memory_storage: MemoryStorage | None = Field(default=None, exclude=True, repr=False)
+    # Any for pydantic (a Protocol cannot be checked without touching a remote store); typed by _store().
+    memory_storage: Any = Field(default=None, exclude=True, repr=False, description="A StoreLike or None.")
     rc: Any = Field(default=None, exclude=True, repr=False)
     watch: set[str] = Field(default_factory=set, description="cause_by strings stored long-term (besides rc.watch).")
     msg_from_recover: bool = Field(default=False, exclude=True)
     settings: Settings | None = Field(default=None, exclude=True, repr=False)
 
     def __init__(
-        self, memory_storage: MemoryStorage | None = None, *, settings: Settings | None = None, **memory_fields: Any
+        self, memory_storage: StoreLike | None = None, *, settings: Settings | None = None, **memory_fields: Any
     ) -> None:
         if settings is not None and settings.short_term_capacity and "capacity" not in memory_fields:
             memory_fields["capacity"] = settings.short_term_capacity
@@ -60,10 +103,10 @@ class LongTermMemory(Memory):
         """True once a namespace is open (after ``recover_memory``)."""
         return self.memory_storage is not None and self.memory_storage.is_initialized
 
-    def _store(self) -> MemoryStorage:
+    def _store(self) -> StoreLike:
         if self.memory_storage is None:
             self.memory_storage = MemoryStorage(settings=self.settings or Settings.load())
-        return self.memory_storage
+        return cast(StoreLike, self.memory_storage)
 
     def watching(self) -> set[str]:
         """The cause_by strings stored long-term: ``watch`` plus the role context's ``watch`` (read live)."""

@@ -34,7 +34,7 @@ def test_requirement_flows_and_restart_filters_old_news(settings: Settings) -> N
     env.run()
     produced = [m.cause_by.rsplit(".", 1)[-1] for m in env.history[1:]]
     assert produced == ["WritePRD", "WriteDesign", "WriteCode"]
-    stored = {r.name: r.memory.memory_storage.count() for r in roles}  # type: ignore[union-attr]
+    stored = {r.name: r.memory.memory_storage.count() for r in roles}
     assert stored == {"Alice": 1, "Bob": 1, "Charlie": 1}
     env.close()
 

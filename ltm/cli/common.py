@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import Any
 
 from ltm.cli.output import parse_time, write_messages
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound
+from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.message import Message
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DECLINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -29,6 +30,8 @@ class Options:
         self.common.add_argument("--storage-dir", help="data root (default: LTM_STORAGE_DIR or ./storage)")
         self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
                                  help="embedding (default: LTM_EMBEDDING or local)")
+        self.common.add_argument("--url", help="use a running `ltm serve` at this URL instead of local files "
+                                 "(default: LTM_URL; the key comes from LTM_API_KEY)")
         self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
         self.common.add_argument("-v", "--verbose", action="count", default=0,
                                  help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
@@ -60,6 +63,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False) -> Any:
     """The namespace's store. ``existing``: reading commands never create a namespace (a mistyped name would
     otherwise leave an empty one behind): NotFound when it is not there."""
+    url = getattr(args, "url", None) or os.environ.get("LTM_URL")
+    if url:  # a running `ltm serve` answers: nothing is loaded here, not even the store
+        return _remote(args, url)
     from ltm.store import MemoryStorage
 
     settings = settings or settings_from(args)
@@ -70,6 +76,16 @@ def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, 
             raise NotFound(f"no namespace {args.kind}/{args.namespace} under {settings.storage_dir}; "
                            "`ltm stats` lists the namespaces there")
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
+
+
+def _remote(args: argparse.Namespace, url: str) -> Any:
+    if args.kind != "cli":
+        raise InvalidInput("--kind does not apply with --url: a server's namespaces are named by --namespace alone")
+    try:
+        from ltm.client import RemoteStorage
+    except ImportError as exc:
+        raise ConfigError("--url needs the client: pip install 'ltm[service]'") from exc
+    return RemoteStorage(args.namespace, url=url, api_key=os.environ.get("LTM_API_KEY"))
 
 
 def parse_meta(pairs: Sequence[str] | None) -> dict[str, Any]:

@@ -148,9 +148,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _get(store: Any, message_id: str) -> Message | None:
+    try:
+        found: Message | None = store.get(message_id)
+    except NotFound:  # the remote client says so with an error, the local store with None
+        return None
+    return found
+
+
 def cmd_get(args: argparse.Namespace) -> int:
     with open_storage(args, existing=True) as store:
-        found = [store.get(i) for i in args.ids]
+        found = [_get(store, i) for i in args.ids]
     print_messages(args, [m for m in found if m is not None])
     missing = [i for i, m in zip(args.ids, found, strict=True) if m is None]
     if missing:

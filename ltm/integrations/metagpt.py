@@ -17,7 +17,7 @@ For roles that remember across restarts (and do not redo handled work) see :mod:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from metagpt.schema import Message as MetaGPTMessage
 from pydantic import Field
@@ -138,7 +138,7 @@ class LongTermMemory(_CoreLongTermMemory):
     def _store(self) -> _CoreMemoryStorage:
         if self.memory_storage is None:
             self.memory_storage = MemoryStorage(settings=self.settings)
-        return self.memory_storage
+        return cast(_CoreMemoryStorage, self.memory_storage)  # the core field is Any (any StoreLike)
 
     def find_news(self, observed: list[Any], k: int = 0) -> AwaitableList[MetaGPTMessage]:  # type: ignore[override]
         """Observed messages new to short-term memory and not similar to a stored one; awaitable or not."""

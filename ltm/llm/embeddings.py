@@ -29,7 +29,7 @@ __all__ = ["LOCAL_MODEL_NAME", "HashEmbedding", "local_model_path", "model_name"
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _local_lock = threading.Lock()
-_local_cache: dict[tuple[str, int, int], BaseEmbedding] = {}
+_local_cache: dict[tuple[str, int, int, str, str], BaseEmbedding] = {}
 
 
 class HashEmbedding(BaseEmbedding):
@@ -84,21 +84,39 @@ def local_model_path() -> str:
 
 
 def _local(settings: Settings) -> BaseEmbedding:
-    key = (local_model_path(), settings.embed_batch_size, settings.torch_threads)
+    runtime = settings.local_runtime
+    if runtime == "auto":
+        from ltm.llm.onnx_embedding import onnx_available
+
+        runtime = "onnx" if onnx_available() else "torch"
+    key = (local_model_path(), settings.embed_batch_size, settings.torch_threads, runtime,
+           str(settings.model_cache_dir))
     with _local_lock:
         if key not in _local_cache:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            import torch
-            from llama_index.embeddings.huggingface import HuggingFaceEmbedding
-
-            # One torch thread holds its speed when other work shares the 2 cores; two collapse.
-            torch.set_num_threads(settings.torch_threads)
-            _local_cache[key] = HuggingFaceEmbedding(
-                model_name=key[0], device="cpu", embed_batch_size=settings.embed_batch_size, normalize=True
-            )
+            _local_cache[key] = _load_onnx(settings, key[0]) if runtime == "onnx" else _load_torch(settings, key[0])
         return _local_cache[key]
+
+
+def _load_onnx(settings: Settings, path: str) -> BaseEmbedding:
+    try:
+        from ltm.llm.onnx_embedding import OnnxEmbedding
+    except ImportError as exc:
+        raise ConfigError("local_runtime=onnx needs onnxruntime and tokenizers: pip install 'ltm[local]'") from exc
+    return OnnxEmbedding(path, str(settings.model_cache_dir.expanduser()), threads=settings.torch_threads,
+                         embed_batch_size=settings.embed_batch_size)
+
+
+def _load_torch(settings: Settings, path: str) -> BaseEmbedding:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    # One torch thread holds its speed when other work shares the 2 cores; two collapse.
+    torch.set_num_threads(settings.torch_threads)
+    return HuggingFaceEmbedding(model_name=path, device="cpu", embed_batch_size=settings.embed_batch_size,
+                                normalize=True)
 
 
 def _openai(settings: Settings) -> BaseEmbedding:

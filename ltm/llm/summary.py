@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ltm.llm.textstats import candidate_phrases, content_words, sparse_dot, tfidf
+from ltm.llm.textstats import dense as dense_matrix
+
 __all__ = ["Embed", "Summary", "Unit", "split_units", "summarize_units", "title_phrase"]
 
 # (texts) -> (n, d) array of sentence vectors (any scale: rows are normalised here)
@@ -93,19 +96,17 @@ class _Vectors:
     10,000-sentence history never builds an n x n or n x vocabulary matrix (everything here is linear in n)."""
 
     def __init__(self, units: Sequence[Unit], embed: Embed | None) -> None:
-        from ltm.llm.extractive import _dense, _tfidf
-
         self.sparse: list[dict[int, float]] | None = None
         if embed is not None:
             dense = np.asarray(embed([u.text for u in units]), dtype=np.float64)
             self.method = "embedding"
         else:
-            rows, width = _tfidf([u.text for u in units])
+            rows, width = tfidf([u.text for u in units])
             self.method = "tfidf"
             if len(rows) * width > DENSE_LIMIT:
                 self.sparse, dense = rows, np.zeros((0, 0))
             else:
-                dense = _dense(rows, width)
+                dense = dense_matrix(rows, width)
         if self.sparse is None:
             norms = np.linalg.norm(dense, axis=1, keepdims=True)
             self.dense = dense / np.where(norms == 0, 1.0, norms)
@@ -115,27 +116,21 @@ class _Vectors:
         if self.sparse is None:
             n = len(self.dense)
             return np.asarray((self.dense @ self.dense.sum(axis=0) - 1.0) / max(1, n - 1), dtype=np.float64)
-        from ltm.llm.extractive import _dot
-
         total: dict[int, float] = {}
         for row in self.sparse:
             for col, value in row.items():
                 total[col] = total.get(col, 0.0) + value
         n = len(self.sparse)
-        return np.array([(_dot(row, total) - 1.0) / max(1, n - 1) for row in self.sparse])
+        return np.array([(sparse_dot(row, total) - 1.0) / max(1, n - 1) for row in self.sparse])
 
     def similarity_to(self, j: int) -> np.ndarray[Any, Any]:
         if self.sparse is None:
             return np.asarray(self.dense @ self.dense[j], dtype=np.float64)
-        from ltm.llm.extractive import _dot
-
-        return np.array([_dot(row, self.sparse[j]) for row in self.sparse])
+        return np.array([sparse_dot(row, self.sparse[j]) for row in self.sparse])
 
 
 def summarize_units(units: Sequence[Unit], max_words: int, embed: Embed | None = None) -> Summary:
     """The most central, non-redundant units within ``min(max_words, SHARE of the words)``, in chat order."""
-    from ltm.llm.extractive import content_words
-
     sizes = np.array([_words(u.text) for u in units])
     budget = max(1, min(int(max_words), max(MIN_WORDS, round(SHARE * int(sizes.sum())))))
     n = len(units)
@@ -184,11 +179,9 @@ NAME_BOOST = 2.0
 
 def title_phrase(text: str, max_words: int = 5) -> str:
     """One readable keyphrase of ``text`` (up to ``min(4, max_words)`` words), capitalised."""
-    from ltm.llm.extractive import _candidate_phrases
-
     units = split_units(text)
     body = "\n".join(u.text for u in units) or text
-    phrases = [p for p in _candidate_phrases(body, longest=min(4, max(1, max_words)))
+    phrases = [p for p in candidate_phrases(body, longest=min(4, max(1, max_words)))
                if p.keys and not set(p.keys) <= _TITLE_SKIP]
     if not phrases:
         words = _WORD.findall(text)

@@ -53,11 +53,10 @@ async def summarize_text(
     """Summarize ``text`` in at most ``max_words`` words with at most ``max_calls`` LLM calls."""
     if max_words < 1 or window_tokens < 256 or max_calls < 2:
         raise InvalidInput("need max_words >= 1, window_tokens >= 256 and max_calls >= 2")
-    words = len(text.split())
-    if words <= max_words:  # nothing to shorten: no call (MetaGPT's _get_summary does the same)
-        return SummaryRun(text.strip(), extractive=isinstance(llm, Summarizer))
-    if isinstance(llm, Summarizer):
+    if isinstance(llm, Summarizer):  # offline: a real summary even of a short chat, never the chat joined up
         return SummaryRun(llm.summarize(text, max_words), extractive=True)
+    if len(text.split()) <= max_words:  # nothing to shorten: no LLM call (MetaGPT's _get_summary does the same)
+        return SummaryRun(text.strip())
     run = SummaryRun("")
     step = window_tokens - OVERLAP_TOKENS
     first_level_cap = max(1, max_calls // 2)

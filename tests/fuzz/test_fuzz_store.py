@@ -4,7 +4,7 @@ equal its vectors and a filtered search answers (issue 13: the probe's method, k
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,10 @@ def test_search_with_any_arguments(tracked: Tracked, query: Any, k: Any, mode: A
         assert len(hits) <= k
     except LTMError:
         pass
-    for call in (lambda: tracked.store.search_similar(query, k=k), lambda: tracked.store.recent(k)):
+    calls: tuple[Callable[[], object], ...] = (
+        lambda: tracked.store.search_similar(query, k=k), lambda: tracked.store.recent(k)
+    )
+    for call in calls:
         with contextlib.suppress(LTMError):
             call()
     healthy(tracked.store, tracked.count)

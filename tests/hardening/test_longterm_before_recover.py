@@ -22,6 +22,6 @@ def test_a_watched_add_with_an_open_namespace_survives_a_restart(settings: Setti
     watched = Message().cause_by
     memory = LongTermMemory(MemoryStorage("early", settings=settings), settings=settings, watch={watched})
     assert memory.add(Message("early but stored"))
-    memory.memory_storage.close()  # type: ignore[union-attr]
+    memory.memory_storage.close()
     again = LongTermMemory(settings=settings, watch={watched})
     assert [m.content for m in again.recover_memory("early")] == ["early but stored"]

@@ -105,7 +105,7 @@ def longterm(directory: str, role: str, action: str, texts: list[str]) -> None:
         print(json.dumps([m.content for m in memory.find_news(messages)]), flush=True)
     elif action == "recover":
         print(json.dumps([m.content for m in recovered] + [m.content for m in memory.get()]), flush=True)
-    memory.memory_storage.close()  # type: ignore[union-attr]
+    memory.memory_storage.close()
 
 
 def main(argv: list[str]) -> None:

@@ -1,0 +1,152 @@
+"""The MCP server (official ``mcp`` SDK, 2.x ``MCPServer``): the memory's tools for any MCP-capable agent.
+
+Tools: ``add`` (store a message), ``search`` (hybrid, dense or keyword), ``recall_recent`` (newest messages),
+``find_news`` (which observed texts are new), ``summarize_chat`` (fold a chat's history into its summary).
+Every tool names the namespace it works on; the caller's key must cover it (and not be read-only to write),
+exactly as over HTTP.
+
+Transports: stdio (``ltm mcp``; the key comes from ``LTM_API_KEY`` in the client's config) and
+streamable HTTP (``ltm mcp --transport http`` or mounted at ``/mcp`` by ``ltm serve --mcp``; the key comes in
+``Authorization: Bearer``, a request without a valid one is refused with 401 before reaching the SDK).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ltm.errors import LTMError
+from ltm.longterm import LongTermMemory
+from ltm.message import Message
+from ltm.service.errors import AuthRequired, Forbidden, error_body, status_of
+from ltm.service.keys import OPEN, Principal
+from ltm.service.routes.chats import chat_key
+from ltm.service.state import ServiceState
+
+__all__ = ["KEY_ENV", "build_mcp", "mcp_http_app"]
+
+KEY_ENV = "LTM_API_KEY"
+T = TypeVar("T")
+
+
+def _principal(state: ServiceState, ctx: Context[Any, Any] | None, stdio_key: str | None) -> Principal:
+    if not state.auth:
+        return OPEN
+    key = stdio_key
+    headers = ctx.headers if ctx is not None else None
+    if headers is not None:
+        scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        key = token.strip() if scheme.lower() == "bearer" else None
+    record = state.keys.lookup(key) if key else None
+    if record is None:
+        raise AuthRequired(f"an MCP client needs a valid ltm API key ({KEY_ENV} for stdio, a Bearer header "
+                           "over HTTP); create one with `ltm keys create`")
+    return record.principal()
+
+
+def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer[Any]:
+    """An MCP server over ``state``'s memories. ``stdio_key`` is the API key of a stdio session."""
+    server: MCPServer[Any] = MCPServer(
+        "ltm", instructions="Long-term memory: store messages in a namespace, search them by meaning, recall the "
+        "newest, tell which observations are new, and summarize a chat.")
+
+    async def run(ctx: Context[Any, Any] | None, namespace: str, write: bool, work: Callable[[], T]) -> T:
+        try:
+            who = _principal(state, ctx, stdio_key)
+            if not who.may_use(namespace):
+                raise Forbidden(f"this key may not use namespace {namespace!r}; its namespaces: {list(who.namespaces)}")
+            if write and who.read_only:
+                raise Forbidden("this key is read-only; writing needs a key created without --read-only")
+            return await asyncio.to_thread(work)
+        except LTMError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    @server.tool()
+    async def add(namespace: str, content: str, ctx: Context[Any, Any], role: str = "user",
+                  metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Store a message in a namespace; returns its id and whether it was new."""
+        message = Message(content, role=role, metadata=metadata or {})
+        added = await run(ctx, namespace, True, lambda: state.store(namespace).add(message))
+        return {"id": message.id, "added": added}
+
+    @server.tool()
+    async def search(namespace: str, query: str, ctx: Context[Any, Any], k: int = 5,
+                     mode: Literal["hybrid", "dense", "keyword"] = "hybrid") -> list[dict[str, Any]]:
+        """Search a namespace by meaning and keywords (mode hybrid, dense or keyword); best first."""
+        hits = await run(ctx, namespace, False, lambda: state.store(namespace).search(query, k, mode=mode))
+        return [{"id": h.message.id, "content": h.message.content, "role": h.message.role, "score": h.score,
+                 "signals": list(h.signals)} for h in hits]
+
+    @server.tool()
+    async def recall_recent(namespace: str, ctx: Context[Any, Any], n: int = 10) -> list[dict[str, Any]]:
+        """The ``n`` newest messages of a namespace, oldest first."""
+        found = await run(ctx, namespace, False, lambda: state.store(namespace).recent(min(n, 1000)))
+        return [{"id": m.id, "content": m.content, "role": m.role, "created_at": m.created_at} for m in found]
+
+    @server.tool()
+    async def find_news(namespace: str, texts: list[str], ctx: Context[Any, Any]) -> list[str]:
+        """Which of ``texts`` are new: not similar to anything stored nor to an earlier one of the list."""
+
+        def work() -> list[str]:
+            store = state.store(namespace)
+            memory = LongTermMemory(memory_storage=store, settings=store.settings)
+            return [m.content for m in memory.find_news([Message(t) for t in texts])]
+
+        return await run(ctx, namespace, False, work)
+
+    @server.tool()
+    async def summarize_chat(namespace: str, chat_id: str, ctx: Context[Any, Any],
+                             max_words: int = 200) -> dict[str, Any]:
+        """Fold a chat's history into its running summary and return the summary."""
+        from ltm.brain import BrainMemory
+
+        def work() -> dict[str, Any]:
+            async def go() -> dict[str, Any]:
+                memory = await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(
+                    chat_key(namespace, chat_id))
+                summary = await memory.summarize(max_words=max_words)
+                return {"summary": summary, "extractive": memory.summary_is_extractive}
+
+            return asyncio.run(go())
+
+        return await run(ctx, namespace, True, work)
+
+    return server
+
+
+class _RequireKey:
+    """401 JSON for an MCP HTTP request without a valid key (the tools check namespaces themselves)."""
+
+    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.state.auth:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            scheme, _, key = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or self.state.keys.lookup(key.strip()) is None:
+                error = AuthRequired("send 'Authorization: Bearer <key>' (create one with `ltm keys create`)")
+                await JSONResponse(error_body(error), status_code=status_of(error))(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def mcp_http_app(state: ServiceState, *, path: str = "/") -> Starlette:
+    """The streamable-HTTP transport as a Starlette app (its lifespan runs the SDK's session manager)."""
+    server = build_mcp(state)
+    app = server.streamable_http_app(streamable_http_path=path, stateless_http=True, json_response=True)
+    app.add_middleware(_RequireKey, state=state)
+    return app
+
+
+def stdio_key() -> str | None:
+    """The API key a stdio session runs with (``LTM_API_KEY``)."""
+    return os.environ.get(KEY_ENV) or None

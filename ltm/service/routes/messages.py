@@ -1,0 +1,69 @@
+"""Messages of a namespace: add (one transaction per request), get, delete, list page by page."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from ltm.errors import InvalidInput
+from ltm.service.auth import Readable, Writable, state_of
+from ltm.service.errors import PayloadTooLarge
+from ltm.service.schemas import MessagesIn, message_out
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/namespaces/{namespace:path}", tags=["messages"])
+
+
+def check_items(request: Request, n: int, what: str = "messages") -> None:
+    """PayloadTooLarge when a request carries more than the server's ``max_items``."""
+    limit = state_of(request).limits.max_items
+    if n > limit:
+        raise PayloadTooLarge(f"{n} {what} in one request; the limit is {limit}: send them in batches")
+
+
+def parse_filters(raw: str | None) -> dict[str, Any] | None:
+    """Filters given as a JSON object in a query parameter."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"filters must be a JSON object, e.g. {{\"role\": \"pm\"}}: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidInput("filters must be a JSON object, e.g. {\"role\": \"pm\"}")
+    return value
+
+
+@router.post("/messages")
+def add_messages(request: Request, namespace: Writable, body: MessagesIn) -> dict[str, Any]:
+    """Store messages in one transaction (all or none); ``ids`` in request order, ``added`` = how many were new."""
+    check_items(request, len(body.messages))
+    messages = [m.to_message() for m in body.messages]
+    added = state_of(request).store(namespace).add_batch(messages)
+    return {"ids": [m.id for m in messages], "added": added}
+
+
+@router.get("/messages")
+def list_messages(
+    request: Request, namespace: Readable, limit: Annotated[int, Query(ge=1)] = 100, cursor: str | None = None,
+    filters: Annotated[str | None, Query(description="the search filters as JSON")] = None,
+) -> dict[str, Any]:
+    """A page of messages, oldest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
+    limit = min(limit, state_of(request).limits.max_page)
+    page = state_of(request).store(namespace).list(parse_filters(filters), limit=limit, cursor=cursor)
+    return {"messages": [message_out(m) for m in page.messages], "next_cursor": page.next_cursor}
+
+
+@router.get("/messages/{message_id}")
+def get_message(request: Request, namespace: Readable, message_id: str) -> dict[str, Any]:
+    """One stored message; 404 NotFound when the id is not stored."""
+    return message_out(state_of(request).store(namespace).get(message_id))
+
+
+@router.delete("/messages/{message_id}")
+def delete_message(request: Request, namespace: Writable, message_id: str) -> dict[str, Any]:
+    """Delete a message; ``deleted`` is False when it was not stored."""
+    return {"deleted": state_of(request).store(namespace).delete(message_id)}

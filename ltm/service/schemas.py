@@ -1,0 +1,151 @@
+"""Request and response bodies of the HTTP API (pydantic models, so ``/openapi.json`` documents them)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ltm.message import Message
+from ltm.store import MemoryHit
+
+__all__ = [
+    "ChatIn",
+    "ChangeIn",
+    "FindNewsIn",
+    "LessonIn",
+    "MessageIn",
+    "MessagesIn",
+    "SearchIn",
+    "SimilarIn",
+    "TextsIn",
+    "VectorsIn",
+    "hit_out",
+    "message_out",
+]
+
+Mode = Literal["hybrid", "dense", "keyword"]
+
+
+class MessageIn(BaseModel):
+    """One message to store; every field but ``content`` is optional (``id`` defaults to a new uuid)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    id: str | None = None
+    role: str = "user"
+    cause_by: str = ""
+    sent_from: str = ""
+    send_to: list[str] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: float | None = None
+    instruct_content: dict[str, Any] | None = None
+
+    def to_message(self) -> Message:
+        """The library's :class:`~ltm.message.Message` (validated by it: bad input raises InvalidInput)."""
+        data = self.model_dump(exclude_none=True)
+        if "send_to" in data:
+            data["send_to"] = set(data["send_to"])
+        return Message(**data)
+
+
+class MessagesIn(BaseModel):
+    """``{"messages": [...]}``: stored in one transaction (all or none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[MessageIn]
+
+
+class SearchIn(BaseModel):
+    """A search: ``mode`` hybrid (default), dense or keyword; ``filters`` as :meth:`MemoryStorage.search` takes
+    them. ``explain`` adds each hit's per-signal scores (dense cosine, keyword BM25) beside the fused one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    k: int = Field(10, ge=0, le=1000)
+    mode: Mode = "hybrid"
+    filters: dict[str, Any] | None = None
+    explain: bool = False
+
+
+class FindNewsIn(BaseModel):
+    """Observed messages; the answer keeps those not similar to anything stored nor to an earlier one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[MessageIn]
+    k: int = Field(0, ge=0)
+
+
+class SimilarIn(BaseModel):
+    """``search_similar``: stored messages whose cosine to ``text`` reaches the namespace's threshold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    k: int = Field(4, ge=0, le=1000)
+
+
+class TextsIn(BaseModel):
+    """Texts to embed with the server's model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    texts: list[str]
+
+
+class VectorsIn(BaseModel):
+    """Vectors (from ``/embed``) to compare with the stored ones; ``texts`` are their contents, same order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vectors: list[list[float]]
+    texts: list[str] | None = None
+
+
+class ChatIn(BaseModel):
+    """Messages appended to a chat's history: role ``user`` is a talk, anything else an answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[MessageIn]
+
+
+class ChangeIn(BaseModel):
+    """A proposed change to one memory file (pending until a person approves it): ``text`` is the new
+    content, null deletes the file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    text: str | None = None
+    reason: str = ""
+    author: str = "agent"
+
+
+class LessonIn(BaseModel):
+    """A failed tool call to learn from (see :meth:`ExperienceMemory.record_failure`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    error: str = ""
+    args: dict[str, Any] = Field(default_factory=dict)
+    task: str = ""
+    precondition: str = ""
+
+
+def message_out(message: Message) -> dict[str, Any]:
+    """A message as JSON (the structure ``Message.dump`` writes)."""
+    return message.to_dict()
+
+
+def hit_out(hit: MemoryHit, scores: dict[str, float] | None = None) -> dict[str, Any]:
+    """A search hit as JSON; ``scores`` are the per-signal scores when explained."""
+    out: dict[str, Any] = {"message": message_out(hit.message), "score": hit.score, "signals": list(hit.signals)}
+    if scores is not None:
+        out["scores"] = scores
+    return out

@@ -1,0 +1,5 @@
+"""The client tests use the service tests' server fixture."""
+
+from tests.service.conftest import server
+
+__all__ = ["server"]

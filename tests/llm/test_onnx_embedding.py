@@ -1,0 +1,74 @@
+"""The local model on ONNX Runtime gives the vectors sentence-transformers gives (issue 21), exported offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ltm import MemoryStorage, Message, Settings
+from ltm.errors import StoreCorrupted
+from ltm.llm.embeddings import LOCAL_MODEL_NAME, local_model_path, model_name, resolve_embedding
+from ltm.llm.onnx_embedding import OnnxEmbedding, onnx_available, onnx_model_path
+
+pytestmark = pytest.mark.slow
+
+TEXTS = [
+    "Write a CLI snake game that saves high scores in SQLite",
+    "where are the scores stored?",
+    "Übersetzung ins Deutsche: ein kurzer Satz mit Umlauten, émigré café 東京",
+    "word " * 400,  # past the 256-token window: truncated the same way
+    "a",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+def test_onnx_vectors_equal_torch_vectors(cache: Path) -> None:
+    onnx = resolve_embedding(Settings(embedding="local", local_runtime="onnx", model_cache_dir=cache))
+    torch = resolve_embedding(Settings(embedding="local", local_runtime="torch"))
+    assert isinstance(onnx, OnnxEmbedding) and type(torch).__name__ == "HuggingFaceEmbedding"
+    a = np.array(onnx.get_text_embedding_batch(TEXTS))
+    b = np.array(torch.get_text_embedding_batch(TEXTS))
+    cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert cosine.min() >= 0.9999, cosine
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    q = np.array(onnx.get_query_embedding(TEXTS[1]))
+    assert float(q @ a[1]) > 0.9999
+    assert model_name(onnx) == model_name(torch) == LOCAL_MODEL_NAME  # one manifest name: stores interchange
+
+
+def test_export_is_cached_and_auto_prefers_onnx(cache: Path) -> None:
+    graph = onnx_model_path(Path(local_model_path()), cache)
+    before = graph.stat().st_mtime_ns
+    again = OnnxEmbedding(local_model_path(), str(cache))
+    assert graph.stat().st_mtime_ns == before and again.get_text_embedding("x")
+    assert not [p for p in graph.parent.iterdir() if p.name.endswith(".partial")]
+    auto = resolve_embedding(Settings(embedding="local", model_cache_dir=cache))
+    assert isinstance(auto, OnnxEmbedding) == onnx_available()
+
+
+def test_a_store_written_by_torch_is_searched_by_onnx(tmp_path: Path, cache: Path) -> None:
+    torch_settings = Settings(storage_dir=tmp_path, embedding="local", local_runtime="torch")
+    with MemoryStorage("team", settings=torch_settings) as store:
+        store.add(Message("We keep the high scores in SQLite"))
+        store.add(Message("The frontend uses React"))
+    onnx_settings = torch_settings.with_(local_runtime="onnx", model_cache_dir=cache)
+    with MemoryStorage("team", settings=onnx_settings) as store:
+        hit = store.search("where are the scores stored?", k=1, mode="dense")[0]
+        assert "SQLite" in hit.message.content and hit.score > 0.3
+
+
+def test_a_damaged_cached_graph_is_a_clear_error(tmp_path: Path) -> None:
+    graph = onnx_model_path(Path(local_model_path()), tmp_path)
+    graph.parent.mkdir(parents=True)
+    graph.write_bytes(b"not an onnx graph")
+    with pytest.raises(StoreCorrupted, match="delete it"):
+        OnnxEmbedding(local_model_path(), str(tmp_path))
+    os.unlink(graph)
+    assert OnnxEmbedding(local_model_path(), str(tmp_path)).get_text_embedding("rebuilt")  # exported again

@@ -1,0 +1,54 @@
+"""A real ``ltm serve`` app under uvicorn, in a thread, on a free loopback port chosen by the kernel."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import httpx
+import uvicorn
+
+from ltm.config import Settings
+from ltm.service import Limits, create_app
+
+
+class ServiceThread:
+    """Start with :meth:`start` (returns self once the server answers), stop with :meth:`close`."""
+
+    def __init__(self, settings: Settings, *, auth: bool = True, limits: Limits | None = None,
+                 mcp: bool = False, **app_args: Any) -> None:
+        self.settings = settings
+        self.app = create_app(settings, auth=auth, limits=limits, mcp_path="/mcp" if mcp else None, **app_args)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(self.app, access_log=False, log_level="warning", log_config=None)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def state(self) -> Any:
+        return self.app.state.ltm
+
+    def start(self) -> ServiceThread:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if not self.thread.is_alive():
+                raise RuntimeError("the ltm server thread exited during start-up")
+            try:
+                if httpx.get(self.url + "/v1/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the ltm server did not answer /v1/health within 30 s")
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.sock.close()

@@ -1,0 +1,54 @@
+"""docs/ARCHITECTURE.md and the README layout table cannot go stale: what they name exists."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHITECTURE = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+README = (ROOT / "README.md").read_text()
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+def test_paths_and_modules_named_in_the_architecture_page_exist() -> None:
+    paths = set(re.findall(r"`(ltm/[\w/]+(?:\.py)?)`", ARCHITECTURE))
+    assert paths, "the page names no files"
+    missing = [p for p in sorted(paths) if not (ROOT / p).exists()]
+    assert not missing, f"docs/ARCHITECTURE.md names files that do not exist: {missing}"
+    modules = set(re.findall(r"\b(ltm(?:\.[a-z_]+)+)\b", ARCHITECTURE))
+    absent = [m for m in sorted(modules) if not _module_exists(m)]
+    assert not absent, f"docs/ARCHITECTURE.md names modules that do not exist: {absent}"
+
+
+def test_the_architecture_page_states_the_enforced_layers() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    layers = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")["layers"]
+    stated = " > ".join(layer.strip("()") for layer in layers)
+    match = re.search(r"\*\*layers\*\*: (.*?) \(`\|`", ARCHITECTURE, re.DOTALL)
+    assert match, "the page lists the layers after **layers**:"
+    assert " ".join(match.group(1).split()).replace("`", "") == stated
+
+
+def test_readme_layout_table_lists_real_paths_without_globs() -> None:
+    table = README[README.index("## Layout"):]
+    table = table[: table.index("\n## ", 1)]
+    assert "docs/ARCHITECTURE.md" in table
+    cells = re.findall(r"^\| (.+?) \|", table, re.MULTILINE)[2:]  # skip the header and the rule
+    paths = [p for cell in cells for p in re.findall(r"`([^`]+)`", cell)]
+    assert paths and not [p for p in paths if any(c in p for c in "*?[")], "no globs in the layout table"
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert not missing, f"the README layout table names paths that do not exist: {missing}"
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
