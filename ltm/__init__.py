@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "ValidationFailed": "ltm.errors",
     "any_to_str": "ltm.message",
     "any_to_str_set": "ltm.message",
+    "register_instruct_content": "ltm.message",
     "with_context": "ltm.message",
 }
 
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff (_
     from ltm.message import UserRequirement as UserRequirement
     from ltm.message import any_to_str as any_to_str
     from ltm.message import any_to_str_set as any_to_str_set
+    from ltm.message import register_instruct_content as register_instruct_content
     from ltm.message import with_context as with_context
     from ltm.steps import MemoryItem as MemoryItem
     from ltm.steps import StepMemory as StepMemory

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 from bench.retrieval import baselines
 from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR, template
+from ltm.store.when import query_window
 
 CACHE = DATA_DIR / "cache"
 Cand = list[tuple[int, float]]
@@ -58,10 +60,15 @@ def candidates(data: dict[str, Any], model: Any) -> list[dict[str, Any]]:
             kw = bm25.scores(q["question"])
             korder = [int(i) for i in np.argsort(-kw, kind="stable")[:100] if kw[i] > 0]
             cands = {"kw": [(i, float(kw[i])) for i in korder]}
+            allsims = spoken @ qv
             for name, mat in (("dense", spoken), ("bare", bare)):
                 sims = mat @ qv
                 order = np.argsort(-sims, kind="stable")[:100]
                 cands[name] = [(int(i), float(sims[i])) for i in order]
+            window = query_window(q["question"], time.time())
+            if window is not None:
+                inside = [i for i, t in enumerate(turns) if window[0] <= t["time"] < window[1]]
+                cands["time"] = sorted(((i, float(allsims[i])) for i in inside), key=lambda x: -x[1])[:50]
             out.append({"ids": ids, "evidence": q["evidence"], "category": q["category"], "cands": cands,
                         "dev": is_dev(data["name"], conv["id"], q["id"]), "times": [t["time"] for t in turns]})
     return out
@@ -94,7 +101,7 @@ def convex(alpha: float, dense: str = "dense", norm: str = "max") -> Callable[[d
 
 
 def calibrated(wk: float, depth: int = 50, dense: str = "dense", kw_floor: str = "zero",
-               neighbours: float = 0.0) -> Callable[[dict[str, Cand]], list[int]]:
+               neighbours: float = 0.0, wt: float = 0.0) -> Callable[[dict[str, Cand]], list[int]]:
     """Each signal min-max normalised between its top and its score at ``depth`` (keyword: 0 when fewer
     matched), flat signals dropped; optionally a share of the best neighbouring turn's score."""
     def norm(hits: Cand, zero_floor: bool) -> dict[int, float]:
@@ -112,6 +119,12 @@ def calibrated(wk: float, depth: int = 50, dense: str = "dense", kw_floor: str =
     def fuse(c: dict[str, Cand]) -> list[int]:
         kn, dn = norm(c["kw"], True), norm(c[dense], False)
         s = {i: wk * kn.get(i, 0.0) + (1 - wk) * dn.get(i, 0.0) for i in set(kn) | set(dn)}
+        if wt and c.get("time"):
+            top, floor = c[dense][0][1], c[dense][min(depth, len(c[dense])) - 1][1]
+            for i, v in c["time"]:
+                s[i] = s.get(i, 0.0) + wt
+                if i not in dn and top > floor:
+                    s[i] += (1 - wk) * max(0.0, (v - floor) / (top - floor))
         if neighbours:
             s = {i: v + neighbours * max(s.get(i - 1, 0.0), s.get(i + 1, 0.0)) for i, v in s.items()}
         return sorted(s, key=lambda i: (-s[i], i))[:10]
@@ -146,6 +159,8 @@ def main() -> int:
             systems[f"cal w={wk} kf={kf}"] = calibrated(wk, kw_floor=kf)
         systems[f"cal w={wk} d100"] = calibrated(wk, depth=100)
         systems[f"cal w={wk} bare"] = calibrated(wk, dense="bare")
+        for wt in (0.1, 0.2, 0.3, 0.5):
+            systems[f"cal w={wk} time={wt}"] = calibrated(wk, wt=wt)
         for nb in (0.1, 0.2, 0.4):
             systems[f"cal w={wk} nb={nb}"] = calibrated(wk, neighbours=nb)
     only = os.environ.get("SYSTEMS")
@@ -156,11 +171,17 @@ def main() -> int:
         rows = candidates(data, model)
         dev = [r for r in rows if r["dev"]]
         test = [r for r in rows if not r["dev"]]
-        print(f"## {data['name']}: dev {len(dev)}, test {len(test)}")
+        print(f"## {data['name']}: dev {len(dev)}, test {len(test)}, "
+              f"with a date window {sum(1 for r in rows if 'time' in r['cands'])}")
+        timed = [r for r in rows if "time" in r["cands"]]
         for name, fuse in systems.items():
             d, t = evaluate(dev, fuse), evaluate(test, fuse)
+            cats = {c: evaluate([r for r in rows if r["category"] == c], fuse)["recall@10"]
+                    for c in sorted({r["category"] for r in rows})}
+            w = evaluate(timed, fuse)["recall@10"] if timed else 0.0
             print(f"{name:28s} dev r@10 {d['recall@10']:.3f} mrr {d['mrr']:.3f} | "
-                  f"test r@10 {t['recall@10']:.3f} mrr {t['mrr']:.3f}")
+                  f"test r@10 {t['recall@10']:.3f} mrr {t['mrr']:.3f} | dated {w:.3f} | "
+                  + " ".join(f"{c} {v:.3f}" for c, v in cats.items()), flush=True)
     return 0
 
 

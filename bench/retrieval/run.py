@@ -47,7 +47,7 @@ def template(speaker: str, text: str) -> str:
 
 
 def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
-                 modes: Sequence[Mode] = MODES) -> dict[str, Any]:
+                 modes: Sequence[Mode] = MODES, cache: Path | None = None) -> dict[str, Any]:
     """Rankings of every system for every question of one set, plus ingest and search times."""
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
@@ -56,6 +56,10 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
 
     settings = Settings(storage_dir=storage_dir, embedding=embedding)
     model = resolve_embedding(settings)
+    if cache is not None:
+        from bench.retrieval.cache import CachedEmbedding
+
+        model = CachedEmbedding(model, cache)
     ranked: dict[str, dict[str, list[str]]] = {s: {} for s in SYSTEMS}
     questions: list[dict[str, Any]] = []
     ingest = 0.0
@@ -67,7 +71,7 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
         ids = [t["id"] for t in turns]
         messages = [Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
                             sent_from=t["speaker"], created_at=t["time"]) for t in turns]
-        store = MemoryStorage(conv["id"], kind="bench", settings=settings)
+        store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)
         try:
             started = time.perf_counter()
             store.add_batch(messages)
@@ -140,14 +144,14 @@ def write_section(path: Path, text: str) -> None:
     path.write_text(body, "utf-8")
 
 
-def run(paths: Sequence[Path], embedding: str = "local",
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
+def run(paths: Sequence[Path], embedding: str = "local", progress: Callable[[str], None] = print,
+        cache: Path | None = None) -> dict[str, Any]:
     """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}."""
     out: dict[str, Any] = {}
     for data in load(paths):
         with tempfile.TemporaryDirectory(prefix="ltm-retrieval-") as tmp:
             started = time.perf_counter()
-            result = evaluate_set(data, embedding, Path(tmp))
+            result = evaluate_set(data, embedding, Path(tmp), cache=cache)
         out[data["name"]] = {"summary": summarise(result), "ingest_seconds": result["ingest_seconds"],
                              "search_ms_p50": result["search_ms_p50"], "turns": result["turns"],
                              "source": data.get("source"), "commit": data.get("commit"),
@@ -161,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, nargs="*", help="set files (default: every bench/data/*.json)")
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
     parser.add_argument("--json", type=Path, help="write all numbers and rankings here")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="embed everything afresh (default: vectors cached in bench/data/cache/vectors.sqlite; "
+                             "quality only, times come from bench.retrieval.latency)")
     parser.add_argument("--write", type=Path, help="replace the retrieval section of this Markdown file")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -169,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.data or sorted(DATA_DIR.glob("*.json"))
     if not paths:
         parser.error("no sets: run `python -m bench.retrieval.fetch` first, or pass --data")
-    results = run(paths, args.embedding)
+    cache = None if args.no_cache or args.embedding != "local" else DATA_DIR / "cache" / "vectors.sqlite"
+    results = run(paths, args.embedding, cache=cache)
     tables = []
     for name, r in results.items():
         extra = f", {r['turns']} turns; ingest {r['ingest_seconds']:.1f} s"

@@ -30,8 +30,6 @@ class Options:
         self.common.add_argument("--storage-dir", help="data root (default: LTM_STORAGE_DIR or ./storage)")
         self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
                                  help="embedding (default: LTM_EMBEDDING or local)")
-        self.common.add_argument("--url", help="use a running `ltm serve` at this URL instead of local files "
-                                 "(default: LTM_URL; the key comes from LTM_API_KEY)")
         self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
         self.common.add_argument("-v", "--verbose", action="count", default=0,
                                  help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
@@ -43,6 +41,8 @@ class Options:
         self.namespace = argparse.ArgumentParser(add_help=False)
         self.namespace.add_argument("-n", "--namespace", default="default", help="namespace (default: default)")
         self.namespace.add_argument("--kind", default="cli", help="namespace kind: role, user, cli... (default: cli)")
+        self.namespace.add_argument("--url", help="use a running `ltm serve` at this URL instead of local files "
+                                    "(default: LTM_URL; the key comes from LTM_API_KEY)")
         self.filters = argparse.ArgumentParser(add_help=False)
         self.filters.add_argument("--role", help="only messages of this role")
         self.filters.add_argument("--cause-by", help="only messages caused by this action")

@@ -58,7 +58,8 @@ def register(add: AddCommand, opts: Options) -> None:
     _listen(p, 8765)
     p.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024, help="largest request body (8 MiB)")
     p.add_argument("--mcp", action="store_true", help="also serve MCP (streamable HTTP) at /mcp/, same keys")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                   help="the server's log: one line per request at info (default info)")
     p.set_defaults(func=cmd_serve)
 
     p = add("keys")
@@ -80,5 +81,6 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (key from LTM_API_KEY) or streamable HTTP at /mcp/ (Bearer keys)")
     _listen(p, 8766)
-    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                   help="the MCP server's log, on stderr (default warning)")
     p.set_defaults(func=cmd_mcp)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ def replacing(path: Path) -> Iterator[Path]:
     ``path``, then the directory is fsynced, so a crash leaves the old file or the new one, never a mix; on
     an error the temp file is removed and ``path`` is untouched."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # "a writer is alive": opening sweeps only temp files nobody holds
     tmp = Path(name)
     try:
         yield tmp
@@ -29,6 +30,8 @@ def replacing(path: Path) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+    finally:
+        os.close(fd)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -1,7 +1,7 @@
 """The catalog: which namespaces a data root holds, and where one lives, without opening (or creating) any.
 
 :func:`namespaces` reads each ``<storage_dir>/<kind>/<dir>/manifest.json`` and counts the messages of its
-``memory.sqlite`` through a read-only connection (:func:`ltm.store.log.count_readonly`): nothing is
+``memory.sqlite`` through a read-only connection (:func:`_count_readonly`): nothing is
 created, migrated or rewritten, no embedding model is loaded, and a namespace another process is writing
 to is read as of its last commit. A directory whose files cannot be read is still listed, with
 :attr:`NamespaceInfo.problem` saying why, so one damaged namespace never hides the others.
@@ -10,13 +10,15 @@ to is read as of its last commit. A directory whose files cannot be read is stil
 from __future__ import annotations
 
 import os
+import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, LTMError
-from ltm.store.log import count_readonly
+from ltm.errors import InvalidInput, LTMError, StoreCorrupted
+from ltm.store.log import corrupted, translate
 from ltm.store.manifest import Manifest
 from ltm.store.naming import check_kind, namespace_dir, safe_name
 
@@ -86,6 +88,37 @@ def namespaces(settings: Settings, kind: str | None = None) -> Iterator[Namespac
                 yield info
 
 
+def _count_readonly(path: Path, wal: bool | None = None) -> int:
+    """Live messages in the log at ``path``, read without creating or changing any file.
+
+    When no ``-wal`` file exists, no connection has the log open in WAL mode and every commit is in the main
+    file: it is read with ``immutable=1``, which creates no ``-wal``/``-shm`` beside it (a ``mode=ro``
+    connection would, and leave them). Otherwise a writer's ``-wal``/``-shm`` are there and ``mode=ro`` reads
+    the last commit through them. A writer that appears between the check and the read can make the
+    immutable read fail: it is then retried with ``mode=ro``. ``wal``: whether those files exist, when the
+    caller already listed the directory.
+    """
+    if wal is None:
+        wal = path.with_name(path.name + "-wal").exists() or path.with_name(path.name + "-shm").exists()
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    modes = ["ro"] if wal else ["ro&immutable=1", "ro"]
+    while True:
+        mode = modes.pop(0)
+        try:
+            with translate(path):
+                db = sqlite3.connect(f"{uri}?mode={mode}", uri=True, timeout=5)
+                try:
+                    return int(db.execute("SELECT count(*) FROM messages").fetchone()[0])
+                finally:
+                    db.close()
+        except (sqlite3.Error, StoreCorrupted) as exc:
+            if modes:
+                continue
+            if isinstance(exc, sqlite3.Error):  # e.g. no messages table: not a log ltm wrote
+                raise corrupted(path, exc) from exc
+            raise
+
+
 def _subdirs(path: str) -> list[str]:
     try:
         with os.scandir(path) as entries:
@@ -114,7 +147,7 @@ def _info(kind: str, directory: str) -> NamespaceInfo | None:
     messages: int | None = 0  # no log yet: opened once, never written (the manifest comes first)
     if _LOG in sizes:
         try:
-            messages = count_readonly(path / _LOG, wal=f"{_LOG}-wal" in sizes or f"{_LOG}-shm" in sizes)
+            messages = _count_readonly(path / _LOG, wal=f"{_LOG}-wal" in sizes or f"{_LOG}-shm" in sizes)
         except LTMError as exc:
             messages = None
             problems.append(str(exc))

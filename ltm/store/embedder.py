@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -112,9 +112,11 @@ class Embedder:
         dim: int | None,
         known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None = None,
         purpose: str = TEXT,
+        run: Callable[..., Awaitable[Any]] | None = None,
     ) -> np.ndarray:
-        """Async twin of :meth:`embed` (the model call is awaited)."""
-        keys, have, todo = self._plan(texts, known, purpose)
+        """Async twin of :meth:`embed` (the model call is awaited; ``run`` awaits the lookup of stored
+        vectors off the event loop)."""
+        keys, have, todo = await run(self._plan, texts, known, purpose) if run else self._plan(texts, known, purpose)
         if todo:
             self._store(keys, todo, await self._acall(purpose, [texts[i] for i in todo]), dim, have)
         return self._gather(keys, have, dim)

@@ -12,10 +12,8 @@ here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadab
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +23,18 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
 
-__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "count_readonly", "decode", "pack", "unpack"]
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
+           "unpack"]
 
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
-_DDL = """
+# The keyword index stems (porter over unicode61: "hobbies" finds "hobby", "moved" finds "moving"); schema <= 2
+# stores had unicode61 alone and get their index rebuilt from the log on open (rebuild_keywords).
+FTS_SPEC = "fts5(content, who, at, context, tokenize='porter unicode61 remove_diacritics 2')"
+
+_DDL = f"""
 CREATE TABLE IF NOT EXISTS messages(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -53,8 +56,12 @@ CREATE TABLE IF NOT EXISTS tombstones(
     tseq INTEGER PRIMARY KEY AUTOINCREMENT,
     seq INTEGER NOT NULL
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(content, who, at, context, tokenize='unicode61 remove_diacritics 2');
+-- what the namespace is, recorded beside the rows so a lost manifest.json can be rebuilt, and the log's
+-- identity that binds index snapshots to this file (issue 13)
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 """
+
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
 BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
@@ -83,17 +90,22 @@ class Row:
 class MessageLog:
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full") -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
+                 *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
         self._df_rows = 0
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
         with translate(path):
+            if read_only:
+                self.db = _open_read_only(path, busy_timeout_ms)
+                return
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
-            if synchronous not in ("full", "normal"):
-                raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.executescript(_DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -269,6 +281,35 @@ class MessageLog:
                     ).rowcount
         return changed
 
+    def keywords_stemmed(self) -> bool:
+        """True when the keyword index is the current (porter) one."""
+        with translate(self.path):
+            row = self.db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
+        return row is not None and "porter" in str(row[0])
+
+    def rebuild_keywords(self, columns: Callable[[str], tuple[str, str, str, str]], batch: int = 2000) -> int:
+        """Schema 2 -> 3: a fresh (stemming) keyword index from the stored messages, in one transaction.
+
+        ``columns`` maps a message body to its four keyword texts. Nothing but the ``fts`` table changes, so
+        an interrupted rebuild leaves the old index and is redone by the next open. Returns the rows indexed.
+        """
+        total = 0
+        with translate(self.path), self.transaction(write=True):
+            self.db.execute("DROP TABLE IF EXISTS fts")
+            self.db.execute(f"CREATE VIRTUAL TABLE fts USING {FTS_SPEC}")
+            after = 0
+            while True:
+                rows = self.db.execute("SELECT seq, body FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+                                       (after, batch)).fetchall()
+                if not rows:
+                    break
+                self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                                    [(seq, *columns(body)) for seq, body in rows])
+                total += len(rows)
+                after = rows[-1][0]
+        self._df, self._df_rows = {}, 0
+        return total
+
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
         """Seqs of live messages satisfying a filter clause (from ``query.filter_sql``)."""
         with translate(self.path):
@@ -307,37 +348,6 @@ class MessageLog:
         return [(int(s), float(v)) for s, v in rows]
 
 
-def count_readonly(path: Path, wal: bool | None = None) -> int:
-    """Live messages in the log at ``path``, read without creating or changing any file.
-
-    When no ``-wal`` file exists, no connection has the log open in WAL mode and every commit is in the main
-    file: it is read with ``immutable=1``, which creates no ``-wal``/``-shm`` beside it (a ``mode=ro``
-    connection would, and leave them). Otherwise a writer's ``-wal``/``-shm`` are there and ``mode=ro`` reads
-    the last commit through them. A writer that appears between the check and the read can make the
-    immutable read fail: it is then retried with ``mode=ro``. ``wal``: whether those files exist, when the
-    caller already listed the directory.
-    """
-    if wal is None:
-        wal = path.with_name(path.name + "-wal").exists() or path.with_name(path.name + "-shm").exists()
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
-    modes = ["ro"] if wal else ["ro&immutable=1", "ro"]
-    while True:
-        mode = modes.pop(0)
-        try:
-            with translate(path):
-                db = sqlite3.connect(f"{uri}?mode={mode}", uri=True, timeout=5)
-                try:
-                    return int(db.execute("SELECT count(*) FROM messages").fetchone()[0])
-                finally:
-                    db.close()
-        except (sqlite3.Error, StoreCorrupted) as exc:
-            if modes:
-                continue
-            if isinstance(exc, sqlite3.Error):  # e.g. no messages table: not a log ltm wrote
-                raise _corrupted(path, exc) from exc
-            raise
-
-
 def pack(vector: np.ndarray) -> bytes:
     """A vector as its stored blob (float16)."""
     return np.asarray(vector).astype(VECTOR_DTYPE).tobytes()
@@ -372,17 +382,39 @@ def translate(path: Path) -> Iterator[None]:
                 f"{path} stayed locked by another writer past the busy timeout; retry, or find the stuck process"
             ) from exc
         if "malformed" in text or "not a database" in text or "corrupt" in text:
-            raise _corrupted(path, exc) from exc
+            raise corrupted(path, exc) from exc
         if "unable to open" in text or "disk i/o" in text or "readonly" in text:
             raise BackendUnavailable(f"{path} cannot be opened or written ({exc}); check the path and disk") from exc
         raise
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
             raise
-        raise _corrupted(path, exc) from exc
+        raise corrupted(path, exc) from exc
 
 
-def _corrupted(path: Path, exc: Exception) -> StoreCorrupted:
+def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection that never writes, for read-only media (issue 13): ``mode=ro`` when SQLite can use the
+    WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise BackendUnavailable(
+                f"{path} is on read-only storage with committed rows still in {wal.name}; copy the namespace "
+                "folder to writable storage (or open it once where it is writable) to read it"
+            ) from None
+    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return db
+
+
+def corrupted(path: Path, exc: Exception) -> StoreCorrupted:
+    """The StoreCorrupted error for an unreadable log file, naming how to recover it."""
     return StoreCorrupted(
         f"{path} is corrupted ({exc}); restore it from a backup, or recover what is readable with "
         f"`sqlite3 {path} .recover`, then reopen"

@@ -19,6 +19,7 @@ Not thread-safe by itself: :class:`~ltm.store.storage.MemoryStorage` serialises 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,15 +27,21 @@ from pathlib import Path
 import numpy as np
 
 from ltm.config import Settings
+from ltm.errors import BackendUnavailable
+from ltm.message import Message
+from ltm.store import identity
+from ltm.store.locks import namespace_lock
 from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row, decode
 from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.query import keyword_columns
 from ltm.store.records import StoreStats
 from ltm.store.vectors import VectorIndex
 
-__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate", "open_namespace"]
+__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate"]
 
 GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of their vectors is deleted
 _CONTENT_FILE, _CONTEXT_FILE = "index.faiss", "context.faiss"
+_LOG = logging.getLogger("ltm.store")
 
 
 class Write:
@@ -57,8 +64,9 @@ class Write:
 class IndexMirror:
     """The content and context indexes of one namespace directory, and how far they follow its log."""
 
-    def __init__(self, directory: Path, manifest: Manifest, settings: Settings) -> None:
-        self.dir, self.manifest, self.settings = directory, manifest, settings
+    def __init__(self, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None) -> None:
+        self.dir, self.manifest, self.settings, self.log = directory, manifest, settings, log
+        self.read_only = log is not None and log.read_only  # read-only media: nothing is ever written
         self.content: VectorIndex | None = None  # search_similar, find_news, dense search
         self.context: VectorIndex | None = None  # conversation-context vectors (always flat): hybrid search only
         self.version = -1  # the log's data_version the indexes were last brought to
@@ -66,15 +74,22 @@ class IndexMirror:
         self.unsaved = 0  # changes since the last snapshot
 
     @classmethod
-    def open(cls, directory: Path, manifest: Manifest, settings: Settings) -> IndexMirror:
-        """A mirror starting from the directory's snapshots (none, or a damaged one: from empty)."""
-        mirror = cls(directory, manifest, settings)
+    def open(
+        cls, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None
+    ) -> IndexMirror:
+        """A mirror starting from the directory's snapshots when they belong to ``log`` (none, a damaged
+        one, or one that follows another log: from empty, rebuilt from SQLite by the first sync)."""
+        mirror = cls(directory, manifest, settings, log)
         if manifest.dim is not None:
             content = VectorIndex.load(directory / _CONTENT_FILE, manifest.dim)
             context = VectorIndex.load(directory / _CONTEXT_FILE, manifest.dim)
             if content is not None:
                 content.ef_search = settings.hnsw_ef_search
-            if (content is None) == (context is None):  # one snapshot lost: rebuild both
+            foreign = [i for i in (content, context) if i is not None and log is not None and not _belongs(i, log)]
+            if foreign:
+                _LOG.warning("%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
+                             "copied from another namespace): rebuilding them from it", directory)
+            elif (content is None) == (context is None):  # one snapshot lost: rebuild both
                 mirror.content, mirror.context = content, context
         return mirror
 
@@ -88,8 +103,12 @@ class IndexMirror:
         """A big snapshot's vectors are checked in the background after open (see ltm.store.snapshot)."""
         return any(index is not None and index.damaged for index in (self.content, self.context))
 
-    def stats(self, namespace: str | None, messages: int, model: str, embedding_calls: int) -> StoreStats:
-        """The store's health counts: ``messages`` (SQLite's, given) beside what the indexes hold."""
+    def stats(self, namespace: str | None, log: MessageLog, model: str, embedding_calls: int) -> StoreStats:
+        """The store's health counts: SQLite's message count beside what the indexes hold, read in ONE
+        transaction (issue 13: two reads disagreed 121 times in 25 s while another process wrote)."""
+        with log.transaction(write=False):
+            self.catch_up(log)
+            messages = log.count()
         index, context = self.content, self.context
         return StoreStats(
             namespace=namespace, path=str(self.dir), messages=messages, vectors=index.live if index else 0,
@@ -109,14 +128,14 @@ class IndexMirror:
         with log.transaction(write=False):
             if damaged:
                 self.rebuild(log)
-            self._catch_up(log)
+            self.catch_up(log)
             if verify and self.content is not None and self.context is not None and (
                 self.content.live != log.count() or self.context.live != log.count(CONTEXT)
             ):
                 self.rebuild(log)
         self.version, self.stale = version, False
 
-    def _catch_up(self, log: MessageLog) -> None:
+    def catch_up(self, log: MessageLog) -> None:
         """Inside a transaction: replay what the indexes miss (a read snapshot, or our own write lock)."""
         heads = log.heads()
         if self.content is None:
@@ -126,7 +145,8 @@ class IndexMirror:
             if manifest is None or manifest.dim is None:
                 return
             self.manifest = manifest
-            self.content = VectorIndex(manifest.dim)
+            self.rebuild(log)  # of the kind the count calls for: a lost HNSW snapshot reopens as HNSW
+            return
         if self.context is None:
             self.context = VectorIndex(self.content.dim)
         for index, column in ((self.content, CONTENT), (self.context, CONTEXT)):
@@ -153,13 +173,20 @@ class IndexMirror:
         content.last_seq, content.last_tseq = context.last_seq, context.last_tseq = heads
         self.content, self.context = content, context
         self.unsaved = len(seqs) or 1
-        if self.manifest.index_type != kind:
+        if self.manifest.index_type != kind and not self.read_only:
             self.manifest.index_type = kind
             self.manifest.write(self.dir / "manifest.json")
 
     # -- writing -----------------------------------------------------------------------------------------
+    def writable(self) -> None:
+        """BackendUnavailable when this namespace is on read-only media (it can be searched, not written)."""
+        if self.read_only:
+            raise BackendUnavailable(f"{self.dir} is read-only (read-only media or permissions): it can be "
+                                     "searched and exported but not written; copy it to writable storage to write")
+
     def ensure_dim(self, dim: int) -> None:
         """Record the dimension on the first vector (refusing another one later: StoreMismatch)."""
+        self.writable()
         if self.manifest.check_dim(dim, self.dir / "manifest.json"):
             self.manifest.write(self.dir / "manifest.json")
         if self.content is None:
@@ -177,8 +204,11 @@ class IndexMirror:
         inserts and deletes are applied and :meth:`maintain` runs. An exception rolls the transaction back
         and leaves the mirror stale: the next :meth:`sync` replays from SQLite.
         """
+        self.writable()
         write = Write()
-        with log.transaction(write=True):
+        # writers of this process queue first come first served before SQLite's lock (issue 13: two handles
+        # on one namespace starved each other through SQLite's sleeping busy handler)
+        with namespace_lock(log.path).held(), log.transaction(write=True):
             version = self._write_catch_up(log)
             yield write
             tseq = log.heads()[1] if write.removed else 0
@@ -198,7 +228,7 @@ class IndexMirror:
         current = not self.stale and version == self.version and self.content is not None and self.context is not None
         self.stale = True  # until the indexes hold what the caller commits
         if not current:
-            self._catch_up(log)
+            self.catch_up(log)
         return version
 
     def _apply(self, write: Write, tseq: int) -> bool:
@@ -240,34 +270,50 @@ class IndexMirror:
             self.save()
 
     def save(self) -> None:
-        """Write both snapshots (atomically each) and reset the unsaved count."""
-        if self.content is not None and self.context is not None:
+        """Write both snapshots (atomically each), each bound to the log it follows (see :func:`_belongs`),
+        and reset the unsaved count. Nothing on read-only media."""
+        if self.content is not None and self.context is not None and not self.read_only:
+            if self.log is not None:
+                tail = identity.tail(self.log, self.content.last_seq)
+                binding = {"log": identity.meta(self.log, "log_id"), "tail": tail}
+                self.content.binding = self.context.binding = binding
             self.content.save(self.dir / _CONTENT_FILE)
             self.context.save(self.dir / _CONTEXT_FILE)
             self.unsaved = 0
 
 
 def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
-    """Bring an older namespace to the current schema in place (schema 1 -> 2: float16 vectors). Its
-    float32 snapshots are deleted: the mirror rebuilds them from SQLite on open."""
-    if manifest.dim is not None:
-        log.migrate_float16(manifest.dim)
-    for name in (_CONTENT_FILE, _CONTEXT_FILE):
-        (directory / name).unlink(missing_ok=True)
+    """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (the float32
+    snapshots are deleted: the mirror rebuilds them from SQLite on open); 2 -> 3 a stemming keyword index that
+    holds the message's day, rebuilt from the stored messages (vectors untouched)."""
+    if manifest.schema_version < 2:
+        if manifest.dim is not None:
+            log.migrate_float16(manifest.dim)
+        for name in (_CONTENT_FILE, _CONTEXT_FILE):
+            (directory / name).unlink(missing_ok=True)
+    if not log.keywords_stemmed():
+        log.rebuild_keywords(lambda body: keyword_columns(Message.load(body)))
     manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
     manifest.write(directory / "manifest.json")
 
 
-def open_namespace(directory: Path, namespace: str, model: str, settings: Settings) -> tuple[MessageLog, IndexMirror]:
-    """Open (creating when new) a namespace directory: its manifest, checked against ``model`` (StoreMismatch
-    for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    manifest = Manifest.read(directory / "manifest.json")
-    if manifest is None:
-        manifest = Manifest(namespace=namespace, embedding_model=model)
-        manifest.write(directory / "manifest.json")
-    manifest.check(model, directory / "manifest.json")
-    log = MessageLog(directory / "memory.sqlite", synchronous=settings.sqlite_synchronous)
-    if manifest.schema_version < SCHEMA_VERSION:
-        migrate(log, directory, manifest)
-    return log, IndexMirror.open(directory, manifest, settings)
+def _belongs(index: VectorIndex, log: MessageLog) -> bool:
+    """Whether a loaded snapshot follows ``log``: it covers no seq the log never assigned, was written for
+    this log (its id), and the last live row it saw is still there with the same id, or deleted since.
+
+    A count comparison alone let a restored older memory.sqlite, or another namespace's snapshot of the same
+    size, pass (issue 13: 0 of 50 restored rows found by dense search)."""
+    heads = log.heads()
+    if index.last_seq > heads[0] or index.last_tseq > heads[1]:
+        return False
+    binding = index.binding
+    if binding is None:  # written before issue 13: the count check on open is all there is
+        return True
+    log_id = identity.meta(log, "log_id")
+    if binding.get("log") is not None and log_id is not None and binding.get("log") != log_id:
+        return False
+    tail = binding.get("tail")
+    if isinstance(tail, list) and len(tail) == 2:
+        found, deleted = identity.row_at(log, int(tail[0]))
+        return found == str(tail[1]) or (found is None and deleted)
+    return True

@@ -1,11 +1,12 @@
-"""Search plumbing shared by every mode: filters as SQL, the FTS5 query, keyword-index text, rank fusion.
+"""Search plumbing shared by every mode: filters as SQL, the FTS5 query, keyword-index text, fusion: fusion.py.
 
 Filters (all optional, combined with AND): ``role``, ``cause_by`` (a class, instance or string, or a list
 of them), ``sent_from``, ``created_after`` / ``created_before`` (unix seconds, inclusive / exclusive), and
 ``metadata`` (a dict; each key must equal its value, compared as JSON scalars).
 
 Conversation turns: a message's keyword-index text has four columns: its content; *who* (metadata
-``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``); and
+``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``, and the UTC day
+of ``created_at``); and
 *context* (metadata ``context``, e.g. the neighbouring turns: see :func:`ltm.message.with_context`).
 ISO dates are also written as words ("2024-04-09 April 9 2024").
 BM25 weighs them 1.0 / 0.6 / 0.6 / 0.3, so the turn's own words rank first but "what did Alice say in the
@@ -18,15 +19,14 @@ import calendar
 import json
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message, any_to_str_set
 
-__all__ = ["KEYWORD_BUDGET", "RRF_K", "compile_filters", "filter_sql", "fuse", "keyword_columns", "keyword_plan",
-           "query_terms"]
+__all__ = ["KEYWORD_BUDGET", "compile_filters", "filter_sql", "keyword_columns", "keyword_plan", "query_terms"]
 
-RRF_K = 60  # the usual reciprocal-rank-fusion constant: rank r contributes 1 / (60 + r)
 _FILTERS = {"role", "cause_by", "sent_from", "created_after", "created_before", "metadata"}
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -139,11 +139,22 @@ def keyword_columns(message: Message) -> tuple[str, str, str, str]:
     """The (content, who, at, context) texts a message is keyword-indexed under."""
     meta = message.metadata
     who = " ".join(dict.fromkeys(str(v) for v in (meta.get("speaker"), message.sent_from, message.role) if v))
-    at = " ".join(_human(str(meta[k])) for k in ("session", "date", "session_date") if meta.get(k) not in (None, ""))
+    named = [_human(str(meta[k])) for k in ("session", "date", "session_date") if meta.get(k) not in (None, "")]
+    at = " ".join([*named, _day(message.created_at)])
     context = meta.get("context") or ""
     if not isinstance(context, str):
         context = json.dumps(context, ensure_ascii=False)
     return message.content, who, at, context
+
+
+def _day(created_at: float) -> str:
+    """The UTC day a message was made, as words ("2024-04-09 April 9 2024"), so a question naming the date
+    reaches it by keyword (schema 3)."""
+    try:
+        day = datetime.fromtimestamp(created_at, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return f"{day:%Y-%m-%d} {calendar.month_name[day.month]} {day.day} {day.year}"
 
 
 def _human(value: str) -> str:
@@ -155,15 +166,3 @@ def _human(value: str) -> str:
     if not 1 <= month <= 12:
         return value
     return f"{value} {calendar.month_name[month]} {day} {year}"
-
-
-def fuse(rankings: Sequence[Sequence[int]], names: Sequence[str]) -> list[tuple[int, float, tuple[str, ...]]]:
-    """Reciprocal rank fusion: (seq, sum of 1/(RRF_K + rank), signals that found it), best first."""
-    scores: dict[int, float] = {}
-    found: dict[int, list[str]] = {}
-    for ranking, name in zip(rankings, names, strict=True):
-        for rank, seq in enumerate(ranking, start=1):
-            scores[seq] = scores.get(seq, 0.0) + 1.0 / (RRF_K + rank)
-            found.setdefault(seq, []).append(name)
-    order = sorted(scores, key=lambda s: (-scores[s], s))
-    return [(s, scores[s], tuple(found[s])) for s in order]

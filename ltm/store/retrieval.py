@@ -1,7 +1,9 @@
-"""Ranking for :meth:`MemoryStorage.search`: dense (FAISS), keyword (FTS5 BM25) and their fusion."""
+"""Ranking for :meth:`MemoryStorage.search`: dense (FAISS), keyword (FTS5 BM25) and their calibrated fusion."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -10,9 +12,12 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
+from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
-from ltm.store.query import KEYWORD_BUDGET, fuse, keyword_plan, query_terms
+from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
+from ltm.store.vectors import VectorIndex
+from ltm.store.when import query_window
 
 __all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "retrieve", "similar"]
 
@@ -34,6 +39,8 @@ class SearchQuery:
     mode: Mode = "hybrid"
     where: str | None = None
     params: tuple[Any, ...] = ()
+    exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
+    now: float | None = None  # what "yesterday" / "last week" count from (None: the clock)
 
 
 @dataclass(frozen=True)
@@ -50,31 +57,68 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     """The ``query.k`` best hits, from the log and the mirror's content and context indexes (in step).
 
     Hybrid takes max(3k, 50) candidates from each signal (dense content, dense context when the namespace
-    holds conversation turns, keyword) so a message ranked modestly by several can still win the fusion.
-    ``dense`` mode ranks content only, so its scores stay cosine similarities.
+    holds conversation turns, keyword, and dense inside the time window the query names, if any) and fuses
+    them (:mod:`ltm.store.fusion`); messages whose content is the query (``exact_key``) or equals it up to
+    case, spacing and punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine
+    similarities.
     """
     k, mode, vector, where, params = query.k, query.mode, query.vector, query.where, list(query.params)
-    fetch = k if mode != "hybrid" else max(3 * k, 50)
-    rankings: list[list[tuple[int, float]]] = []
-    names: list[str] = []
+    hybrid = mode == "hybrid"
+    fetch = k if not hybrid else max(3 * k, DEPTH)
+    signals: dict[str, list[tuple[int, float]]] = {}
     allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
-    sources = (("dense", mirror.content), ("context", mirror.context if mode == "hybrid" else None))
+    sources = (("dense", mirror.content), ("context", mirror.context if hybrid else None))
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
-        scores, ids = index.search(vector, fetch, allowed)
-        rankings.append([(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0])
-        names.append(name)
+        signals[name] = _search(index, vector, fetch, allowed)
     match = _keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
-        rankings.append(log.keyword(match, fetch, where or "1", params))
-        names.append("keyword")
-    if mode == "hybrid":
-        ranked = fuse([[s for s, _ in r] for r in rankings], names)[:k]
+        signals["keyword"] = log.keyword(match, fetch, where or "1", params)
+    if not hybrid:
+        name = "keyword" if mode == "keyword" else "dense"
+        ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
     else:
-        ranked = [(s, v, (names[0],)) for s, v in rankings[0][:k]] if rankings else []
+        ranked, bodies = _hybrid(log, mirror.content, query, signals, allowed, fetch)
+        return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
     bodies = log.bodies([s for s, _, _ in ranked])
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+
+
+def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
+            signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
+            fetch: int) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
+    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and the
+    bodies of the candidates looked at (read once: the near-exact test needs their content)."""
+    k, vector, where, params = query.k, query.vector, query.where, list(query.params)
+    weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
+    window = query_window(query.text, time.time() if query.now is None else query.now) if weights["time"] else None
+    if window is not None and vector is not None and content is not None and content.live:
+        inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
+        if len(inside):
+            signals["time"] = _search(content, vector, fetch, inside)
+    exact = log.seqs_by_key([query.exact_key]).get(query.exact_key, []) if query.exact_key is not None else []
+    if allowed is not None:
+        permitted = set(allowed.tolist())
+        exact = [s for s in exact if s in permitted]
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact)
+    target = normalised_text(query.text)
+    bodies = log.bodies([s for s, _, _ in ranked])
+    near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
+    if near:
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near)
+    return ranked[:k], bodies
+
+
+def _content(body: str) -> str:
+    """A stored body's content without building the Message (the near-exact test reads 20 of them)."""
+    value = json.loads(body).get("content")
+    return value if isinstance(value, str) else ""
+
+
+def _search(index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+    scores, ids = index.search(vector, fetch, allowed)
+    return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
 
 
 def similar(

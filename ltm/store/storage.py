@@ -1,16 +1,18 @@
 """MemoryStorage: one namespace's persistent memory (SQLite log + FAISS index + FTS5), MetaGPT's API and more.
 
-Layout: ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth), ``index.faiss``
-(a snapshot, rebuilt from SQLite whenever it is missing or damaged: never re-embedding) and
-``manifest.json``. An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
-the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open
-and before every read, which is also how a write by another process becomes visible.
+Layout: ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth), ``index.faiss`` (a
+snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never re-embedding) and ``manifest.json``
+(see :mod:`ltm.store.opening`). An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
+the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open and
+before every read, which is also how a write by another process becomes visible.
 
 Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
 - ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
-- ``hybrid``: reciprocal rank fusion, the sum over signals of ``1 / (60 + rank)``, in (0, 2/61].
+- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
+  [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
+  query verbatim (or up to case, spacing and punctuation) come first whatever their score.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import builtins
 import shutil
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +34,10 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.log import MessageLog, unpack
-from ltm.store.mirror import IndexMirror, open_namespace
+from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
+from ltm.store.offloop import OffLoop
+from ltm.store.opening import open_namespace
 from ltm.store.query import compile_filters
 from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
 from ltm.store.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, check_query, retrieve, similar
@@ -41,13 +46,12 @@ from ltm.store.validation import check_id, check_k, text_of
 __all__ = ["MemoryHit", "MemoryStorage"]
 
 
-class MemoryStorage:
+class MemoryStorage(OffLoop):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``
     (default ``settings.similarity_threshold``) is the cosine at which :meth:`search_similar` calls a stored
-    message "already seen".
-    """
+    message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
 
     def __init__(
         self,
@@ -168,28 +172,22 @@ class MemoryStorage:
         return self._commit(pending, rowplan.with_given(pending, given, embedded), replace=False)
 
     async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
-        """Async twin of :meth:`add_batch` (the embedding call is awaited)."""
-        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
-        pending = self._prepare(listed, fresh_only=True)
+        """Async twin of :meth:`add_batch` (the embedding call is awaited, the rest runs off the loop)."""
+        listed, given = await self._off(rowplan.given_vectors, messages, vectors, self._given_dim)
+        pending = await self._off(self._prepare, listed, fresh_only=True)
         if not pending.messages:
             return 0
         embedded = await self._aembed(rowplan.texts_to_embed(pending, given), TEXT)
-        return self._commit(pending, rowplan.with_given(pending, given, embedded), replace=False)
+        return await self._off(self._commit, pending, rowplan.with_given(pending, given, embedded), replace=False)
 
     async def aadd(self, message: Message) -> bool:
         """Async twin of :meth:`add`."""
         return await self.aadd_batch([message]) == 1
 
     def _given_dim(self) -> int | None:
-        """The dimension vectors given to add_batch must have: the namespace's, else its configured model's,
-        never the first given vectors' (issue 13: one 3-d line fixed a namespace at 3 and every normal add
-        failed afterwards)."""
-        dim = self._dim()
-        if dim is None and self._embedding is None:
-            return configured_dim(self.settings)  # known from the settings: no model is loaded
-        if dim is None:
-            return int(self._embed(["dimension probe"], TEXT).shape[1])  # a caller's embedding object: ask it
-        return dim
+        """The dimension given vectors must have: the namespace's, else its model's (never the first vectors')."""
+        dim = self._dim()  # else the settings' model's, known without loading it (a caller's object: unknown)
+        return dim if dim is not None or self._embedding is not None else configured_dim(self.settings)
 
     def replace(self, message: Message) -> bool:
         """Store ``message`` in place of the stored message with its id, in ONE write transaction: a crash
@@ -204,15 +202,18 @@ class MemoryStorage:
 
     async def areplace(self, message: Message) -> bool:
         """Async twin of :meth:`replace` (the embedding call, if the content is new, is awaited)."""
-        pending = self._prepare([message], fresh_only=False)
-        return self._commit(pending, await self._aembed(pending.texts, TEXT), replace=True) > 0
+        pending = await self._off(self._prepare, [message], fresh_only=False)
+        embedded = await self._aembed(pending.texts, TEXT)
+        return await self._off(self._commit, pending, embedded, replace=True) > 0
 
     def _prepare(self, messages: Iterable[Message], *, fresh_only: bool) -> rowplan.Pending:
-        return rowplan.prepare(messages, self.settings.max_content_bytes, self._existing if fresh_only else None)
+        known_ids = partial(self._logged, "existing_ids") if fresh_only else None
+        return rowplan.prepare(messages, self.settings.max_content_bytes, known_ids)
 
-    def _existing(self, ids: builtins.list[str]) -> set[str]:
+    def _logged(self, method: str, *args: Any) -> Any:
+        """``log.<method>(*args)`` under the lock: the connection is shared by the handle's threads (issue 13)."""
         with self._lock:
-            return self._require()[0].existing_ids(ids)
+            return getattr(self._require()[0], method)(*args)
 
     def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
@@ -267,7 +268,7 @@ class MemoryStorage:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
         Filters: see :mod:`ltm.store.query` (role, cause_by, sent_from, created_after, created_before,
-        metadata). Hybrid fuses dense and BM25 rankings by reciprocal rank.
+        metadata). Hybrid fuses dense and BM25 scores, calibrated (see :mod:`ltm.store.fusion`).
         """
         check_query(query, mode)
         vector = self._embed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
@@ -276,17 +277,18 @@ class MemoryStorage:
     async def asearch(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None
     ) -> builtins.list[MemoryHit]:
-        """Async twin of :meth:`search`."""
+        """Async twin of :meth:`search` (blocking work off the event loop)."""
         check_query(query, mode)
-        vector = await self._aembed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
-        return self._search(query, vector, check_k(k), mode, filters)
+        dense = mode != "keyword" and (await self._off(self._dim)) is not None
+        vector = await self._aembed([query], QUERY) if dense else None
+        return await self._off(self._search, query, vector, check_k(k), mode, filters)
 
     async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
         text = text_of(message)
-        if not text.strip() or self._dim() is None:
+        if not text.strip() or await self._off(self._dim) is None:
             return []
-        return self._similar(await self._aembed([text], TEXT), check_k(k), text)
+        return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
 
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None
@@ -296,7 +298,8 @@ class MemoryStorage:
             return []
         with self._lock:
             log, mirror = self._synced()
-            return retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params)))
+            exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
+            return retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
@@ -327,12 +330,11 @@ class MemoryStorage:
             return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
 
     def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        log = self._require()[0]
-        return self.embedder.embed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
+        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose)
 
     async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        log = self._require()[0]
-        return await self.embedder.aembed(texts, self._known_dim(), known=log.vectors_by_key, purpose=purpose)
+        dim, known = await self._off(self._known_dim), partial(self._logged, "vectors_by_key")
+        return await self.embedder.aembed(texts, dim, known=known, purpose=purpose, run=self._off)
 
     def _known_dim(self) -> int | None:
         """The manifest's dimension once recorded (it never changes), else what the index learned by syncing."""
@@ -369,7 +371,7 @@ class MemoryStorage:
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
             log, mirror = self._synced()
-            return mirror.stats(self.namespace, log.count(), self.embedder.model, self.embedder.calls)
+            return mirror.stats(self.namespace, log, self.embedder.model, self.embedder.calls)
 
     def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
@@ -385,6 +387,7 @@ class MemoryStorage:
                 self._mirror.save()
             self._log.close()
             self._log, self._mirror = None, None
+            self._close_pool()
 
     def __enter__(self) -> MemoryStorage:
         return self

@@ -56,6 +56,9 @@ class VectorIndex:
         if kind not in ("flat", "hnsw"):
             raise ValueError(f"index kind must be flat or hnsw, got {kind!r}")
         self.dim, self.kind = dim, kind
+        # which log this snapshot follows: {"log": the log's id, "tail": [seq, id] of the last live row it saw}
+        # (set by the mirror before a save; None in snapshots older than issue 13)
+        self.binding: dict[str, Any] | None = None
         inner: Any
         if kind == "flat":
             inner = faiss.IndexFlatIP(dim)
@@ -172,7 +175,7 @@ class VectorIndex:
     def save(self, path: Path) -> None:
         """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
         header = {"last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
-                  "ghosts": sorted(self.ghosts)}
+                  "ghosts": sorted(self.ghosts), "binding": self.binding}
         snapshot.write(path, self.index, header)
 
     @property
@@ -205,6 +208,8 @@ class VectorIndex:
         index._loaded = None if header["kind"] == "flat" else loaded  # flat: in RAM, nothing to check later
         index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
         index.ghosts = {int(g) for g in header["ghosts"]}
+        binding = header.get("binding")
+        index.binding = binding if isinstance(binding, dict) else None
         return index
 
 

@@ -221,7 +221,6 @@ def read_only_copy(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         subprocess.run(["umount", str(view)], check=True)
 
 
-@pytest.mark.xfail(strict=True, reason="read-only open lands with the store changes after the mirror (issue 13 #16)")
 def test_a_read_only_store_can_be_searched(read_only_copy: tuple[Path, Path]) -> None:
     data, view = read_only_copy
     settings = Settings(storage_dir=data, embedding="hash")

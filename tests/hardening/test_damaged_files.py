@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ltm import LTMError, MemoryStorage, Message, Settings
+from ltm.store.naming import namespace_dir
 
 ROWS = 40
 FILES = ["memory.sqlite", "memory.sqlite-wal", "index.faiss", "context.faiss", "manifest.json"]
@@ -69,8 +70,13 @@ def _swap(path: Path, other: Path) -> None:
     shutil.copyfile(other / path.name, path)
 
 
+def _folder(path: Path, other: Path) -> None:
+    path.unlink(missing_ok=True)
+    path.mkdir()
+
+
 DAMAGE: dict[str, Callable[[Path, Path], None]] = {
-    "delete": _delete, "empty": _empty, "half": _half, "garbage": _garbage, "swap": _swap,
+    "delete": _delete, "empty": _empty, "half": _half, "garbage": _garbage, "swap": _swap, "folder": _folder,
 }
 
 
@@ -89,22 +95,14 @@ def _consistent(store: MemoryStorage) -> int:
         assert message.id in [h.message.id for h in hits[:3]], f"{message.content!r} not found by dense search"
         assert hits[0].score > 0.99
     if rows:
-        assert store.search(rows[0].content, k=5, filters={"metadata": {"ok": 1}})
+        assert store.search(rows[0].content, k=5, filters={"role": rows[0].role})
     return len(rows)
-
-
-# cases fixed by the store changes that follow the IndexMirror (issue 13 #4 #5); removed from here as they land
-PENDING = {("memory.sqlite", "delete"), ("memory.sqlite", "empty"), ("memory.sqlite-wal", "swap"),
-           ("index.faiss", "swap"), ("manifest.json", "delete")}
-_PENDING = pytest.mark.xfail(strict=True, reason="store fix pending (issue 13 #4 #5)")
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize("name", FILES)
 def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict[str, Path], name: str,
                                                     damage: str) -> None:
-    if (name, damage) in PENDING:
-        pytest.xfail("store fix pending (issue 13 #4 #5)")
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
     probe = MemoryStorage("alpha", settings=settings)  # where namespace "alpha" lives under this root
     assert probe.path is not None
@@ -131,15 +129,13 @@ def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict
         assert n == ROWS  # the truth was intact: nothing may be lost
 
 
-@_PENDING
 def test_a_restored_older_memory_sqlite_is_found_by_dense_search(tmp_path: Path) -> None:
     """Defect 4: restore memory.sqlite from a backup (what StoreCorrupted advises) while the newer snapshot stays."""
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
     store = MemoryStorage("alpha", settings=settings)
     store.add_batch([Message(f"backed up record {i}") for i in range(50)])
+    directory = store.path
     store.close()
-    assert store.path is None
-    directory = MemoryStorage("alpha", settings=settings).path
     assert directory is not None
     backup = tmp_path / "backup.sqlite"
     shutil.copyfile(directory / "memory.sqlite", backup)
@@ -155,7 +151,6 @@ def test_a_restored_older_memory_sqlite_is_found_by_dense_search(tmp_path: Path)
     assert restored.search("backed up record 7", k=1, mode="dense")[0].message.content == "backed up record 7"
 
 
-@_PENDING
 def test_another_namespaces_snapshot_of_the_same_size_is_not_used(tmp_path: Path) -> None:
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
     stores = {}
@@ -163,9 +158,26 @@ def test_another_namespaces_snapshot_of_the_same_size_is_not_used(tmp_path: Path
         stores[name] = MemoryStorage(name, settings=settings)
         stores[name].add_batch([Message(f"{name} record {i}") for i in range(30)])
         stores[name].persist()
-        stores[name].close()
-    a, b = (MemoryStorage(n, settings=settings).path for n in ("alpha", "beta"))
-    assert a is not None and b is not None
+        stores[name].close()  # the last connection: the WAL is checkpointed and removed
+    a, b = (stores[n].path or namespace_dir(settings.storage_dir, "role", n) for n in ("alpha", "beta"))
     for name in ("index.faiss", "context.faiss"):
         shutil.copyfile(b / name, a / name)
     assert _consistent(MemoryStorage("alpha", settings=settings)) == 30
+
+
+def test_an_edited_dimension_is_a_clear_error(tmp_path: Path) -> None:
+    """Defect 11: a manifest whose dimension was edited gave a faiss AssertionError."""
+    import json
+
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    with MemoryStorage("alpha", settings=settings) as store:
+        store.add_batch([Message(f"record {i}") for i in range(5)])
+        directory = store.path
+    assert directory is not None
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["dim"] = 385
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    for name in ("index.faiss", "context.faiss"):
+        (directory / name).unlink()
+    with pytest.raises(LTMError, match="manifest.json"):
+        MemoryStorage("alpha", settings=settings).search("record 1", mode="dense")

@@ -156,7 +156,7 @@ def test_chat_history_summary_and_title(http: httpx.Client) -> None:
     assert http.post("/v1/namespaces/c/chats/trip/messages", json={"messages": turns}).json() == {"history": 3}
     page = http.get("/v1/namespaces/c/chats/trip", params={"limit": 2}).json()
     assert page["total"] == 3 and len(page["history"]) == 2 and page["next_offset"] == 2
-    assert http.get("/v1/namespaces/c/chats").json() == {"chats": ["trip"]}
+    assert http.get("/v1/namespaces/c/chats").json() == {"chats": ["trip"], "next_offset": None}
     summary = http.post("/v1/namespaces/c/chats/trip/summarize", json={"max_words": 30}).json()
     assert "Lisbon" in summary["summary"] and summary["summary_is_extractive"] is True
     after = http.get("/v1/namespaces/c/chats/trip").json()
@@ -169,16 +169,21 @@ def test_memory_files_propose_approve_reject(http: httpx.Client) -> None:
     proposal = {"path": "notes/deploys.md", "text": "# Deploys\n\nFriday.\n", "reason": "learned"}
     first = http.post("/v1/namespaces/f/files/changes", json=proposal).json()
     assert first["status"] == "pending" and "+Friday." in first["diff"]
-    assert http.get("/v1/namespaces/f/files").json() == {"files": []}  # pending changes are not visible yet
+    assert http.get("/v1/namespaces/f/files").json()["files"] == []  # pending changes are not visible yet
     approved = http.post(f"/v1/namespaces/f/files/changes/{first['id']}/approve").json()
     assert approved["status"] == "applied"
     assert http.get("/v1/namespaces/f/files/content/notes/deploys.md").json()["text"] == "# Deploys\n\nFriday.\n"
     second = http.post("/v1/namespaces/f/files/changes", json={"path": "notes/deploys.md", "text": "# Deploys\n"}
                        ).json()
-    assert [c["id"] for c in http.get("/v1/namespaces/f/files/changes").json()["changes"]] == [second["id"]]
+    third = http.post("/v1/namespaces/f/files/changes", json={"path": "notes/b.md", "text": "b\n"}).json()
+    first_page = http.get("/v1/namespaces/f/files/changes", params={"limit": 1}).json()
+    assert [c["id"] for c in first_page["changes"]] == [second["id"]] and first_page["next_offset"] == 1
+    rest = http.get("/v1/namespaces/f/files/changes", params={"offset": 1}).json()
+    assert [c["id"] for c in rest["changes"]] == [third["id"]] and rest["next_offset"] is None
+    http.post(f"/v1/namespaces/f/files/changes/{third['id']}/reject")
     rejected = http.post(f"/v1/namespaces/f/files/changes/{second['id']}/reject", json={"reason": "keep it"}).json()
     assert rejected["status"] == "rejected"
-    assert http.get("/v1/namespaces/f/files/changes").json() == {"changes": []}
+    assert http.get("/v1/namespaces/f/files/changes").json() == {"changes": [], "next_offset": None}
     again = http.post(f"/v1/namespaces/f/files/changes/{second['id']}/approve")
     assert again.status_code == 404 and again.json()["error"] == "NotFound"
     invalid = http.post("/v1/namespaces/f/files/changes", json={"path": "tools.json", "text": "{not json"})

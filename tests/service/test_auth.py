@@ -3,9 +3,11 @@ stored only as hashes; nothing secret or any URL in the log."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -107,3 +109,19 @@ def test_log_has_no_key_and_no_url(server: ServiceThread, caplog: pytest.LogCapt
     assert "/search 200" in text and "/messages/{message_id} 404" in text and " 401 " in text
     assert key not in text and "ltm_bad_key" not in text
     assert secret_ns not in text and "abc123" not in text and "127.0.0.1" not in text
+
+
+def test_cli_keys_round_trip_and_serve_refuses_open_public(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ltm.cli import main
+
+    root = ["--storage-dir", str(tmp_path / "storage")]
+    assert main(["keys", "create", "--namespaces", "team-a/*", "--namespaces", "ops", "--read-only", *root]) == 0
+    key = capsys.readouterr().out.strip()
+    assert main(["keys", "list", "--json", *root]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["namespaces"] == ["team-a/*", "ops"] and listed["read_only"] is True and key not in str(listed)
+    assert main(["keys", "revoke", listed["id"], *root]) == 0
+    assert main(["keys", "revoke", listed["id"], *root]) == 3  # not found the second time
+    capsys.readouterr()
+    assert main(["serve", "--no-auth", "--host", "0.0.0.0", *root]) == 1
+    assert "--no-auth is refused" in capsys.readouterr().err

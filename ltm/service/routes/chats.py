@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ltm.brain import BrainMemory
 from ltm.service.auth import Readable, Writable, state_of
-from ltm.service.routes.messages import check_items
+from ltm.service.routes.messages import check_items, page_of
 from ltm.service.schemas import ChatIn, message_out
 
 __all__ = ["chat_key", "load_chat", "router"]
@@ -43,13 +43,19 @@ async def load_chat(request: Request, namespace: str, chat_id: str) -> BrainMemo
     return await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(chat_key(namespace, chat_id))
 
 
-@router.get("")
-def list_chats(request: Request, namespace: Readable) -> dict[str, Any]:
-    """The ids of the namespace's chats (those whose TTL has not run out)."""
+def chat_ids(request: Request, namespace: str) -> list[str]:
+    """The ids of the namespace's chats (those whose TTL has not run out), sorted."""
     prefix = f"brain:{{{chat_key(namespace, '')}"
     keys = state_of(request).kv_store().keys(_GLOB_SPECIAL.sub(r"\\\1", prefix) + "*}")
-    ids = sorted({k[len(prefix):-1] for k in keys if k.endswith("}")})
-    return {"chats": ids}
+    return sorted({k[len(prefix):-1] for k in keys if k.endswith("}")})
+
+
+@router.get("")
+def list_chats(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
+               limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
+    """A page of the namespace's chat ids, sorted; ``next_offset`` is null on the last page."""
+    ids, following = page_of(request, chat_ids(request, namespace), offset, limit)
+    return {"chats": ids, "next_offset": following}
 
 
 @router.post("/{chat_id}/messages")

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from ltm.service.auth import Readable, Writable, state_of
+from ltm.service.routes.messages import page_of
 from ltm.service.schemas import LessonIn
 
 __all__ = ["router"]
@@ -15,11 +16,9 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1/namespaces/{namespace:path}/experience", tags=["experience"])
 
 
-def _page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
-    page = items[offset:offset + limit]
-    end = offset + len(page)
-    return {"items": [x.model_dump(mode="json") for x in page], "total": len(items),
-            "next_offset": end if end < len(items) else None}
+def _page(request: Request, items: list[Any], offset: int, limit: int) -> dict[str, Any]:
+    page, following = page_of(request, items, offset, limit)
+    return {"items": [x.model_dump(mode="json") for x in page], "total": len(items), "next_offset": following}
 
 
 @router.post("/lessons")
@@ -34,16 +33,14 @@ def record_failure(request: Request, namespace: Writable, body: LessonIn) -> dic
 def lessons(request: Request, namespace: Readable, pending_only: bool = False,
             offset: Annotated[int, Query(ge=0)] = 0, limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
     """Lessons, oldest first (only those not yet distilled with ``pending_only``)."""
-    limit = min(limit, state_of(request).limits.max_page)
-    return _page(state_of(request).experience(namespace).lessons(pending_only=pending_only), offset, limit)
+    return _page(request, state_of(request).experience(namespace).lessons(pending_only=pending_only), offset, limit)
 
 
 @router.get("/policies")
 def policies(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
              limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
     """Policies distilled from lessons (demoted ones included, flagged), oldest first."""
-    limit = min(limit, state_of(request).limits.max_page)
-    return _page(state_of(request).experience(namespace).policies(), offset, limit)
+    return _page(request, state_of(request).experience(namespace).policies(), offset, limit)
 
 
 @router.post("/distill")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ltm.files.records import Change
 from ltm.service.auth import Readable, Writable, state_of
+from ltm.service.routes.messages import page_of
 from ltm.service.schemas import ChangeIn
 
 __all__ = ["change_out", "router"]
@@ -38,10 +39,11 @@ def change_out(change: Change, diff: str | None = None) -> dict[str, Any]:
 
 
 @router.get("")
-def list_files(request: Request, namespace: Readable) -> dict[str, Any]:
-    """The approved files with their size, version and hash."""
-    files = state_of(request).files(namespace).files()
-    return {"files": [{"path": path, **asdict(info)} for path, info in sorted(files.items())]}
+def list_files(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
+               limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
+    """A page of the approved files (by path) with their size, version and hash."""
+    files, following = page_of(request, sorted(state_of(request).files(namespace).files().items()), offset, limit)
+    return {"files": [{"path": path, **asdict(info)} for path, info in files], "next_offset": following}
 
 
 @router.get("/content/{path:path}")
@@ -52,10 +54,12 @@ def read_file(request: Request, namespace: Readable, path: str,
 
 
 @router.get("/changes")
-def pending(request: Request, namespace: Readable) -> dict[str, Any]:
-    """Pending changes, oldest first, each with its diff against the approved files."""
+def pending(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
+            limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
+    """A page of the pending changes, oldest first, each with its diff against the approved files."""
     fs = state_of(request).files(namespace)
-    return {"changes": [change_out(c, fs.diff(c.id)) for c in fs.pending()]}
+    changes, following = page_of(request, fs.pending(), offset, limit)
+    return {"changes": [change_out(c, fs.diff(c.id)) for c in changes], "next_offset": following}
 
 
 @router.post("/changes")

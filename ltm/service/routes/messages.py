@@ -24,6 +24,14 @@ def check_items(request: Request, n: int, what: str = "messages") -> None:
         raise PayloadTooLarge(f"{n} {what} in one request; the limit is {limit}: send them in batches")
 
 
+def page_of(request: Request, items: list[Any], offset: int, limit: int) -> tuple[list[Any], int | None]:
+    """``items[offset:offset+limit]`` (limit capped at the server's page size) and the next offset, or None."""
+    limit = min(limit, state_of(request).limits.max_page)
+    page = items[offset:offset + limit]
+    end = offset + len(page)
+    return page, end if end < len(items) else None
+
+
 def parse_filters(raw: str | None) -> dict[str, Any] | None:
     """Filters given as a JSON object in a query parameter."""
     if raw is None or not raw.strip():

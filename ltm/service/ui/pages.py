@@ -135,11 +135,11 @@ async def title(request: Request, namespace: str, chat_id: str) -> Response:
 @router.get("/ns/{namespace:path}/chats")
 def chats(request: Request, namespace: str) -> Response:
     """The namespace's chats."""
-    from ltm.service.routes.chats import list_chats
+    from ltm.service.routes.chats import chat_ids
 
     try:
         read_access(request, namespace)
-        ids = list_chats(request, namespace)["chats"]
+        ids = chat_ids(request, namespace)
     except LTMError as exc:
         return _failed(request, exc, namespace)
     return _render(request, "chats.html", namespace=namespace, tab="chats", chats=ids)

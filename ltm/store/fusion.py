@@ -1,0 +1,103 @@
+"""Hybrid ranking: calibrated score fusion of the dense and keyword candidates (issue 15).
+
+Each signal's candidates (best first, with their raw scores: cosine, ``-bm25``) are put on one scale:
+``(score - floor) / (top - floor)``, 1 for the signal's best candidate and 0 at its floor, the score a
+message outside the candidate list could at most have (the last dense candidate's cosine; 0 for keyword
+search when fewer than ``depth`` messages matched, since a message without the words scores 0). The fused score
+is the weighted sum. A *flat* signal (its best and its floor are equal: every candidate looks the same to it,
+e.g. a query whose only matching word is in every message) says nothing about the order and gets no weight,
+so the other signal decides alone; a signal with no candidates likewise.
+
+Why not reciprocal rank fusion with equal weights (the first version): on real conversations (REALTALK, MADial-
+Bench; see BENCHMARKS.md) it ranked below the better of its two inputs, because it gives the 50th candidate of
+a weak signal almost as much as the 1st of a strong one and ignores how far apart the scores are. The weights
+below were chosen on the dev halves of those sets (``python -m bench.retrieval.explore``).
+
+Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
+ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+
+__all__ = ["DEPTH", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS", "NEIGHBOUR_SHARE", "WEIGHTS", "Candidates", "fuse",
+           "normalised_text"]
+
+DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
+# Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
+# grid). A question leans on words (0.6: names, places, dates; the keyword index knows who spoke and when);
+# a long query (a pasted conversation, past
+# LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
+# "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
+# naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
+WEIGHTS: Mapping[str, float] = {"dense": 0.4, "keyword": 0.6, "context": 0.35, "time": 0.0}
+LONG_QUERY_TERMS = 24
+LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3}
+# A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation
+# added in order): "I did, last week" gets some of the topic of the question it answers.
+NEIGHBOUR_SHARE = 0.3
+# A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
+# must not become 0 and 1, so the dense floor is at least this far below the best.
+MIN_COSINE_SPREAD = 0.1
+Candidates = Sequence[tuple[int, float]]  # (seq, raw score), best first
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalised_text(text: str) -> str:
+    """Text compared for a near-exact match: case-folded, punctuation and runs of spaces dropped."""
+    return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
+    if not hits:
+        return {}
+    top = hits[0][1]
+    floor = 0.0 if zero_floor and len(hits) < depth else hits[-1][1]
+    if not zero_floor and len(hits) < depth:
+        floor = min(floor, top - MIN_COSINE_SPREAD)  # the whole (small) namespace: its worst is no floor
+    if top - floor <= 1e-9 * max(1.0, abs(top)):
+        return {}  # flat: no information about the order
+    return {seq: (score - floor) / (top - floor) for seq, score in hits}
+
+
+def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
+         neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (),
+         near_exact: Collection[int] = ()) -> list[tuple[int, float, tuple[str, ...]]]:
+    """The ``k`` best (seq, fused score, signals that found it).
+
+    ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
+    candidates inside the window a query names) to candidates. ``exact`` seqs hold the query verbatim,
+    ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
+    candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
+    the dense scale.
+    """
+    timed = signals.get("time", ())
+    signals = {name: hits for name, hits in signals.items() if name != "time"}
+    scaled = {name: _scaled(hits, depth, zero_floor=name == "keyword") for name, hits in signals.items()}
+    raw = {name: dict(hits) for name, hits in signals.items()}
+    found: dict[int, list[str]] = {}
+    for name, hits in signals.items():
+        for seq, _ in hits:
+            found.setdefault(seq, []).append(name)
+    score = {seq: sum(weights.get(n, 0.0) * scaled[n].get(seq, 0.0) for n in names) for seq, names in found.items()}
+    dense_hits = signals.get("dense", ())
+    for seq, cosine in timed:  # inside the window the query names: a fixed boost, scored by meaning within it
+        if seq not in found:
+            found[seq] = []
+            score[seq] = 0.0
+            if len(dense_hits) > 1 and dense_hits[0][1] > dense_hits[-1][1]:
+                top, floor = dense_hits[0][1], dense_hits[-1][1]
+                score[seq] = weights["dense"] * max(0.0, (cosine - floor) / (top - floor))
+        found[seq].append("time")
+        score[seq] += weights["time"]
+    if neighbours:
+        score = {s: v + neighbours * max(score.get(s - 1, 0.0), score.get(s + 1, 0.0)) for s, v in score.items()}
+    for seq in [*exact, *near_exact]:
+        if seq not in found:
+            found[seq], score[seq] = ["exact"], 0.0
+    first = {seq: 2 for seq in exact} | {seq: 1 for seq in near_exact if seq not in exact}
+    dense, keyword = raw.get("dense", {}), raw.get("keyword", {})
+    order = sorted(score, key=lambda s: (-first.get(s, 0), -score[s], -dense.get(s, -2.0), -keyword.get(s, -1.0), -s))
+    return [(s, score[s], tuple(found[s])) for s in order[:k]]

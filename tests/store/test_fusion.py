@@ -1,0 +1,105 @@
+"""Hybrid ranking (issue 15): calibrated fusion, flat-signal fallback, exact matches first, deterministic
+ties, and the time window a query names."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from ltm import MemoryStorage, Message, Settings
+from ltm.store.fusion import LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+
+
+def test_the_exact_sentence_beats_its_word_swapped_twin(settings: Settings) -> None:
+    """The defect of issue 15: both sentences hold the same words, so every signal tied and the older, swapped
+    one came first in hybrid mode."""
+    with MemoryStorage("food", settings=settings) as store:
+        store.add(Message(content="I prefer dumplings over sourdough", role="user"))
+        store.add(Message(content="I prefer sourdough over dumplings", role="user"))
+        store.add(Message(content="Sourdough needs a starter", role="user"))
+        for query in ("I prefer sourdough over dumplings", "i prefer SOURDOUGH over dumplings!"):
+            hits = store.search(query, k=3)
+            assert hits[0].message.content == "I prefer sourdough over dumplings", query
+        hits = store.search("I prefer dumplings over sourdough", k=3)
+        assert hits[0].message.content == "I prefer dumplings over sourdough"
+
+
+def test_a_flat_signal_defers_to_the_other() -> None:
+    dense = [(1, 0.9), (2, 0.5), (3, 0.2)]
+    flat_keyword = [(3, 4.0), (2, 4.0), (1, 4.0)]  # every candidate scored alike: no information
+    assert [s for s, _, _ in fuse({"dense": dense, "keyword": flat_keyword}, 3)] == [1, 2, 3]
+    assert [s for s, _, _ in fuse({"dense": dense, "keyword": []}, 3)] == [1, 2, 3]
+    assert [s for s, _, _ in fuse({"keyword": [(7, 3.0), (8, 1.0)]}, 3)] == [7, 8]
+
+
+def test_scores_are_calibrated_not_rank_only() -> None:
+    """A message both signals rank second beats one a single signal ranks first only when the scores say so."""
+    dense = [(1, 0.80), (2, 0.79)] + [(10 + i, 0.30) for i in range(48)]
+    keyword = [(2, 9.0), (3, 1.0)]
+    ranked = fuse({"dense": dense, "keyword": keyword}, 3, neighbours=0.0)
+    assert ranked[0][0] == 2  # near the top of dense and best by keyword
+    assert ranked[0][2] == ("dense", "keyword")
+    assert ranked[0][1] == WEIGHTS["dense"] * (0.79 - 0.30) / (0.80 - 0.30) + WEIGHTS["keyword"] * 1.0
+
+
+def test_neighbours_lend_a_share_and_long_queries_lean_on_meaning() -> None:
+    dense = [(1, 0.9), (7, 0.6)] + [(20 + i, 0.2) for i in range(48)]
+    keyword = [(7, 4.0), (2, 3.9)]
+    alone = dict((s, v) for s, v, _ in fuse({"dense": dense, "keyword": keyword}, 50, neighbours=0.0))
+    shared = dict((s, v) for s, v, _ in fuse({"dense": dense, "keyword": keyword}, 50, neighbours=0.2))
+    assert shared[2] == alone[2] + 0.2 * alone[1]  # the turn after the best one
+    assert shared[7] == alone[7]  # no neighbour among the candidates
+    short = fuse({"dense": dense, "keyword": keyword}, 1, neighbours=0.0)
+    long = fuse({"dense": dense, "keyword": keyword}, 1, neighbours=0.0, weights=LONG_QUERY_WEIGHTS)
+    assert short[0][0] == 7 and long[0][0] == 1
+
+
+def test_ties_are_broken_by_dense_then_keyword_then_newest() -> None:
+    ranked = fuse({"dense": [(4, 0.5), (5, 0.5), (6, 0.1)]}, 3)
+    assert [s for s, _, _ in ranked] == [5, 4, 6]  # equal cosine: the newer message first
+    ranked = fuse({"dense": [(1, 0.9), (2, 0.1)], "keyword": [(2, 5.0), (1, 1.0)]}, 2, exact=[2])
+    assert ranked[0][0] == 2
+    assert normalised_text("  I prefer, SOURDOUGH!  ") == "i prefer sourdough"
+
+
+def test_a_named_date_favours_what_was_said_that_day(settings: Settings) -> None:
+    """The keyword index holds each message's UTC day as words, so a question naming the day reaches it."""
+    def day(d: int) -> float:
+        return datetime(2024, 1, d, 12, tzinfo=timezone.utc).timestamp()
+
+    with MemoryStorage("days", settings=settings) as store:
+        store.add_batch([
+            Message(content="Made pasta with pesto tonight", role="Kate", created_at=day(3)),
+            Message(content="Made pasta carbonara tonight", role="Kate", created_at=day(5)),
+            Message(content="Made pasta with clams tonight", role="Kate", created_at=day(8)),
+        ])
+        hits = store.search("What pasta did Kate make on 5 January 2024?", k=3)
+        assert hits[0].message.content == "Made pasta carbonara tonight"
+        hits = store.search("What pasta did Kate make on January 8, 2024?", k=3)
+        assert hits[0].message.content == "Made pasta with clams tonight"
+
+
+def test_the_time_window_signal_when_weighted() -> None:
+    """Off by default (it did not pay on REALTALK); when weighted, messages inside the named window get the
+    boost and, if the dense list missed them, their cosine on its scale."""
+    weights = {**WEIGHTS, "time": 0.3}
+    dense = [(1, 0.9), (2, 0.5)]
+    ranked = fuse({"dense": dense, "time": [(9, 0.7), (2, 0.5)]}, 3, weights=weights, neighbours=0.0)
+    assert [s for s, _, _ in ranked] == [9, 1, 2]
+    assert ranked[0][2] == ("time",)
+
+
+def test_query_windows() -> None:
+    from ltm.store.when import query_window
+
+    def iso(window: tuple[float, float] | None) -> list[str]:
+        assert window is not None
+        return [datetime.fromtimestamp(x, timezone.utc).date().isoformat() for x in window]
+
+    now = datetime(2024, 3, 10, 15, tzinfo=timezone.utc).timestamp()
+    assert iso(query_window("what did Elise play 5 Jan 2024?", now)) == ["2024-01-05", "2024-01-06"]
+    assert iso(query_window("finished it on 02.01.2024", now)) == ["2024-01-02", "2024-01-03"]
+    assert iso(query_window("on January 5th, 2024", now)) == ["2024-01-05", "2024-01-06"]
+    assert iso(query_window("in March 2024", now)) == ["2024-03-01", "2024-04-01"]
+    assert iso(query_window("what did I do yesterday", now)) == ["2024-03-09", "2024-03-10"]
+    assert query_window("2666 by Bolano", now) is None
+    assert query_window("on 31.02.2024", now) is None
