@@ -111,6 +111,10 @@ class Settings(BaseModel):
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
+    history_limit: int = Field(
+        100_000, ge=0, description="Newest ADD / UPDATE / DELETE events a namespace keeps in its history "
+        "(MemoryStorage.history, `ltm history ID`); 0 records none.",
+    )
     brain_ttl_seconds: int | None = Field(1800, ge=1, description="BrainMemory key TTL; none keeps forever.")
     max_content_bytes: int = Field(
         1_000_000, ge=1, description="Largest message content accepted, in UTF-8 bytes."

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ltm.store import Mode
 
+from ltm.store import Mode
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data" / "realtalk.json"
 FIXTURE = ROOT / "tests" / "data" / "retrieval_fixture.json"

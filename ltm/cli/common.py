@@ -53,6 +53,9 @@ class Options:
                                   help="created before TIME (ISO-8601 or unix seconds)")
         self.filters.add_argument("--meta", action="append", metavar="KEY=VALUE",
                                   help="metadata equality (repeatable)")
+        self.filters.add_argument("--where", metavar="JSON",
+                                  help='a filter in the store\'s language, e.g. \'{"run_id": "r1", "created_at": '
+                                       '{"gte": "2024-05-01"}}\' (AND-ed with the flags above)')
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -114,6 +117,15 @@ def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
     meta = parse_meta(getattr(args, "meta", None))
     if meta:
         filters["metadata"] = meta
+    where = getattr(args, "where", None)
+    if where:
+        try:
+            parsed = json.loads(where)
+        except ValueError as exc:
+            raise InvalidInput(f"--where takes a JSON object such as '{{\"role\": \"user\"}}' ({exc})") from exc
+        if not isinstance(parsed, dict):
+            raise InvalidInput(f"--where takes a JSON object, got {type(parsed).__name__}")
+        return {"AND": [filters, parsed]} if filters else parsed
     return filters or None
 
 

@@ -8,11 +8,14 @@ modules beside this one are private to the store (an import-linter contract in `
 from __future__ import annotations
 
 from ltm.store.catalog import NamespaceInfo, is_namespace_dir, namespace_exists, namespace_path, namespaces
+from ltm.store.history import HistoryEvent
 from ltm.store.records import MessagePage, StoreStats
 from ltm.store.retrieval import Mode, SearchQuery
+from ltm.store.scopes import scoped
 from ltm.store.storage import MemoryHit, MemoryStorage
 
 __all__ = [
+    "HistoryEvent",
     "MemoryHit",
     "MemoryStorage",
     "MessagePage",
@@ -24,4 +27,5 @@ __all__ = [
     "namespace_exists",
     "namespace_path",
     "namespaces",
+    "scoped",
 ]

@@ -22,6 +22,9 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
+from ltm.store import history
+from ltm.store.filters import casefold
+from ltm.store.scopes import SCOPE_DDL, add_scope_columns
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
            "unpack"]
@@ -34,7 +37,7 @@ CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 # stores had unicode61 alone and get their index rebuilt from the log on open (rebuild_keywords).
 FTS_SPEC = "fts5(content, who, at, context, tokenize='porter unicode61 remove_diacritics 2')"
 
-_DDL = f"""
+_TABLE = """
 CREATE TABLE IF NOT EXISTS messages(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -46,8 +49,14 @@ CREATE TABLE IF NOT EXISTS messages(
     body TEXT NOT NULL,
     text_key BLOB NOT NULL,
     embedding BLOB NOT NULL,
-    context_embedding BLOB
+    context_embedding BLOB,
+    user_id TEXT,
+    agent_id TEXT,
+    run_id TEXT,
+    expires_at REAL
 );
+"""
+_DDL = f"""
 CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
 CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
 -- counting the rows with a context vector (checked on every open) must not scan the table
@@ -65,7 +74,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 # BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
 BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
-           "embedding, context_embedding) VALUES (?,?,?,?,?,?,?,?,?,?)")
+           "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
 _DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
@@ -85,6 +94,7 @@ class Row:
     vector: np.ndarray
     fts: tuple[str, str, str, str]
     context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
+    scopes: tuple[str | None, str | None, str | None, float | None] = (None, None, None, None)  # see scopes.py
 
 
 class MessageLog:
@@ -101,13 +111,17 @@ class MessageLog:
         with translate(path):
             if read_only:
                 self.db = _open_read_only(path, busy_timeout_ms)
+                self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
                 return
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self.db.executescript(_DDL)
+            self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+            self.db.executescript(_TABLE)
+            add_scope_columns(self.db)
+            self.db.executescript(_DDL + SCOPE_DDL + history.DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
@@ -146,7 +160,8 @@ class MessageLog:
         takes its seq from ``lastrowid`` instead: two statements fewer.
         """
         values = [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
-                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector)) for r in rows]
+                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector), *r.scopes)
+                  for r in rows]
         if len(rows) == 1:
             cursor = self.db.execute(_INSERT, values[0])
             out = [(int(cursor.lastrowid), rows[0])] if cursor.rowcount == 1 and cursor.lastrowid else []
@@ -249,7 +264,7 @@ class MessageLog:
 
     def listed(self, after: int, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, str]]:
         """(seq, body) of up to ``limit`` live rows with seq > ``after`` matching a filter clause over
-        ``messages m`` (from ``query.filter_sql``), in seq order."""
+        ``messages m`` (from ``query.compile_filters``), in seq order."""
         sql = f"SELECT m.seq, m.body FROM messages m WHERE m.seq > ? AND ({where}) ORDER BY m.seq LIMIT ?"
         with translate(self.path):
             rows = self.db.execute(sql, [after, *params, limit]).fetchall()
@@ -311,7 +326,7 @@ class MessageLog:
         return total
 
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
-        """Seqs of live messages satisfying a filter clause (from ``query.filter_sql``)."""
+        """Seqs of live messages satisfying a filter clause (from ``query.compile_filters``)."""
         with translate(self.path):
             rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)

@@ -285,7 +285,8 @@ class IndexMirror:
 def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
     """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (the float32
     snapshots are deleted: the mirror rebuilds them from SQLite on open); 2 -> 3 a stemming keyword index that
-    holds the message's day, rebuilt from the stored messages (vectors untouched)."""
+    holds the message's day, rebuilt from the stored messages (vectors untouched); 3 -> 4 scope / expiry
+    columns and the history table, which :class:`MessageLog` adds when it opens the file (nothing left here)."""
     if manifest.schema_version < 2:
         if manifest.dim is not None:
             log.migrate_float16(manifest.dim)

@@ -1,8 +1,8 @@
 """Search plumbing shared by every mode: filters as SQL, the FTS5 query, keyword-index text, fusion: fusion.py.
 
-Filters (all optional, combined with AND): ``role``, ``cause_by`` (a class, instance or string, or a list
-of them), ``sent_from``, ``created_after`` / ``created_before`` (unix seconds, inclusive / exclusive), and
-``metadata`` (a dict; each key must equal its value, compared as JSON scalars).
+Filters: the one filter language of :mod:`ltm.store.filters` (which also still reads the old search
+keywords ``created_after`` / ``created_before`` / ``metadata={...}``); :func:`compile_filters` is its entry
+point for the store.
 
 Conversation turns: a message's keyword-index text has four columns: its content; *who* (metadata
 ``speaker``, ``sent_from`` and ``role``); *at* (metadata ``session`` and ``date``/``session_date``, and the UTC day
@@ -23,14 +23,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ltm.errors import InvalidInput, LTMError
-from ltm.message import Message, any_to_str_set
+from ltm.message import Message
+from ltm.store.filters import compile_sql
 
-__all__ = ["KEYWORD_BUDGET", "compile_filters", "filter_sql", "keyword_columns", "keyword_plan", "query_terms"]
+__all__ = ["KEYWORD_BUDGET", "compile_filters", "keyword_columns", "keyword_plan", "query_terms"]
 
-_FILTERS = {"role", "cause_by", "sent_from", "created_after", "created_before", "metadata"}
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
-_KEY = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _STOPWORD_TEXT = (
     "a an and are as at be but by did do does for from had has have he her his how i if in into is it its me my "
     "of on or our she so than that the their them then there these they this to us was we were what when where "
@@ -41,56 +40,16 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
 
 def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list[Any]]:
     """The one place filters become SQL, for search and list alike: (a WHERE clause over ``messages m``
-    or None when unfiltered, its parameters). InvalidInput for an unknown filter or a bad value; a shape the
-    compiler cannot read is InvalidInput too, never a TypeError (issue 13)."""
+    or None when unfiltered, its parameters): the filter language of :mod:`ltm.store.filters`. InvalidInput for
+    an unknown field or operator or a bad value; a shape the compiler cannot read is InvalidInput too, never a
+    TypeError (issue 13)."""
     try:
-        where, params = filter_sql(filters)
+        where, params = compile_sql(filters)
     except LTMError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.query") from exc
+        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
     return (where if filters else None), list(params)
-
-
-def filter_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
-    """A WHERE clause over the ``messages m`` table and its parameters; ("1", []) when unfiltered."""
-    if not filters:
-        return "1", []
-    unknown = set(filters) - _FILTERS
-    if unknown:
-        raise InvalidInput(f"unknown filter(s) {sorted(unknown)}; use {sorted(_FILTERS)}")
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column in ("role", "cause_by", "sent_from"):
-        value = filters.get(column)
-        if value is None:
-            continue
-        values = sorted(any_to_str_set(value))  # a string, a class / instance (cause_by), or a list of them
-        clauses.append(f"m.{column} IN ({','.join('?' * len(values))})")
-        params.extend(values)
-    for name, op in (("created_after", ">="), ("created_before", "<")):
-        value = filters.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise InvalidInput(f"filter {name} takes unix seconds (a number), got {value!r}")
-        clauses.append(f"m.created_at {op} ?")
-        params.append(float(value))
-    metadata = filters.get("metadata")
-    if metadata:
-        if not isinstance(metadata, Mapping):
-            raise InvalidInput(f"filter metadata takes a dict of key -> value, got {type(metadata).__name__}")
-        for key, value in metadata.items():
-            if not isinstance(key, str) or not _KEY.match(key):
-                raise InvalidInput(f"metadata filter keys are letters, digits and _, got {key!r}")
-            if value is not None and not isinstance(value, str | int | float | bool):
-                raise InvalidInput(f"metadata filter {key!r} compares scalars only, got {type(value).__name__}")
-            if value is None:
-                clauses.append(f"json_type(m.metadata, '$.{key}') = 'null'")
-            else:
-                clauses.append(f"json_extract(m.metadata, '$.{key}') = ?")
-                params.append(int(value) if isinstance(value, bool) else value)
-    return (" AND ".join(clauses) or "1"), params
 
 
 # A keyword query scores every row holding any of its terms, so its cost is the sum of the terms' document

@@ -19,7 +19,8 @@ from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import query_window
 
-__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "retrieve", "similar"]
+__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "keyword_match", "retrieve",
+           "similar"]
 
 Mode = Literal["hybrid", "dense", "keyword"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -51,6 +52,7 @@ class MemoryHit:
     message: Message
     score: float
     signals: tuple[str, ...]
+    explain: dict[str, float] | None = None  # per-signal scores, with search(explain=True): see ltm.store.explain
 
 
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
@@ -72,7 +74,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
         signals[name] = _search(index, vector, fetch, allowed)
-    match = _keyword_match(log, query.text) if mode != "dense" else None
+    match = keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
     if not hybrid:
@@ -153,7 +155,7 @@ def best_similarities(
     return best
 
 
-def _keyword_match(log: MessageLog, query: str) -> str | None:
+def keyword_match(log: MessageLog, query: str) -> str | None:
     """The FTS5 query for ``query``: its rarest terms once the table is large (cost bounded: see keyword_plan)."""
     terms = query_terms(query)
     rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup

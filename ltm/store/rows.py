@@ -19,6 +19,7 @@ from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store.log import VECTOR_DTYPE, Row
 from ltm.store.query import keyword_columns
+from ltm.store.scopes import scope_values
 from ltm.store.validation import check_message, context_text, normalise
 
 __all__ = ["Pending", "build_rows", "given_vectors", "prepare", "texts_to_embed", "with_given"]
@@ -97,4 +98,5 @@ def _row(message: Message, key: bytes, vector: np.ndarray, context_vector: np.nd
         id=message.id, role=message.role, cause_by=message.cause_by, sent_from=message.sent_from,
         created_at=float(message.created_at), metadata=json.dumps(message.metadata, default=str, ensure_ascii=False),
         body=message.dump(), text_key=key, vector=vector, fts=keyword_columns(message), context_vector=context_vector,
+        scopes=scope_values(message),
     )

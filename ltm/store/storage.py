@@ -20,7 +20,8 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,22 +32,32 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
+from ltm.store import history as trail
 from ltm.store import rows as rowplan
+from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
-from ltm.store.log import MessageLog, unpack
+from ltm.store.explain import check_threshold, explained, given_query_vector
+from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
-from ltm.store.offloop import OffLoop
 from ltm.store.opening import open_namespace
 from ltm.store.query import compile_filters
-from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
-from ltm.store.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, check_query, retrieve, similar
+from ltm.store.records import StoreStats
+from ltm.store.retrieval import (
+    MemoryHit,
+    Mode,
+    SearchQuery,
+    best_similarities,
+    keyword_match,
+    retrieve,
+    similar,
+)
 from ltm.store.validation import check_id, check_k, text_of
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
 
-class MemoryStorage(OffLoop):
+class MemoryStorage(DocumentStore):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``
@@ -112,7 +123,8 @@ class MemoryStorage(OffLoop):
         return self._log, self._mirror
 
     def _synced(self) -> tuple[MessageLog, IndexMirror]:
-        """The open log and its mirror, caught up with every commit (call under the lock)."""
+        """The open log and its mirror, caught up with every commit, expired messages purged (under the lock)."""
+        self.purge_expired()
         log, mirror = self._require()
         mirror.sync(log)
         return log, mirror
@@ -215,7 +227,7 @@ class MemoryStorage(OffLoop):
         with self._lock:
             return getattr(self._require()[0], method)(*args)
 
-    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool) -> int:
+    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
         how many replaced a stored message (replace)."""
         with self._lock:
@@ -223,65 +235,51 @@ class MemoryStorage(OffLoop):
             mirror.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
             with mirror.writing(log) as write:
-                if replace:
-                    for row in rows:
-                        write.remove(log.delete(row.id))
+                events: builtins.list[tuple[str, trail.Event, str | None]] = []
+                for row in rows if replace else ():
+                    old = log.body_of(row.id)
+                    if old is None and update:  # deleted since update() read it: nothing changes
+                        raise NotFound(f"no message {row.id!r} in namespace {self.namespace!r} (deleted meanwhile)")
+                    write.remove(log.delete(row.id))
+                    events.append((row.id, "ADD" if old is None else "UPDATE", old))
                 write.insert(log.insert(rows))
+                if not replace:
+                    events = [(row.id, "ADD", None) for _, row in write.inserted]
+                trail.record(log.db, events, time.time(), self.settings.history_limit)
             return len(write.removed) if replace else len(write.inserted)
 
-    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
-        """Every stored message in insertion order, with its content vector when ``with_vectors``.
-
-        ``add_batch(messages, vectors=...)`` into a namespace of the same model reads it back losslessly.
-        """
-        after = 0
-        while True:
-            with self._lock:
-                rows = self._require()[0].page(after, batch, with_vectors)
-            if not rows:
-                return
-            for seq, body, blob in rows:
-                vector = unpack(blob) if blob is not None else None
-                yield Message.load(body), vector
-                after = seq
-
-    def list(
-        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> MessagePage:
-        """A page of stored messages matching ``filters`` (those :meth:`search` takes), oldest first
-        (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
-        next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
-        shows up again, as its new version, near the end (the new version has a new seq)."""
-        after, limit = decode_cursor(cursor), check_limit(limit)
-        where, params = compile_filters(filters)
-        with self._lock:
-            found = self._require()[0].listed(after, limit + 1, where or "1", params)  # one more: is there a next?
-        return MessagePage.of(found, limit)
 
     def _dim(self) -> int | None:
         with self._lock:
             return self._synced()[1].dim
 
     def search(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None
+        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None, explain: bool = False, vector: Any = None,
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
-        Filters: see :mod:`ltm.store.query` (role, cause_by, sent_from, created_after, created_before,
-        metadata). Hybrid fuses dense and BM25 scores, calibrated (see :mod:`ltm.store.fusion`).
+        ``filters``: the store's filter language (:mod:`ltm.store.filters`). Hybrid fuses dense and BM25
+        scores, calibrated (see :mod:`ltm.store.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
+        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
+        :mod:`ltm.store.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
+        instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
         """
-        check_query(query, mode)
-        vector = self._embed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
-        return self._search(query, vector, check_k(k), mode, filters)
+        query_vector = given_query_vector(query, mode, vector, self._dim)
+        if query_vector is None and mode != "keyword" and self._dim() is not None:
+            query_vector = self._embed([query], QUERY)
+        return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain)
 
     async def asearch(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None
+        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None, explain: bool = False, vector: Any = None,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search` (blocking work off the event loop)."""
-        check_query(query, mode)
-        dense = mode != "keyword" and (await self._off(self._dim)) is not None
-        vector = await self._aembed([query], QUERY) if dense else None
-        return await self._off(self._search, query, vector, check_k(k), mode, filters)
+        query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
+        if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
+            query_vector = await self._aembed([query], QUERY)
+        return await self._off(self._search, query, query_vector, check_k(k), mode, filters,
+                               check_threshold(threshold), explain)
 
     async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
@@ -291,7 +289,8 @@ class MemoryStorage(OffLoop):
         return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
 
     def _search(
-        self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None
+        self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
+        threshold: float | None = None, explain: bool = False,
     ) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
@@ -299,7 +298,9 @@ class MemoryStorage(OffLoop):
         with self._lock:
             log, mirror = self._synced()
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            return retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
+            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
+            match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
+            return explained(log, hits, mode, vector, match, threshold, explain)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
@@ -345,6 +346,7 @@ class MemoryStorage(OffLoop):
         """The stored message with this id; NotFound otherwise."""
         check_id(message_id)
         with self._lock:
+            self.purge_expired()
             body = self._require()[0].body_of(message_id)
         if body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
@@ -353,16 +355,7 @@ class MemoryStorage(OffLoop):
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
         message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
-        with self._lock:
-            log, mirror = self._require()
-            with mirror.writing(log) as write:
-                write.remove(log.delete(message_id))
-            return bool(write.removed)
-
-    def count(self) -> int:
-        """How many messages the namespace holds."""
-        with self._lock:
-            return self._require()[0].count()
+        return self._delete("m.id = ?", [message_id]) > 0
 
     def __len__(self) -> int:
         return self.count()

@@ -1,0 +1,292 @@
+"""MemoryStorage's document-store half: list, count, export, update, history, delete_where / delete_all,
+expiry, JSONL transfer.
+
+:class:`DocumentStore` is a base class of :class:`~ltm.store.storage.MemoryStorage`; it holds the logic of
+these operations and reaches the log and the index mirror through the few hooks declared below, which the
+storage implements. Every change runs in ONE write transaction of the mirror (``IndexMirror.writing``), with
+its history event in the same transaction: a kill -9 leaves the old state or the new one, never neither, and
+never a history that disagrees with the data.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from ltm.config import Settings
+from ltm.errors import InvalidInput, NotFound
+from ltm.message import Message
+from ltm.store import history as trail
+from ltm.store import rows as rowplan
+from ltm.store import transfer
+from ltm.store.embedder import TEXT, Embedder
+from ltm.store.filters import compile_sql, metadata_path
+from ltm.store.history import HistoryEvent
+from ltm.store.log import MessageLog, translate, unpack
+from ltm.store.mirror import IndexMirror
+from ltm.store.offloop import OffLoop
+from ltm.store.query import compile_filters
+from ltm.store.records import MessagePage, check_limit, decode_cursor
+from ltm.store.scopes import SCOPES
+
+__all__ = ["DocumentStore"]
+
+_DELETE_CHUNK = 500  # rows deleted per statement batch by delete_where (SQLite's host-parameter limit)
+
+
+class DocumentStore(OffLoop):
+    """list / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
+
+    settings: Settings
+    namespace: str | None
+    _lock: threading.RLock
+
+    # -- hooks the storage implements --------------------------------------------------------------------
+    @abstractmethod
+    def _require(self) -> tuple[MessageLog, IndexMirror]:
+        """The open log and mirror (opening the namespace on first use)."""
+
+    @abstractmethod
+    def _prepare(self, messages: Iterable[Message], *, fresh_only: bool) -> rowplan.Pending:
+        """Check messages and plan their embedding (see :func:`ltm.store.rows.prepare`)."""
+
+    @abstractmethod
+    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
+        """Write pending rows in one transaction the mirror follows (``update``: each must still be stored)."""
+
+    @abstractmethod
+    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+        """Vectors for texts (stored ones reused by content key: no model call for them)."""
+
+    @abstractmethod
+    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+        """Async twin of :meth:`_embed`."""
+
+    @abstractmethod
+    def _given_dim(self) -> int | None:
+        """The dimension given vectors must have (the namespace's, or the configured model's when new)."""
+
+    @property
+    @abstractmethod
+    def embedder(self) -> Embedder:
+        """The store's embedder."""
+
+    @abstractmethod
+    def add_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
+        """See :meth:`MemoryStorage.add_batch`."""
+
+    @property
+    def model(self) -> str:
+        """The embedding model name this namespace records (its manifest refuses another)."""
+        return self.embedder.model
+
+    # -- reading --------------------------------------------------------------------------------------------
+    def list(
+        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> MessagePage:
+        """A page of stored messages matching ``filters`` (those :meth:`search` takes), oldest first
+        (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
+        next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
+        shows up again, as its new version, near the end (the new version has a new seq)."""
+        after, limit = decode_cursor(cursor), check_limit(limit)
+        where, params = compile_filters(filters)
+        with self._lock:
+            self.purge_expired()
+            found = self._require()[0].listed(after, limit + 1, where or "1", params)  # one more: is there a next?
+        return MessagePage.of(found, limit)
+
+    def count(self, filters: Mapping[str, Any] | None = None) -> int:
+        """How many messages the namespace holds (matching ``filters`` when given)."""
+        where, params = compile_filters(filters)
+        with self._lock:
+            self.purge_expired()
+            log = self._require()[0]
+            return log.count() if where is None else len(log.matching_seqs(where, params))
+
+    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
+        """Every stored message in insertion order, with its content vector when ``with_vectors``.
+
+        ``add_batch(messages, vectors=...)`` into a namespace of the same model reads it back losslessly.
+        """
+        after = 0
+        while True:
+            with self._lock:
+                rows = self._require()[0].page(after, batch, with_vectors)
+            if not rows:
+                return
+            for seq, body, blob in rows:
+                vector = unpack(blob) if blob is not None else None
+                yield Message.load(body), vector
+                after = seq
+
+    # -- update ------------------------------------------------------------------------------------------
+    def update(self, message_id: str, *, content: str | None = None,
+               metadata: Mapping[str, Any] | None = None) -> Message:
+        """Change a stored message's ``content`` and / or ``metadata``; returns the new version.
+
+        ``metadata`` is merged into the stored metadata (a key set to None is removed), so scopes survive an
+        update that does not name them. One write transaction (the old version or the new one survives a
+        crash); the content is re-embedded only when it changes. The id stays; the message moves to the end
+        of :meth:`list` order. NotFound (an LTMError) when no message has this id, e.g. it was deleted.
+        """
+        pending = self._prepare([self._updated(message_id, content, metadata)], fresh_only=False)
+        self._commit(pending, self._embed(pending.texts, TEXT), replace=True, update=True)
+        return pending.messages[0]
+
+    async def aupdate(self, message_id: str, *, content: str | None = None,
+                      metadata: Mapping[str, Any] | None = None) -> Message:
+        """Async twin of :meth:`update` (blocking work off the event loop)."""
+        new = await self._off(self._updated, message_id, content, metadata)
+        pending = await self._off(self._prepare, [new], fresh_only=False)
+        embedded = await self._aembed(pending.texts, TEXT)
+        await self._off(self._commit, pending, embedded, replace=True, update=True)
+        return pending.messages[0]
+
+    def _updated(self, message_id: str, content: str | None, metadata: Mapping[str, Any] | None) -> Message:
+        if content is None and metadata is None:
+            raise InvalidInput("update needs content or metadata (or both); nothing was changed")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInput(f"metadata must be a dict, got {type(metadata).__name__}")
+        with self._lock:
+            self.purge_expired()
+            old_body = self._require()[0].body_of(str(message_id))
+        if old_body is None:
+            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r} (deleted, expired or never "
+                           "added); add it instead")
+        old = Message.load(old_body)
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = content
+        if metadata is not None:
+            merged = {**old.metadata, **metadata}
+            changes["metadata"] = {k: v for k, v in merged.items() if v is not None}
+        return Message.load({**old.to_dict(), **changes})
+
+    def replace_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
+        """Store each message in place of the stored message with its id (or as new), all in ONE transaction;
+        returns how many were written. ``vectors`` as in :meth:`add_batch`. History: UPDATE or ADD each."""
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
+        pending = self._prepare(listed, fresh_only=False)
+        if not pending.messages:
+            return 0
+        embedded = self._embed(rowplan.texts_to_embed(pending, given), TEXT)
+        self._commit(pending, rowplan.with_given(pending, given, embedded), replace=True)
+        return len(pending.messages)
+
+    def history(self, message_id: str) -> builtins.list[HistoryEvent]:
+        """The message's ADD / UPDATE / DELETE events, oldest first, each with old and new values and its time
+        (at most ``settings.history_limit`` events are kept per namespace, the oldest dropped first)."""
+        with self._lock:
+            log = self._require()[0]
+            with translate(log.path), log.transaction(write=False):
+                return trail.events_of(log.db, str(message_id), log.body_of(str(message_id)))
+
+    def index_metadata(self, key: str) -> None:
+        """Index metadata ``key`` (``a.b`` for a nested one), so that ``metadata.KEY`` filters on it become
+        index lookups instead of reading every row's JSON. Kept in the SQLite file (idempotent); costs a
+        little on every add, like any index."""
+        path = metadata_path(f"metadata.{key}")
+        name = "messages_meta_" + key.replace(".", "__")
+        with self._lock:
+            log = self._require()[0]
+            with log.transaction(write=True):
+                log.db.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON messages(json_extract(metadata, {path}))')
+
+    # -- deleting by filter -------------------------------------------------------------------------------
+    def delete_where(self, filters: Mapping[str, Any]) -> int:
+        """Delete every message matching ``filters`` (the store's filter language) in one transaction;
+        how many went. Each gets a DELETE in its history. An empty filter is refused: use :meth:`delete_all`."""
+        where, params = compile_sql(filters)
+        if not filters:
+            raise InvalidInput("delete_where needs a non-empty filter; to delete every message use delete_all()")
+        return self._delete(where, params)
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> int:
+        """Delete every message of a scope (all given scopes must match), or of the whole namespace when no
+        scope is given; how many went. The namespace itself (directory, history) stays: see ``clean``."""
+        scope = {k: v for k, v in zip(SCOPES, (user_id, agent_id, run_id), strict=True) if v is not None}
+        where, params = compile_sql(scope) if scope else ("1", [])
+        return self._delete(where, params)
+
+    def purge_expired(self) -> int:
+        """Delete messages whose ``expires_at`` has passed (each with a DELETE in its history); how many.
+
+        Reads call this first (one index probe when nothing expired), so search, list, get and find_news never
+        see an expired message; compaction is this same call."""
+        now = time.time()
+        with self._lock:
+            log = self._require()[0]
+            with translate(log.path):
+                due = log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone()
+            return 0 if due is None else self._delete("m.expires_at <= ?", [now])
+
+    def _delete(self, where: str, params: builtins.list[Any]) -> int:
+        with self._lock:
+            log, mirror = self._require()
+            with mirror.writing(log) as write:
+                rows = log.db.execute(f"SELECT m.seq, m.id, m.body FROM messages m WHERE {where}", params).fetchall()
+                for start in range(0, len(rows), _DELETE_CHUNK):
+                    part = rows[start:start + _DELETE_CHUNK]
+                    seqs = [(int(seq),) for seq, _, _ in part]
+                    log.db.executemany("DELETE FROM messages WHERE seq = ?", seqs)
+                    log.db.executemany("DELETE FROM fts WHERE rowid = ?", seqs)
+                    log.db.executemany("INSERT INTO tombstones(seq) VALUES (?)", seqs)
+                for seq, _, _ in rows:
+                    write.remove(int(seq))
+                trail.record(log.db, [(mid, "DELETE", body) for _, mid, body in rows], time.time(),
+                             self.settings.history_limit)
+            return len(rows)
+
+    # -- export / import ----------------------------------------------------------------------------------
+    def export_jsonl(self, target: str | Path | TextIO, *, with_vectors: bool = False,
+                     filters: Mapping[str, Any] | None = None) -> int:
+        """Write the namespace (or the messages matching ``filters``) as JSON Lines, oldest first; how many.
+
+        ``target`` is a path or an open text file. With ``with_vectors`` each line carries its stored vector
+        and model name, so :meth:`import_jsonl` into a store of the same model embeds nothing."""
+        wanted: set[str] | None = None
+        if filters:
+            wanted = set()
+            cursor: str | None = None
+            while True:
+                page = self.list(filters, limit=10_000, cursor=cursor)
+                wanted.update(m.id for m in page.messages)
+                if (cursor := page.next_cursor) is None:
+                    break
+        items = ((m, v) for m, v in self.export(with_vectors=with_vectors) if wanted is None or m.id in wanted)
+        with _opened(target, "w") as out:
+            return transfer.write_lines(items, out, self.model)
+
+    def import_jsonl(self, source: str | Path | TextIO, *, batch: int = 1000) -> int:
+        """Add the messages of a JSON Lines export (see :meth:`export_jsonl`); how many were new (ids already
+        stored are skipped). The whole file is checked before anything is written."""
+        with _opened(source, "r") as stream:
+            items = list(transfer.read_lines(stream, self.model))
+        added = 0
+        for start in range(0, len(items), batch):
+            part = items[start:start + batch]
+            messages = [m for m, _ in part]
+            if all(v is not None for _, v in part):
+                added += self.add_batch(messages, vectors=np.array([v for _, v in part], dtype=np.float32))
+            else:
+                added += self.add_batch(messages)
+        return added
+
+
+@contextmanager
+def _opened(target: str | Path | TextIO, mode: str) -> Iterator[TextIO]:
+    if isinstance(target, str | Path):
+        with open(target, mode, encoding="utf-8") as handle:
+            yield handle  # type: ignore[misc]
+    else:
+        yield target
+

@@ -1,0 +1,374 @@
+"""The one filter language of the store: parsed and checked here, compiled to parameterised SQL.
+
+Search, list, delete_where, the CLI and the llama-index adapter all go through :func:`parse`; front ends
+translate into this shape, never around it. A filter is a dict:
+
+- ``{"role": "user"}``: equality (a list value means ``in``);
+- ``{"created_at": {"gte": t0, "lt": t1}}``: operators, AND-ed: ``eq ne in nin gt gte lt lte contains
+  icontains``;
+- ``{"AND": [f, ...]}``, ``{"OR": [f, ...]}``, ``{"NOT": f}`` combine; several keys in one dict are AND-ed;
+- fields: ``id``, ``content``, ``role``, ``cause_by``, ``sent_from``, ``send_to`` (a set: ``eq`` means "is one
+  of the recipients"), ``created_at`` and ``expires_at`` (unix seconds, a ``datetime`` or an ISO 8601 string),
+  the scopes ``user_id`` / ``agent_id`` / ``run_id`` (read from the message's metadata keys of the same name),
+  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict).
+
+Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
+``NOT`` are exact complements (they match messages without the field). ``contains`` is a substring test on
+text and a membership test on a list; ``icontains`` folds case (Unicode casefold). ``gt``-like operators
+compare numbers with numbers and text with text, never across.
+
+Values never enter the SQL text: every value is a bound parameter (a metadata key, a checked name, is written
+as a JSON path literal so that an index on it can serve the filter: see :func:`metadata_path`). The old search
+kwargs (``role``, ``cause_by``, ``sent_from``, ``created_after``, ``created_before``, ``metadata={...}``)
+are still accepted and translated (:func:`parse` does it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal
+
+from ltm.errors import InvalidInput
+from ltm.message import any_to_str
+
+__all__ = [
+    "FIELDS",
+    "OPERATORS",
+    "And",
+    "Compare",
+    "Filter",
+    "Not",
+    "Or",
+    "casefold",
+    "compile_sql",
+    "metadata_path",
+    "parse",
+    "to_sql",
+]
+
+OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains")
+_ORDERED = ("gt", "gte", "lt", "lte")
+_SQL_OP = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+Kind = Literal["text", "time", "set", "metadata"]
+# field -> (kind, SQL expression over ``messages m``, nullable)
+FIELDS: dict[str, tuple[Kind, str, bool]] = {
+    "id": ("text", "m.id", False),
+    "content": ("text", "json_extract(m.body, '$.content')", False),
+    "role": ("text", "m.role", False),
+    "cause_by": ("text", "m.cause_by", False),
+    "sent_from": ("text", "m.sent_from", False),
+    "send_to": ("set", "m.body", False),
+    "created_at": ("time", "m.created_at", False),
+    "expires_at": ("time", "m.expires_at", True),
+    "user_id": ("text", "m.user_id", True),
+    "agent_id": ("text", "m.agent_id", True),
+    "run_id": ("text", "m.run_id", True),
+}
+_SEGMENT = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_LEGACY = {"created_after", "created_before", "metadata"}
+_MAX_IN = 10_000
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``field op value``: a checked leaf (``value`` already converted to what the column holds)."""
+
+    field: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class And:
+    """All of ``parts``."""
+
+    parts: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    """Any of ``parts``."""
+
+    parts: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """The exact complement of ``part``."""
+
+    part: Filter
+
+
+Filter = Compare | And | Or | Not
+
+
+def parse(filters: Mapping[str, Any] | None) -> Filter | None:
+    """Check ``filters`` and return its tree; None when empty. Raises InvalidInput naming the fix."""
+    if filters is None:
+        return None
+    if not isinstance(filters, Mapping):
+        raise InvalidInput(f"filters must be a dict such as {{'role': 'user'}}, got {type(filters).__name__}")
+    if not filters:
+        return None
+    return _node(filters, "filters")
+
+
+def compile_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """``filters`` as a WHERE clause over ``messages m`` and its parameters; ("1", []) when empty."""
+    tree = parse(filters)
+    return ("1", []) if tree is None else to_sql(tree)
+
+
+def to_sql(tree: Filter) -> tuple[str, list[Any]]:
+    """A parsed tree as (SQL boolean expression over ``messages m``, parameters)."""
+    params: list[Any] = []
+    return _sql(tree, params), params
+
+
+def casefold(value: Any) -> Any:
+    """The SQL function ``ltm_fold`` (registered on every store connection): Unicode case folding."""
+    return value.casefold() if isinstance(value, str) else value
+
+
+# -- parsing -----------------------------------------------------------------------------------------------
+def _legacy(filters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pre-language search kwargs, rewritten into the language (the rest is left as it is)."""
+    if not _LEGACY & set(filters):
+        return filters
+    if "metadata" in filters and not isinstance(filters["metadata"], Mapping):
+        raise InvalidInput("filter 'metadata' takes a dict of key -> value; or filter one key as 'metadata.KEY'")
+    out: dict[str, Any] = {k: v for k, v in filters.items() if k not in _LEGACY}
+    times: dict[str, Any] = {}
+    for name, op in (("created_after", "gte"), ("created_before", "lt")):
+        if filters.get(name) is not None:
+            times[op] = filters[name]
+    if times:
+        out["created_at"] = {**times, **_as_ops(out.get("created_at"))}
+    for key, value in (filters.get("metadata") or {}).items():
+        if not isinstance(key, str):
+            raise InvalidInput(f"metadata filter keys are text, got {key!r}")
+        out[f"metadata.{key}"] = value
+    return out
+
+
+def _as_ops(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    return dict(value) if isinstance(value, Mapping) else {"eq": value}
+
+
+def _node(spec: Any, where: str) -> Filter:
+    if not isinstance(spec, Mapping) or not spec:
+        raise InvalidInput(f"{where} must be a non-empty dict such as {{'role': 'user'}}, got {spec!r}")
+    spec = _legacy(spec)
+    parts: list[Filter] = []
+    for key, value in spec.items():
+        if key in ("AND", "OR"):
+            if not isinstance(value, list | tuple) or not value:
+                raise InvalidInput(f"{key} takes a non-empty list of filters, got {value!r}")
+            children = tuple(_node(v, f"{key}[{i}]") for i, v in enumerate(value))
+            parts.append(And(children) if key == "AND" else Or(children))
+        elif key == "NOT":
+            parts.append(Not(_node(value, "NOT")))
+        elif isinstance(key, str):
+            parts.extend(_field(key, value))
+        else:
+            raise InvalidInput(f"filter keys are field names, got {key!r}")
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def _field(name: str, value: Any) -> list[Filter]:
+    kind = _kind(name)
+    if isinstance(value, Mapping):
+        if not value:
+            raise InvalidInput(f"filter {name!r} got an empty operator dict; use e.g. {{'eq': ...}}")
+        return [_compare(name, kind, op, v) for op, v in value.items()]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_compare(name, kind, "in", value)]
+    return [_compare(name, kind, "eq", value)]
+
+
+def _kind(name: str) -> Kind:
+    if name in FIELDS:
+        return FIELDS[name][0]
+    if name.startswith("metadata."):
+        segments = name[len("metadata."):].split(".")
+        if all(_SEGMENT.match(s) for s in segments):
+            return "metadata"
+        raise InvalidInput(f"metadata filter {name!r}: each key segment is 1-64 letters, digits, _ or -")
+    raise InvalidInput(f"unknown filter field {name!r}; fields are {sorted(FIELDS)} and metadata.KEY "
+                       "(combine with AND / OR / NOT)")
+
+
+def _compare(name: str, kind: Kind, op: Any, value: Any) -> Compare:
+    if op not in OPERATORS:
+        raise InvalidInput(f"unknown filter operator {op!r} on {name!r}; operators are {', '.join(OPERATORS)}")
+    if op in ("in", "nin"):
+        if not isinstance(value, list | tuple | set | frozenset) or not value:
+            raise InvalidInput(f"filter {name!r} {op} takes a non-empty list, got {value!r}")
+        if len(value) > _MAX_IN:
+            raise InvalidInput(f"filter {name!r} {op} takes at most {_MAX_IN} values; split the query")
+        return Compare(name, op, tuple(_value(name, kind, "eq", v) for v in value))
+    return Compare(name, op, _value(name, kind, op, value))
+
+
+def _value(name: str, kind: Kind, op: str, value: Any) -> Any:
+    """``value`` checked against the field's kind and converted to what SQL compares it with."""
+    if op in ("contains", "icontains"):
+        if kind == "time":
+            raise InvalidInput(f"filter {name!r} is a time: {op} does not apply; use gt / gte / lt / lte")
+        if not isinstance(value, str) and kind != "metadata":
+            raise InvalidInput(f"filter {name!r} {op} takes text, got {type(value).__name__}")
+        if op == "icontains" and not isinstance(value, str):
+            raise InvalidInput(f"filter {name!r} icontains takes text, got {type(value).__name__}")
+        return _scalar(name, value) if kind == "metadata" else value
+    if kind == "time":
+        return _time(name, value, op)
+    if kind == "metadata":
+        scalar = _scalar(name, value)
+        if op in _ORDERED and (scalar is None or isinstance(scalar, bool)):
+            raise InvalidInput(f"filter {name!r} {op} compares a number or text, got {value!r}")
+        return scalar
+    if op in _ORDERED:
+        raise InvalidInput(f"filter {name!r} is text: {op} does not apply; use eq / ne / in / nin / contains")
+    if value is None and FIELDS[name][2]:
+        return None
+    if name in ("cause_by", "sent_from", "send_to") and _is_named(value):
+        return any_to_str(value)  # MetaGPT passes action classes (or instances) for cause_by
+    if not isinstance(value, str):
+        raise InvalidInput(f"filter {name!r} takes text, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _is_named(value: Any) -> bool:
+    return isinstance(value, type) or not isinstance(value, str | int | float | bool | bytes | list | dict | tuple
+                                                          | set | frozenset | type(None) | date)
+
+
+def _scalar(name: str, value: Any) -> Scalar:
+    if value is None or isinstance(value, str | bool):
+        return value
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"filter {name!r} got {value!r}; use a finite number")
+        return value
+    raise InvalidInput(f"filter {name!r} compares text, numbers, booleans or None, got {type(value).__name__}")
+
+
+def _time(name: str, value: Any, op: str) -> float | None:
+    if value is None and FIELDS[name][2] and op in ("eq", "ne"):
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day).timestamp()
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError as exc:
+            raise InvalidInput(f"filter {name!r} got {value!r}; use unix seconds or an ISO 8601 time") from exc
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise InvalidInput(f"filter {name!r} takes unix seconds, a datetime or an ISO 8601 time, got {value!r}")
+
+
+# -- SQL -------------------------------------------------------------------------------------------------
+def _sql(node: Filter, params: list[Any]) -> str:
+    if isinstance(node, And):
+        return "(" + " AND ".join(_sql(p, params) for p in node.parts) + ")"
+    if isinstance(node, Or):
+        return "(" + " OR ".join(_sql(p, params) for p in node.parts) + ")"
+    if isinstance(node, Not):
+        # Positive predicates are NULL where the field is absent; NULL is "false" here, so NOT is exact.
+        return f"(NOT coalesce({_sql(node.part, params)}, 0))"
+    if node.op in ("ne", "nin"):
+        return _sql(Not(Compare(node.field, "eq" if node.op == "ne" else "in", node.value)), params)
+    if node.field.startswith("metadata."):
+        return _metadata_sql(node, params)
+    if FIELDS[node.field][0] == "set":
+        return _set_sql(node, params)
+    return _column_sql(FIELDS[node.field][1], node, params)
+
+
+def _column_sql(column: str, node: Compare, params: list[Any]) -> str:
+    """A plain column: written so that SQLite can use an index on it (``col = ?``, ``col IN (...)``)."""
+    if node.op == "eq":
+        if node.value is None:
+            return f"{column} IS NULL"
+        params.append(node.value)
+        return f"{column} = ?"
+    if node.op == "in":
+        values = [v for v in node.value if v is not None]
+        parts = []
+        if values:
+            params.extend(values)
+            parts.append(f"{column} IN ({','.join('?' * len(values))})")
+        if len(values) < len(node.value):
+            parts.append(f"{column} IS NULL")
+        return "(" + " OR ".join(parts) + ")"
+    if node.op in _SQL_OP:
+        params.append(node.value)
+        return f"{column} {_SQL_OP[node.op]} ?"
+    params.append(casefold(node.value) if node.op == "icontains" else node.value)
+    target = f"ltm_fold({column})" if node.op == "icontains" else column
+    return f"instr({target}, ?) > 0"
+
+
+def _set_sql(node: Compare, params: list[Any]) -> str:
+    """``send_to``, a JSON array in the body: the message matches when any recipient does."""
+    inner = _column_sql("j.value", node, params)
+    return f"EXISTS (SELECT 1 FROM json_each(m.body, '$.send_to') j WHERE {inner})"
+
+
+def metadata_path(field: str) -> str:
+    """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``).
+
+    The one piece of a filter written into the SQL text rather than bound: a name, not a value, and only after
+    every segment matched ``[A-Za-z0-9_-]{1,64}`` (no quote can get in). Being a literal is what lets SQLite use
+    an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
+    segments = field[len("metadata."):].split(".") if field.startswith("metadata.") else []
+    if not segments or not all(_SEGMENT.match(s) for s in segments):
+        raise InvalidInput(f"metadata filter {field!r}: each key segment is 1-64 letters, digits, _ or -")
+    return "'$" + "".join(f'."{s}"' for s in segments) + "'"
+
+
+def _metadata_sql(node: Compare, params: list[Any]) -> str:
+    path = metadata_path(node.field)
+    value_sql, type_sql = f"json_extract(m.metadata, {path})", f"json_type(m.metadata, {path})"
+    if node.op in ("eq", "in"):
+        parts = []
+        for value in node.value if node.op == "in" else (node.value,):
+            if value is None:
+                parts.append(f"{type_sql} = 'null'")
+            else:
+                params.extend(_json_typed(value))
+                parts.append(f"({value_sql} = ? AND {type_sql} IN (?, ?))")
+        return "(" + " OR ".join(parts) + ")"
+    if node.op in _SQL_OP:
+        params.extend(_json_typed(node.value))
+        return f"({value_sql} {_SQL_OP[node.op]} ? AND {type_sql} IN (?, ?))"
+    # contains: a substring of a text value, or an element of a list value
+    fold = node.op == "icontains"
+    value = casefold(node.value) if fold else node.value
+    text = "instr(ltm_fold(j.value), ?) > 0" if fold else "instr(j.value, ?) > 0"
+    element = "ltm_fold(j.value) = ?" if fold else "j.value = ?"
+    params.extend([value, value])
+    return (f"EXISTS (SELECT 1 FROM json_each(m.metadata, {path}) j WHERE CASE {type_sql} "
+            f"WHEN 'text' THEN j.type = 'text' AND {text} "
+            f"WHEN 'array' THEN j.type NOT IN ('array', 'object') AND {element} ELSE 0 END)")
+
+
+def _json_typed(value: Any) -> tuple[Any, str, str]:
+    """(SQL value, JSON types it may match): true/false are stored as JSON, 1/0 compare as SQL."""
+    if isinstance(value, bool):
+        kind = "true" if value else "false"
+        return int(value), kind, kind
+    if isinstance(value, int | float):
+        return value, "integer", "real"
+    return value, "text", "text"
+

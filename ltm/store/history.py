@@ -1,0 +1,88 @@
+"""Each message's audit trail (ADD / UPDATE / DELETE), kept in the namespace's own ``memory.sqlite``.
+
+Written in the same transaction as the change it records, so the trail and the data never disagree (a kill
+-9 leaves both before or both after). Only *old* values are stored: an event's new value is the next event's
+old value, or the current record for the last one. An ADD therefore costs a 40-byte row instead of a second
+copy of the message, and an UPDATE or DELETE one copy of what it replaced. The table keeps the newest
+``Settings.history_limit`` events of the namespace (0 turns recording off); the oldest go first, which never
+breaks the reconstruction of the events that remain.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ltm.message import Message
+
+__all__ = ["DDL", "EVENTS", "HistoryEvent", "events_of", "record", "trim"]
+
+EVENTS = ("ADD", "UPDATE", "DELETE")
+Event = Literal["ADD", "UPDATE", "DELETE"]
+
+DDL = """
+CREATE TABLE IF NOT EXISTS history(
+    hseq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    old TEXT,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_id ON history(id, hseq);
+"""
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One change to one message: ``event`` is ADD, UPDATE or DELETE; ``old`` is None for ADD, ``new`` None
+    for DELETE; ``at`` is unix seconds."""
+
+    id: str
+    event: Event
+    old: Message | None
+    new: Message | None
+    at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the CLI prints it)."""
+        return {"id": self.id, "event": self.event, "at": self.at,
+                "old": None if self.old is None else self.old.to_dict(),
+                "new": None if self.new is None else self.new.to_dict()}
+
+
+def record(db: sqlite3.Connection, events: Sequence[tuple[str, Event, str | None]], at: float, limit: int) -> None:
+    """Append ``(id, event, old body)`` rows and trim to ``limit``; inside the caller's write transaction."""
+    if limit <= 0 or not events:
+        return
+    events = events[-limit:]  # a delete of more than the limit keeps only the newest events anyway
+    db.executemany("INSERT INTO history(id, event, old, at) VALUES (?,?,?,?)", [(*e, at) for e in events])
+    trim(db, limit)
+
+
+def trim(db: sqlite3.Connection, limit: int) -> int:
+    """Drop the oldest events beyond ``limit``; how many went. Costs one index probe when under the limit."""
+    row = db.execute("SELECT min(hseq), max(hseq) FROM history").fetchone()
+    if row[0] is None or row[1] - row[0] + 1 <= limit:
+        return 0
+    return db.execute("DELETE FROM history WHERE hseq <= ?", (row[1] - limit,)).rowcount
+
+
+def events_of(db: sqlite3.Connection, message_id: str, current: str | None) -> list[HistoryEvent]:
+    """The message's events, oldest first; ``current`` is its stored body now (None when absent)."""
+    rows = db.execute("SELECT event, old, at FROM history WHERE id = ? ORDER BY hseq", (message_id,)).fetchall()
+    out: list[HistoryEvent] = []
+    for i, (event, old, at) in enumerate(rows):
+        if event == "DELETE":
+            new = None
+        elif i + 1 < len(rows):
+            new = rows[i + 1][1]
+        else:
+            new = current
+        out.append(HistoryEvent(message_id, event, _load(old), _load(new), float(at)))
+    return out
+
+
+def _load(body: str | None) -> Message | None:
+    return None if body is None else Message.load(body)

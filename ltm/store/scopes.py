@@ -1,0 +1,121 @@
+"""Scopes and expiry: which user, agent and run a message belongs to, and until when it is kept.
+
+They ride in the message's metadata (``user_id``, ``agent_id``, ``run_id``: text; ``expires_at``: unix
+seconds or an ISO 8601 time), so a message keeps them through export / import and MetaGPT's ``Message`` needs
+no new field. The store copies them into indexed columns when it writes the row, which is what lets one
+namespace hold many users' memories and a filter such as ``{"run_id": "R"}`` (everything any role of run R
+saw) stay an index lookup. The actor of a message is its ``sent_from`` (or ``role``): already a column.
+
+A message whose ``expires_at`` has passed is invisible to search, list, get and find_news from that moment,
+and is purged (deleted, with a DELETE in its history) by :meth:`MemoryStorage.purge_expired` / compaction.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from ltm.errors import InvalidInput
+from ltm.message import Message
+
+__all__ = ["EXPIRES_AT", "SCOPES", "SCOPE_DDL", "add_scope_columns", "expiry", "scope_values", "scoped"]
+
+SCOPES = ("user_id", "agent_id", "run_id")
+EXPIRES_AT = "expires_at"
+
+
+def scope_values(message: Message) -> tuple[str | None, str | None, str | None, float | None]:
+    """(user_id, agent_id, run_id, expires_at) of a message, checked; InvalidInput names the bad key."""
+    meta = message.metadata
+    scopes: list[str | None] = []
+    for key in SCOPES:
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, str) or not value or len(value) > 256):
+            raise InvalidInput(f"message {message.id} metadata[{key!r}] must be non-empty text of at most 256 "
+                               f"characters (or absent), got {value!r}")
+        scopes.append(value)
+    return scopes[0], scopes[1], scopes[2], expiry(message.id, meta.get(EXPIRES_AT))
+
+
+def expiry(message_id: str, value: Any) -> float | None:
+    """``metadata["expires_at"]`` as unix seconds (None: kept forever); InvalidInput when unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            pass
+    raise InvalidInput(f"message {message_id} metadata['expires_at'] must be unix seconds or an ISO 8601 time "
+                       f"(with a timezone to be unambiguous), got {value!r}")
+
+
+def scoped(
+    message: Message,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    expires_at: float | datetime | None = None,
+) -> Message:
+    """A copy of ``message`` carrying the given scopes / expiry in its metadata (the caller's is untouched)."""
+    meta = dict(message.metadata)
+    for key, value in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+        if value is not None:
+            meta[key] = value
+    if expires_at is not None:
+        meta[EXPIRES_AT] = expires_at.timestamp() if isinstance(expires_at, datetime) else expires_at
+    copy = message.model_copy(update={"metadata": meta})
+    scope_values(copy)
+    return copy
+
+
+def _readable_expiry(text: str) -> float | None:
+    """An expiry written before it was checked: unreadable means "kept forever", never a failed open."""
+    try:
+        return expiry("-", text)
+    except InvalidInput:
+        return None
+
+
+# Filters on a scope or a cause stay index lookups; partial indexes cost nothing in stores that do not use them.
+SCOPE_DDL = """
+CREATE INDEX IF NOT EXISTS messages_user_id ON messages(user_id, seq) WHERE user_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_agent_id ON messages(agent_id, seq) WHERE agent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_run_id ON messages(run_id, seq) WHERE run_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_expires_at ON messages(expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_cause_by ON messages(cause_by, seq);
+"""
+
+# (column, type) of the scope and expiry columns (schema 3), filled from metadata when a row is written
+_COLUMNS = (("user_id", "TEXT"), ("agent_id", "TEXT"), ("run_id", "TEXT"), ("expires_at", "REAL"))
+
+
+def add_scope_columns(db: sqlite3.Connection) -> None:
+    """Schema 2 -> 3 of ``messages``, idempotent: add the scope / expiry columns and fill them from each row's
+    metadata, in one transaction (an interrupted upgrade is redone by the next open). A no-op when present."""
+    if {name for name, _ in _COLUMNS} <= {row[1] for row in db.execute("PRAGMA table_info(messages)")}:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        have = {row[1] for row in db.execute("PRAGMA table_info(messages)")}  # another process may have won
+        for name, kind in _COLUMNS:
+            if name not in have:
+                db.execute(f"ALTER TABLE messages ADD COLUMN {name} {kind}")
+        for name in SCOPES:
+            db.execute(f"UPDATE messages SET {name} = json_extract(metadata, '$.{name}') "
+                       f"WHERE json_type(metadata, '$.{name}') = 'text'")
+        db.execute("UPDATE messages SET expires_at = json_extract(metadata, '$.expires_at') "
+                   "WHERE json_type(metadata, '$.expires_at') IN ('integer', 'real')")
+        texts = db.execute("SELECT seq, json_extract(metadata, '$.expires_at') FROM messages "
+                           "WHERE json_type(metadata, '$.expires_at') = 'text'").fetchall()
+        db.executemany("UPDATE messages SET expires_at = ? WHERE seq = ?",
+                       [(_readable_expiry(text), seq) for seq, text in texts])
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
