@@ -111,6 +111,10 @@ class Settings(BaseModel):
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
+    max_open_namespaces: int = Field(
+        128, ge=0, description="Namespaces a process keeps open at once (about 3 files each); the least recently "
+        "used idle ones are closed and reopen on their next call. 0: no bound (each open namespace keeps its files).",
+    )
     history_limit: int = Field(
         100_000, ge=0, description="Newest ADD / UPDATE / DELETE events a namespace keeps in its history "
         "(MemoryStorage.history, `ltm history ID`); 0 records none.",

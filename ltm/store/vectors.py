@@ -125,7 +125,7 @@ class VectorIndex:
             params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search))
             if selector is not None:
                 params.sel = selector
-        if params is not None and selector is not None and not _IDMAP_TAKES_PARAMS:
+        if params is not None and not _IDMAP_TAKES_PARAMS:
             return self._search_inner(queries, k, allowed, params)
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
@@ -134,11 +134,13 @@ class VectorIndex:
             np.ndarray, np.ndarray]:
         """faiss < 1.8: search the IndexIDMap's inner index with a selector over its positions, then map back."""
         seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
-        keep = np.ones(len(seqs), dtype=bool) if allowed is None else np.isin(seqs, allowed)
-        if self.ghosts:
-            keep &= ~np.isin(seqs, np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts)))
-        positions = faiss.IDSelectorBatch(np.nonzero(keep)[0].astype(np.int64))
-        params.sel = positions
+        if allowed is not None or self.ghosts:
+            keep = np.ones(len(seqs), dtype=bool) if allowed is None else np.isin(seqs, allowed)
+            if self.ghosts:
+                keep &= ~np.isin(seqs, np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts)))
+            positions = faiss.IDSelectorBatch(np.nonzero(keep)[0].astype(np.int64))
+            params.sel = positions
+            params.referenced = positions  # keep the SWIG selector alive while params is
         scores, found = faiss.downcast_index(self.index.index).search(queries, k, params=params)
         return scores, np.where(found >= 0, seqs[np.clip(found, 0, None)], -1)
 
