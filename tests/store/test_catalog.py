@@ -21,6 +21,10 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+
+# The catalog walks the embedded data root; on PostgreSQL the namespaces are rows (ltm.store.pg.catalog).
+pytestmark = pytest.mark.embedded_only
+
 def _fill(settings: Settings, kind: str, namespace: str, n: int) -> Path:
     store = MemoryStorage(namespace, kind=kind, settings=settings)
     store.add_batch([Message(f"{namespace} note {i}") for i in range(n)])
