@@ -80,6 +80,10 @@ class Settings(BaseModel):
     llm_model: str = Field("gpt-4o-mini", description="Chat model name for the openai LLM.")
     llm_timeout: float = Field(60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(3, ge=0, le=20, description="Retries after a failed LLM request.")
+    store_url: str | None = Field(
+        None, description="postgresql://user:pass@host/db puts the long-term store (MemoryStorage) on PostgreSQL + "
+        "pgvector (the pg extra); none keeps it embedded (SQLite + FAISS under storage_dir).",
+    )
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
     redis_wait_replicas: int = Field(
@@ -111,6 +115,10 @@ class Settings(BaseModel):
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
+    max_open_namespaces: int = Field(
+        128, ge=0, description="Namespaces a process keeps open at once (about 3 files each); the least recently "
+        "used idle ones are closed and reopen on their next call. 0: no bound (each open namespace keeps its files).",
+    )
     history_limit: int = Field(
         100_000, ge=0, description="Newest ADD / UPDATE / DELETE events a namespace keeps in its history "
         "(MemoryStorage.history, `ltm history ID`); 0 records none.",
@@ -125,6 +133,14 @@ class Settings(BaseModel):
     agents_md_max_bytes: int = Field(
         16_000, ge=1, description="Largest AGENTS.md accepted (detail belongs in skills), in UTF-8 bytes."
     )
+
+    @field_validator("store_url")
+    @classmethod
+    def _store_scheme(cls, value: str | None) -> str | None:
+        if value is not None and value.split("://", 1)[0] not in ("postgresql", "postgres"):
+            raise ValueError("store_url takes a postgresql://user:password@host:port/database URL (or none for the "
+                             "embedded store)")
+        return value
 
     @field_validator("storage_dir", "model_cache_dir", mode="before")
     @classmethod

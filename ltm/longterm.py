@@ -154,7 +154,7 @@ class LongTermMemory(Memory):
         if self.msg_from_recover:
             return []
         watching = self.watching()
-        watched = [m for m in messages if isinstance(m, Message) and m.cause_by in watching]
+        watched = [m for m in messages if isinstance(m, self.message_type) and m.cause_by in watching]
         if watched and not self.storage_ready:
             raise InvalidInput(
                 f"message {watched[0].id} is caused by a watched action but no namespace is open, so it would "

@@ -166,10 +166,10 @@ class Memory(BaseModel):
 
         Nothing is added.
         """
-        if isinstance(observed, str | bytes | Message) or not isinstance(observed, Iterable):
+        if isinstance(observed, str | bytes | self.message_type) or not isinstance(observed, Iterable):
             raise InvalidInput(f"find_news takes a list of Message objects, got {type(observed).__name__}")
         observed = list(observed)
-        if not all(isinstance(m, Message) for m in observed):
+        if not all(isinstance(m, self.message_type) for m in observed):
             raise InvalidInput("find_news takes a list of Message objects; wrap text in Message(...)")
         seen = {self._key(m) for m in self.get(k)} if k else self._keys
         return [m for m in observed if self._key(m) not in seen]

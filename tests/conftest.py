@@ -16,11 +16,14 @@ from ltm.kv.base import KVStore
 from ltm.kv.redis_kv import RedisKV
 from ltm.kv.sqlite_kv import SQLiteKV
 from tests.support.openai_server import OpenAIServer
+from tests.support.postgres import PostgresServer
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
 
 # The tests that need a real MetaGPT run in scripts/test-metagpt's MetaGPT 0.8.2 environment, not here.
-collect_ignore = [] if importlib.util.find_spec("metagpt") else ["metagpt_env"]
+# (A folder named metagpt on the path is a namespace package, not MetaGPT: its spec has no origin.)
+_metagpt = importlib.util.find_spec("metagpt")
+collect_ignore = [] if _metagpt is not None and _metagpt.origin is not None else ["metagpt_env"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -61,6 +64,24 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One private PostgreSQL 16 + pgvector for the run (pgserver: a unix socket in a temp dir, no TCP port),
+    or the server of ``LTM_PG_DSN``."""
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> str:
+    """The private server's URL with ltm's tables emptied before the test."""
+    pg_server.truncate()
+    return pg_server.url
 
 
 @pytest.fixture(scope="session")

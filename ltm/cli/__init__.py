@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ltm import __version__
-from ltm.cli import demo, memories, messages, namespaces, service
+from ltm.cli import demo, memories, messages, migrate, namespaces, service
 from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
 from ltm.errors import ConfigError, LTMError, NotFound
 
 __all__ = ["COMMANDS", "main"]
 
-_GROUPS: tuple[ModuleType, ...] = (demo, messages, memories, namespaces, service)
+_GROUPS: tuple[ModuleType, ...] = (demo, messages, memories, namespaces, service, migrate)
 
 COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in group.COMMANDS.items()}
 
@@ -44,9 +44,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(verbose: int) -> None:
-    """Log to stderr at LTM_LOG_LEVEL (default WARNING); each -v lowers it a step (INFO, DEBUG)."""
-    named = os.environ.get("LTM_LOG_LEVEL", "WARNING").upper()
-    level = logging.getLevelName(named)
+    """Log to stderr at LTM_LOG_LEVEL; each -v lowers it a step (INFO, DEBUG). Without either, logging is left
+    as it is (Python prints warnings and errors to stderr), so calling :func:`main` in a process that configured
+    its own logging (a test run, an application) changes nothing there."""
+    named = os.environ.get("LTM_LOG_LEVEL")
+    if named is None and not verbose:
+        return
+    level = logging.getLevelName((named or "WARNING").upper())
     if not isinstance(level, int):
         raise ConfigError(f"LTM_LOG_LEVEL={named!r} is not a level: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
     if verbose:

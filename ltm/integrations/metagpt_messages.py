@@ -110,8 +110,12 @@ def to_metagpt(message: LtmMessage | MetaGPTMessage) -> MetaGPTMessage:
     }
     if _HAS_METADATA:
         data["metadata"] = metadata
-    # model_validate, not the constructor: UserMessage/AIMessage's __init__ takes only ``content``.
-    return cls.model_validate(data)
+    validated = MetaGPTMessage.model_validate(data)  # MetaGPT's validators rebuild instruct_content, cause_by...
+    if cls is MetaGPTMessage:
+        return validated
+    # UserMessage/AIMessage's __init__ takes only ``content`` (and pydantic calls a custom __init__ even from
+    # model_validate): the subclass gets the fields its base already validated.
+    return cls.model_construct(_fields_set=validated.model_fields_set, **dict(validated))
 
 
 def to_metagpt_list(messages: Iterable[LtmMessage | MetaGPTMessage]) -> AwaitableList[MetaGPTMessage]:

@@ -84,8 +84,9 @@ class RememberingRole(BaseModel):
     def put_message(self, message: Any) -> None:
         self._ltm_start()
         super().put_message(message)  # type: ignore[misc]
-        if message and message.cause_by in self.rc.memory.watching() and self.rc.memory.storage_ready:
-            self.rc.memory.memory_storage.add(message)  # type: ignore[union-attr]  # the durable inbox
+        memory = self.rc.memory
+        if message and message.cause_by in memory.watching() and memory.storage_ready and not self.is_handled(message):
+            memory.memory_storage.add(message)  # type: ignore[union-attr]  # the durable inbox (old news: not again)
 
     async def _observe(self, ignore_memory: bool = False) -> int:
         self._ltm_start()

@@ -31,6 +31,9 @@ from redis.exceptions import (
 
 from ltm.errors import BackendUnavailable
 
+# redis-py < 5.3 (MetaGPT 0.8.2 pins 5.0) requires a command name here; 5.3+ deprecates passing one.
+_POOL_ARGS: tuple[str, ...] = ("MULTI",) if tuple(int(p) for p in redis.__version__.split(".")[:2]) < (5, 3) else ()
+
 __all__ = ["NotApplied", "send"]
 
 Command = tuple[Any, ...]
@@ -58,7 +61,7 @@ def send(
     BackendUnavailable when fewer than ``wait_replicas`` replicas acknowledged in ``wait_timeout_ms``.
     """
     try:
-        conn: Any = pool.get_connection()  # redis-py leaves Connection methods untyped
+        conn: Any = pool.get_connection(*_POOL_ARGS)  # redis-py leaves Connection methods untyped
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise NotApplied(str(exc)) from exc
     packed: list[Command] = [("MULTI",), *commands, ("EXEC",)] if transaction else list(commands)

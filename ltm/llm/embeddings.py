@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from pydantic import Field
+from llama_index.core.bridge.pydantic import Field  # pydantic.v1 under llama-index 0.10 (MetaGPT 0.8.2), v2 later
 
 from ltm.config import Settings
 from ltm.errors import ConfigError

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ from ltm.store.explain import check_threshold, explained, given_query_vector
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
-from ltm.store.opening import open_namespace
+from ltm.store.pool import POOL, PooledNamespace
 from ltm.store.query import compile_filters
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import (
@@ -57,12 +56,21 @@ from ltm.store.validation import check_id, check_k, text_of
 __all__ = ["MemoryHit", "MemoryStorage"]
 
 
-class MemoryStorage(DocumentStore):
+class MemoryStorage(PooledNamespace, DocumentStore):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``
     (default ``settings.similarity_threshold``) is the cosine at which :meth:`search_similar` calls a stored
     message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
+
+    def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
+        """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
+        on PostgreSQL + pgvector (a MemoryStorage too); otherwise this embedded one."""
+        if cls is MemoryStorage and (settings if settings is not None else Settings.load()).store_url:
+            from ltm.store.backed import BackendStorage
+
+            return super().__new__(BackendStorage)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -96,31 +104,6 @@ class MemoryStorage(DocumentStore):
         if self._embedder is None:
             self._embedder = make_embedder(self.settings, self._embedding)
         return self._embedder
-
-    @property
-    def path(self) -> Path | None:
-        """The namespace's directory once opened."""
-        return self._mirror.dir if self._mirror is not None else None
-
-    @property
-    def is_initialized(self) -> bool:
-        """True once a namespace is open (after ``recover_memory`` or a first use); False after ``clean``."""
-        return self._log is not None
-
-    def _open(self, namespace: str) -> None:
-        with self._lock:
-            directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
-            log, mirror = open_namespace(directory, namespace, self.embedder.model, self.settings)
-            self.namespace, self._log, self._mirror = namespace, log, mirror
-            mirror.sync(log, verify=True)
-
-    def _require(self) -> tuple[MessageLog, IndexMirror]:
-        if self._log is None:
-            if self.namespace is None:
-                raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
-            self._open(self.namespace)
-        assert self._log is not None and self._mirror is not None
-        return self._log, self._mirror
 
     def _synced(self) -> tuple[MessageLog, IndexMirror]:
         """The open log and its mirror, caught up with every commit, expired messages purged (under the lock)."""
@@ -161,9 +144,10 @@ class MemoryStorage(DocumentStore):
             directory = self.path or (
                 namespace_dir(self.settings.storage_dir, self.kind, self.namespace) if self.namespace else None
             )
+            POOL.forget(self)
             if self._log is not None:
                 self._log.close()
-            self._log, self._mirror = None, None
+            self._log, self._mirror, self._parked = None, None, None
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
 
@@ -370,17 +354,6 @@ class MemoryStorage(DocumentStore):
         """The ``n`` most recently added messages, oldest first."""
         with self._lock:
             return [Message.load(b) for b in self._require()[0].recent(check_k(n))] if n else []
-
-    def close(self) -> None:
-        """Snapshot the index if it changed, and close the files. A later use reopens."""
-        with self._lock:
-            if self._log is None:
-                return
-            if self._mirror is not None and self._mirror.unsaved:
-                self._mirror.save()
-            self._log.close()
-            self._log, self._mirror = None, None
-            self._close_pool()
 
     def __enter__(self) -> MemoryStorage:
         return self

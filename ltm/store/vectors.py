@@ -47,6 +47,9 @@ faiss.omp_set_num_threads(1)
 # It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
 _BLAS_FROM_QUERIES = 3
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords and the HNSW parameter class
+# faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
+# selector is translated to the inner index's positions by hand, as faiss >= 1.8 does inside IndexIDMap.
+_IDMAP_TAKES_PARAMS = tuple(int(p) for p in faiss.__version__.split(".")[:2]) >= (1, 8)
 
 
 class VectorIndex:
@@ -122,8 +125,24 @@ class VectorIndex:
             params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search))
             if selector is not None:
                 params.sel = selector
+        if params is not None and not _IDMAP_TAKES_PARAMS:
+            return self._search_inner(queries, k, allowed, params)
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
+
+    def _search_inner(self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any) -> tuple[
+            np.ndarray, np.ndarray]:
+        """faiss < 1.8: search the IndexIDMap's inner index with a selector over its positions, then map back."""
+        seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        if allowed is not None or self.ghosts:
+            keep = np.ones(len(seqs), dtype=bool) if allowed is None else np.isin(seqs, allowed)
+            if self.ghosts:
+                keep &= ~np.isin(seqs, np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts)))
+            positions = faiss.IDSelectorBatch(np.nonzero(keep)[0].astype(np.int64))
+            params.sel = positions
+            params.referenced = positions  # keep the SWIG selector alive while params is
+        scores, found = faiss.downcast_index(self.index.index).search(queries, k, params=params)
+        return scores, np.where(found >= 0, seqs[np.clip(found, 0, None)], -1)
 
     def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Flat search for k + len(ghosts), ghosts dropped: the result of searching without them."""

@@ -114,7 +114,7 @@ def test_search_with_mode_switch_and_signal_scores(browser: Browser, seeded: tup
     expect(page.locator("table.messages")).to_contain_text("Shipping to Norway")
 
     page.get_by_role("link", name="Search").click()
-    page.fill("#query", "money taken two times for one purchase")
+    page.fill("#query", "money taken twice for a purchase")  # no word in common, stemmed or not (not "times", "one")
     page.click("#search-button")
     hits = page.locator("tr.hit")
     expect(hits.filter(has_text="duplicate charge")).to_have_count(1)  # found by meaning: no word in common
@@ -124,7 +124,8 @@ def test_search_with_mode_switch_and_signal_scores(browser: Browser, seeded: tup
 
     page.check("input[name=mode][value=keyword]")  # the switch re-runs the search by itself
     page.wait_for_url("**mode=keyword**")
-    expect(page.locator("#hits")).to_contain_text("No hits.")  # no word in common: keyword search finds nothing
+    expect(page.locator("#hits")).to_be_visible()
+    expect(page.locator("#hits")).not_to_contain_text("duplicate charge")  # no word in common: keywords miss it
     page.fill("#query", "refund approval")
     page.click("#search-button")
     rows = page.locator("tr.hit")
