@@ -36,6 +36,7 @@ def build(n: int, directory: Path, seed: int, hnsw_from: str | None) -> None:
     from ltm.config import Settings
     from ltm.message import Message
     from ltm.store import MemoryStorage
+    from ltm.store.embedded import EmbeddedBackend
     from ltm.store.vectors import VectorIndex
 
     texts, topics, _, _ = dataset(n, seed)
@@ -51,8 +52,10 @@ def build(n: int, directory: Path, seed: int, hnsw_from: str | None) -> None:
         index = VectorIndex(vecs.shape[1], "hnsw")
         index.index = faiss.read_index(hnsw_from)
         assert index.index.ntotal == n, "the HNSW file was built on another size"
-        mirror = store._mirror
-        assert mirror is not None and mirror.content is not None
+        backend = store._require()
+        assert isinstance(backend, EmbeddedBackend)
+        mirror = backend.mirror
+        assert mirror.content is not None
         index.last_seq, index.last_tseq = mirror.content.last_seq, mirror.content.last_tseq
         mirror.content = index
         mirror.manifest.index_type = "hnsw"
@@ -126,7 +129,7 @@ def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> 
 
 def _seqs(store: object, hits: Sequence[object]) -> set[int]:
     """Seqs of hits, from SQLite by message id."""
-    log = store._log  # type: ignore[attr-defined]
+    log = store._require().log  # type: ignore[attr-defined]  # the embedded backend's SQLite log
     ids = [h.message.id for h in hits]  # type: ignore[attr-defined]
     marks = ",".join("?" * len(ids))
     return {int(r[0]) for r in log.db.execute(f"SELECT seq FROM messages WHERE id IN ({marks})", ids)}

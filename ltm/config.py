@@ -80,6 +80,10 @@ class Settings(BaseModel):
     llm_model: str = Field("gpt-4o-mini", description="Chat model name for the openai LLM.")
     llm_timeout: float = Field(60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(3, ge=0, le=20, description="Retries after a failed LLM request.")
+    store_url: str | None = Field(
+        None, description="postgresql://user:pass@host/db puts the long-term store (MemoryStorage) on PostgreSQL + "
+        "pgvector (the pg extra); none keeps it embedded (SQLite + FAISS under storage_dir).",
+    )
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
     redis_wait_replicas: int = Field(
@@ -129,6 +133,14 @@ class Settings(BaseModel):
     agents_md_max_bytes: int = Field(
         16_000, ge=1, description="Largest AGENTS.md accepted (detail belongs in skills), in UTF-8 bytes."
     )
+
+    @field_validator("store_url")
+    @classmethod
+    def _store_scheme(cls, value: str | None) -> str | None:
+        if value is not None and value.split("://", 1)[0] not in ("postgresql", "postgres"):
+            raise ValueError("store_url takes a postgresql://user:password@host:port/database URL (or none for the "
+                             "embedded store)")
+        return value
 
     @field_validator("storage_dir", "model_cache_dir", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from ltm.kv.base import KVStore
 from ltm.kv.redis_kv import RedisKV
 from ltm.kv.sqlite_kv import SQLiteKV
 from tests.support.openai_server import OpenAIServer
+from tests.support.postgres import PostgresServer
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
 
@@ -63,6 +64,24 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One private PostgreSQL 16 + pgvector for the run (pgserver: a unix socket in a temp dir, no TCP port),
+    or the server of ``LTM_PG_DSN``."""
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> str:
+    """The private server's URL with ltm's tables emptied before the test."""
+    pg_server.truncate()
+    return pg_server.url
 
 
 @pytest.fixture(scope="session")

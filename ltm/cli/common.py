@@ -73,10 +73,9 @@ def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, 
 
     settings = settings or settings_from(args)
     if existing:
-        from ltm.store.naming import namespace_dir
+        from ltm.store import namespace_exists
 
-        directory = namespace_dir(settings.storage_dir, args.kind, args.namespace)
-        if not (directory / "manifest.json").is_file() and not (directory / "memory.sqlite").is_file():
+        if not namespace_exists(settings, args.kind, args.namespace):
             raise NotFound(f"no namespace {args.kind}/{args.namespace} under {settings.storage_dir}; "
                            "`ltm stats` lists the namespaces there")
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)

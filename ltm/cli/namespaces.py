@@ -3,40 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 from ltm.cli.common import EXIT_DECLINED, EXIT_OK, AddCommand, Options, settings_from
 from ltm.errors import InvalidInput
+from ltm.store import namespace_path, namespaces
 
 COMMANDS = {
     "stats": "per namespace: messages, bytes on disk, model, index type",
     "wipe": "delete a namespace (or --all data); asks first",
 }
-
-
-def _namespaces(root: Path) -> Iterator[tuple[str, Path, dict[str, Any]]]:
-    """(kind, directory, manifest) of every namespace under ``root``; an unreadable manifest reads as {}."""
-    for manifest in sorted(root.glob("*/*/manifest.json")):
-        try:
-            data = json.loads(manifest.read_text("utf-8"))
-        except ValueError:
-            data = {}
-        yield manifest.parent.parent.name, manifest.parent, data
-
-
-def _count_rows(directory: Path) -> int:
-    from ltm.store.log import MessageLog
-
-    log = MessageLog(directory / "memory.sqlite")
-    try:
-        return log.count()
-    finally:
-        log.close()
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -48,12 +25,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for column in ("kind", "namespace", "messages", "bytes on disk", "model", "index"):
         table.add_column(column, justify="right" if column in ("messages", "bytes on disk") else "left")
     rows = 0
-    for kind, directory, manifest in _namespaces(settings.storage_dir):
-        if args.only_kind and kind != args.only_kind:
-            continue
-        size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
-        table.add_row(kind, str(manifest.get("namespace", directory.name)), f"{_count_rows(directory):,}", f"{size:,}",
-                      str(manifest.get("embedding_model")), str(manifest.get("index_type")))
+    for info in namespaces(settings, args.only_kind):
+        messages = f"{info.messages:,}" if info.messages is not None else "unreadable"
+        table.add_row(info.kind, info.namespace, messages, f"{info.bytes_on_disk:,}", str(info.embedding_model),
+                      str(info.index_type))
+        if info.problem:
+            print(f"ltm: {info.kind}/{info.namespace}: {info.problem}", file=sys.stderr)
         rows += 1
     if rows:
         Console(width=max(100, shutil.get_terminal_size().columns)).print(table)
@@ -80,9 +57,7 @@ def cmd_wipe(args: argparse.Namespace) -> int:
             print(f"nothing to wipe: no ltm data under {root}")
             return EXIT_OK
     else:
-        from ltm.store.naming import namespace_dir
-
-        directory = namespace_dir(root, args.kind, args.namespace)
+        directory = namespace_path(settings, args.kind, args.namespace)
         owned = find_owned(root, only=directory)
         what = f"namespace {args.kind}/{args.namespace}"
         if not owned:

@@ -1,24 +1,22 @@
 """What under a data root ltm made, so that ``ltm wipe`` deletes that and nothing else.
 
-A namespace folder is ltm's when its ``manifest.json`` parses, names a namespace and an embedding model, and
-the folder's name is what :func:`ltm.store.naming.safe_name` gives that namespace. Inside it only ltm's own
-file names are deleted (a file a user put there stays, and so does its folder). The embedded key-value store
-is ``kv.sqlite`` at the root, recognised by its tables. Anything else is foreign: an issue-13 trial pointed
-``--storage-dir`` at a home folder and lost ``.ssh/id_rsa``.
+A namespace folder is ltm's when the store's catalog says so (:func:`ltm.store.is_namespace_dir`: its
+manifest parses, names a namespace and a model, and the folder's name is what that namespace maps to).
+Inside it only ltm's own file names are deleted (a file a user put there stays, and so does its folder).
+The embedded key-value store is ``kv.sqlite`` at the root, recognised by its tables. Anything else is
+foreign: an issue-13 trial pointed ``--storage-dir`` at a home folder and lost ``.ssh/id_rsa``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ltm.errors import InvalidInput
-from ltm.store.naming import safe_name
+from ltm.store import is_namespace_dir
 
 __all__ = ["Owned", "find_owned", "remove_owned"]
 
@@ -42,16 +40,6 @@ class Owned:
         return bool(self.namespaces) or self.kv
 
 
-def is_namespace(directory: Path) -> bool:
-    """True when ``directory`` is a namespace folder ltm made (see the module docstring)."""
-    try:
-        data = json.loads((directory / "manifest.json").read_text("utf-8"))
-        return isinstance(data, dict) and isinstance(data.get("embedding_model"), str) and \
-            isinstance(data.get("namespace"), str) and safe_name(data["namespace"]) == directory.name
-    except (OSError, ValueError, InvalidInput):
-        return False
-
-
 def _is_kv(path: Path) -> bool:
     if not path.is_file():
         return False
@@ -70,7 +58,7 @@ def find_owned(root: Path, only: Path | None = None) -> Owned:
     """ltm's data under ``root`` (or only the namespace folder ``only``); symlinks are never followed."""
     owned = Owned()
     if only is not None:
-        owned.namespaces = [only] if only.is_dir() and is_namespace(only) else []
+        owned.namespaces = [only] if only.is_dir() and is_namespace_dir(only) else []
         return owned
     if not root.is_dir():
         return owned
@@ -78,7 +66,7 @@ def find_owned(root: Path, only: Path | None = None) -> Owned:
     base = len(root.parts)
     for current, dirs, files in os.walk(root, followlinks=False):
         here = Path(current)
-        if here != root and is_namespace(here):
+        if here != root and is_namespace_dir(here):
             owned.namespaces.append(here)
             dirs[:] = []
             continue

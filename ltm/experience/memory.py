@@ -46,6 +46,7 @@ from ltm.experience.distill import (
 from ltm.experience.records import LESSON_CAUSE, MAX_TASKS, POLICY_CAUSE, Lesson, Policy
 from ltm.experience.watch import current_task, watch
 from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
+from ltm.message import Message
 from ltm.store import MemoryStorage
 
 __all__ = [
@@ -211,9 +212,17 @@ class ExperienceMemory:
         found = [Policy.from_message(m) for m in self._all(POLICY_CAUSE)]
         return [p for p in found if include_demoted or not p.demoted]
 
-    def _all(self, cause: str) -> list[Any]:
-        messages = [m for m in self.store.recent(self.store.count()) if m.cause_by == cause]
-        return sorted(messages, key=lambda m: m.created_at)
+    def _all(self, cause: str) -> list[Message]:
+        """Every stored record of ``cause`` (lessons or policies), oldest first by creation time."""
+        messages: list[Message] = []
+        cursor: str | None = None
+        while True:
+            page = self.store.list({"cause_by": cause}, limit=1000, cursor=cursor)
+            messages.extend(page.messages)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        return sorted(messages, key=lambda m: m.created_at)  # a rewrite gives a record a new seq, not a new age
 
     # -- distillation ------------------------------------------------------------------------------------
     def distill(self, *, min_lessons: int = 3, keep_recent: int = 2, max_policies: int = 3) -> list[Policy]:
@@ -377,9 +386,9 @@ class ExperienceMemory:
         return changed
 
     def _rewrite(self, record: Lesson | Policy) -> None:
-        """Replace a stored record by its new version (same id; the store keeps the embedding by content)."""
-        self.store.delete(record.id)
-        self.store.add(record.to_message())
+        """Replace a stored record by its new version (same id) in one transaction: a crash leaves the old
+        version or the new one, never neither. Unchanged text reuses its stored embedding."""
+        self.store.replace(record.to_message())
 
     def count(self) -> int:
         """Lessons and policies stored (retired lessons and demoted policies included)."""

@@ -26,7 +26,8 @@ from ltm.store import history
 from ltm.store.filters import casefold
 from ltm.store.scopes import SCOPE_DDL, add_scope_columns
 
-__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "decode", "pack", "unpack"]
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
+           "unpack"]
 
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
@@ -396,14 +397,14 @@ def translate(path: Path) -> Iterator[None]:
                 f"{path} stayed locked by another writer past the busy timeout; retry, or find the stuck process"
             ) from exc
         if "malformed" in text or "not a database" in text or "corrupt" in text:
-            raise _corrupted(path, exc) from exc
+            raise corrupted(path, exc) from exc
         if "unable to open" in text or "disk i/o" in text or "readonly" in text:
             raise BackendUnavailable(f"{path} cannot be opened or written ({exc}); check the path and disk") from exc
         raise
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
             raise
-        raise _corrupted(path, exc) from exc
+        raise corrupted(path, exc) from exc
 
 
 def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
@@ -427,7 +428,8 @@ def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     return db
 
 
-def _corrupted(path: Path, exc: Exception) -> StoreCorrupted:
+def corrupted(path: Path, exc: Exception) -> StoreCorrupted:
+    """The StoreCorrupted error for an unreadable log file, naming how to recover it."""
     return StoreCorrupted(
         f"{path} is corrupted ({exc}); restore it from a backup, or recover what is readable with "
         f"`sqlite3 {path} .recover`, then reopen"

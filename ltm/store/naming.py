@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ltm.errors import InvalidInput
 
-__all__ = ["namespace_dir", "safe_name"]
+__all__ = ["check_kind", "namespace_dir", "safe_name"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _KIND = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -35,10 +35,16 @@ def safe_name(namespace: str) -> str:
     return f"{readable}-{hashlib.sha256(raw).hexdigest()[:10]}"
 
 
-def namespace_dir(root: Path, kind: str, namespace: str) -> Path:
-    """``root/kind/safe_name(namespace)``; ``kind`` must be a short lowercase word such as ``role``."""
+def check_kind(kind: object) -> str:
+    """``kind`` when it is a short lowercase word such as ``role``; InvalidInput otherwise."""
     if not isinstance(kind, str) or not _KIND.match(kind):
         raise InvalidInput(f"kind must be a short lowercase word like 'role' or 'user', got {kind!r}")
+    return kind
+
+
+def namespace_dir(root: Path, kind: str, namespace: str) -> Path:
+    """``root/kind/safe_name(namespace)``; ``kind`` must be a short lowercase word such as ``role``."""
+    check_kind(kind)
     path = Path(root) / kind / safe_name(namespace)
     resolved_root = (Path(root) / kind).resolve()
     if path.resolve().parent != resolved_root:  # defence in depth: safe_name already forbids this

@@ -63,6 +63,15 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     (default ``settings.similarity_threshold``) is the cosine at which :meth:`search_similar` calls a stored
     message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
 
+    def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
+        """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
+        on PostgreSQL + pgvector (a MemoryStorage too); otherwise this embedded one."""
+        if cls is MemoryStorage and (settings if settings is not None else Settings.load()).store_url:
+            from ltm.store.backed import BackendStorage
+
+            return super().__new__(BackendStorage)
+        return super().__new__(cls)
+
     def __init__(
         self,
         namespace: str | None = None,

@@ -19,9 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def _worker(*args: str) -> subprocess.Popen[str]:
+def _worker(*args: str, store_url: str | None = None) -> subprocess.Popen[str]:
+    """A store worker process; with ``store_url`` it uses that PostgreSQL (LTM_STORE_URL), else ``DIR``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
+    if store_url:
+        env["LTM_STORE_URL"] = store_url
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.store_worker", *args], cwd=ROOT, text=True,
+        [sys.executable, "-m", "tests.support.store_worker", *args], cwd=ROOT, text=True, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
@@ -54,7 +58,8 @@ def _assert_consistent(settings: Settings, namespace: str, acked: dict[str, str]
 
 def test_kill_9_during_acknowledged_adds_loses_nothing(settings: Settings) -> None:
     rng = random.Random(1234)
-    server = _worker("forkserver", str(settings.storage_dir), "crash", "7")  # snapshot every 7 adds
+    # snapshot every 7 adds
+    server = _worker("forkserver", str(settings.storage_dir), "crash", "7", store_url=settings.store_url)
     acked: dict[str, str] = {}
     try:
         assert _line(server) == "READY"
@@ -81,10 +86,11 @@ def test_kill_9_during_acknowledged_adds_loses_nothing(settings: Settings) -> No
 
 
 def test_two_writers_and_a_live_reader(settings: Settings) -> None:
-    reader = _worker("read", str(settings.storage_dir), "busy")
+    reader = _worker("read", str(settings.storage_dir), "busy", store_url=settings.store_url)
     try:
         assert _line(reader) == "READY"
-        writers = [_worker("write", str(settings.storage_dir), "busy", prefix, "60") for prefix in ("wa", "wb")]
+        writers = [_worker("write", str(settings.storage_dir), "busy", prefix, "60", store_url=settings.store_url)
+                   for prefix in ("wa", "wb")]
         acked: dict[str, str] = {}
         for writer in writers:
             out, err = writer.communicate(timeout=300)
@@ -114,6 +120,7 @@ def _filled(settings: Settings, n: int = 40) -> list[Message]:
     return messages
 
 
+@pytest.mark.embedded_only
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
 def test_damaged_index_is_rebuilt_from_sqlite_without_reembedding(settings: Settings, damage: str) -> None:
     messages = _filled(settings)
@@ -138,6 +145,7 @@ def test_damaged_index_is_rebuilt_from_sqlite_without_reembedding(settings: Sett
     assert index_file.read_bytes() != b""  # a sound snapshot was written back
 
 
+@pytest.mark.embedded_only
 def test_corrupted_sqlite_raises_store_corrupted(settings: Settings) -> None:
     messages = _filled(settings)
     db = next((settings.storage_dir / "role").glob("damaged-*/memory.sqlite"))

@@ -37,6 +37,7 @@ def test_keyword_search_stems_and_knows_speakers_and_days(settings: Settings) ->
         assert _keyword(store, "February")[0] == "Lunch was fine"
 
 
+@pytest.mark.embedded_only
 @pytest.mark.parametrize("manifest_lost", [False, True])
 def test_schema_2_store_gets_its_keyword_index_rebuilt_on_open(settings: Settings, manifest_lost: bool) -> None:
     """A namespace written before stemming (unicode61 only, no dates) is migrated in place on open: the keyword

@@ -11,6 +11,7 @@ import pytest
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import MemoryStorage, snapshot
+from ltm.store.mirror import IndexMirror
 from ltm.store.vectors import VectorIndex
 
 DIM = 32
@@ -104,6 +105,7 @@ def test_damage_outside_the_vectors_is_found_before_use(tmp_path: Path, where: s
     assert VectorIndex.load(path, DIM, inline_max=0) is None
 
 
+@pytest.mark.embedded_only
 def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = settings.with_(hnsw_threshold=20)  # an HNSW namespace: its snapshot can be memory-mapped
     store = MemoryStorage("mapped", settings=settings)
@@ -116,12 +118,13 @@ def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monk
 
     monkeypatch.setattr(snapshot, "INLINE_VERIFY_MAX", 0)  # every snapshot counts as big: mapped
     store = MemoryStorage("mapped", settings=settings)  # opens on the mapped index; the check may end first
-    assert store._mirror is not None and store._mirror.content is not None
-    loaded = store._mirror.content._loaded
+    mirror = _mirror(store)
+    assert mirror.content is not None
+    loaded = mirror.content._loaded
     if loaded is not None:
         assert loaded.mapped and loaded.wait(timeout=30)
     assert store.stats().vectors == 60
-    assert store._mirror.content._loaded is None  # the damaged index was replaced by one rebuilt from SQLite
+    assert mirror.content._loaded is None  # the damaged index was replaced by one rebuilt from SQLite
     for message in messages[::9]:
         assert [m.id for m in store.search_similar(message.content, k=1)] == [message.id]
     store.close()
@@ -129,3 +132,8 @@ def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monk
     store = MemoryStorage("mapped", settings=settings)  # the rewritten snapshot is sound, and writable
     assert store.add(Message("a later note")) and store.stats().vectors == 61
     store.close()
+
+
+def _mirror(store: MemoryStorage) -> IndexMirror:
+    """The FAISS mirror of the open namespace's embedded engine."""
+    return store._require()[1]

@@ -6,12 +6,14 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from ltm import InvalidInput, MemoryHit, MemoryStorage, Message, NotFound, Settings, UserRequirement
-from ltm.message import with_context
+from ltm.store.conversation import with_context
 from tests.support.embeddings import TEXTS, MockEmbedding
 
 
@@ -256,10 +258,10 @@ def test_persist_close_reopen(store: MemoryStorage) -> None:
 
 def test_clean_removes_the_directory(store: MemoryStorage) -> None:
     store.add_batch(_messages(3))
-    path = store.path
-    assert path is not None and path.exists()
+    path = store.path  # the namespace's directory (embedded); on PostgreSQL its rows are in the server
+    assert (path is not None and path.exists()) if store.settings.store_url is None else path is None
     store.clean()
-    assert not path.exists() and not store.is_initialized
+    assert (path is None or not path.exists()) and not store.is_initialized
     assert store.count() == 0  # a later use starts empty
     assert store.is_initialized
 
@@ -319,12 +321,15 @@ def test_conversation_turns_are_found_by_speaker_and_date(settings: Settings) ->
 def test_namespace_names_map_safely(settings: Settings, tmp_path: Path) -> None:
     evil = MemoryStorage("../../etc", settings=settings)
     evil.add(Message("hello there"))
-    root = (settings.storage_dir / "role").resolve()
-    assert evil.path is not None and evil.path.resolve().parent == root
     pm = MemoryStorage("UTUser1(Product Manager)", settings=settings)
-    assert pm.path is not None and pm.path.name.startswith("UTUser1_Product_Manager-")
     similar = MemoryStorage("UTUser1[Product Manager]", settings=settings)
-    assert similar.path != pm.path  # same readable part, different hash
+    pm.add(Message("from the product manager"))
+    assert similar.count() == 0 and pm.count() == 1 == evil.count()  # names never collide
+    if settings.store_url is None:  # directories: inside the data root, readable, hash-suffixed
+        root = (settings.storage_dir / "role").resolve()
+        assert evil.path is not None and evil.path.resolve().parent == root
+        assert pm.path is not None and pm.path.name.startswith("UTUser1_Product_Manager-")
+        assert similar.path != pm.path  # same readable part, different hash
     for bad in ("", "   ", "a\x00b"):
         with pytest.raises(InvalidInput):
             MemoryStorage(bad, settings=settings)
@@ -345,6 +350,7 @@ def test_instruct_content_round_trip(settings: Settings) -> None:
     assert got.instruct_content.steps == ["a", "b"] and got.cause_by == message.cause_by
 
 
+@pytest.mark.embedded_only
 def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
     """A flat delete leaves a ghost (no O(N) compaction per delete); searches skip ghosts, a reopen keeps
     them skipped, and enough ghosts are compacted in one pass."""
@@ -404,16 +410,18 @@ def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Sett
     store.close()
 
 
+@pytest.mark.embedded_only
 def test_sqlite_synchronous_setting_reaches_the_connection(settings: Settings) -> None:
     for mode, pragma in (("full", 2), ("normal", 1)):
         store = MemoryStorage(f"sync-{mode}", settings=settings.with_(sqlite_synchronous=mode))
         assert store.add(Message("durable note"))
-        assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == pragma
+        assert _embedded(store).log.db.execute("PRAGMA synchronous").fetchone()[0] == pragma
         store.close()
     assert Settings.load({"LTM_SQLITE_SYNCHRONOUS": "normal"}).sqlite_synchronous == "normal"
     assert Settings().sqlite_synchronous == "full"
 
 
+@pytest.mark.embedded_only
 def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -> None:
     """A namespace written with float32 blobs (schema 1) is rewritten in place on open: nothing lost, nothing
     re-embedded, the old float32 snapshots dropped and rebuilt, the manifest bumped."""
@@ -441,10 +449,16 @@ def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -
     reopened = MemoryStorage("old", settings=settings)
     assert _json.loads((directory / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION
     assert reopened.count() == 12 == reopened.stats().vectors
-    lengths = {n for (n,) in reopened._require()[0].db.execute("SELECT length(embedding) FROM messages")}
+    lengths = {n for (n,) in _embedded(reopened).log.db.execute("SELECT length(embedding) FROM messages")}
     assert lengths == {2 * 384}
     for m in messages:
         top = reopened.search(m.content, k=1, mode="dense")[0]
         assert top.message.id == m.id and top.score == pytest.approx(1.0, abs=1e-5)
     assert reopened.stats().embedding_calls <= 12  # queries only: stored content was not re-embedded
     reopened.close()
+
+
+def _embedded(store: MemoryStorage) -> Any:
+    """The open namespace's SQLite log and FAISS mirror (for tests about the embedded engine's own files)."""
+    log, mirror = store._require()
+    return SimpleNamespace(log=log, mirror=mirror)

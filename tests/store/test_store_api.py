@@ -24,6 +24,9 @@ from ltm.message import Message
 from ltm.store import MemoryStorage, scoped
 from ltm.store.manifest import SCHEMA_VERSION
 
+# Issue 16's document-store API (update, history, scopes, the filter language, expiry, explain) is not on the
+# PostgreSQL backend yet (issue 17's known gap): these run on the embedded engine only.
+pytestmark = pytest.mark.embedded_only
 
 def _store(settings: Settings, name: str = "api") -> MemoryStorage:
     return MemoryStorage(name, settings=settings)

@@ -7,6 +7,7 @@ the expected answers come from exact brute force over every stored vector.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
@@ -15,6 +16,7 @@ from ltm.longterm import LongTermMemory
 from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.log import decode
+from ltm.store.mirror import IndexMirror
 
 DIM, STORED, TOPICS = 64, 3000, 40
 
@@ -57,10 +59,12 @@ def _world(settings: Settings, ef_search: int) -> tuple[MemoryStorage, TableEmbe
     return store, embedding, texts, vectors
 
 
+@pytest.mark.embedded_only
 def test_exact_duplicates_are_seen_even_when_hnsw_misses_them(settings: Settings) -> None:
     store, _, texts, vectors = _world(settings, ef_search=1)  # a deliberately weak graph search
-    assert store._mirror is not None and store._mirror.content is not None
-    _, top1 = store._mirror.content.search(vectors, 1)
+    mirror = _mirror(store)
+    assert mirror.content is not None
+    _, top1 = mirror.content.search(vectors, 1)
     missed = [int(i) for i in np.flatnonzero(top1[:, 0] != np.arange(STORED) + 1)]  # seq = position + 1
     assert missed, "the weak search should miss some duplicates"
     picked = missed + list(range(0, STORED, 60))
@@ -95,3 +99,8 @@ def test_hnsw_best_similarity_matches_exact_search(settings: Settings) -> None:
     assert [m.content for m in news] == query_texts[100:]  # near and exact duplicates dropped, fresh kept
     for j in range(0, 100, 10):
         assert store.search_similar(query_texts[j], k=1)[0].content == texts[int(np.argmax(vectors @ queries[j]))]
+
+
+def _mirror(store: MemoryStorage) -> IndexMirror:
+    """The FAISS mirror of the open namespace's embedded engine."""
+    return store._require()[1]

@@ -9,6 +9,10 @@
     python -m tests.support.store_worker read DIR NAMESPACE
         opens once, prints READY, then answers stdin lines without reopening:
         "stats" -> "<messages> <vectors>", "find <text>" -> id of the best dense hit (or "-"), "quit"
+    python -m tests.support.store_worker experience DIR AGENT
+        like forkserver, for an ExperienceMemory: for each stdin line "run" forks a child (prints "PID <pid>")
+        that serves the held policies for their own texts over and over (every call rewrites each policy
+        served: hits + 1) and prints "ACK <json {policy id: hits}>" after each call returned
     python -m tests.support.store_worker ltm DIR ROLE ACTION JSON_TEXTS
         a LongTermMemory recovered for ROLE watching the user requirement; ACTION "add" adds each text,
         "news" prints the JSON list of texts find_news keeps; "recover" prints the recovered texts
@@ -20,11 +24,12 @@ import json
 import os
 import sys
 
-from ltm import LongTermMemory, MemoryStorage, Message, Settings, UserRequirement
+from ltm import ExperienceMemory, LongTermMemory, MemoryStorage, Message, Settings, UserRequirement
 
 
 def _settings(directory: str, snapshot_every: int = 10_000) -> Settings:
-    return Settings(storage_dir=directory, embedding="hash", snapshot_every=snapshot_every)
+    # LTM_STORE_URL from the test's environment puts the worker on the same PostgreSQL as the test
+    return Settings.load(storage_dir=directory, embedding="hash", snapshot_every=snapshot_every)
 
 
 def write(directory: str, namespace: str, prefix: str, n: int, snapshot_every: int) -> None:
@@ -48,6 +53,26 @@ def forkserver(directory: str, namespace: str, snapshot_every: int) -> None:
             try:
                 print("PID", os.getpid(), flush=True)
                 write(directory, namespace, parts[1], int(parts[2]), snapshot_every)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("EXIT", status, flush=True)
+
+
+def experience(directory: str, agent: str) -> None:
+    print("READY", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                print("PID", os.getpid(), flush=True)
+                memory = ExperienceMemory(agent, settings=_settings(directory), min_relevance=0.0, relevance_margin=1.0)
+                tasks = [p.text for p in memory.policies()]
+                for i in range(100_000):
+                    served = memory.policies_for(tasks[i % len(tasks)], k=len(tasks))
+                    print("ACK", json.dumps({p.id: p.hits for p in served}), flush=True)
             finally:
                 os._exit(0)
         _, status = os.waitpid(pid, 0)
@@ -90,6 +115,8 @@ def main(argv: list[str]) -> None:
         write(args[0], args[1], args[2], int(args[3]), int(args[4]) if len(args) > 4 else 10_000)
     elif command == "forkserver":
         forkserver(args[0], args[1], int(args[2]))
+    elif command == "experience":
+        experience(args[0], args[1])
     elif command == "read":
         read(args[0], args[1])
     elif command == "ltm":

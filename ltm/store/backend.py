@@ -1,0 +1,107 @@
+"""The store backend protocol: what :class:`~ltm.store.storage.MemoryStorage` needs from an engine.
+
+The facade owns everything engines share: checking input, planning and running the embedding (batched,
+cached), building rows, ids, thresholds, the async twins. A backend owns one namespace's rows, vectors and
+keyword index, and answers in stored terms (message JSON bodies, insertion ``seq`` numbers, hits). Two
+implementations, chosen by :func:`open_backend` from the settings:
+
+- :class:`~ltm.store.embedded.EmbeddedBackend` (default): a SQLite file + FAISS indexes in
+  ``<storage_dir>/<kind>/<namespace>/``, one machine;
+- :class:`~ltm.store.pg.backend.PgBackend` (``Settings.store_url = "postgresql://..."``): PostgreSQL +
+  pgvector, any number of processes on any number of hosts.
+
+Every backend passes the same contract suite (``tests/store``, parametrised over both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ltm.config import Settings
+from ltm.message import Message
+from ltm.store.log import Row
+from ltm.store.naming import namespace_dir
+from ltm.store.records import StoreStats
+from ltm.store.retrieval import MemoryHit
+
+__all__ = ["StoreBackend", "open_backend"]
+
+
+class StoreBackend(Protocol):
+    """One open namespace of an engine. Not thread-safe by itself: the facade serialises calls."""
+
+    @property
+    def location(self) -> str:
+        """Where the namespace lives (a directory, or a redacted URL and the namespace), for messages."""
+
+    def dimension(self) -> int | None:
+        """The stored vectors' dimension, None before the first vector (catching up with other writers)."""
+
+    def ensure_dim(self, dim: int) -> None:
+        """Record ``dim`` at the namespace's first vector; StoreMismatch for another dimension."""
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored."""
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Stored content vectors by content key: the embedder's cache (no model call for known text)."""
+
+    def write(self, rows: Sequence[Row], *, replace: bool) -> int:
+        """Insert ``rows`` in ONE transaction, skipping stored ids; or with ``replace`` put each in place of the
+        stored message with its id, in the same transaction. How many were inserted (or replaced)."""
+
+    def delete(self, message_id: str) -> bool:
+        """Delete one message; False when it was not stored."""
+
+    def body_of(self, message_id: str) -> str | None:
+        """The stored message JSON, or None."""
+
+    def count(self) -> int:
+        """Messages stored."""
+
+    def recent(self, n: int) -> list[str]:
+        """The ``n`` newest bodies by insertion order, oldest first."""
+
+    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
+        """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
+
+    def listed(self, after: int, limit: int, filters: Mapping[str, Any] | None) -> list[tuple[int, str]]:
+        """(seq, body) of up to ``limit`` messages matching ``filters`` after seq ``after``, in order."""
+
+    def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+        """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
+        whose content key is ``exact_key`` (the query verbatim) first."""
+
+    def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
+        """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""
+
+    def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
+        """Each vector's highest cosine to a stored message (-1.0 when none; 1.0 for stored keys)."""
+
+    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
+        """Counts for health checks."""
+
+    def save(self) -> None:
+        """Make the next open fast (a FAISS snapshot); nothing to do where the server keeps the index."""
+
+    def close(self) -> None:
+        """Release files or connections; the facade reopens on the next use."""
+
+    def drop(self) -> None:
+        """Delete the namespace's data (after close)."""
+
+
+def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> StoreBackend:
+    """The backend the settings ask for, with namespace ``kind/namespace`` open (created when new)."""
+    namespace_dir(settings.storage_dir, kind, namespace)  # one naming rule on every engine: InvalidInput if bad
+    if settings.store_url:
+        from ltm.store.pg.backend import PgBackend
+
+        return PgBackend(settings.store_url, kind, namespace, model, settings)
+    from ltm.store.embedded import EmbeddedBackend
+
+    return EmbeddedBackend.open(settings, kind, namespace, model)

@@ -1,0 +1,305 @@
+""":class:`PgBackend`: one namespace of the long-term store on PostgreSQL + pgvector.
+
+Everything lives in the server: rows, vectors, the keyword index. There is no in-process index to keep in
+step, so another process's commit is visible to the next statement (read committed), on any host.
+
+Writes: one transaction per call (``add_batch``, ``replace``, ``delete``), which first takes the namespace's
+transaction-level advisory lock. Writers of one namespace therefore commit one after another and every
+``seq`` is committed in the order it was drawn: a reader paging by ``seq > cursor`` (``list``, ``export``,
+``ltm migrate``) never skips a row that commits late, and a ``find_news`` after an ``add`` returned, in any
+process, sees it (read-your-writes). Writers of different namespaces do not wait for each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ltm.config import Settings
+from ltm.errors import InvalidInput, StoreMismatch
+from ltm.message import Message
+from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store.log import Row, decode
+from ltm.store.pg.filters import pg_filter
+from ltm.store.pg.pool import pool_for, redact, translate
+from ltm.store.pg.schema import LOCK_CLASS, ensure_hnsw
+from ltm.store.pg.search import candidates_sql, dense_expr, search_sql, tsquery_text, vector_text, words
+from ltm.store.query import query_terms
+from ltm.store.records import StoreStats
+from ltm.store.retrieval import MemoryHit
+
+__all__ = ["PgBackend"]
+
+_INSERT = (
+    "INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, text_key, dim, "
+    "embedding, context_embedding, fts) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::vector, "
+    "%s::vector, setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B') || "
+    "setweight(to_tsvector('english', %s), 'B') || setweight(to_tsvector('english', %s), 'C')) "
+    "ON CONFLICT (ns, id) DO NOTHING RETURNING seq"
+)
+
+
+class PgBackend:
+    """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
+
+    def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
+        self.url, self.kind, self.name, self.model, self.settings = url, kind, name, model, settings
+        self.pool = pool_for(url)
+        with translate(url), self.pool.connection() as conn:
+            conn.execute("INSERT INTO ltm_namespaces(kind, name, embedding_model) VALUES (%s, %s, %s) "
+                         "ON CONFLICT (kind, name) DO NOTHING", (kind, name, model))
+            found = conn.execute(
+                "SELECT id, embedding_model, dim FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
+            ).fetchone()
+        assert found is not None  # inserted above, or by another process: namespaces are never renamed
+        ns, stored_model, dim = found
+        if stored_model != model:
+            raise StoreMismatch(
+                f"namespace {name!r} holds vectors of embedding model {stored_model!r} but was opened with "
+                f"{model!r}. Open it with the same model, or migrate its messages into a namespace of the new "
+                "model (ltm migrate re-embeds when the models differ)"
+            )
+        self.ns: int = int(ns)
+        self._dim: int | None = None if dim is None else int(dim)
+
+    def dimension(self) -> int | None:
+        """The namespace's dimension (another process may have stored the first vector meanwhile)."""
+        if self._dim is None:
+            found = self._rows("SELECT dim FROM ltm_namespaces WHERE id = %s", (self.ns,))
+            self._dim = None if not found or found[0][0] is None else int(found[0][0])
+        return self._dim
+
+    @property
+    def location(self) -> str:
+        """Where the namespace lives, for stats and messages (no password)."""
+        return f"{redact(self.url)}#{self.kind}/{self.name}"
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def ensure_dim(self, dim: int) -> None:
+        """Record the namespace's dimension at its first vector (and the HNSW index for it); refuse another."""
+        if self._dim == dim:
+            return
+        with translate(self.url), self.pool.connection() as conn:
+            conn.execute("UPDATE ltm_namespaces SET dim = %s WHERE id = %s AND dim IS NULL", (dim, self.ns))
+            stored = conn.execute("SELECT dim FROM ltm_namespaces WHERE id = %s", (self.ns,)).fetchone()
+            stored = None if stored is None else stored[0]
+            conn.commit()
+            if stored != dim:
+                raise StoreMismatch(f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
+                                    f"returned {dim}; use the model the namespace was built with ({self.model!r})")
+            conn.autocommit = True
+            try:
+                ensure_hnsw(conn, dim)
+            finally:
+                conn.autocommit = False
+        self._dim = dim
+
+    def write(self, rows: Sequence[Row], *, replace: bool) -> int:
+        """Insert ``rows`` (ids already stored are skipped), or with ``replace`` put them in place of the
+        stored messages with their ids, in one transaction; how many were inserted (add) or replaced."""
+        if not rows:
+            return 0
+        values = [_values(self.ns, row) for row in rows]
+        with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            removed = 0
+            if replace:
+                removed = conn.execute("DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s)",
+                                       (self.ns, [r.id for r in rows])).rowcount
+            with conn.cursor() as cur:
+                cur.executemany(_INSERT, values, returning=True)
+                inserted = 0
+                while True:
+                    inserted += len(cur.fetchall())
+                    if not cur.nextset():
+                        break
+            conn.execute("UPDATE ltm_namespaces SET live = live + %s WHERE id = %s", (inserted - removed, self.ns))
+        return removed if replace else inserted
+
+    def delete(self, message_id: str) -> bool:
+        """Delete one message; False when it was not stored."""
+        with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            gone = conn.execute("DELETE FROM ltm_messages WHERE ns = %s AND id = %s", (self.ns, message_id)).rowcount
+            if gone:
+                conn.execute("UPDATE ltm_namespaces SET live = live - %s WHERE id = %s", (gone, self.ns))
+        return bool(gone)
+
+    def drop(self) -> None:
+        """Delete the namespace and every row of it."""
+        with translate(self.url), self.pool.connection() as conn:
+            conn.execute("DELETE FROM ltm_namespaces WHERE id = %s", (self.ns,))
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def _rows(self, sql: str, params: Any) -> list[Any]:
+        with translate(self.url), self.pool.connection() as conn:
+            return list(conn.execute(sql, params).fetchall())
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        return {r[0] for r in self._rows("SELECT id FROM ltm_messages WHERE ns = %s AND id = ANY(%s)",
+                                         (self.ns, list(ids)))}
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Stored content vectors by content key (the embedder's cache)."""
+        rows = self._rows("SELECT DISTINCT ON (text_key) text_key, embedding FROM ltm_messages "
+                          "WHERE ns = %s AND text_key = ANY(%s)", (self.ns, [bytes(k) for k in keys]))
+        return {bytes(k): _array(v) for k, v in rows}
+
+    def body_of(self, message_id: str) -> str | None:
+        rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s", (self.ns, message_id))
+        return str(rows[0][0]) if rows else None
+
+    def count(self) -> int:
+        return int(self._rows("SELECT count(*) FROM ltm_messages WHERE ns = %s", (self.ns,))[0][0])
+
+    def live(self) -> int:
+        """The namespace's row counter (kept in each write transaction: no scan)."""
+        return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
+
+    def recent(self, n: int) -> list[str]:
+        rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
+        return [str(r[0]) for r in reversed(rows)]
+
+    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
+        """(seq, body, content vector or None) of up to ``limit`` rows with seq > ``after``, in seq order."""
+        vector = "embedding" if with_vectors else "NULL::vector"
+        rows = self._rows(f"SELECT seq, body, {vector} FROM ltm_messages WHERE ns = %s AND seq > %s "
+                          "ORDER BY seq LIMIT %s", (self.ns, after, limit))
+        return [(int(s), str(b), None if v is None else _array(v)) for s, b, v in rows]
+
+    def listed(self, after: int, limit: int, filters: Mapping[str, Any] | None) -> list[tuple[int, str]]:
+        """(seq, body) of up to ``limit`` rows matching ``filters`` with seq > ``after``, in seq order."""
+        where, params = pg_filter(filters)
+        rows = self._rows(f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.seq > %(after)s "
+                          f"AND ({where}) ORDER BY m.seq LIMIT %(limit)s",
+                          {"ns": self.ns, "after": after, "limit": limit, **params})
+        return [(int(s), str(b)) for s, b in rows]
+
+    def _hnsw(self, filtered: bool) -> bool:
+        return not filtered and self._dim is not None and self.live() >= self.settings.hnsw_threshold
+
+    def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+        """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`)."""
+        where, params = pg_filter(filters)
+        if k == 0:
+            return []
+        tsq = tsquery_text(text) if mode != "dense" else None
+        dense = mode != "keyword" and vector is not None and self.dimension() is not None
+        hnsw = dense and self._hnsw(bool(filters))
+        hybrid = mode == "hybrid"
+        fetch = max(3 * k, DEPTH) if hybrid else k
+        build = candidates_sql if hybrid else partial(search_sql, mode)
+        sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim, hnsw=hnsw)
+        params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None)
+        with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            if hnsw:
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
+                             (str(min(max(self.settings.hnsw_ef_search, 4 * k), 1000)),))
+            rows = conn.execute(sql, params).fetchall() if sql else []
+            exact = [] if exact_key is None or not hybrid else conn.execute(
+                f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
+                "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
+        if not hybrid:
+            return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
+        return _fused(text, k, fetch, rows, exact)
+
+    def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
+        """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
+        if self.dimension() is None or k == 0:
+            return []
+        expr, extra = dense_expr("embedding", self._dim, self._hnsw(False))
+        rows = self._rows(
+            f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
+            f"AND m.text_key = %(key)s ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
+            f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            f"ORDER BY {expr} <=> %(q)s LIMIT %(k)s) ORDER BY o",
+            {"ns": self.ns, "key": bytes(key), "k": k, "q": _query(vector)})
+        seen: dict[int, str] = {}
+        for order, score, seq, body in rows:
+            if (order == 0 or score >= threshold) and seq not in seen:
+                seen[int(seq)] = str(body)
+        return [Message.load(b) for b in list(seen.values())[:k]]
+
+    def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
+        """Each row's highest cosine to a stored message (-1.0 when none), 1.0 where its key is stored."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if self.dimension() is None or not len(vectors):
+            return np.full(len(vectors), -1.0, dtype=np.float32)
+        expr, extra = dense_expr("embedding", self._dim, self._hnsw(False))
+        rows = self._rows(
+            # the text -> vector casts happen once per query vector, in unnest, not once per row compared
+            f"SELECT v.i, (SELECT 1 - ({expr} <=> v.q) FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            f"ORDER BY {expr} <=> v.q LIMIT 1) FROM unnest(%(qs)s::text[]::vector[]) WITH ORDINALITY AS v(q, i)",
+            {"ns": self.ns, "qs": [vector_text(v) for v in vectors]})
+        best = np.full(len(vectors), -1.0, dtype=np.float32)
+        for i, score in rows:
+            if score is not None:
+                best[int(i) - 1] = float(score)
+        if keys:
+            stored = {bytes(r[0]) for r in self._rows(
+                "SELECT DISTINCT text_key FROM ltm_messages WHERE ns = %s AND text_key = ANY(%s)",
+                (self.ns, [bytes(k) for k in keys]))}
+            best[[i for i, key in enumerate(keys) if bytes(key) in stored]] = 1.0
+        return best
+
+    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
+        """Counts for health checks: every stored message has its vector in the same row."""
+        messages, context, last = self._rows(
+            "SELECT count(*), count(context_embedding), coalesce(max(seq), 0) FROM ltm_messages WHERE ns = %s",
+            (self.ns,))[0]
+        index = "none" if self.dimension() is None else ("hnsw" if self._hnsw(False) else "flat")
+        return StoreStats(namespace=namespace, path=self.location, messages=int(messages), vectors=int(messages),
+                          index=index, context_vectors=int(context), ghosts=0, last_seq=int(last), model=model,
+                          embedding_calls=embedding_calls)
+
+    def save(self) -> None:
+        """Nothing to snapshot: the server holds the index."""
+
+    def close(self) -> None:
+        """Nothing to release per namespace: connections go back to the process's pool after each call."""
+
+
+def _values(ns: int, row: Row) -> tuple[Any, ...]:
+    """One row's INSERT parameters. Vectors go in decoded (float32, renormalised): what the embedded store's
+    FAISS index holds for the same stored form, so both answer the same cosines."""
+    if not row.id:
+        raise InvalidInput("a message id is required")
+    context = None if row.context_vector is None else _query(decode(row.context_vector))
+    return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
+            row.text_key, int(np.asarray(row.vector).shape[-1]), _query(decode(row.vector)), context,
+            *(words(text) for text in row.fts))
+
+
+def _fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
+    """Hybrid hits from the candidates of :func:`candidates_sql` (signal, seq, score, body), fused as the
+    embedded engine fuses (same weights, the query verbatim first, then its near-exact copies)."""
+    signals: dict[str, list[tuple[int, float]]] = {}
+    bodies: dict[int, str] = {}
+    for signal, seq, score, body in rows:
+        signals.setdefault(str(signal), []).append((int(seq), float(score)))
+        bodies[int(seq)] = str(body)
+    bodies.update((int(seq), str(body)) for seq, body in exact)
+    weights = LONG_QUERY_WEIGHTS if len(query_terms(text)) > LONG_QUERY_TERMS else WEIGHTS
+    exact_seqs = [int(seq) for seq, _ in exact]
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs)
+    target = normalised_text(text)
+    near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
+    if near:
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near)
+    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
+
+
+def _query(vector: Any) -> np.ndarray:
+    """A query vector as a parameter: pgvector's adapter sends it as a ``vector`` (binary), so the server
+    neither parses text nor casts per row."""
+    return np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
+
+
+def _array(value: Any) -> np.ndarray:
+    """A ``vector`` value as read through pgvector's adapter (a ``Vector``, or an array) as float32."""
+    found = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(found, dtype=np.float32)

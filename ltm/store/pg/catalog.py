@@ -1,0 +1,30 @@
+"""The namespaces a PostgreSQL database holds (what ``ltm migrate`` and ``ltm stats`` walk)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ltm.store.pg.pool import pool_for, translate
+
+__all__ = ["PgNamespace", "pg_namespaces"]
+
+
+@dataclass(frozen=True)
+class PgNamespace:
+    """One namespace row: kind, name, embedding model, dimension (None before a vector), live messages."""
+
+    kind: str
+    name: str
+    model: str
+    dim: int | None
+    messages: int
+
+
+def pg_namespaces(url: str) -> Iterator[PgNamespace]:
+    """Every namespace in the database at ``url``, by kind then name."""
+    with translate(url), pool_for(url).connection() as conn:
+        rows = conn.execute("SELECT kind, name, embedding_model, dim, live FROM ltm_namespaces "
+                            "ORDER BY kind, name").fetchall()
+    for kind, name, model, dim, live in rows:
+        yield PgNamespace(str(kind), str(name), str(model), None if dim is None else int(dim), int(live))

@@ -1,0 +1,104 @@
+"""Search on PostgreSQL as single SQL statements: dense (pgvector), keyword (tsvector) and hybrid fused in SQL.
+
+- dense: cosine similarity ``1 - (embedding <=> q)``. Exact (the namespace's rows through the ``ns`` index)
+  below ``Settings.hnsw_threshold`` live vectors or when filtered, as the embedded store's flat index; above
+  it, the per-dimension HNSW index (``embedding::vector(d)``), with ``hnsw.ef_search`` from the settings.
+  (pgvector 0.6 filters HNSW results after the scan, so a filtered query stays exact to keep its k.)
+- keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
+  1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
+- hybrid: each signal's top ``max(3k, 50)`` candidates with their scores, all in ONE statement (a CTE per
+  signal), fused by the embedded engine's calibrated fusion (:func:`ltm.store.fusion.fuse`), so both engines
+  rank alike; the query verbatim first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ltm.store.query import query_terms
+
+__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
+
+TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def tsquery_text(query: str) -> str | None:
+    """``to_tsquery`` input OR-ing the query's words (letters, digits, _ only: nothing for the parser to
+    misread); None when the query has none."""
+    terms = [t for t in query_terms(query) if t.replace("_", "").isalnum()]
+    return " | ".join(terms) if terms else None
+
+
+def words(text: str) -> str:
+    """``text`` as the words a query is split into (``\\w+``, as :func:`~ltm.store.query.query_terms`), so
+    the server's parser sees "2023-06-01" as the words 2023, 06 and 01, not a date and two signed numbers."""
+    return " ".join(_WORD.findall(text))
+
+
+def vector_text(vector: Any) -> str:
+    """pgvector's text form of one vector (exact: repr of each float32)."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def dense_expr(column: str, dim: int | None, hnsw: bool) -> tuple[str, str]:
+    """(expression, extra WHERE) for a distance over ``column``: cast to the indexed dimension for HNSW."""
+    if hnsw and dim is not None:
+        return f"m.{column}::vector({int(dim)})", f" AND m.dim = {int(dim)}"
+    return f"m.{column}", ""
+
+
+def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
+             hnsw: bool) -> tuple[list[str], list[str]]:
+    """(CTEs, SELECTs over them) of the signals asked for: rows (seq, rank, score, signal, order)."""
+    ctes: list[str] = []
+    parts: list[str] = []
+    if dense:
+        expr, extra = dense_expr("embedding", dim, hnsw)
+        ctes.append(
+            f"dense AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
+            f"SELECT m.seq, {expr} <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} AND ({where}) "
+            f"ORDER BY d LIMIT %(fetch)s) x)")
+        parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
+    if context:
+        ctes.append(
+            "ctx AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
+            "SELECT m.seq, m.context_embedding <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s "
+            f"AND m.context_embedding IS NOT NULL AND ({where}) ORDER BY d LIMIT %(fetch)s) x)")
+        parts.append("SELECT seq, r, s, 'context' AS sig, 2 AS o FROM ctx")
+    if keyword:
+        ctes.append(
+            "kw AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r, s FROM ("
+            f"SELECT m.seq, ts_rank_cd('{TSQUERY_WEIGHTS}', m.fts, t.q)::float8 AS s FROM ltm_messages m, "
+            "to_tsquery('english', %(tsq)s) AS t(q) "
+            f"WHERE m.ns = %(ns)s AND m.fts @@ t.q AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)")
+        parts.append("SELECT seq, r, s, 'keyword' AS sig, 3 AS o FROM kw")
+    return ctes, parts
+
+
+def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
+               hnsw: bool) -> str:
+    """The statement for a one-signal search (dense or keyword mode): rows (body, score, signals), best first.
+    Parameters ``ns``, ``q`` (a vector), ``tsq``, ``fetch``, ``k`` and the filter's."""
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw)
+    if not parts:
+        return ""
+    return (
+        f"WITH {', '.join(ctes)} SELECT m.body, u.s, ARRAY[u.sig] FROM ({' UNION ALL '.join(parts)}) u "
+        "JOIN ltm_messages m ON m.seq = u.seq ORDER BY u.s DESC, u.seq LIMIT %(k)s"
+    )
+
+
+def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
+                   hnsw: bool) -> str:
+    """ONE statement for a hybrid search: every signal's candidates (dense HNSW or exact, context, tsvector
+    keyword) with their scores and bodies, rows (signal, seq, score, body) in each signal's rank order. The
+    fusion itself is :func:`ltm.store.fusion.fuse`, the embedded engine's, so both rank alike."""
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw)
+    if not parts:
+        return ""
+    return (
+        f"WITH {', '.join(ctes)} SELECT u.sig, u.seq, u.s, m.body FROM ({' UNION ALL '.join(parts)}) u "
+        "JOIN ltm_messages m ON m.seq = u.seq ORDER BY u.o, u.r"
+    )

@@ -1,0 +1,26 @@
+"""The store contract runs on every backend: ``settings`` here is parametrised over the embedded engine
+(SQLite + FAISS) and PostgreSQL + pgvector (a private server, see tests/support/postgres.py).
+
+A test about one engine's own machinery (snapshot files, SQLite pragmas, FAISS compaction) says so with
+``@pytest.mark.embedded_only``; it runs once, on the embedded engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ltm.config import Settings
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings on a temp data root with the hash embedding; on PostgreSQL, ``store_url`` is the private
+    server (emptied before each test)."""
+    base = Settings(storage_dir=tmp_path / "storage", embedding="hash")
+    if request.param == "embedded":
+        return base
+    if request.node.get_closest_marker("embedded_only"):
+        pytest.skip("about the embedded engine's own files")
+    return base.with_(store_url=request.getfixturevalue("pg_url"))

@@ -1,0 +1,63 @@
+"""A private PostgreSQL + pgvector for the tests: the ``pgserver`` wheel's server in a temp dir.
+
+pgserver listens on a unix socket inside its data directory and on no TCP address (``listen_addresses=''``),
+so it never touches the machine's shared PostgreSQL on port 5432. ``LTM_PG_DSN`` points the tests at an
+external server instead (a database the tests may fill and empty: they drop ltm's tables first).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+TABLES = ("ltm_messages", "ltm_namespaces", "ltm_schema")
+
+
+class PostgresServer:
+    """``start()`` a private server (or adopt ``LTM_PG_DSN``); ``url`` is a ``postgresql://`` URL."""
+
+    def __init__(self) -> None:
+        self.external = os.environ.get("LTM_PG_DSN") or None
+        self.dir: Path | None = None
+        self.server: Any = None
+        self.url = self.external or ""
+
+    def start(self) -> PostgresServer:
+        if self.external is None:
+            from pgserver.postgres_server import get_server  # the wheel bundles PostgreSQL 16 + pgvector
+
+            self.dir = Path(tempfile.mkdtemp(prefix="ltm-pg-"))
+            self.server = get_server(self.dir, cleanup_mode="stop")
+            self.url = str(self.server.get_uri())
+        self.reset()
+        return self
+
+    def reset(self) -> None:
+        """Drop ltm's tables: the next store open migrates a fresh schema."""
+        from ltm.store.pg.pool import close_pools
+
+        close_pools()
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES) + " CASCADE")
+
+    def truncate(self) -> None:
+        """Empty ltm's tables (schema kept): each test starts with no namespace."""
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass('ltm_namespaces')").fetchone()
+            if exists is not None and exists[0] is not None:
+                conn.execute("TRUNCATE ltm_messages, ltm_namespaces RESTART IDENTITY")
+
+    def close(self) -> None:
+        from ltm.store.pg.pool import close_pools
+
+        close_pools()
+        if self.server is not None:
+            self.server.cleanup()
+            self.server = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
