@@ -43,37 +43,27 @@ from ltm.experience.distill import (
     parse_principles,
     reflect,
 )
-from ltm.experience.records import LESSON_CAUSE, MAX_TASKS, POLICY_CAUSE, Lesson, Policy
+from ltm.experience.records import (
+    LESSON_CAUSE,
+    MAX_TASKS,
+    POLICY_CAUSE,
+    Lesson,
+    Policy,
+    check_tool,
+    first_distinct,
+)
+from ltm.experience.tuning import DEFAULT_MERGE_SIMILARITY, DEFAULT_MIN_RELEVANCE, DEFAULT_RELEVANCE_MARGIN
 from ltm.experience.watch import current_task, watch
 from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
 from ltm.message import Message
 from ltm.store import MemoryStorage
 
-__all__ = [
-    "DEFAULT_MERGE_SIMILARITY",
-    "DEFAULT_MIN_RELEVANCE",
-    "DEFAULT_RELEVANCE_MARGIN",
-    "ExperienceMemory",
-    "Lesson",
-    "Policy",
-]
+__all__ = ["DEFAULT_MERGE_SIMILARITY", "DEFAULT_MIN_RELEVANCE", "DEFAULT_RELEVANCE_MARGIN", "ExperienceMemory",
+           "Lesson", "Policy"]
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Cosine similarity (all-MiniLM-L6-v2) at which two principles say the same thing. Rephrasings of one rule
-# ("query the order status before a refund" / "check the status is delivered before refund_order") score
-# ~0.75-0.9; rules about different tools or checks score below ~0.6. 0.8 merges rephrasings, keeps the rest.
-DEFAULT_MERGE_SIMILARITY = 0.8
-# Retrieval keeps a policy when its cosine similarity to the task is >= min_relevance AND within
-# relevance_margin of the best policy's. Measured with all-MiniLM-L6-v2 on the benchmark's offline policies
-# (which quote the tool's docstring) and 13 customer requests: the right policy ranks first for all of them and
-# scores 0.39-0.47 on refund and note requests, the next one 0.06-0.14 lower, except for wordings the model
-# barely links to a tool ("add a remark": 0.34 vs 0.33). Customer requests all look alike to a small model, so
-# an absolute floor alone would let the refund policy onto every note task; the margin keeps it off.
-DEFAULT_MIN_RELEVANCE = 0.3
-DEFAULT_RELEVANCE_MARGIN = 0.06
 
 
 class ExperienceMemory:
@@ -139,7 +129,7 @@ class ExperienceMemory:
         from the error when not given. ``task`` defaults to the one set by :meth:`working_on`. ``tool_doc``
         says what the tool does (watched tools pass their docstring's first line); offline principles quote it.
         """
-        tool = _check_tool(tool)
+        tool = check_tool(tool)
         message = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
         if not message.strip():
             raise InvalidInput("record_failure needs a non-empty error: pass the exception or its message")
@@ -177,7 +167,7 @@ class ExperienceMemory:
         """
         del args, context
         if tool is not None:
-            tool = _check_tool(tool)
+            tool = check_tool(tool)
         task = task if task is not None else current_task.get()
         with self._lock:
             return self._settle(tool, task, success=True)
@@ -285,7 +275,7 @@ class ExperienceMemory:
         if target is None:
             policy = Policy(
                 text=draft.text, source=draft.source, key=draft.key, tools=draft.tools,
-                lesson_ids=draft.lesson_ids, tasks=_first_distinct(tasks, MAX_TASKS),
+                lesson_ids=draft.lesson_ids, tasks=first_distinct(tasks, MAX_TASKS),
             )
             self.store.add(policy.to_message())
             return policy
@@ -293,7 +283,7 @@ class ExperienceMemory:
             update={
                 "lesson_ids": target.lesson_ids + [i for i in draft.lesson_ids if i not in target.lesson_ids],
                 "tools": sorted(set(target.tools) | set(draft.tools)),
-                "tasks": _first_distinct(target.tasks + tasks, MAX_TASKS),
+                "tasks": first_distinct(target.tasks + tasks, MAX_TASKS),
                 "revisions": target.revisions + 1,
                 "updated_at": now,
             }
@@ -404,12 +394,3 @@ class ExperienceMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _first_distinct(items: list[str], n: int) -> list[str]:
-    return list(dict.fromkeys(items))[:n]
-
-
-def _check_tool(tool: Any) -> str:
-    if not isinstance(tool, str) or not tool.strip():
-        raise InvalidInput(f"tool must be the tool's name (a non-empty string), got {tool!r}")
-    return tool.strip()

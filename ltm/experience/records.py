@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["LESSON_CAUSE", "MAX_TASKS", "POLICY_CAUSE", "Lesson", "Policy"]
+__all__ = ["LESSON_CAUSE", "MAX_TASKS", "POLICY_CAUSE", "Lesson", "Policy", "check_tool", "first_distinct"]
 
 LESSON_CAUSE = "ltm.experience.memory.Lesson"
 POLICY_CAUSE = "ltm.experience.memory.Policy"
@@ -153,3 +153,15 @@ def _load_json(raw: Any, default: Any = None) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError:
         return {"raw": raw} if default is None else default
+
+
+def first_distinct(items: list[str], n: int) -> list[str]:
+    """The first ``n`` distinct items, in order."""
+    return list(dict.fromkeys(items))[:n]
+
+
+def check_tool(tool: Any) -> str:
+    """A tool's name, stripped; InvalidInput for anything but a non-empty string."""
+    if not isinstance(tool, str) or not tool.strip():
+        raise InvalidInput(f"tool must be the tool's name (a non-empty string), got {tool!r}")
+    return tool.strip()

@@ -18,7 +18,6 @@ Key layout in the backend (the ``{scope}`` hash tag keeps a scope's keys in one 
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -26,15 +25,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound, ValidationFailed
+from ltm.errors import InvalidInput, NotFound
 from ltm.files.index import FileIndex
 from ltm.files.io import export_files, read_dir
 from ltm.files.llm import propose_compact, propose_remember, resolve
 from ltm.files.merge import MergedFS
 from ltm.files.paths import glob_regex, normalize_dir, normalize_path
 from ltm.files.records import Change, FileInfo, FileOp, GrepMatch, SearchHit, Version, check_scope, sha256
-from ltm.files.text import collisions, compile_regex, grep_text, list_entries, replace_once
-from ltm.files.validate import Limits, explain, problems
+from ltm.files.text import compile_regex, grep_text, list_entries, missing_message, replace_once, unified_diff
+from ltm.files.validate import Limits, check_ops
 from ltm.kv import KVStore, open_kv
 from ltm.llm.base import LLM, LLMLike
 
@@ -281,13 +280,8 @@ class MemoryFS:
     def diff(self, change_id: str) -> str:
         """A unified diff of a pending change against the approved files, for the person approving it."""
         change = self.change(change_id)
-        out: list[str] = []
-        for op in change.ops:
-            before = self.read(op.path).splitlines(keepends=True) if self.exists(op.path) else []
-            after = (op.text or "").splitlines(keepends=True)
-            out += difflib.unified_diff(before, after, f"a/{op.path}", f"b/{op.path}" if op.text is not None else
-                                        "/dev/null")
-        return "".join(line if line.endswith("\n") else line + "\n" for line in out)
+        return unified_diff([(op.path, self.read(op.path) if self.exists(op.path) else None, op.text)
+                             for op in change.ops])
 
     def approve(self, change_id: str) -> Change:
         """Apply a pending change (all its files together) and return it with the versions it created.
@@ -341,14 +335,7 @@ class MemoryFS:
         self._check(ops, self.files())
 
     def _check(self, ops: Iterable[FileOp], heads: dict[str, FileInfo]) -> None:
-        messages = []
-        for op in ops:
-            found = problems(op.path, op.text, self.limits) if op.text is not None else []
-            found += collisions(op.path, heads) if op.op == "write" and op.path not in heads else []
-            if found:
-                messages.append(explain(op.path, found))
-        if messages:
-            raise ValidationFailed("\n".join(messages))
+        check_ops(ops, heads, self.limits)
 
     # ---- internals -----------------------------------------------------------------------------------
 
@@ -400,10 +387,7 @@ class MemoryFS:
         raise NotFound(f"{path} has no version {version!r}; its versions are {[v.version for v in history]}")
 
     def _missing(self, path: str) -> str:
-        known = list(self.files())
-        close = difflib.get_close_matches(path, known, n=3)
-        hint = f"; did you mean {close}?" if close else f"; files: {known[:20] or 'none yet'}"
-        return f"{path} does not exist in {self.scope}{hint}"
+        return missing_message(path, list(self.files()), self.scope)
 
     def _llm_for(self, llm: LLMLike | None, what: str) -> LLM:
         return resolve(llm if llm is not None else self.llm, self.settings, what)

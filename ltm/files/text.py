@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable
 
@@ -61,3 +62,19 @@ def compile_regex(regex: str, ignore_case: bool) -> re.Pattern[str]:
 def grep_text(pattern: re.Pattern[str], path: str, text: str, scope: str) -> list[GrepMatch]:
     """The lines of ``text`` that ``pattern`` matches, numbered from 1."""
     return [GrepMatch(path, n, line, scope) for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+
+
+def unified_diff(changes: Iterable[tuple[str, str | None, str | None]]) -> str:
+    """One unified diff over ``(path, before, after)`` triples; None is an absent file (a creation, a deletion)."""
+    out: list[str] = []
+    for path, before, after in changes:
+        out += difflib.unified_diff((before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
+                                    f"a/{path}", f"b/{path}" if after is not None else "/dev/null")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in out)
+
+
+def missing_message(path: str, known: list[str], scope: str) -> str:
+    """The error text for a file that is not there, with the closest names (or the files that are)."""
+    close = difflib.get_close_matches(path, known, n=3)
+    hint = f"; did you mean {close}?" if close else f"; files: {known[:20] or 'none yet'}"
+    return f"{path} does not exist in {scope}{hint}"

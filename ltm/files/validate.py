@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import yaml
 
 from ltm.errors import ValidationFailed
 from ltm.files.markdown import opens_front_matter, split_front_matter
+
+if TYPE_CHECKING:
+    from ltm.files.records import FileOp
 
 __all__ = ["TOOLS_SCHEMA", "Limits", "explain", "problems", "validate"]
 
@@ -257,3 +261,17 @@ def _parses_yaml(text: str) -> list[str]:
 
 def _first_line(exc: Exception) -> str:
     return " ".join(str(exc).split())[:200]
+
+
+def check_ops(ops: Iterable[FileOp], heads: Mapping[str, object], limits: Limits) -> None:
+    """Validate the writes of a change against the live files ``heads``; ValidationFailed lists every problem."""
+    from ltm.files.text import collisions
+
+    messages = []
+    for op in ops:
+        found = problems(op.path, op.text, limits) if op.text is not None else []
+        found += collisions(op.path, heads) if op.op == "write" and op.path not in heads else []
+        if found:
+            messages.append(explain(op.path, found))
+    if messages:
+        raise ValidationFailed("\n".join(messages))

@@ -12,7 +12,11 @@ from ltm.store.history import HistoryEvent
 from ltm.store.records import MessagePage, StoreStats
 from ltm.store.retrieval import Mode, SearchQuery
 from ltm.store.scopes import scoped
-from ltm.store.storage import MemoryHit, MemoryStorage
+from ltm.store.storage import MemoryHit, MemoryStorage, register_server_store
+
+from ltm.store.backed import BackendStorage  # isort: skip  (after storage: it subclasses MemoryStorage)
+
+register_server_store(BackendStorage)
 
 __all__ = [
     "HistoryEvent",

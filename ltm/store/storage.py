@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound
+from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import history as trail
@@ -56,6 +56,18 @@ from ltm.store.validation import check_id, check_k, text_of
 __all__ = ["MemoryHit", "MemoryStorage"]
 
 
+# The MemoryStorage subclass that runs on a server (PostgreSQL + pgvector: ltm.store.backed.BackendStorage). It
+# subclasses this module's class, so it registers itself here (ltm.store's __init__ imports it) instead of this
+# module importing it back, which would be an import cycle.
+_SERVER_STORE: type[MemoryStorage] | None = None
+
+
+def register_server_store(cls: type[MemoryStorage]) -> None:
+    """Make ``MemoryStorage(settings=Settings(store_url=...))`` build a ``cls``."""
+    global _SERVER_STORE
+    _SERVER_STORE = cls
+
+
 class MemoryStorage(PooledNamespace, DocumentStore):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
@@ -67,9 +79,9 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
         on PostgreSQL + pgvector (a MemoryStorage too); otherwise this embedded one."""
         if cls is MemoryStorage and (settings if settings is not None else Settings.load()).store_url:
-            from ltm.store.backed import BackendStorage
-
-            return super().__new__(BackendStorage)
+            if _SERVER_STORE is None:  # pragma: no cover - ltm.store's __init__ registers it on import
+                raise ConfigError("no server-backed store is registered: import ltm.store, not ltm.store.storage")
+            return super().__new__(_SERVER_STORE)
         return super().__new__(cls)
 
     def __init__(
