@@ -159,11 +159,8 @@ class MemoryFS:
         return [m for p in paths for m in grep_text(compiled, p, self.read(p), self.scope)]
 
     def search(self, query: str, k: int = 5) -> list[SearchHit]:
-        """The ``k`` file chunks closest in meaning to ``query``, best first (hybrid dense + keyword).
-
-        The index lives in a store namespace of kind ``files`` and catches up with approved changes (made by
-        any process) before each search: stale chunks are dropped, changed files re-chunked.
-        """
+        """The ``k`` file chunks closest in meaning to ``query``, best first (hybrid dense + keyword). The index
+        (a store namespace of kind ``files``) catches up with approved changes of any process first."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the search query is empty; describe what you are looking for")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:

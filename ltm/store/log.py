@@ -13,7 +13,7 @@ here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadab
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,7 @@ VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored f
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
 # The keyword index stems (porter over unicode61: "hobbies" finds "hobby", "moved" finds "moving"); schema <= 2
-# stores had unicode61 alone and get their index rebuilt from the log on open (rebuild_keywords).
+# stores had unicode61 alone and get their index rebuilt from the log on open (migrations.rebuild_keywords).
 FTS_SPEC = "fts5(content, who, at, context, tokenize='porter unicode61 remove_diacritics 2')"
 
 _TABLE = """
@@ -276,54 +276,9 @@ class MessageLog:
             rows = self.db.execute("SELECT body FROM messages ORDER BY seq DESC LIMIT ?", (n,)).fetchall()
         return [r[0] for r in reversed(rows)]
 
-    def migrate_float16(self, dim: int) -> int:
-        """Schema 1 -> 2: rewrite float32 vector blobs (4 * dim bytes) as float16, in one transaction.
-
-        Idempotent (only blobs of the float32 length are touched), so an interrupted migration is finished by
-        the next open. Returns how many rows were rewritten. The freed pages are reused by later writes;
-        ``VACUUM`` the file to give them back to the disk at once.
-        """
-        def to_half(blob: bytes | None) -> bytes | None:
-            return None if blob is None else pack(np.frombuffer(blob, dtype=np.float32))
-
-        with translate(self.path):
-            self.db.create_function("ltm_half", 1, to_half, deterministic=True)
-            with self.transaction(write=True):
-                changed = 0
-                for column in (CONTENT, CONTEXT):
-                    changed += self.db.execute(
-                        f"UPDATE messages SET {column} = ltm_half({column}) WHERE length({column}) = ?", (4 * dim,)
-                    ).rowcount
-        return changed
-
-    def keywords_stemmed(self) -> bool:
-        """True when the keyword index is the current (porter) one."""
-        with translate(self.path):
-            row = self.db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
-        return row is not None and "porter" in str(row[0])
-
-    def rebuild_keywords(self, columns: Callable[[str], tuple[str, str, str, str]], batch: int = 2000) -> int:
-        """Schema 2 -> 3: a fresh (stemming) keyword index from the stored messages, in one transaction.
-
-        ``columns`` maps a message body to its four keyword texts. Nothing but the ``fts`` table changes, so
-        an interrupted rebuild leaves the old index and is redone by the next open. Returns the rows indexed.
-        """
-        total = 0
-        with translate(self.path), self.transaction(write=True):
-            self.db.execute("DROP TABLE IF EXISTS fts")
-            self.db.execute(f"CREATE VIRTUAL TABLE fts USING {FTS_SPEC}")
-            after = 0
-            while True:
-                rows = self.db.execute("SELECT seq, body FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
-                                       (after, batch)).fetchall()
-                if not rows:
-                    break
-                self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
-                                    [(seq, *columns(body)) for seq, body in rows])
-                total += len(rows)
-                after = rows[-1][0]
+    def forget_doc_freqs(self) -> None:
+        """Drop the remembered term counts (the keyword index was rebuilt)."""
         self._df, self._df_rows = {}, 0
-        return total
 
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
         """Seqs of live messages satisfying a filter clause (from ``query.compile_filters``)."""

@@ -29,7 +29,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable
 from ltm.message import Message
-from ltm.store import identity
+from ltm.store import identity, migrations
 from ltm.store.locks import namespace_lock
 from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row, decode
 from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
@@ -289,11 +289,11 @@ def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
     columns and the history table, which :class:`MessageLog` adds when it opens the file (nothing left here)."""
     if manifest.schema_version < 2:
         if manifest.dim is not None:
-            log.migrate_float16(manifest.dim)
+            migrations.migrate_float16(log, manifest.dim)
         for name in (_CONTENT_FILE, _CONTEXT_FILE):
             (directory / name).unlink(missing_ok=True)
-    if not log.keywords_stemmed():
-        log.rebuild_keywords(lambda body: keyword_columns(Message.load(body)))
+    if not migrations.keywords_stemmed(log):
+        migrations.rebuild_keywords(log, lambda body: keyword_columns(Message.load(body)))
     manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
     manifest.write(directory / "manifest.json")
 

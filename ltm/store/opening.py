@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import ConfigError, StoreCorrupted
-from ltm.store import identity
+from ltm.store import identity, migrations
 from ltm.store.log import MessageLog
 from ltm.store.manifest import SCHEMA_VERSION, Manifest
 from ltm.store.mirror import IndexMirror, migrate
@@ -62,7 +62,7 @@ def open_namespace(directory: Path, namespace: str, model: str, settings: Settin
             _record_identity(log, namespace, manifest.embedding_model)
             sweep_leftovers(directory)
             # a manifest rebuilt from the log says the current schema: the keyword index is checked by itself
-            if manifest.schema_version < SCHEMA_VERSION or not log.keywords_stemmed():
+            if manifest.schema_version < SCHEMA_VERSION or not migrations.keywords_stemmed(log):
                 migrate(log, directory, manifest)
         stored = identity.stored_dim(log) if manifest.schema_version == SCHEMA_VERSION else None  # float16 rows
         if stored is not None and manifest.dim is not None and stored != manifest.dim:
