@@ -160,6 +160,10 @@ class Embedder:
             return np.zeros((0, dim or 0), dtype=np.float32)
         return np.ascontiguousarray(np.stack([have[k] for k in keys]), dtype=np.float32)
 
+    def drop_cache(self) -> None:
+        """Forget the cached vectors (a parked namespace's: stored ones come back from SQLite by key)."""
+        self._cache.clear()
+
     def _put(self, key: bytes, vec: np.ndarray) -> None:
         self._cache[key] = vec
         self._cache.move_to_end(key)

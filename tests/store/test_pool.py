@@ -77,6 +77,7 @@ def test_a_parked_namespace_reopens_from_its_snapshot_without_rebuilding(tmp_pat
     for store in others:
         store.add(Message(content="x"))
     assert first._log is None and first.is_initialized  # parked: the least recently used idle namespace
+    assert first._embedder is not None and not first._embedder._cache  # its vector cache went with it
     assert (first.path is not None) and (first.path / "index.faiss").exists()  # its snapshot was flushed
     assert first.count() == 20
     assert first._mirror is not None and first._mirror.unsaved == 0  # loaded as saved: a rebuild would mark it
