@@ -28,8 +28,7 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from functools import partial
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +36,15 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
-from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.backend import StoreBackend, open_backend
-from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
+from ltm.store.embedder import QUERY, Embedder
 from ltm.store.naming import namespace_dir
 from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
 from ltm.store.retrieval import MemoryHit, Mode, check_query
 from ltm.store.storage import MemoryStorage
-from ltm.store.validation import check_id, check_k, text_of
+from ltm.store.validation import check_id, check_k
 
 __all__ = ["BackendStorage"]
 
@@ -84,13 +82,6 @@ class BackendStorage(MemoryStorage):
 
     # -- opening -----------------------------------------------------------------------------------------
     @property
-    def embedder(self) -> Embedder:
-        """The batching, caching wrapper over this store's embedding (resolved on first use)."""
-        if self._embedder is None:
-            self._embedder = make_embedder(self.settings, self._embedding)
-        return self._embedder
-
-    @property
     def path(self) -> Path | None:
         """The namespace's directory once opened (embedded backend; None on PostgreSQL)."""
         if self._backend is None or self.settings.store_url:
@@ -125,17 +116,6 @@ class BackendStorage(MemoryStorage):
                 self._open(role_id)
             return self.recent(self.settings.recover_recent)
 
-    def add(self, message: Message) -> bool:
-        """Store one message durably (committed on return); False when its id is already stored."""
-        return self.add_batch([message]) == 1
-
-    def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
-        """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
-        text = text_of(message)
-        if not text.strip() or self._dim() is None:
-            return []
-        return self._similar(self._embed([text], TEXT), check_k(k), text)
-
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
         with self._lock:
@@ -156,68 +136,17 @@ class BackendStorage(MemoryStorage):
                 shutil.rmtree(directory, ignore_errors=True)
 
     # -- beyond MetaGPT ------------------------------------------------------------------------------------
-    def add_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
-        """Store several messages in one transaction (all or none); returns how many were new.
-
-        Content is embedded in batches, once per distinct text: content already in the namespace reuses
-        its stored vector. ``vectors`` (one per message, from this namespace's embedding model, e.g. what
-        :meth:`export` wrote) skips the model for the content. Raises InvalidInput for bad content or
-        vectors before anything is written.
-        """
-        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
-        pending = self._prepare(listed, fresh_only=True)
-        if not pending.messages:
-            return 0
-        embedded = self._embed(rowplan.texts_to_embed(pending, given), TEXT)
-        return self._write_rows(pending, rowplan.with_given(pending, given, embedded), replace=False)
-
-    async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
-        """Async twin of :meth:`add_batch` (the embedding call is awaited, the rest runs off the loop)."""
-        listed, given = await self._off(rowplan.given_vectors, messages, vectors, self._given_dim)
-        pending = await self._off(self._prepare, listed, fresh_only=True)
-        if not pending.messages:
-            return 0
-        embedded = await self._aembed(rowplan.texts_to_embed(pending, given), TEXT)
-        return await self._off(self._write_rows, pending, rowplan.with_given(pending, given, embedded), replace=False)
-
-    async def aadd(self, message: Message) -> bool:
-        """Async twin of :meth:`add`."""
-        return await self.aadd_batch([message]) == 1
-
-    def _given_dim(self) -> int | None:
-        """The dimension given vectors must have: the namespace's, else its model's (never the first vectors')."""
-        dim = self._dim()  # else the settings' model's, known without loading it (a caller's object: unknown)
-        return dim if dim is not None or self._embedding is not None else configured_dim(self.settings)
-
-    def replace(self, message: Message) -> bool:
-        """Store ``message`` in place of the stored message with its id, in ONE write transaction: a crash
-        leaves the old version or the new one, never neither. True when a message was replaced, False when
-        none had this id (``message`` is then simply added).
-
-        Unchanged content reuses its stored vector (no model call). The new version gets a new seq, so
-        :meth:`list` shows it after messages added before the replacement.
-        """
-        pending = self._prepare([message], fresh_only=False)
-        return self._write_rows(pending, self._embed(pending.texts, TEXT), replace=True) > 0
-
-    async def areplace(self, message: Message) -> bool:
-        """Async twin of :meth:`replace` (the embedding call, if the content is new, is awaited)."""
-        pending = await self._off(self._prepare, [message], fresh_only=False)
-        embedded = await self._aembed(pending.texts, TEXT)
-        return await self._off(self._write_rows, pending, embedded, replace=True) > 0
-
-    def _prepare(self, messages: Iterable[Message], *, fresh_only: bool) -> rowplan.Pending:
-        known_ids = partial(self._logged, "existing_ids") if fresh_only else None
-        return rowplan.prepare(messages, self.settings.max_content_bytes, known_ids)
-
     def _logged(self, method: str, *args: Any) -> Any:
         """``backend.<method>(*args)`` under the lock: the connection is shared by the handle's threads (issue 13)."""
         with self._lock:
             return getattr(self._engine(), method)(*args)
 
-    def _write_rows(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool) -> int:
-        """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
-        how many replaced a stored message (replace)."""
+    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
+        """Write the pending rows in one transaction; how many were inserted (add) or how many replaced a stored
+        message (replace). ``update`` (with a history event) is embedded-only for now."""
+        if update:
+            raise InvalidInput("update() is not available on the PostgreSQL store yet (issue 17 follow-up); "
+                               "use replace(message), or the embedded store")
         with self._lock:
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
@@ -282,13 +211,6 @@ class BackendStorage(MemoryStorage):
         vector = await self._aembed([query], QUERY) if dense else None
         return await self._off(self._search, query, vector, check_k(k), mode, filters)
 
-    async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
-        """Async twin of :meth:`search_similar`."""
-        text = text_of(message)
-        if not text.strip() or await self._off(self._dim) is None:
-            return []
-        return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
-
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False,
@@ -305,14 +227,6 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
 
-    def embed_texts(self, texts: builtins.list[str]) -> np.ndarray:
-        """Unit vectors for ``texts`` (one batched, cached model call), comparable with the stored ones."""
-        return self._embed(texts, TEXT)
-
-    async def aembed_texts(self, texts: builtins.list[str]) -> np.ndarray:
-        """Async twin of :meth:`embed_texts`."""
-        return await self._aembed(texts, TEXT)
-
     def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
         """For each row of ``vectors`` (from :meth:`embed_texts`), its highest cosine similarity to any stored
         message; -1.0 when the namespace is empty. ``find_news`` uses it to test a whole batch at once.
@@ -324,13 +238,6 @@ class BackendStorage(MemoryStorage):
             raise InvalidInput(f"best_similarities got {len(vectors)} vectors but {len(texts)} texts; pass one each")
         with self._lock:
             return self._engine().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
-
-    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose)
-
-    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        dim, known = await self._off(self._known_dim), partial(self._logged, "vectors_by_key")
-        return await self.embedder.aembed(texts, dim, known=known, purpose=purpose, run=self._off)
 
     def _known_dim(self) -> int | None:
         """The namespace's dimension once recorded (it never changes)."""
@@ -358,9 +265,6 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().count()
 
-    def __len__(self) -> int:
-        return self.count()
-
     def stats(self) -> StoreStats:
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
@@ -382,9 +286,6 @@ class BackendStorage(MemoryStorage):
 
     def __enter__(self) -> BackendStorage:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (f"MemoryStorage(namespace={self.namespace!r}, kind={self.kind!r}, open={self.is_initialized}, "
