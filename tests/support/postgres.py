@@ -13,8 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 TABLES = ("ltm_messages", "ltm_namespaces", "ltm_schema")
 
 
@@ -42,11 +40,15 @@ class PostgresServer:
         from ltm.store.pg.pool import close_pools
 
         close_pools()
+        import psycopg  # here, not at import: environments without the pg extra still load the conftest
+
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES) + " CASCADE")
 
     def truncate(self) -> None:
         """Empty ltm's tables (schema kept): each test starts with no namespace."""
+        import psycopg  # here, not at import: environments without the pg extra still load the conftest
+
         with psycopg.connect(self.url, autocommit=True) as conn:
             exists = conn.execute("SELECT to_regclass('ltm_namespaces')").fetchone()
             if exists is not None and exists[0] is not None:
