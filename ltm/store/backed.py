@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import builtins
 import shutil
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.backend import StoreBackend, open_backend
-from ltm.store.embedder import QUERY, Embedder
+from ltm.store.embedder import QUERY
 from ltm.store.naming import namespace_dir
 from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
 from ltm.store.retrieval import MemoryHit, Mode, check_query
@@ -65,17 +64,7 @@ class BackendStorage(MemoryStorage):
         embedding: Any = None,
         similarity_threshold: float | None = None,
     ) -> None:
-        self.settings = settings if settings is not None else Settings.load()
-        threshold = self.settings.similarity_threshold if similarity_threshold is None else similarity_threshold
-        if not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
-            raise InvalidInput(f"similarity_threshold is a cosine similarity in [0, 1], got {threshold!r}")
-        self.threshold = float(threshold)
-        self.kind = kind
-        namespace_dir(self.settings.storage_dir, kind, "probe")  # validates kind now, not at first use
-        self.namespace = namespace
-        self._embedding = embedding
-        self._embedder: Embedder | None = None
-        self._lock = threading.RLock()
+        self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._backend: StoreBackend | None = None  # the open namespace's engine
         if namespace is not None:
             self._open(namespace)

@@ -93,6 +93,16 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         embedding: Any = None,
         similarity_threshold: float | None = None,
     ) -> None:
+        self._configure(namespace, kind, settings, embedding, similarity_threshold)
+        self._log: MessageLog | None = None
+        self._mirror: IndexMirror | None = None  # the FAISS side, following the log
+        if namespace is not None:
+            self._open(namespace)
+
+    def _configure(self, namespace: str | None, kind: str, settings: Settings | None, embedding: Any,
+                   similarity_threshold: float | None) -> None:
+        """What every store sets up before its engine: settings, the checked threshold and kind, the lock.
+        Shared with the server-backed store, whose engine differs."""
         self.settings = settings if settings is not None else Settings.load()
         threshold = self.settings.similarity_threshold if similarity_threshold is None else similarity_threshold
         if not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
@@ -104,10 +114,6 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         self._embedding = embedding
         self._embedder: Embedder | None = None
         self._lock = threading.RLock()
-        self._log: MessageLog | None = None
-        self._mirror: IndexMirror | None = None  # the FAISS side, following the log
-        if namespace is not None:
-            self._open(namespace)
 
     # -- opening -----------------------------------------------------------------------------------------
     @property
