@@ -2,15 +2,19 @@
 
     python -m bench.backends                                  # 10k and 100k, writers 1 2 4 8
     python -m bench.backends --sizes 10000 --writers 1 2      # quicker
+    python -m bench.backends --sizes 1000000 --writers --budget 1800   # 1M, each engine's load cut at 30 min
     python -m bench.backends --dsn postgresql://...           # an external server instead of pgserver
 
 Content vectors are precomputed unit vectors passed to ``add_batch(vectors=...)`` (no model: this measures
 the engines), clustered so that nearest neighbours mean something; contents carry rare tokens so a keyword
 query has one right answer. ``hnsw_threshold`` is 20,000 for both engines, so 10k is exact search and 100k
 is HNSW on both. recall@10 (dense) is against exact numpy search over the stored vectors; keyword and
-hybrid "recall@10" are hit rates: the message a query was made from is in the top 10. Writer scaling:
+hybrid "recall@10" are hit rates: the message a query was made from is in the top 10. find_news(100) is
+``best_similarities`` of 100 new vectors (what find_news asks the store), with the share of the 100 whose
+best cosine equals the exact one (1e-4). ``--budget`` cuts an engine's batched load after that many
+seconds: the row then records how far it got and nothing else (a partial namespace is not that size). Writer scaling:
 1, 2, 4, 8 processes each adding messages one at a time (hash embedding) to ONE namespace. Prints a
-Markdown table and writes bench/results/backends.json. Timings are printed, never asserted.
+Markdown table and writes bench/results/backends-<sizes>.json. Timings are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,14 +56,23 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
 
 
-def measure(label: str, settings: Settings, n: int) -> dict[str, Any]:
+def measure(label: str, settings: Settings, n: int, budget: float | None = None) -> dict[str, Any]:
     messages, vectors = corpus(n)
     out: dict[str, Any] = {"engine": label, "n": n}
     store = MemoryStorage(f"bench{n}", settings=settings, embedding=Precomputed())
     start = time.perf_counter()
     for i in range(0, n, 1000):
         store.add_batch(messages[i:i + 1000], vectors=vectors[i:i + 1000])
-    out["add_batched_per_s"] = n / (time.perf_counter() - start)
+        spent = time.perf_counter() - start
+        if budget is not None and spent > budget and i + 1000 < n:
+            out.update(loaded=i + 1000, load_s=spent, add_batched_per_s=(i + 1000) / spent, cut=True)
+            print(f"{label} {n}: load cut after {spent:.0f} s at {i + 1000} rows", file=sys.stderr, flush=True)
+            store.close()
+            return out
+        if (i // 1000) % 50 == 49:
+            print(f"{label} {n}: {i + 1000} rows in {spent:.0f} s", file=sys.stderr, flush=True)
+    out["load_s"] = time.perf_counter() - start
+    out["add_batched_per_s"] = n / out["load_s"]
     singles, extra = [], corpus(200, seed=99)
     for m, v in zip(*extra, strict=True):
         m = Message(m.content + " single", id="s" + m.id, role="user")
@@ -83,7 +98,7 @@ def measure(label: str, settings: Settings, n: int) -> dict[str, Any]:
             times.append((time.perf_counter() - t) * 1000)
             got = [h.message.id for h in found]
             if mode == "dense":
-                truth = {ids[i] for i in np.argsort(-(stored @ qv))[:10]}
+                truth = {ids[i] for i in _exact_top10(stored, qv)}
                 hits += len(truth & set(got))
             else:
                 hits += 10 * (messages[p].id in got)
@@ -94,9 +109,12 @@ def measure(label: str, settings: Settings, n: int) -> dict[str, Any]:
     runs = []
     for _ in range(5):
         t = time.perf_counter()
-        store.best_similarities(news)
+        best = store.best_similarities(news)
         runs.append((time.perf_counter() - t) * 1000)
     out["find_news100_ms"] = statistics.median(runs)
+    exact = np.hstack([(news @ stored[i:i + 100_000].T).max(axis=1, keepdims=True)
+                       for i in range(0, len(stored), 100_000)]).max(axis=1)
+    out["find_news_exact"] = float(np.mean(np.abs(best - exact) < 1e-4))
     store.close()
     recovers = []
     for _ in range(3):
@@ -107,6 +125,13 @@ def measure(label: str, settings: Settings, n: int) -> dict[str, Any]:
         again.close()
     out["recover_ms"] = statistics.median(recovers)
     return out
+
+
+def _exact_top10(stored: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """Positions of the 10 stored vectors nearest ``qv`` (in chunks: a 1M x 384 product is 1.5 GB)."""
+    scores = np.concatenate([stored[i:i + 200_000] @ qv for i in range(0, len(stored), 200_000)])
+    top: np.ndarray = np.argpartition(-scores, 10)[:10]
+    return top
 
 
 def writers(label: str, settings: Settings, procs: int, each: int) -> dict[str, Any]:
@@ -140,7 +165,9 @@ def main() -> None:
     parser.add_argument("--writers", type=int, nargs="*", default=[1, 2, 4, 8])
     parser.add_argument("--each", type=int, default=200, help="adds per writer process")
     parser.add_argument("--dsn", help="external PostgreSQL (default: a private pgserver)")
+    parser.add_argument("--budget", type=float, help="seconds an engine may spend on its batched load per size")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # kill: still stop the private server, drop the files
     tmp = Path(tempfile.mkdtemp(prefix="ltm-bench-backends-"))
     server = None
     dsn = args.dsn
@@ -151,11 +178,11 @@ def main() -> None:
         dsn = str(server.get_uri())
     base = Settings(storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000)
     engines = {"embedded": base, "postgres": base.with_(store_url=dsn)}
-    results: dict[str, Any] = {"load": os.getloadavg(), "sizes": [], "writers": []}
+    results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": []}
     try:
         for n in args.sizes:
             for label, settings in engines.items():
-                row = measure(label, settings, n)
+                row = measure(label, settings, n, args.budget)
                 results["sizes"].append(row)
                 print(json.dumps(row), flush=True)
         for procs in args.writers:
@@ -169,8 +196,9 @@ def main() -> None:
 
             close_pools()
             server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)  # the embedded namespaces: 3.5 GB at 1M
     results["load_after"] = os.getloadavg()
-    out = ROOT / "bench" / "results" / "backends.json"
+    out = ROOT / "bench" / "results" / ("backends-" + "-".join(str(n) for n in args.sizes) + ".json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print(table(results))
@@ -178,14 +206,18 @@ def main() -> None:
 
 def table(results: dict[str, Any]) -> str:
     lines = ["| engine | n | add batched /s | add one p50 ms | dense p50/p95 ms | dense recall@10 | keyword p50/p95 ms "
-             "| keyword hit@10 | hybrid p50/p95 ms | hybrid hit@10 | find_news(100) ms | recover ms |",
+             "| keyword hit@10 | hybrid p50/p95 ms | hybrid hit@10 | find_news(100) ms (exact share) | recover ms |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["sizes"]:
+        if r.get("cut"):
+            lines.append(f"| {r['engine']} | {r['n']:,} | {r['add_batched_per_s']:,.0f} (cut: {r['loaded']:,} rows in "
+                         f"{r['load_s']:.0f} s) | – | – | – | – | – | – | – | – | – |")
+            continue
         lines.append(f"| {r['engine']} | {r['n']:,} | {r['add_batched_per_s']:,.0f} | {r['add_one_p50_ms']:.2f} | "
                      f"{r['dense_p50_ms']:.2f} / {r['dense_p95_ms']:.2f} | {r['dense_recall10']:.3f} | "
                      f"{r['keyword_p50_ms']:.2f} / {r['keyword_p95_ms']:.2f} | {r['keyword_recall10']:.2f} | "
                      f"{r['hybrid_p50_ms']:.2f} / {r['hybrid_p95_ms']:.2f} | {r['hybrid_recall10']:.2f} | "
-                     f"{r['find_news100_ms']:.1f} | {r['recover_ms']:.0f} |")
+                     f"{r['find_news100_ms']:.1f} ({r['find_news_exact']:.2f}) | {r['recover_ms']:.0f} |")
     lines += ["", "| engine | writers | adds stored / lost | throughput adds/s | p50 ms | p99 ms |",
               "|---|---|---|---|---|---|"]
     for r in results["writers"]:

@@ -23,6 +23,7 @@ from ltm.message import Message
 NAMESPACE = "bench"
 KIND = "role"
 BATCH = 1000
+THREADS = 8  # concurrent callers adding one message per call (their adds are group-committed)
 
 
 def messages(texts: list[str], roles: list[str], causes: list[str], start: int = 0) -> list[Message]:
@@ -52,6 +53,25 @@ def add_one_at_a_time(store: Any, msgs: list[Message]) -> list[float]:
         store.add(m)
         times.append(time.perf_counter() - t0)
     return times
+
+
+def add_concurrently(store: Any, msgs: list[Message], threads: int = THREADS) -> float:
+    """Seconds for ``threads`` threads to add ``msgs``, one message per ``add`` call, each call returning once
+    its message is durable (the store commits concurrent adds together: ltm.store.group)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        added = sum(pool.map(store.add, msgs))
+    elapsed = time.perf_counter() - t0
+    assert added == len(msgs), f"{len(msgs) - added} concurrent adds were not stored"
+    return elapsed
+
+
+def per_commit(store: Any) -> float | None:
+    """Adds per transaction so far (None for a store without group commit, e.g. the baseline's)."""
+    grouped = getattr(store, "_adds", None)
+    return grouped.items / max(grouped.groups, 1) if grouped is not None else None
 
 
 def add_batches(store: Any, msgs: list[Message], batch: int = BATCH) -> float:
@@ -137,6 +157,11 @@ def run_precomputed(n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a
         out["add_one_ms_mean"] = float(np.mean(times)) * 1e3
         out["add_one_ms_p50"] = pct(times, 50) * 1e3
         store.close()
+        store = open_store(base / "threads", emb)  # the same arrivals from THREADS callers at once
+        out["add_threads_total_s"] = add_concurrently(store, msgs)
+        if (grouped := per_commit(store)) is not None:
+            out["add_threads_per_commit"] = grouped
+        store.close()
 
     store = open_store(base / "batch", emb)
     total = add_batches(store, msgs)
@@ -185,20 +210,53 @@ def run_precomputed(n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a
     return out
 
 
+class _TimedSession:
+    """Wraps an ONNX Runtime session: counts the seconds spent in the model itself."""
+
+    def __init__(self, session: Any) -> None:
+        self.session, self.seconds = session, 0.0
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.session.run(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
 def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str], tmp: Path,
-                    query_texts: list[str]) -> dict[str, float]:
-    """ltm ingest with the real local model (add_batch), as texts/s, plus end-to-end search with the model."""
+                    query_texts: list[str], singles: int = 200) -> dict[str, float]:
+    """ltm ingest with the real local model, as texts/s: ``add_batch`` (batches of 1000), one message per
+    ``add`` call from one thread, and from THREADS threads at once; plus end-to-end hybrid search. With the
+    ONNX runtime, the share of each ingest spent outside the model run (tokenising included) is reported too."""
     from ltm.llm.embeddings import resolve_embedding
 
     settings = Settings(storage_dir=tmp / f"ltm_local_{n}", embedding="local")
-    emb = resolve_embedding(settings)
+    emb: Any = resolve_embedding(settings)
+    timed = _TimedSession(emb._session) if hasattr(emb, "_session") else None
+    if timed is not None:
+        emb._session = timed
     from ltm.store import MemoryStorage
 
-    store = MemoryStorage(NAMESPACE, kind=KIND, settings=settings, embedding=emb)
-    msgs = messages(texts[:n], roles[:n], causes[:n])
-    total = add_batches(store, msgs)
-    out = {"ltm_local_texts_per_s": n / total}
-    times, _found = search_latency(store, query_texts[:50], "hybrid")
-    out["ltm_local_search_hybrid_p50_ms"] = pct(times, 50) * 1e3
-    store.close()
+    out: dict[str, float] = {}
+
+    def ingest(name: str, count: int, add: Any) -> None:
+        store = MemoryStorage(f"{NAMESPACE}-{name}", kind=KIND, settings=settings, embedding=emb)
+        model_before = timed.seconds if timed is not None else 0.0
+        total = add(store)
+        out[f"ltm_local_{name}texts_per_s"] = count / total
+        if timed is not None:
+            out[f"ltm_local_{name}outside_model_share"] = 1 - (timed.seconds - model_before) / total
+        if name == "":
+            times, _found = search_latency(store, query_texts[:50], "hybrid")
+            out["ltm_local_search_hybrid_p50_ms"] = pct(times, 50) * 1e3
+        store.close()
+
+    ingest("", n, lambda store: add_batches(store, messages(texts[:n], roles[:n], causes[:n])))
+    one = messages(texts[:singles], roles[:singles], causes[:singles], start=n)
+    ingest("one_", singles, lambda store: sum(add_one_at_a_time(store, one)))
+    more = messages(texts[:2 * singles], roles[:2 * singles], causes[:2 * singles], start=2 * n)
+    ingest("threads_", 2 * singles, lambda store: add_concurrently(store, more))
+    if timed is not None:
+        emb._session = timed.session
     return out

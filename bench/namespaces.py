@@ -3,6 +3,7 @@
     python -m bench.namespaces                         # 2,000 namespaces x 10 messages, the default pool
     python -m bench.namespaces -n 10000 -m 100         # the target
     python -m bench.namespaces --pool 0 -n 500         # no bound: every namespace keeps its files (baseline)
+    python -m bench.namespaces --postgres -n 10000 -m 100   # namespaces as rows (a private pgserver)
 
 Writes N namespaces x M messages (hash embedding, one add_batch each), then times calls that hit a parked
 (closed) namespace against calls on an open one: ``recent(5)``, ``get``, and a hybrid ``search``. Prints a
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300, help="timed calls per kind")
     parser.add_argument("--synchronous", choices=("full", "normal"), default="full", help="sqlite_synchronous")
     parser.add_argument("--dir", type=Path, default=None, help="storage root (default: a temp folder)")
+    parser.add_argument("--postgres", action="store_true", help="the PostgreSQL store on a private pgserver")
     args = parser.parse_args()
 
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -83,8 +85,25 @@ def main() -> None:
 
 
 def _run(args: argparse.Namespace, root: Path) -> None:
-    extra = {} if args.pool is None else {"max_open_namespaces": args.pool}
+    extra: dict[str, object] = {} if args.pool is None else {"max_open_namespaces": args.pool}
+    server = None
+    if args.postgres:  # namespaces are rows of one table set; connections come from the process's pool
+        from pgserver.postgres_server import get_server
+
+        server = get_server(root / "pg", cleanup_mode="delete")
+        extra["store_url"] = str(server.get_uri())
     settings = Settings(storage_dir=root, embedding="hash", sqlite_synchronous=args.synchronous, **extra)
+    try:
+        _measure(args, settings)
+    finally:
+        if server is not None:
+            from ltm.store.pg.pool import close_pools
+
+            close_pools()
+            server.cleanup()
+
+
+def _measure(args: argparse.Namespace, settings: Settings) -> None:
     rng = random.Random(20)
     load_before = os.getloadavg()
     rss0, fds0 = _rss_mb(), _fds()
@@ -105,8 +124,9 @@ def _run(args: argparse.Namespace, root: Path) -> None:
     write_s = time.perf_counter() - start
     rss1, fds1 = _rss_mb(), _fds()
 
+    engine = "postgresql (pgserver)" if settings.store_url else f"embedded, sqlite_synchronous={args.synchronous}"
     print(f"# bench.namespaces: {args.namespaces} x {args.messages}, max_open_namespaces="
-          f"{settings.max_open_namespaces}, sqlite_synchronous={args.synchronous}, "
+          f"{settings.max_open_namespaces}, {engine}, "
           f"RLIMIT_NOFILE={resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; cpus {os.cpu_count()}")
     if failed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,10 @@ def _ratio(num: Any, den: Any) -> str:
     return f"{r:.3g}×"
 
 
+def _pct(v: Any) -> str:
+    return "–" if v is None else f"{100 * v:.0f}%"
+
+
 def _get(res: dict[str, Any], system: str, size: int | str, key: str) -> Any:
     return res["systems"].get(system, {}).get(str(size), {}).get(key)
 
@@ -51,19 +56,30 @@ def tables(res: dict[str, Any]) -> str:
     def g(system: str, n: int, key: str) -> Any:
         return _get(res, system, n, key)
 
+    base = res.get("baseline") or "before"
+    if res["systems"].get("base") or res["systems"].get("model_base"):
+        out += before_after(res, base)
     out.append("### Add: store work per message (precomputed vectors, embedding excluded)\n")
+    out.append(f"\"{base}\" is ltm at commit {base} (before this work), run by the same worker in the same run. "
+               "\"8 threads\": the same N messages added by 8 concurrent callers, one message per call, each "
+               "call returning once its message is durable.\n")
     rows = []
     for n in sizes:
-        rows.append([f"{n:,}", _f(g("ltm", n, "add_batch_ms_per_msg")), _f(g("ltm", n, "add_one_at_n_ms_p50")),
-                     _f(g("a", n, "add_one_at_n_ms_p50")),
+        rows.append([f"{n:,}", _f(g("ltm", n, "add_batch_ms_per_msg")), _f(g("base", n, "add_batch_ms_per_msg")),
+                     _ratio(g("base", n, "add_batch_ms_per_msg"), g("ltm", n, "add_batch_ms_per_msg")),
+                     _f(g("ltm", n, "add_one_at_n_ms_p50")), _f(g("a", n, "add_one_at_n_ms_p50")),
                      _ratio(g("a", n, "add_one_at_n_ms_p50"), g("ltm", n, "add_one_at_n_ms_p50")),
-                     _f(g("ltm", n, "add_one_total_s")), _f(g("a", n, "add_one_total_s")),
+                     _f(g("ltm", n, "add_one_total_s")), _f(g("ltm", n, "add_threads_total_s")),
+                     _f(g("base", n, "add_threads_total_s")), _f(g("ltm", n, "add_threads_per_commit")),
+                     _f(g("a", n, "add_one_total_s")),
                      _ratio(g("a", n, "add_one_total_s"), g("ltm", n, "add_one_total_s")),
+                     _ratio(g("a", n, "add_one_total_s"), g("ltm", n, "add_threads_total_s")),
                      _f(g("b", n, "flat_add_batch_ms_per_msg")), _f(g("b", n, "hnsw_add_batch_ms_per_msg")),
                      str(g("ltm", n, "repeats") or "–")])
-    out += _table(["N", "ltm batch ms/msg", "ltm one ms (p50 at N)", "A one ms (p50 at N)", "A/ltm",
-                   "ltm N one-at-a-time, s", "A N one-at-a-time, s", "A/ltm", "B flat batch ms/msg",
-                   "B HNSW batch ms/msg", "runs"], rows)
+    out += _table(["N", "ltm batch ms/msg", f"{base} batch ms/msg", f"{base}/ltm", "ltm one ms (p50 at N)",
+                   "A one ms (p50 at N)", "A/ltm", "ltm N one-at-a-time, 1 thread, s", "ltm 8 threads, s",
+                   f"{base} 8 threads, s", "ltm adds per commit (8 threads)", "A N one-at-a-time, s",
+                   "A/ltm (1 thread)", "A/ltm (8 threads)", "B flat batch ms/msg", "B HNSW batch ms/msg", "runs"], rows)
 
     out.append("\n### Search: latency per query, excluding the query embedding (k=10)\n")
     out.append("200 queries per mode; hybrid and keyword stop after 30 s once 20 ran (query counts in the JSON).\n")
@@ -94,28 +110,103 @@ def tables(res: dict[str, Any]) -> str:
                      _f(g("ltm", n, "recover_recover_s")), _f(g("a", n, "recover_recover_s")),
                      _ratio(g("a", n, "recover_recover_s"), g("ltm", n, "recover_recover_s")),
                      _f(g("ltm", n, "recover_import_s")),
-                     _f(g("ltm", n, "disk_bytes_per_msg"), ".0f"), _f(g("a", n, "disk_bytes_per_msg"), ".0f"),
+                     _f(g("ltm", n, "disk_bytes_per_msg"), ".0f"), _f(g("base", n, "disk_bytes_per_msg"), ".0f"),
+                     _f(g("a", n, "disk_bytes_per_msg"), ".0f"),
                      f"{_f(g('ltm', n, 'peak_rss_mb'), '.0f')} ({_f(g('ltm', n, 'rss_before_mb'), '.0f')})",
                      f"{_f(g('a', n, 'peak_rss_mb'), '.0f')} ({_f(g('a', n, 'rss_before_mb'), '.0f')})"])
     out += _table(["N", "ltm find_news(100) ms", "A find_news(100) ms", "A/ltm", "ltm delete p50 ms",
                    "ltm recover s", "A recover s", "A/ltm", "ltm import s (not in recover)", "ltm disk B/msg",
-                   "A disk B/msg", "ltm peak RSS MB (bench data)", "A peak RSS MB (bench data)"], rows)
+                   f"{base} disk B/msg", "A disk B/msg", "ltm peak RSS MB (bench data)",
+                   "A peak RSS MB (bench data)"], rows)
 
-    model = res["systems"].get("model", {})
+    model, before = res["systems"].get("model", {}), res["systems"].get("model_base", {})
     if model:
-        out.append("\n### Ingest with the local model (all-MiniLM-L6-v2, CPU, 1 torch thread)\n")
+        out.append("\n### Ingest with the local model (all-MiniLM-L6-v2, CPU, 1 thread, default runtime)\n")
+        out.append(f"texts/s; \"{base}\" is ltm at {base} in the same run (runs interleaved). \"one\": one "
+                   "message per add call, one caller; \"8 thr\": 8 callers at once, one message per call. "
+                   "\"outside model\": the share of ltm's ingest time not spent in the model run (tokenising, "
+                   "SQLite, FAISS).\n")
         rows = []
         for n, e in model.items():
-            rows.append([f"{int(n):,}", _f(e.get("c_texts_per_s")), _f(e.get("ltm_local_texts_per_s")),
-                         f"{100 * e['ltm_vs_c']:.0f}%" if "ltm_vs_c" in e else "–",
-                         _f(e.get("a_local_one_texts_per_s")), _f(e.get("ltm_local_search_hybrid_p50_ms")),
-                         str(e.get("repeats"))])
-        out += _table(["N", "C model alone texts/s", "ltm add_batch texts/s", "ltm/C",
-                       "A one-at-a-time texts/s (first 500)", "ltm hybrid search incl. embedding p50 ms", "runs"], rows)
+            b = before.get(n, {})
+            cells = [f"{int(n):,}", _f(e.get("c_texts_per_s"))]
+            for key in ("ltm_local_texts_per_s", "ltm_local_one_texts_per_s", "ltm_local_threads_texts_per_s"):
+                cells += [_f(e.get(key)), _f(b.get(key)), _ratio(e.get(key), b.get(key))]
+            cells += [f"{100 * e['ltm_vs_c']:.0f}%" if "ltm_vs_c" in e else "–",
+                      _pct(e.get("ltm_local_outside_model_share")),
+                      _pct(e.get("ltm_local_threads_outside_model_share")),
+                      _f(e.get("a_local_one_texts_per_s")), _f(e.get("ltm_local_search_hybrid_p50_ms")),
+                      str(e.get("repeats"))]
+            rows.append(cells)
+        out += _table(["N", "C model alone", "ltm batch", f"{base} batch", f"ltm/{base}", "ltm one",
+                       f"{base} one", f"ltm/{base}", "ltm 8 thr", f"{base} 8 thr", f"ltm/{base}", "ltm batch/C",
+                       "outside model (batch)", "outside model (8 thr)", "A one-at-a-time (first 500)",
+                       "ltm hybrid search incl. embedding p50 ms", "runs"], rows)
 
     out.append("\n### Targets\n")
     out += _table(["target", "measured", "verdict"], [[TARGETS[k], fig, verdict] for k, fig, verdict in verdicts(res)])
     return "\n".join(out)
+
+
+START, END = "<!-- bench.run:start -->", "<!-- bench.run:end -->"
+PLOTS = [("add.png", "store work per added message"), ("one_at_a_time.png", "10,000 adds, one message per call"),
+         ("ingest.png", "ingest with the local model"), ("search.png", "search latency"),
+         ("find_news.png", "find_news"), ("recover.png", "recovery"), ("disk.png", "disk per message")]
+
+
+def section(res: dict[str, Any], tables_md: str, plots_dir: str) -> str:
+    """The generated part of BENCHMARKS.md: how it was made, the plots, then the tables as printed."""
+    plots = "\n".join(f"![{title}]({plots_dir}/{name})" for name, title in PLOTS)
+    return (f"_Generated by `python -m bench.run --all` (sizes {', '.join(f'{int(n):,}' for n in res['sizes'])}"
+            f"); figures in [{plots_dir}/results.json]({plots_dir}/results.json). Every ratio compares two "
+            "systems measured in the same run._\n\n" + plots + "\n\n" + tables_md.replace("\n### ", "\n#### "))
+
+
+def write_section(path: Path, text: str, start: str = START, end: str = END) -> None:
+    """Replace the text between the ``start`` / ``end`` markers of ``path`` (the bench.run ones by default;
+    appended when absent): the generated parts of BENCHMARKS.md, each tool its own markers."""
+    body = path.read_text("utf-8") if path.exists() else ""
+    block = f"{start}\n{text}\n{end}"
+    if start in body and end in body:
+        body = body[: body.index(start)] + block + body[body.index(end) + len(end):]
+    else:
+        body = body.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(body, "utf-8")
+
+
+def before_after(res: dict[str, Any], base: str) -> list[str]:
+    """The headline rows: ltm at ``base`` against ltm now, same run, with the ratio that is the improvement."""
+    rows: list[list[str]] = []
+
+    def row(what: str, before: Any, after: Any, better: str, fmt: str = ".3g") -> None:
+        if before is None and after is None:
+            return
+        gain = (_ratio(before, after) if better == "lower" else _ratio(after, before))
+        rows.append([what, _f(before, fmt), _f(after, fmt), gain])
+
+    g = partial(_get, res)
+    for n in res["sizes"]:
+        row(f"store work per message, add_batch, {int(n):,} (ms)", g("base", n, "add_batch_ms_per_msg"),
+            g("ltm", n, "add_batch_ms_per_msg"), "lower")
+    for n in res["sizes"]:
+        row(f"disk per message, {int(n):,} (bytes)", g("base", n, "disk_bytes_per_msg"),
+            g("ltm", n, "disk_bytes_per_msg"), "lower", ".0f")
+    for n in res["sizes"]:
+        row(f"recover (open + first query), {int(n):,} (s)", g("base", n, "recover_recover_s"),
+            g("ltm", n, "recover_recover_s"), "lower")
+    for n in res["sizes"]:
+        row(f"{int(n):,} adds, 1 caller, one message per call (s)", g("base", n, "add_one_total_s"),
+            g("ltm", n, "add_one_total_s"), "lower")
+        row(f"{int(n):,} adds, 8 callers, one message per call (s)", g("base", n, "add_threads_total_s"),
+            g("ltm", n, "add_threads_total_s"), "lower")
+    for n in res["systems"].get("model", {}):
+        for key, what in (("ltm_local_texts_per_s", "add_batch"),
+                          ("ltm_local_one_texts_per_s", "1 caller, one per call"),
+                          ("ltm_local_threads_texts_per_s", "8 callers, one per call")):
+            row(f"ingest with the local model, {what} (texts/s)", g("model_base", n, key),
+                g("model", n, key), "higher")
+    head = ["", f"ltm@{base}", "ltm", "improvement"]
+    return [f"### Before and after: ltm at {base} against ltm now, same run\n", *_table(head, rows), ""]
 
 
 def verdicts(res: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -139,8 +230,12 @@ def verdicts(res: dict[str, Any]) -> list[tuple[str, str, str]]:
                 verdict(min(r for _, r in ratios) >= 0.9 if ratios else None)))
 
     lt, at = _get(res, "ltm", 10_000, "add_one_total_s"), _get(res, "a", 10_000, "add_one_total_s")
-    out.append(("vs_a", f"ltm {lt:.2f} s vs A {at:.1f} s = {at / lt:.0f}×" if lt and at else "–",
-                verdict(at / lt >= 50 if lt and at else None)))
+    lc = _get(res, "ltm", 10_000, "add_threads_total_s")
+    fig = f"1 caller: ltm {lt:.2f} s vs A {at:.1f} s = {at / lt:.0f}×" if lt and at else "–"
+    if lc and at:
+        fig += f"; 8 callers (group commit): ltm {lc:.2f} s = {at / lc:.0f}×"
+    best = min(x for x in (lt, lc) if x) if (lt or lc) else None
+    out.append(("vs_a", fig, verdict(at / best >= 50 if best and at else None)))
 
     rec = _get(res, "ltm", big, "recover_recover_s")
     out.append(("recover", f"{rec:.2f} s at {big:,}" if rec is not None else "–",

@@ -2,7 +2,8 @@
 """Benchmark ltm against the llama-index/FAISS way MetaGPT uses (A), raw FAISS (B) and the embedding model (C).
 
     python -m bench.run --quick                      # < 2 min smoke run (CI)
-    python -m bench.run --out-json bench/full.json --plot docs/bench.png   # full: 1k, 10k, 100k, 1M
+    python -m bench.run --all                        # bench/results/: 1k, 10k, 100k (~20 min), plots
+    python -m bench.run --all --sizes 1000,10000,100000,1000000   # and 1M (~30+ min more, ~6 GB RAM)
 
 Every system at every size runs in its own worker process (peak RSS is per worker); recovery is timed in a
 further fresh process. Each figure is the median over ``--repeats`` runs; baselines run in the same
@@ -18,6 +19,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 FULL_SIZES = [1_000, 10_000, 100_000, 1_000_000]
+DEFAULT_SIZES = [1_000, 10_000, 100_000]  # ~20 min; add 1000000 with --sizes (peak ~6 GB RAM, ~30+ min more)
 QUICK_SIZES = [1_000, 2_000]
+BASELINE_REF = "0703872"  # main before issue 21's write-path work: the "before" of every ltm figure
+RESULTS = Path(__file__).resolve().parent / "results"
+BENCHMARKS = RESULTS.parent.parent / "BENCHMARKS.md"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,7 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sizes", type=lambda s: [int(float(x)) for x in s.split(",")], default=None,
                    help="comma-separated message counts (default 1000,10000,100000,1000000)")
     p.add_argument("--repeats", type=int, default=None, help="runs per size up to --repeat-max-size (default 3)")
-    p.add_argument("--repeat-max-size", type=int, default=10_000, help="larger sizes run once (default 10000)")
+    p.add_argument("--repeat-max-size", type=int, default=1_000, help="larger sizes run once (default 1000)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--extra", type=int, default=1000, help="one-at-a-time adds measured on top of size N")
     p.add_argument("--one-max", type=int, default=10_000, help="ltm: one-at-a-time from empty up to this size")
@@ -49,6 +55,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model-sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
                    help="sizes for the local-model run (C vs ltm ingest); default 1000")
     p.add_argument("--a-local", type=int, default=500, help="A with the local model, one at a time (0: skip)")
+    p.add_argument("--baseline", default=BASELINE_REF,
+                   help="git ref whose ltm runs the same ltm and model workers in the same run ('' to skip)")
+    p.add_argument("--baseline-max", type=int, default=100_000, help="the baseline is not run above this size")
+    p.add_argument("--baseline-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--all", action="store_true",
+                   help="regenerate bench/results/ (results.json, tables.md, plots) for BENCHMARKS.md")
     p.add_argument("--out-json", type=Path, default=None)
     p.add_argument("--plot", type=Path, default=None, help="write a PNG plot here")
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
@@ -67,7 +79,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.model_sizes = [128] if args.model_sizes is None else args.model_sizes
         args.a_one_max, args.one_max, args.extra = min(args.a_one_max, 1000), min(args.one_max, 1000), 100
         args.a_local = 0
-    args.sizes = args.sizes or FULL_SIZES
+    if args.quick:
+        args.baseline_max = min(args.baseline_max, QUICK_SIZES[0])
+    if args.all:
+        args.out_json = args.out_json or RESULTS / "results.json"
+        args.md = args.md or RESULTS / "tables.md"
+        args.plot = args.plot or RESULTS / "bench.png"
+    args.sizes = args.sizes or DEFAULT_SIZES
     args.repeats = args.repeats or 3
     args.model_sizes = [1000] if args.model_sizes is None else args.model_sizes
     return args
@@ -95,15 +113,22 @@ def _probe_main(args: argparse.Namespace) -> dict[str, Any]:
     return bench_workers.probe_a(args.probe_dir, args.probe_query, args.probe_vec)
 
 
-def spawn(args: argparse.Namespace, worker: str, size: int) -> dict[str, Any] | None:
-    """Run one worker process; its last stdout line is its JSON result. A failure is reported, not fatal."""
+def spawn(args: argparse.Namespace, worker: str, size: int, baseline: Path | None = None) -> dict[str, Any] | None:
+    """Run one worker process; its last stdout line is its JSON result. A failure is reported, not fatal.
+    With ``baseline`` (a directory holding another version's ``ltm`` package) the worker imports that ltm."""
     cmd = [*module_cmd("run"), "--worker", worker, "--size", str(size),
            "--seed", str(args.seed), "--extra", str(args.extra), "--one-max", str(args.one_max),
            "--a-one-max", str(args.a_one_max), "--a-marginal", str(args.a_marginal),
            "--hnsw-min", str(args.hnsw_min), "--a-local", str(args.a_local)]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=module_env())
+    env = module_env()
+    if baseline is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(baseline), env["PYTHONPATH"]])
+    # ``python -m`` puts the working directory first on sys.path: the baseline's worker runs from the baseline
+    # directory, or the repository's own ltm (in the current directory) would shadow the baseline's
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=baseline)
     wall = time.perf_counter() - t0
+    worker = f"{worker}@{args.baseline}" if baseline is not None else worker
     if proc.returncode != 0:
         print(f"  ! {worker} n={size} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", file=sys.stderr,
               flush=True)
@@ -114,8 +139,20 @@ def spawn(args: argparse.Namespace, worker: str, size: int) -> dict[str, Any] | 
             print(f"  ! {worker} n={size}: {ln}", file=sys.stderr, flush=True)
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["wall_s"] = wall
-    print(f"  {worker:5s} n={size:>9,d} done in {wall:6.1f} s", file=sys.stderr, flush=True)
+    print(f"  {worker:13s} n={size:>9,d} done in {wall:6.1f} s", file=sys.stderr, flush=True)
     return result
+
+
+def baseline_dir(ref: str) -> Path:
+    """``ref``'s ``ltm`` package, extracted once (``git archive``) into the temp dir: outside the repository, so
+    linters and type checkers never see a second ``ltm``."""
+    target = Path(tempfile.gettempdir()) / f"ltm-bench-baseline-{ref}"
+    if not (target / "ltm" / "__init__.py").is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "archive", ref, "ltm"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -153,15 +190,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                                           *sys.argv[1:]]),
                                "sizes": args.sizes, "systems": {}}
     t_start = time.perf_counter()
+    base = baseline_dir(args.baseline) if args.baseline else None
+    results["baseline"] = args.baseline
     for size in args.sizes:
         reps = args.repeats if size <= args.repeat_max_size else 1
         print(f"n={size:,d}: {reps} repeat(s)", file=sys.stderr, flush=True)
-        runs: dict[str, list[dict[str, Any]]] = {"ltm": [], "a": [], "b": []}
+        runs: dict[str, list[dict[str, Any]]] = {"ltm": [], "base": [], "a": [], "b": []}
         for rep in range(reps):
-            for worker in ("ltm", "a", "b"):
+            for worker in ("ltm", "base", "a", "b"):
                 if worker == "a" and (size > args.a_max or (rep > 0 and size > 1000 and not args.quick)):
                     continue  # A's O(n) insert makes repeats above 1k cost minutes each: A runs once there
-                res = spawn(args, worker, size)
+                if worker == "base" and (base is None or size > args.baseline_max):
+                    continue
+                if args.baseline_only and worker != "base":
+                    continue
+                res = spawn(args, "ltm", size, base) if worker == "base" else spawn(args, worker, size)
                 if res is not None:
                     runs[worker].append(res)
         for worker, rs in runs.items():
@@ -172,11 +215,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _save_partial(args, results)
     for size in args.model_sizes:
         reps = args.repeats if size <= 1000 else 1
-        rs = [r for r in (spawn(args, "model", size) for _ in range(reps)) if r is not None]
-        if rs:
-            entry = median_of(rs)
-            entry["repeats"] = len(rs)
-            results["systems"].setdefault("model", {})[str(size)] = entry
+        runs = {"model": [], "model_base": []}
+        for _ in range(reps):  # interleaved: the machine's load moves both the same way
+            for system, where in (("model", None), ("model_base", base)):
+                if (system == "model_base" and base is None) or (args.baseline_only and system == "model"):
+                    continue
+                if (r := spawn(args, "model", size, where)) is not None:
+                    runs[system].append(r)
+        for system, rs in runs.items():
+            if rs:
+                entry = median_of(rs)
+                entry["repeats"] = len(rs)
+                results["systems"].setdefault(system, {})[str(size)] = entry
     results["total_s"] = time.perf_counter() - t_start
     return results
 
@@ -209,7 +259,21 @@ def main(argv: list[str] | None = None) -> int:
         args.out_json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     if args.plot:
         bench_report.plot(results, args.plot)
+        from bench import plots as bench_plots
+
+        for path in bench_plots.plot_all(results, args.plot.parent):
+            print(f"plot: {path}", file=sys.stderr)
+    if args.all:
+        bench_report.write_section(BENCHMARKS, bench_report.section(results, text, _relative(args.plot.parent)))
+        print(f"updated the generated section of {BENCHMARKS}", file=sys.stderr)
     return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(BENCHMARKS.parent))
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":

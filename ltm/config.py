@@ -50,7 +50,7 @@ def mask_url(url: str) -> str:
 
 EmbeddingKind = Literal["local", "openai", "hash"]
 LLMKind = Literal["none", "openai"]
-LocalRuntime = Literal["auto", "onnx", "torch"]
+LocalRuntime = Literal["auto", "onnx", "onnx-int8", "torch"]
 
 
 class Settings(BaseModel):
@@ -67,7 +67,12 @@ class Settings(BaseModel):
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding call.")
     torch_threads: int = Field(1, ge=1, le=64, description="Threads for the local model (torch or ONNX Runtime).")
     local_runtime: LocalRuntime = Field(
-        "auto", description="Runtime of the local model: onnx, torch, or auto (ONNX Runtime when installed)."
+        "auto", description="Runtime of the local model: onnx, torch, or auto (ONNX Runtime when installed); "
+        "onnx-int8 (opt-in) runs an int8-quantized copy of the ONNX graph: faster batches, slightly different vectors.",
+    )
+    query_cache_size: int = Field(
+        1024, ge=0, description="Query embeddings each open store keeps in memory (LRU by model and text): a "
+        "repeated search skips the model. 0 keeps none.",
     )
     model_cache_dir: Path = Field(
         Path("~/.cache/ltm"), description="Where the local model's ONNX export is cached (built once, offline)."

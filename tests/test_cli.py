@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ltm import MemoryStorage, Message, Settings
 from ltm.cli import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +51,24 @@ def test_add_search_recent_delete_round_trip(tmp_path: Path) -> None:
     assert "Traceback" not in again.stderr
 
 
+def test_search_also_merges_several_namespaces_by_score(tmp_path: Path) -> None:
+    notes = {"architect": "orders live in PostgreSQL for transactions",
+             "qa": "discount codes applied twice at checkout",
+             "pm": "the Germany launch is planned for March"}
+    for role, note in notes.items():
+        assert run(tmp_path, "add", "--kind", "role", "-n", role, note).returncode == 0
+    found = run(tmp_path, "search", "--kind", "role", "-n", "architect", "--also", "qa", "--also", "pm",
+                "discount codes twice", "-k", "3", "--json")
+    assert found.returncode == 0, found.stderr
+    lines = [json.loads(line) for line in found.stdout.splitlines()]
+    assert lines[0]["namespace"] == "qa" and lines[0]["content"] == notes["qa"]
+    assert {line["namespace"] for line in lines} <= set(notes)
+    table = run(tmp_path, "search", "--kind", "role", "-n", "pm", "--also", "qa", "Germany launch", "-k", "1")
+    assert table.returncode == 0 and "[pm]" in table.stdout
+    missing = run(tmp_path, "search", "--kind", "role", "-n", "pm", "--also", "nobody", "x")
+    assert missing.returncode == 3 and "role/nobody" in missing.stderr
+
+
 def test_export_import_is_lossless_with_and_without_embeddings(tmp_path: Path) -> None:
     lines = [json.dumps({"content": f"fact {i}", "role": "user", "metadata": {"i": i},
                          "instruct_content": {"k": [i]}, "created_at": 1_700_000_000 + i}) for i in range(20)]
@@ -69,6 +88,22 @@ def test_export_import_is_lossless_with_and_without_embeddings(tmp_path: Path) -
         assert back == exported
     reimport = run(tmp_path, "import", "-n", "copy", stdin=plain.stdout)
     assert "imported 0 new of 20" in reimport.stdout
+
+
+def test_stats_of_many_namespaces_is_plain_aligned_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ltm.cli.namespaces import RICH_ROWS
+
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    for i in range(RICH_ROWS + 1):
+        with MemoryStorage(f"role-{i:03d}", settings=settings) as store:
+            store.add(Message(f"note {i}"))
+    assert main(["stats", "--storage-dir", str(tmp_path / "data"), "--embedding", "hash"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(f"({RICH_ROWS + 1:,})") and lines[1].split() == [
+        "kind", "namespace", "messages", "bytes", "on", "disk", "model", "index"]
+    rows = [line.split() for line in lines[2:]]
+    assert len(rows) == RICH_ROWS + 1 and rows[0][:3] == ["role", "role-000", "1"] and rows[-1][1] == "role-200"
+    assert len({line.index("hash-384") for line in lines[2:]}) == 1  # aligned
 
 
 def test_stats_lists_namespaces(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`ltm list / update / history / delete-where` and `--where`, as real subprocesses."""
+"""`ltm list / update / history / delete-where` and `--where`, as real subprocesses, on both store engines."""
 
 from __future__ import annotations
 
@@ -6,16 +6,37 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from tests.store.conftest import BACKENDS
+
+# the PostgreSQL store for every command of a test that sets it (LTM_STORE_URL), else the embedded one
+_STORE_URL: dict[str, str] = {}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test on both store engines: the commands run with ``LTM_STORE_URL`` on PostgreSQL."""
+    if request.param == "postgres":
+        _STORE_URL["url"] = request.getfixturevalue("pg_url")
+    try:
+        yield str(request.param)
+    finally:
+        _STORE_URL.clear()
 
 
 def run(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LTM_STORAGE_DIR": str(tmp / "data"), "LTM_EMBEDDING": "hash"}
+    if "url" in _STORE_URL:
+        env["LTM_STORE_URL"] = _STORE_URL["url"]
     return subprocess.run([sys.executable, "-m", "ltm.cli", *args], input=stdin, capture_output=True, text=True,
                           env=env, timeout=120, check=False)
 
 
-def test_list_update_history_delete_where(tmp_path: Path) -> None:
+def test_list_update_history_delete_where(tmp_path: Path, backend: str) -> None:
     lines = [json.dumps({"id": f"m{i}", "content": f"note {i} about the deploy", "role": "user",
                          "metadata": {"run_id": f"r{i % 2}", "n": i}}) for i in range(6)]
     assert run(tmp_path, "add", "-n", "team", stdin="\n".join(lines)).returncode == 0
@@ -48,7 +69,7 @@ def test_list_update_history_delete_where(tmp_path: Path) -> None:
     assert run(tmp_path, "history", "-n", "team", "m0").stdout.split()[-2:] == ["->", "'-'"]
 
 
-def test_bad_filters_and_ids_are_one_line_errors(tmp_path: Path) -> None:
+def test_bad_filters_and_ids_are_one_line_errors(tmp_path: Path, backend: str) -> None:
     assert run(tmp_path, "add", "-n", "team", "a note").returncode == 0
     for where, says in (('{"role": {"like": "u%"}}', "unknown filter operator 'like'"),
                         ("{not json", "--where takes a JSON object"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from ltm import MemoryStorage, Message, Settings
 from ltm.cli import main
 from ltm.errors import InvalidInput
+from ltm.store import scoped
 
 pytestmark = pytest.mark.slow
 
@@ -70,3 +72,36 @@ def test_migrate_needs_one_side_of_each(tmp_path: Path, capsys: pytest.CaptureFi
         from ltm.cli.migrate import _sources
 
         list(_sources(str(tmp_path / "missing"), None))
+
+
+def test_migrate_carries_scopes_expiry_and_history_both_ways(tmp_path: Path, pg_url: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16's data crosses engines: scope and expiry filters answer the same, the audit trail (events,
+    old / new values, times) is the source's, and a second run leaves one trail, not two."""
+    embedded = Settings(storage_dir=tmp_path / "a", embedding="hash")
+    later = time.time() + 3600
+    with MemoryStorage("team", settings=embedded) as store:
+        store.add_batch([scoped(Message("alice reported the login bug", id="t1"), user_id="u1", run_id="r1"),
+                         scoped(Message("bob fixed the hashing", id="t2"), user_id="u2", run_id="r1",
+                                expires_at=later),
+                         Message("a note to delete", id="t3")])
+        store.update("t1", content="alice reported the login bug twice")
+        store.delete("t3")
+        trail = {i: [(e.event, e.old, e.new, e.at) for e in store.history(i)] for i in ("t1", "t2", "t3")}
+    assert [e[0] for e in trail["t1"]] == ["ADD", "UPDATE"] and [e[0] for e in trail["t3"]] == ["ADD", "DELETE"]
+
+    for _ in range(2):  # the second run must not double the trail
+        assert main(["migrate", "--from", str(tmp_path / "a"), "--to", pg_url, "--embedding", "hash"]) == 0
+        assert "role/team: 2 messages" in capsys.readouterr().out
+    on_pg = embedded.with_(store_url=pg_url)
+    with MemoryStorage("team", settings=on_pg) as store:
+        assert {i: [(e.event, e.old, e.new, e.at) for e in store.history(i)] for i in trail} == trail
+        assert [m.id for m in store.list({"run_id": "r1", "user_id": {"ne": "u1"}}).messages] == ["t2"]
+        assert store.count({"expires_at": {"gt": later - 1}}) == 1
+
+    assert main(["migrate", "--from", pg_url, "--to", str(tmp_path / "b"), "--embedding", "hash"]) == 0
+    assert "role/team: 2 messages (2 new), vectors carried, 2 sampled searches verified, 5 history events" \
+        in capsys.readouterr().out  # t1: ADD UPDATE, t2: ADD, t3: ADD DELETE
+    with MemoryStorage("team", settings=Settings(storage_dir=tmp_path / "b", embedding="hash")) as back:
+        assert {i: [(e.event, e.old, e.new, e.at) for e in back.history(i)] for i in trail} == trail
+        assert [m.id for m in back.list({"user_id": "u1"}).messages] == ["t1"]

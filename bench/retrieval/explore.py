@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,16 +55,18 @@ def candidates(data: dict[str, Any], model: Any) -> list[dict[str, Any]]:
         spoken = embed(model, [template(t["speaker"], t["text"]) for t in turns])
         bare = embed(model, [t["text"] for t in turns])
         qvecs = embed(model, [q["question"] for q in conv["questions"]])
+        newest = max(t["time"] for t in turns)  # relative dates count from the newest message, as the store does
         for q, qv in zip(conv["questions"], qvecs, strict=True):
             kw = bm25.scores(q["question"])
             korder = [int(i) for i in np.argsort(-kw, kind="stable")[:100] if kw[i] > 0]
-            cands = {"kw": [(i, float(kw[i])) for i in korder]}
+            cands = {"kw": [(i, float(kw[i])) for i in korder],
+                     "_t": [(i, float(t["time"])) for i, t in enumerate(turns)]}
             allsims = spoken @ qv
             for name, mat in (("dense", spoken), ("bare", bare)):
                 sims = mat @ qv
                 order = np.argsort(-sims, kind="stable")[:100]
                 cands[name] = [(int(i), float(sims[i])) for i in order]
-            window = query_window(q["question"], time.time())
+            window = query_window(q["question"], newest)
             if window is not None:
                 inside = [i for i, t in enumerate(turns) if window[0] <= t["time"] < window[1]]
                 cands["time"] = sorted(((i, float(allsims[i])) for i in inside), key=lambda x: -x[1])[:50]
@@ -101,9 +102,11 @@ def convex(alpha: float, dense: str = "dense", norm: str = "max") -> Callable[[d
 
 
 def calibrated(wk: float, depth: int = 50, dense: str = "dense", kw_floor: str = "zero",
-               neighbours: float = 0.0, wt: float = 0.0) -> Callable[[dict[str, Cand]], list[int]]:
+               neighbours: float = 0.0, wt: float = 0.0,
+               gap: float | None = None) -> Callable[[dict[str, Cand]], list[int]]:
     """Each signal min-max normalised between its top and its score at ``depth`` (keyword: 0 when fewer
-    matched), flat signals dropped; optionally a share of the best neighbouring turn's score."""
+    matched), flat signals dropped; optionally a share of the best neighbouring turn's score (only from a
+    neighbour said within ``gap`` seconds, when given)."""
     def norm(hits: Cand, zero_floor: bool) -> dict[int, float]:
         hits = hits[:depth]
         if not hits:
@@ -126,7 +129,13 @@ def calibrated(wk: float, depth: int = 50, dense: str = "dense", kw_floor: str =
                 if i not in dn and top > floor:
                     s[i] += (1 - wk) * max(0.0, (v - floor) / (top - floor))
         if neighbours:
-            s = {i: v + neighbours * max(s.get(i - 1, 0.0), s.get(i + 1, 0.0)) for i, v in s.items()}
+            times = c["_t"]
+
+            def near(i: int, j: int) -> float:
+                if gap is not None and not (0 <= j < len(times) and abs(times[i][1] - times[j][1]) <= gap):
+                    return 0.0
+                return s.get(j, 0.0)
+            s = {i: v + neighbours * max(near(i, i - 1), near(i, i + 1)) for i, v in s.items()}
         return sorted(s, key=lambda i: (-s[i], i))[:10]
     return fuse
 
@@ -141,10 +150,11 @@ def evaluate(rows: Sequence[dict[str, Any]], fuse: Callable[[dict[str, Cand]], l
 
 def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from bench.retrieval.cache import CachedEmbedding
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
 
-    model = resolve_embedding(Settings(embedding="local"))
+    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
     systems: dict[str, Callable[[dict[str, Cand]], list[int]]] = {
         "bm25": single("kw"), "dense": single("dense"), "bare": single("bare"), "rrf60": wrrf(0.5, 60),
     }
@@ -154,15 +164,18 @@ def main() -> int:
     for a in (0.2, 0.3, 0.4, 0.5, 0.6):
         systems[f"convex a={a} max"] = convex(a)
         systems[f"convex a={a} minmax"] = convex(a, norm="minmax")
-    for wk in (0.2, 0.3, 0.4, 0.5):
+    for wk in (0.2, 0.3, 0.4, 0.5, 0.6):
         for kf in ("zero", "depth"):
             systems[f"cal w={wk} kf={kf}"] = calibrated(wk, kw_floor=kf)
         systems[f"cal w={wk} d100"] = calibrated(wk, depth=100)
         systems[f"cal w={wk} bare"] = calibrated(wk, dense="bare")
         for wt in (0.1, 0.2, 0.3, 0.5):
             systems[f"cal w={wk} time={wt}"] = calibrated(wk, wt=wt)
-        for nb in (0.1, 0.2, 0.4):
+        for nb in (0.1, 0.2, 0.3, 0.4):
             systems[f"cal w={wk} nb={nb}"] = calibrated(wk, neighbours=nb)
+            for hours in (1, 6, 24):
+                systems[f"cal w={wk} nb={nb} gap={hours}h"] = calibrated(wk, neighbours=nb, gap=hours * 3600.0)
+            systems[f"cal w={wk} nb={nb} gap=6h bare"] = calibrated(wk, neighbours=nb, gap=6 * 3600.0, dense="bare")
     only = os.environ.get("SYSTEMS")
     if only:
         systems = {k: v for k, v in systems.items() if re.search(only, k)}

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import report
 from bench.retrieval import baselines
 from bench.retrieval.metrics import METRICS, mean, score
 from ltm.store import Mode
@@ -47,14 +48,14 @@ def template(speaker: str, text: str) -> str:
 
 
 def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
-                 modes: Sequence[Mode] = MODES, cache: Path | None = None) -> dict[str, Any]:
+                 modes: Sequence[Mode] = MODES, cache: Path | None = None, runtime: str = "auto") -> dict[str, Any]:
     """Rankings of every system for every question of one set, plus ingest and search times."""
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
     from ltm.message import Message
     from ltm.store import MemoryStorage
 
-    settings = Settings(storage_dir=storage_dir, embedding=embedding)
+    settings = Settings(storage_dir=storage_dir, embedding=embedding, local_runtime=runtime)
     model = resolve_embedding(settings)
     if cache is not None:
         from bench.retrieval.cache import CachedEmbedding
@@ -135,23 +136,17 @@ def table(name: str, summary: dict[str, Any], extra: str = "") -> str:
 
 def write_section(path: Path, text: str) -> None:
     """Replace the text between the retrieval markers of ``path`` (appended when absent)."""
-    body = path.read_text("utf-8") if path.exists() else ""
-    block = f"{START}\n{text}\n{END}"
-    if START in body and END in body:
-        body = body[: body.index(START)] + block + body[body.index(END) + len(END):]
-    else:
-        body = body.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(body, "utf-8")
+    report.write_section(path, text, START, END)
 
 
 def run(paths: Sequence[Path], embedding: str = "local", progress: Callable[[str], None] = print,
-        cache: Path | None = None) -> dict[str, Any]:
+        cache: Path | None = None, runtime: str = "auto") -> dict[str, Any]:
     """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}."""
     out: dict[str, Any] = {}
     for data in load(paths):
         with tempfile.TemporaryDirectory(prefix="ltm-retrieval-") as tmp:
             started = time.perf_counter()
-            result = evaluate_set(data, embedding, Path(tmp), cache=cache)
+            result = evaluate_set(data, embedding, Path(tmp), cache=cache, runtime=runtime)
         out[data["name"]] = {"summary": summarise(result), "ingest_seconds": result["ingest_seconds"],
                              "search_ms_p50": result["search_ms_p50"], "turns": result["turns"],
                              "source": data.get("source"), "commit": data.get("commit"),
@@ -164,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Retrieval quality on public conversational-memory sets.")
     parser.add_argument("--data", type=Path, nargs="*", help="set files (default: every bench/data/*.json)")
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--runtime", choices=["auto", "onnx", "onnx-int8", "torch"], default="auto",
+                        help="the local model's runtime (LTM_LOCAL_RUNTIME); onnx-int8 vectors are cached apart")
     parser.add_argument("--json", type=Path, help="write all numbers and rankings here")
     parser.add_argument("--no-cache", action="store_true",
                         help="embed everything afresh (default: vectors cached in bench/data/cache/vectors.sqlite; "
@@ -176,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.data or sorted(DATA_DIR.glob("*.json"))
     if not paths:
         parser.error("no sets: run `python -m bench.retrieval.fetch` first, or pass --data")
-    cache = None if args.no_cache or args.embedding != "local" else DATA_DIR / "cache" / "vectors.sqlite"
-    results = run(paths, args.embedding, cache=cache)
+    name = "vectors-int8.sqlite" if args.runtime == "onnx-int8" else "vectors.sqlite"
+    cache = None if args.no_cache or args.embedding != "local" else DATA_DIR / "cache" / name
+    results = run(paths, args.embedding, cache=cache, runtime=args.runtime)
     tables = []
     for name, r in results.items():
         extra = f", {r['turns']} turns; ingest {r['ingest_seconds']:.1f} s"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ltm.cli.output import parse_time, write_messages
-from ltm.config import Settings
+from ltm.config import Settings, mask_url
 from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.message import Message
 
@@ -76,7 +76,8 @@ def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, 
         from ltm.store import namespace_exists
 
         if not namespace_exists(settings, args.kind, args.namespace):
-            raise NotFound(f"no namespace {args.kind}/{args.namespace} under {settings.storage_dir}; "
+            where = mask_url(settings.store_url) if settings.store_url else settings.storage_dir
+            raise NotFound(f"no namespace {args.kind}/{args.namespace} in {where}; "
                            "`ltm stats` lists the namespaces there")
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from itertools import islice
@@ -20,6 +21,7 @@ from ltm.cli.common import (
     parse_meta,
     print_messages,
     read_jsonl,
+    settings_from,
 )
 from ltm.cli.output import Progress
 from ltm.errors import InvalidInput, NotFound
@@ -104,9 +106,30 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    if args.also:
+        return _search_many(args)
     with open_storage(args, existing=True) as store:
         hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
         print_messages(args, [h.message for h in hits], [{"score": h.score, "signals": list(h.signals)} for h in hits])
+    return EXIT_OK if hits else EXIT_NOT_FOUND
+
+
+def _search_many(args: argparse.Namespace) -> int:
+    """``ltm search -n A --also B --also C``: one search over several namespaces, merged by score."""
+    if getattr(args, "url", None) or os.environ.get("LTM_URL"):
+        raise InvalidInput("--also searches local namespaces; with --url, search each namespace on its own")
+    from ltm.store import namespace_exists, search_many
+
+    settings = settings_from(args)
+    names = list(dict.fromkeys([args.namespace, *args.also]))
+    missing = [n for n in names if not namespace_exists(settings, args.kind, n)]
+    if missing:
+        raise NotFound(f"no namespace {', '.join(f'{args.kind}/{n}' for n in missing)} under "
+                       f"{settings.storage_dir}; `ltm stats` lists the namespaces there")
+    hits = search_many(names, args.query, k=args.k, mode=args.mode, filters=filters_from(args), settings=settings,
+                       kind=args.kind)
+    print_messages(args, [h.message for h in hits],
+                   [{"namespace": h.namespace, "score": h.score, "signals": list(h.signals)} for h in hits])
     return EXIT_OK if hits else EXIT_NOT_FOUND
 
 
@@ -190,6 +213,8 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("query", help="free text")
     p.add_argument("-k", "--k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--mode", choices=["hybrid", "dense", "keyword"], default="hybrid", help="default hybrid")
+    p.add_argument("--also", action="append", default=[], metavar="NAMESPACE",
+                   help="also search this namespace of the same kind (repeatable): hits merged by score")
     p.set_defaults(func=cmd_search)
 
     p = add("recent", ns, opts.output)

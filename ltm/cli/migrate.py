@@ -5,9 +5,11 @@ Streaming: each namespace is read with :meth:`MemoryStorage.export` in pages and
 destination already holds before any embedding, so running the same command again after an interruption
 finishes the job without duplicates or model calls. Vectors are carried over when the destination's
 embedding model is the source namespace's (no model call at all); otherwise the destination re-embeds.
-Verified: per namespace, the message counts must match, and for a sample of messages the destination must
-return the same message by id and find it by its own content in a dense search (with the same cosine as the
-source when vectors were carried).
+Scopes and expiry ride in each message's metadata, so they travel with it; the audit trail (``history``) is
+carried after the messages, each event with its original time, replacing the ADD events the copy wrote (so a
+second run leaves one trail). Verified: per namespace, the message counts must match, and for a sample of
+messages the destination must return the same message by id and find it by its own content in a dense search
+(with the same cosine as the source when vectors were carried).
 """
 
 from __future__ import annotations
@@ -106,8 +108,10 @@ def migrate_namespace(source: Source, src: Settings, dst: Settings, *, sample: i
                                  "in the destination after the copy; run the command again (it resumes)")
         for message_id in picks:
             _verify(a, b, message_id, carry)
+        events = a.history_rows()
+        b.load_history(events)  # the trail as it was (times included), not the copy's fresh ADDs
         return {"kind": source.kind, "namespace": source.name, "messages": counts[1], "added": added,
-                "vectors": "carried" if carry else "re-embedded", "verified": len(picks)}
+                "vectors": "carried" if carry else "re-embedded", "verified": len(picks), "history": len(events)}
 
 
 def _verify(a: Any, b: Any, message_id: str, carry: bool) -> None:
@@ -138,7 +142,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         moved += 1
         print(f"{summary['kind']}/{summary['namespace']}: {summary['messages']:,} messages "
               f"({summary['added']:,} new), vectors {summary['vectors']}, "
-              f"{summary['verified']} sampled searches verified", file=sys.stdout)
+              f"{summary['verified']} sampled searches verified, {summary['history']:,} history events",
+              file=sys.stdout)
     print(f"migrated {moved} namespace(s) from {_shown(args.source)} to {_shown(args.target)}")
     return EXIT_OK
 

@@ -63,7 +63,8 @@ def write_messages(
                                  ensure_ascii=False) + "\n")
             continue
         score = f"{more['score']:8.4f}  " if "score" in more else ""
-        out.write(f"{score}{format_time(m.created_at, utc=utc)}  {m.id}  {m.role}: {m.content}\n")
+        where = f"[{more['namespace']}]  " if "namespace" in more else ""  # search --also: which namespace
+        out.write(f"{score}{where}{format_time(m.created_at, utc=utc)}  {m.id}  {m.role}: {m.content}\n")
 
 
 class Progress:

@@ -93,17 +93,19 @@ def _local(settings: Settings) -> BaseEmbedding:
            str(settings.model_cache_dir))
     with _local_lock:
         if key not in _local_cache:
-            _local_cache[key] = _load_onnx(settings, key[0]) if runtime == "onnx" else _load_torch(settings, key[0])
+            _local_cache[key] = (_load_torch(settings, key[0]) if runtime == "torch"
+                                 else _load_onnx(settings, key[0], int8=runtime == "onnx-int8"))
         return _local_cache[key]
 
 
-def _load_onnx(settings: Settings, path: str) -> BaseEmbedding:
+def _load_onnx(settings: Settings, path: str, int8: bool = False) -> BaseEmbedding:
     try:
         from ltm.llm.onnx_embedding import OnnxEmbedding
     except ImportError as exc:
-        raise ConfigError("local_runtime=onnx needs onnxruntime and tokenizers: pip install 'ltm[local]'") from exc
+        raise ConfigError(f"local_runtime={settings.local_runtime} needs onnxruntime and tokenizers: "
+                          "pip install 'ltm[local]'") from exc
     return OnnxEmbedding(path, str(settings.model_cache_dir.expanduser()), threads=settings.torch_threads,
-                         embed_batch_size=settings.embed_batch_size)
+                         embed_batch_size=settings.embed_batch_size, int8=int8)
 
 
 def _load_torch(settings: Settings, path: str) -> BaseEmbedding:

@@ -30,6 +30,7 @@ from ltm.service.errors import AuthRequired, Forbidden, error_body, status_of
 from ltm.service.keys import OPEN, Principal
 from ltm.service.routes.chats import chat_key
 from ltm.service.state import ServiceState
+from ltm.store import MemoryHit
 
 __all__ = ["KEY_ENV", "build_mcp", "mcp_http_app"]
 
@@ -81,14 +82,22 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
     async def search(namespace: str, query: str, ctx: Context[Any, Any], k: int = 5,
                      mode: Literal["hybrid", "dense", "keyword"] = "hybrid") -> list[dict[str, Any]]:
         """Search a namespace by meaning and keywords (mode hybrid, dense or keyword); best first."""
-        hits = await run(ctx, namespace, False, lambda: state.store(namespace).search(query, k, mode=mode))
+        def work() -> list[MemoryHit]:
+            store = state.existing_store(namespace)  # a name never written to: no hits, nothing created
+            return [] if store is None else store.search(query, k, mode=mode)
+
+        hits = await run(ctx, namespace, False, work)
         return [{"id": h.message.id, "content": h.message.content, "role": h.message.role, "score": h.score,
                  "signals": list(h.signals)} for h in hits]
 
     @server.tool()
     async def recall_recent(namespace: str, ctx: Context[Any, Any], n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` newest messages of a namespace, oldest first."""
-        found = await run(ctx, namespace, False, lambda: state.store(namespace).recent(min(n, 1000)))
+        def work() -> list[Message]:
+            store = state.existing_store(namespace)
+            return [] if store is None else store.recent(min(n, 1000))
+
+        found = await run(ctx, namespace, False, work)
         return [{"id": m.id, "content": m.content, "role": m.role, "created_at": m.created_at} for m in found]
 
     @server.tool()

@@ -19,7 +19,7 @@ from ltm.experience.memory import ExperienceMemory
 from ltm.files.fs import MemoryFS
 from ltm.kv import KVStore, open_kv
 from ltm.service.keys import KeyStore
-from ltm.store import MemoryStorage
+from ltm.store import MemoryStorage, namespace_exists
 
 __all__ = ["Limits", "ServiceState"]
 
@@ -58,6 +58,14 @@ class _Handles(Generic[T]):
             self._closer(old)
         return current
 
+    def peek(self, name: str) -> T | None:
+        """The open handle of ``name`` (now the most recently used), or None: never opens one."""
+        with self._lock:
+            handle = self._open.get(name)
+            if handle is not None:
+                self._open.move_to_end(name)
+            return handle
+
     def close(self) -> None:
         with self._lock:
             handles, self._open = list(self._open.values()), OrderedDict()
@@ -92,7 +100,18 @@ class ServiceState:
         return MemoryStorage(namespace, settings=self.settings, embedding=self.embedding)
 
     def store(self, namespace: str) -> MemoryStorage:
-        """The namespace's message store (created on first write, as the library does)."""
+        """The namespace's message store, created when new: for writes (and reads that go on to write)."""
+        return self._stores.get(namespace)
+
+    def existing_store(self, namespace: str) -> MemoryStorage | None:
+        """The namespace's message store, or None when nothing was ever written to it: reads use it, so a read
+        of a mistyped or unused name answers empty and leaves nothing behind on disk. On a server store
+        (``store_url``) a namespace is a row, cheap to have; it is opened as for a write."""
+        handle = self._stores.peek(namespace)  # an open one exists: no look at the disk per request
+        if handle is not None:
+            return handle
+        if self.settings.store_url is None and not namespace_exists(self.settings, "role", namespace):
+            return None
         return self._stores.get(namespace)
 
     def files(self, namespace: str) -> MemoryFS:

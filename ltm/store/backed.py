@@ -1,7 +1,7 @@
 """MemoryStorage: one namespace's persistent memory (SQLite log + FAISS index + FTS5), MetaGPT's API and more.
 
 The facade checks input, embeds (batched, cached), builds rows and keeps the async twins; the engine below is a
-:class:`~ltm.store.backend.StoreBackend` chosen by the settings:
+:class:`~ltm.store.backend.DocumentBackend` chosen by the settings:
 
 - embedded (default): ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth),
   ``index.faiss`` (a snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never
@@ -27,23 +27,27 @@ from __future__ import annotations
 
 import builtins
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound
+from ltm.errors import ConfigError, InvalidInput
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.backend import StoreBackend, open_backend
-from ltm.store.embedder import QUERY
+from ltm.store.backend import DocumentBackend, open_backend
+from ltm.store.explain import explained
+from ltm.store.filters import Filter
+from ltm.store.history import HistoryEvent
 from ltm.store.naming import namespace_dir
-from ltm.store.records import MessagePage, StoreStats, check_limit, decode_cursor
-from ltm.store.retrieval import MemoryHit, Mode, check_query
+from ltm.store.records import StoreStats
+from ltm.store.retrieval import MemoryHit, Mode
 from ltm.store.storage import MemoryStorage
-from ltm.store.validation import check_id, check_k
+from ltm.store.validation import check_k
+from ltm.store.warm import WARM
 
 __all__ = ["BackendStorage"]
 
@@ -65,7 +69,7 @@ class BackendStorage(MemoryStorage):
         similarity_threshold: float | None = None,
     ) -> None:
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
-        self._backend: StoreBackend | None = None  # the open namespace's engine
+        self._backend: DocumentBackend | None = None  # the open namespace's engine
         if namespace is not None:
             self._open(namespace)
 
@@ -84,15 +88,20 @@ class BackendStorage(MemoryStorage):
 
     def _open(self, namespace: str) -> None:
         with self._lock:
-            self._backend = open_backend(self.settings, self.kind, namespace, self.embedder.model)
+            backend = open_backend(self.settings, self.kind, namespace, self.embedder.model)
+            if not isinstance(backend, DocumentBackend):  # pragma: no cover - MemoryStorage makes one only for a URL
+                raise ConfigError("the server-backed store needs Settings.store_url (a postgresql:// URL); "
+                                  "without one use MemoryStorage, the embedded store")
+            self._backend = backend
             self.namespace = namespace
 
-    def _engine(self) -> StoreBackend:
+    def _engine(self) -> DocumentBackend:
         if self._backend is None:
             if self.namespace is None:
                 raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
             self._open(self.namespace)
         assert self._backend is not None
+        WARM.touch(self, self.settings.max_open_namespaces)  # the least recently used handles' caches go
         return self._backend
 
     # -- MetaGPT's API -----------------------------------------------------------------------------------
@@ -131,89 +140,70 @@ class BackendStorage(MemoryStorage):
             return getattr(self._engine(), method)(*args)
 
     def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
-        """Write the pending rows in one transaction; how many were inserted (add) or how many replaced a stored
-        message (replace). ``update`` (with a history event) is embedded-only for now."""
-        if update:
-            raise InvalidInput("update() is not available on the PostgreSQL store yet (issue 17 follow-up); "
-                               "use replace(message), or the embedded store")
+        """Write the pending rows in one transaction with their history events; how many were inserted (add)
+        or how many replaced a stored message (replace). ``update``: NotFound when the message went meanwhile."""
         with self._lock:
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
-            return backend.write(rows, replace=replace)
+            return backend.write(rows, replace=replace, update=update, history_limit=self.settings.history_limit)
 
-    def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
-        """Every stored message in insertion order, with its content vector when ``with_vectors``.
+    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
+        """The adds of several callers (ltm.store.writes.add_groups): one server transaction each."""
+        return [self._commit(pending, vectors, replace=False) for pending, vectors in items]
 
-        ``add_batch(messages, vectors=...)`` into a namespace of the same model reads it back losslessly.
-        """
-        after = 0
-        while True:
-            with self._lock:
-                rows = self._engine().page(after, batch, with_vectors)
-            if not rows:
-                return
-            for seq, body, vector in rows:
-                yield Message.load(body), vector
-                after = seq
+    # -- the document API's engine hooks (see ltm.store.documents), on the server ---------------------------
+    def _listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:
+        return self._engine().listed(after, limit, tree)
 
-    def list(
-        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> MessagePage:
-        """A page of stored messages matching ``filters`` (those :meth:`search` takes), oldest first
-        (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
-        next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
-        shows up again, as its new version, near the end (the new version has a new seq)."""
-        after, limit = decode_cursor(cursor), check_limit(limit)
-        with self._lock:
-            found = self._engine().listed(after, limit + 1, filters)  # one more: is there a next?
-        return MessagePage.of(found, limit)
+    def _counted(self, tree: Filter | None) -> int:
+        return self._engine().count_where(tree)
+
+    def _paged(self, after: int, limit: int, with_vectors: bool) -> builtins.list[tuple[int, str, np.ndarray | None]]:
+        return self._engine().page(after, limit, with_vectors)
+
+    def _body(self, message_id: str) -> str | None:
+        return self._engine().body_of(message_id)
+
+    def _events(self, message_id: str) -> builtins.list[HistoryEvent]:
+        return self._engine().events(message_id)
+
+    def _expired(self, now: float) -> bool:
+        return self._engine().due(now)
+
+    def _index_key(self, key: str) -> None:
+        self._engine().index_metadata(key)
+
+    def _trail(self) -> builtins.list[tuple[str, str, str | None, float]]:
+        return self._engine().trail_rows()
+
+    def _load_trail(self, rows: builtins.list[tuple[str, str, str | None, float]]) -> None:
+        self._engine().load_trail(rows, self.settings.history_limit)
+
+    def _removed(self, tree: Filter | None) -> int:
+        return self._engine().remove(tree, self.settings.history_limit)
 
     def _dim(self) -> int | None:
         with self._lock:
             return self._engine().dimension()
 
-    def search(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
-        threshold: float | None = None, explain: bool = False, vector: Any = None,
-    ) -> builtins.list[MemoryHit]:
-        """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
-
-        Filters: see :mod:`ltm.store.query` (role, cause_by, sent_from, created_after, created_before,
-        metadata). Hybrid fuses dense and BM25 scores, calibrated (see :mod:`ltm.store.fusion`).
-        """
-        check_query(query, mode)
-        if vector is not None:
-            raise InvalidInput("search(vector=...) is not on the PostgreSQL store yet; pass the query text")
-        vector = self._embed([query], QUERY) if mode != "keyword" and self._dim() is not None else None
-        return self._search(query, vector, check_k(k), mode, filters)
-
-    async def asearch(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
-        threshold: float | None = None, explain: bool = False, vector: Any = None,
-    ) -> builtins.list[MemoryHit]:
-        """Async twin of :meth:`search` (blocking work off the event loop)."""
-        check_query(query, mode)
-        if vector is not None:
-            raise InvalidInput("asearch(vector=...) is not on the PostgreSQL store yet; pass the query text")
-        dense = mode != "keyword" and (await self._off(self._dim)) is not None
-        vector = await self._aembed([query], QUERY) if dense else None
-        return await self._off(self._search, query, vector, check_k(k), mode, filters)
-
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False,
     ) -> builtins.list[MemoryHit]:
-        if threshold is not None or explain:
-            raise InvalidInput("threshold= and explain= are not on the PostgreSQL store yet; leave them out")
         with self._lock:
+            self.purge_expired()
+            backend = self._engine()
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            return self._engine().search(text, vector, k, mode, filters, exact_key)
+            hits = backend.search(text, vector, k, mode, filters, exact_key)
+            signals = partial(backend.signal_scores, vector=vector, text=text)
+            return explained(hits, mode, signals, threshold, explain)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
             return []
         with self._lock:
+            self.purge_expired()
             return self._engine().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
 
     def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
@@ -226,37 +216,17 @@ class BackendStorage(MemoryStorage):
         if texts is not None and len(texts) != len(vectors):
             raise InvalidInput(f"best_similarities got {len(vectors)} vectors but {len(texts)} texts; pass one each")
         with self._lock:
+            self.purge_expired()
             return self._engine().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
 
     def _known_dim(self) -> int | None:
         """The namespace's dimension once recorded (it never changes)."""
         return self._dim()
 
-    def get(self, message_id: str) -> Message:
-        """The stored message with this id; NotFound otherwise."""
-        check_id(message_id)
-        with self._lock:
-            body = self._engine().body_of(message_id)
-        if body is None:
-            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
-        return Message.load(body)
-
-    def delete(self, message_or_id: Message | str) -> bool:
-        """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
-        with self._lock:
-            return self._engine().delete(message_id)
-
-    def count(self, filters: Mapping[str, Any] | None = None) -> int:
-        """How many messages the namespace holds (a filtered count is not on the PostgreSQL store yet)."""
-        if filters:
-            raise InvalidInput("count(filters) is not on the PostgreSQL store yet; use list(filters) pages")
-        with self._lock:
-            return self._engine().count()
-
     def stats(self) -> StoreStats:
-        """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
+        """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), expired messages purged first."""
         with self._lock:
+            self.purge_expired()
             return self._engine().stats(self.namespace, self.embedder.model, self.embedder.calls)
 
     def recent(self, n: int) -> builtins.list[Message]:

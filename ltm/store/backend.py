@@ -16,18 +16,20 @@ Every backend passes the same contract suite (``tests/store``, parametrised over
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
+from ltm.store.filters import Filter
+from ltm.store.history import HistoryEvent
 from ltm.store.log import Row
 from ltm.store.naming import namespace_dir
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
-__all__ = ["StoreBackend", "open_backend"]
+__all__ = ["DocumentBackend", "StoreBackend", "open_backend"]
 
 
 class StoreBackend(Protocol):
@@ -68,9 +70,6 @@ class StoreBackend(Protocol):
     def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
         """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
 
-    def listed(self, after: int, limit: int, filters: Mapping[str, Any] | None) -> list[tuple[int, str]]:
-        """(seq, body) of up to ``limit`` messages matching ``filters`` after seq ``after``, in order."""
-
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
@@ -93,6 +92,50 @@ class StoreBackend(Protocol):
 
     def drop(self) -> None:
         """Delete the namespace's data (after close)."""
+
+
+@runtime_checkable
+class DocumentBackend(StoreBackend, Protocol):
+    """An engine that also serves the document API of issue 16 (:mod:`ltm.store.documents`' hooks): filters as
+    a parsed tree, history, expiry, explain. PostgreSQL's (:class:`~ltm.store.pg.backend.PgBackend`); the
+    embedded engine serves it from :class:`~ltm.store.documents.DocumentStore` itself."""
+
+    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
+        """Insert ``rows`` in ONE transaction, skipping stored ids; or with ``replace`` put each in place of the
+        stored message with its id, in the same transaction; each with its history event (kept up to
+        ``history_limit`` per namespace). How many were inserted (or replaced). ``update``: NotFound, nothing
+        written, when an id is no longer stored."""
+
+    def delete(self, message_id: str, history_limit: int = 0) -> bool:
+        """Delete one message (with its DELETE event); False when it was not stored."""
+
+    def remove(self, tree: Filter | None, history_limit: int) -> int:
+        """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
+
+    def due(self, now: float) -> bool:
+        """Whether some message's expiry is at or before ``now``."""
+
+    def events(self, message_id: str) -> list[HistoryEvent]:
+        """The message's history, oldest first."""
+
+    def trail_rows(self) -> list[tuple[str, str, str | None, float]]:
+        """The namespace's history, oldest first: (id, event, old body, at)."""
+
+    def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
+        """Make ``rows`` the history of the ids they name (replacing theirs)."""
+
+    def index_metadata(self, key: str) -> None:
+        """Index filters on ``metadata.KEY``."""
+
+    def count_where(self, tree: Filter | None) -> int:
+        """Messages matching ``tree`` (all when None)."""
+
+    def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
+                      text: str | None) -> dict[str, dict[str, float]]:
+        """Per-signal scores (dense, context, keyword) of messages ``ids`` for a query, for ``explain``."""
+
+    def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
+        """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
 
 
 def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> StoreBackend:

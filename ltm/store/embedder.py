@@ -1,9 +1,11 @@
 """Embedding calls for the store: batched, validated, and never repeated for the same content.
 
 Every vector is keyed by ``sha256(model name, purpose, text)``. The store looks keys up in its own
-SQLite rows first (so a restart never re-embeds stored content); this object keeps a bounded in-process
-LRU of recent keys on top (queries, ``find_news`` batches that are added right after). Sync and async
-paths share everything but the model call.
+SQLite rows first (so a restart never re-embeds stored content); this object keeps two bounded in-process
+LRUs on top: recent content vectors (``find_news`` batches that are added right after), and query vectors
+(``Settings.query_cache_size``, default 1024), so a repeated search never reaches the model: the query
+vector is most of a search's time (issue 21). They are apart so that a large batch of adds does not push
+out the queries. Sync and async paths share everything but the model call.
 """
 
 from __future__ import annotations
@@ -44,14 +46,14 @@ def make_embedder(settings: Settings, embedding: Any = None) -> Embedder:
         from ltm.llm.embeddings import model_name, resolve_embedding
 
         resolved = resolve_embedding(settings, embedding)
-        return Embedder(resolved, model_name(resolved))
+        return Embedder(resolved, model_name(resolved), query_cache_size=settings.query_cache_size)
 
     def load() -> BaseEmbedding:
         from ltm.llm.embeddings import resolve_embedding
 
         return resolve_embedding(settings)
 
-    return Embedder(None, configured_model_name(settings), factory=load)
+    return Embedder(None, configured_model_name(settings), factory=load, query_cache_size=settings.query_cache_size)
 
 
 class Embedder:
@@ -60,6 +62,7 @@ class Embedder:
     Instead of ``embedding``, a zero-argument ``factory`` may be given: it is called on the first model call
     only, so a store that is only read (``recent``, ``get``, ``export``) never loads the model. ``model`` is the
     manifest name, known up front (:func:`ltm.llm.names.configured_model_name`); cache keys need nothing more.
+    ``cache_size`` bounds the LRU of content vectors, ``query_cache_size`` that of query vectors (0: none kept).
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class Embedder:
         cache_size: int = 4096,
         *,
         factory: Callable[[], BaseEmbedding] | None = None,
+        query_cache_size: int = 1024,
     ) -> None:
         if embedding is None and factory is None:
             raise InvalidInput("Embedder needs an embedding or a factory that makes one")
@@ -76,8 +80,8 @@ class Embedder:
         self._factory = factory
         self.model = model
         self.calls = 0  # model calls made (one per batch), for tests and stats
-        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
+        self._caches: dict[str, OrderedDict[bytes, np.ndarray]] = {TEXT: OrderedDict(), QUERY: OrderedDict()}
+        self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
 
     @property
@@ -103,7 +107,7 @@ class Embedder:
         """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model."""
         keys, have, todo = self._plan(texts, known, purpose)
         if todo:
-            self._store(keys, todo, self._call(purpose, [texts[i] for i in todo]), dim, have)
+            self._store(keys, todo, self._call(purpose, [texts[i] for i in todo]), dim, have, purpose)
         return self._gather(keys, have, dim)
 
     async def aembed(
@@ -118,7 +122,7 @@ class Embedder:
         vectors off the event loop)."""
         keys, have, todo = await run(self._plan, texts, known, purpose) if run else self._plan(texts, known, purpose)
         if todo:
-            self._store(keys, todo, await self._acall(purpose, [texts[i] for i in todo]), dim, have)
+            self._store(keys, todo, await self._acall(purpose, [texts[i] for i in todo]), dim, have, purpose)
         return self._gather(keys, have, dim)
 
     # -- shared logic ------------------------------------------------------------------------------------
@@ -127,14 +131,15 @@ class Embedder:
     ) -> tuple[list[bytes], dict[bytes, np.ndarray], list[int]]:
         keys = self.keys(texts, purpose)
         have: dict[bytes, np.ndarray] = {}
+        cache = self._cache(purpose)
         with self._lock:
             for key in keys:
-                vec = self._cache.get(key)
+                vec = cache.get(key)
                 if vec is not None:
                     have[key] = vec
-                    self._cache.move_to_end(key)
+                    cache.move_to_end(key)
         missing = [k for k in dict.fromkeys(keys) if k not in have]
-        if missing and known is not None:
+        if missing and known is not None and purpose != QUERY:  # stored rows hold content keys only
             have.update(known(missing))
         todo: list[int] = []
         planned: set[bytes] = set()
@@ -145,7 +150,8 @@ class Embedder:
         return keys, have, todo
 
     def _store(
-        self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None, have: dict[bytes, np.ndarray]
+        self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None,
+        have: dict[bytes, np.ndarray], purpose: str,
     ) -> None:
         if len(raw) != len(todo):
             raise LLMError(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
@@ -153,7 +159,7 @@ class Embedder:
         with self._lock:
             for i, vec in zip(todo, vectors, strict=True):
                 have[keys[i]] = vec
-                self._put(keys[i], vec)
+                self._put(purpose, keys[i], vec)
 
     def _gather(self, keys: list[bytes], have: dict[bytes, np.ndarray], dim: int | None) -> np.ndarray:
         if not keys:
@@ -162,13 +168,25 @@ class Embedder:
 
     def drop_cache(self) -> None:
         """Forget the cached vectors (a parked namespace's: stored ones come back from SQLite by key)."""
-        self._cache.clear()
+        with self._lock:
+            for cache in self._caches.values():
+                cache.clear()
 
-    def _put(self, key: bytes, vec: np.ndarray) -> None:
-        self._cache[key] = vec
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+    def cached(self, purpose: str = QUERY) -> int:
+        """How many ``purpose`` vectors the in-process cache holds now."""
+        return len(self._cache(purpose))
+
+    def _cache(self, purpose: str) -> OrderedDict[bytes, np.ndarray]:
+        return self._caches[QUERY if purpose == QUERY else TEXT]
+
+    def _put(self, purpose: str, key: bytes, vec: np.ndarray) -> None:
+        cache, size = self._cache(purpose), self._sizes[QUERY if purpose == QUERY else TEXT]
+        if size <= 0:
+            return
+        cache[key] = vec
+        cache.move_to_end(key)
+        while len(cache) > size:
+            cache.popitem(last=False)
 
     # -- the only I/O ------------------------------------------------------------------------------------
     def _call(self, purpose: str, texts: list[str]) -> list[list[float]]:

@@ -27,7 +27,7 @@ from ltm.store.log import BM25_WEIGHTS, MessageLog, translate, unpack
 from ltm.store.retrieval import MemoryHit, check_query
 from ltm.store.validation import normalise
 
-__all__ = ["check_threshold", "explained", "given_query_vector"]
+__all__ = ["Signals", "check_threshold", "explained", "given_query_vector", "sqlite_signals"]
 
 
 def check_threshold(threshold: float | None) -> float | None:
@@ -48,39 +48,55 @@ def given_query_vector(query: str, mode: str, vector: Any, dim: Callable[[], int
     return normalise(np.asarray(vector, dtype=np.float32).reshape(1, -1), dim(), "the query vector")
 
 
+Signals = Callable[[list[str]], dict[str, dict[str, float]]]  # hit ids -> their per-signal scores
+
+
 def explained(
-    log: MessageLog, hits: Sequence[MemoryHit], mode: str, vector: np.ndarray | None, match: str | None,
-    threshold: float | None, explain: bool,
+    hits: Sequence[MemoryHit], mode: str, signals: Signals, threshold: float | None, explain: bool,
 ) -> list[MemoryHit]:
-    """``hits`` with ``explain`` filled (when asked) and those below ``threshold`` dropped."""
+    """``hits`` with ``explain`` filled (when asked) and those below ``threshold`` dropped. ``signals`` is the
+    engine's: the dense / context / keyword scores of the hits (:func:`sqlite_signals` here; PostgreSQL's in
+    :mod:`ltm.store.pg.documents`); a hit it does not return was deleted meanwhile."""
     if not hits or (threshold is None and not explain):
         return list(hits)
-    ids = [h.message.id for h in hits]
-    with translate(log.path):
-        rows = {str(r[0]): r[1:] for r in log.db.execute(
-            f"SELECT id, seq, embedding, context_embedding FROM messages WHERE id IN ({','.join('?' * len(ids))})",
-            ids)}
-        keyword = _keyword(log, match, [int(r[0]) for r in rows.values()])
+    found = signals([h.message.id for h in hits])
     out = []
-    query = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
     for hit in hits:
-        found = rows.get(hit.message.id)
-        if found is None:  # deleted meanwhile
+        if hit.message.id not in found:  # deleted meanwhile
             continue
-        seq, content, context = found
-        scores: dict[str, float] = {}
-        if query is not None:
-            scores["dense"] = float(unpack(content) @ query)
-            if context is not None:
-                scores["context"] = float(unpack(context) @ query)
-        if int(seq) in keyword:
-            scores["keyword"] = keyword[int(seq)]
+        scores = dict(found[hit.message.id])
         if mode == "hybrid":
             scores["fusion"] = hit.score
         if threshold is not None and scores.get("keyword" if mode == "keyword" else "dense", -math.inf) < threshold:
             continue
         out.append(dataclasses.replace(hit, explain=scores) if explain else hit)
     return out
+
+
+def sqlite_signals(log: MessageLog, vector: np.ndarray | None, match: str | None) -> Signals:
+    """The embedded engine's per-signal scores: dot products with the stored vectors, ``-bm25`` for the hits
+    matching the FTS5 query ``match``."""
+    query = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+
+    def scores(ids: list[str]) -> dict[str, dict[str, float]]:
+        with translate(log.path):
+            rows = {str(r[0]): r[1:] for r in log.db.execute(
+                f"SELECT id, seq, embedding, context_embedding FROM messages WHERE id IN ({','.join('?' * len(ids))})",
+                ids)}
+            keyword = _keyword(log, match, [int(r[0]) for r in rows.values()])
+        out: dict[str, dict[str, float]] = {}
+        for message_id, (seq, content, context) in rows.items():
+            found: dict[str, float] = {}
+            if query is not None:
+                found["dense"] = float(unpack(content) @ query)
+                if context is not None:
+                    found["context"] = float(unpack(context) @ query)
+            if int(seq) in keyword:
+                found["keyword"] = keyword[int(seq)]
+            out[message_id] = found
+        return out
+
+    return scores
 
 
 def _keyword(log: MessageLog, match: str | None, seqs: list[int]) -> dict[int, float]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["DEPTH", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS", "NEIGHBOUR_SHARE", "WEIGHTS", "Candidates", "fuse",
-           "normalised_text"]
+__all__ = ["DEPTH", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS", "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "WEIGHTS",
+           "Candidates", "fuse", "normalised_text"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -36,8 +36,11 @@ WEIGHTS: Mapping[str, float] = {"dense": 0.4, "keyword": 0.6, "context": 0.35, "
 LONG_QUERY_TERMS = 24
 LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3}
 # A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation
-# added in order): "I did, last week" gets some of the topic of the question it answers.
+# added in order): "I did, last week" gets some of the topic of the question it answers. Only from a neighbour
+# written within NEIGHBOUR_GAP seconds (the same sitting): separate notes added one after the other (MADial-Bench's
+# memories, days apart) lend nothing. 97.6% of REALTALK's consecutive turns are within 6 hours, none of MADial's.
 NEIGHBOUR_SHARE = 0.3
+NEIGHBOUR_GAP = 6 * 3600.0
 # A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
 # must not become 0 and 1, so the dense floor is at least this far below the best.
 MIN_COSINE_SPREAD = 0.1
@@ -63,15 +66,16 @@ def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
 
 
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
-         neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (),
-         near_exact: Collection[int] = ()) -> list[tuple[int, float, tuple[str, ...]]]:
+         neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
+         times: Mapping[int, float] | None = None) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
     candidates inside the window a query names) to candidates. ``exact`` seqs hold the query verbatim,
     ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
     candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
-    the dense scale.
+    the dense scale. ``times`` ({seq: created_at} of the candidates; None: unknown) limits the neighbours' share
+    to neighbours written within ``NEIGHBOUR_GAP`` of each other.
     """
     timed = signals.get("time", ())
     signals = {name: hits for name, hits in signals.items() if name != "time"}
@@ -93,7 +97,12 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
         found[seq].append("time")
         score[seq] += weights["time"]
     if neighbours:
-        score = {s: v + neighbours * max(score.get(s - 1, 0.0), score.get(s + 1, 0.0)) for s, v in score.items()}
+        def lent(seq: int, other: int) -> float:
+            if times is not None and abs(times.get(seq, 0.0) - times.get(other, float("inf"))) > NEIGHBOUR_GAP:
+                return 0.0
+            return score.get(other, 0.0)
+
+        score = {s: v + neighbours * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0

@@ -1,4 +1,5 @@
-"""Each message's audit trail (ADD / UPDATE / DELETE), kept in the namespace's own ``memory.sqlite``.
+"""Each message's audit trail (ADD / UPDATE / DELETE), kept in the namespace's own ``memory.sqlite`` (on
+PostgreSQL: the ``ltm_history`` table, :mod:`ltm.store.pg.documents`, stored the same way).
 
 Written in the same transaction as the change it records, so the trail and the data never disagree (a kill
 -9 leaves both before or both after). Only *old* values are stored: an event's new value is the next event's
@@ -17,7 +18,7 @@ from typing import Any, Literal
 
 from ltm.message import Message
 
-__all__ = ["DDL", "EVENTS", "HistoryEvent", "events_of", "record", "trim"]
+__all__ = ["DDL", "EVENTS", "HistoryEvent", "append", "assemble", "events_of", "record", "trim"]
 
 EVENTS = ("ADD", "UPDATE", "DELETE")
 Event = Literal["ADD", "UPDATE", "DELETE"]
@@ -61,6 +62,15 @@ def record(db: sqlite3.Connection, events: Sequence[tuple[str, Event, str | None
     trim(db, limit)
 
 
+def append(db: sqlite3.Connection, rows: Sequence[tuple[str, str, str | None, float]], limit: int) -> None:
+    """Append ``(id, event, old body, at)`` rows, each with its own time (a trail carried from another store),
+    and trim to ``limit``; inside the caller's write transaction."""
+    if limit <= 0 or not rows:
+        return
+    db.executemany("INSERT INTO history(id, event, old, at) VALUES (?,?,?,?)", list(rows)[-limit:])
+    trim(db, limit)
+
+
 def trim(db: sqlite3.Connection, limit: int) -> int:
     """Drop the oldest events beyond ``limit``; how many went. Costs one index probe when under the limit."""
     row = db.execute("SELECT min(hseq), max(hseq) FROM history").fetchone()
@@ -72,6 +82,12 @@ def trim(db: sqlite3.Connection, limit: int) -> int:
 def events_of(db: sqlite3.Connection, message_id: str, current: str | None) -> list[HistoryEvent]:
     """The message's events, oldest first; ``current`` is its stored body now (None when absent)."""
     rows = db.execute("SELECT event, old, at FROM history WHERE id = ? ORDER BY hseq", (message_id,)).fetchall()
+    return assemble(message_id, rows, current)
+
+
+def assemble(message_id: str, rows: Sequence[Sequence[Any]], current: str | None) -> list[HistoryEvent]:
+    """Events from stored ``(event, old body, at)`` rows, oldest first (every engine stores only old values: a
+    new value is the next event's old one, or ``current``, the stored body now, for the last)."""
     out: list[HistoryEvent] = []
     for i, (event, old, at) in enumerate(rows):
         if event == "DELETE":

@@ -308,11 +308,18 @@ class MessageLog:
         return {t: self._df[t] for t in terms}
 
     def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
-        """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0)."""
-        sql = (
-            f"SELECT m.seq, -bm25(fts, {BM25_WEIGHTS}) AS score FROM fts JOIN messages m ON m.seq = fts.rowid "
-            f"WHERE fts MATCH ? AND ({where}) ORDER BY bm25(fts, {BM25_WEIGHTS}) LIMIT ?"
-        )
+        """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0).
+
+        Unfiltered (``where`` is "1"), the keyword index alone answers: its rows are written and deleted with
+        the messages' in one transaction, so joining the table back, which cost a lookup per matching row
+        before ``LIMIT`` applies, only slowed the query (3-7 ms -> 0.9 ms at 5,000 chat turns; issue 21)."""
+        if where == "1" and not params:
+            sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
+        else:
+            sql = (
+                f"SELECT m.seq, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
+                f"WHERE fts MATCH ? AND ({where}) ORDER BY 2 DESC LIMIT ?"
+            )
         with translate(self.path):
             rows = self.db.execute(sql, [match, *params, limit]).fetchall()
         return [(int(s), float(v)) for s, v in rows]

@@ -3,7 +3,10 @@
 SQLite (:mod:`ltm.store.log`) is the truth; the content and context :class:`VectorIndex` are a mirror of it
 that may lag and is repaired from it, never the other way round. Everything that knows how lives here:
 
-- :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``);
+- :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``): an HNSW graph only. A flat
+  index is not snapshotted (issue 21): its vectors are exactly SQLite's float16 ones, so a second copy doubled
+  the bytes per message for nothing but a faster open; it is replayed from SQLite on open instead (older
+  stores' flat snapshots still load, and are removed at the next save);
 - :meth:`IndexMirror.sync` replays the rows and tombstones committed since the mirror last looked, by this
   process or another (``PRAGMA data_version`` tells cheaply whether anything changed), and rebuilds from
   SQLite's stored vectors when a snapshot is damaged or does not match (no embedding call);
@@ -72,26 +75,41 @@ class IndexMirror:
         self.version = -1  # the log's data_version the indexes were last brought to
         self.stale = False  # a write began and did not finish: replay before trusting the indexes
         self.unsaved = 0  # changes since the last snapshot
+        self.loaded = True  # False: opened lazily, no snapshot read yet (the first sync reads them)
 
     @classmethod
     def open(
-        cls, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None
+        cls, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None, *,
+        lazy: bool = False,
     ) -> IndexMirror:
         """A mirror starting from the directory's snapshots when they belong to ``log`` (none, a damaged
-        one, or one that follows another log: from empty, rebuilt from SQLite by the first sync)."""
+        one, or one that follows another log: from empty, rebuilt from SQLite by the first sync).
+
+        ``lazy`` (issue 20): read no snapshot now; the first :meth:`sync` loads them (and checks them against
+        the log). Until then writes go to SQLite only (the load replays them), so ``recent``, ``get``,
+        ``count``, ``list``, keyword search and adds never read a vector file."""
         mirror = cls(directory, manifest, settings, log)
-        if manifest.dim is not None:
-            content = VectorIndex.load(directory / _CONTENT_FILE, manifest.dim)
-            context = VectorIndex.load(directory / _CONTEXT_FILE, manifest.dim)
-            if content is not None:
-                content.ef_search = settings.hnsw_ef_search
-            foreign = [i for i in (content, context) if i is not None and log is not None and not _belongs(i, log)]
-            if foreign:
-                _LOG.warning("%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
-                             "copied from another namespace): rebuilding them from it", directory)
-            elif (content is None) == (context is None):  # one snapshot lost: rebuild both
-                mirror.content, mirror.context = content, context
+        if lazy:
+            mirror.loaded = False
+        else:
+            mirror.load()
         return mirror
+
+    def load(self) -> None:
+        """Read the snapshots (once): see :meth:`open`."""
+        self.loaded, manifest, directory, log = True, self.manifest, self.dir, self.log
+        if manifest.dim is None:
+            return
+        content = VectorIndex.load(directory / _CONTENT_FILE, manifest.dim)
+        context = VectorIndex.load(directory / _CONTEXT_FILE, manifest.dim)
+        if content is not None:
+            content.ef_search = self.settings.hnsw_ef_search
+        foreign = [i for i in (content, context) if i is not None and log is not None and not _belongs(i, log)]
+        if foreign:
+            _LOG.warning("%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
+                         "copied from another namespace): rebuilding them from it", directory)
+        elif content is not None:  # a flat index has no snapshot (see save): the first sync replays it
+            self.content, self.context = content, context
 
     @property
     def dim(self) -> int | None:
@@ -121,6 +139,10 @@ class IndexMirror:
     def sync(self, log: MessageLog, *, verify: bool = False) -> None:
         """Apply rows and tombstones committed since the mirror last looked (by anyone). ``verify`` also
         compares the live counts with SQLite's and rebuilds on a mismatch (done when a namespace opens)."""
+        if not self.loaded:
+            with log.transaction(write=False):  # the snapshots' check against the log sees one state of it
+                self.load()
+            verify = True  # as on open: live counts against SQLite's
         version = log.data_version()
         damaged = self.damaged
         if version == self.version and not self.stale and not verify and not damaged:
@@ -189,9 +211,9 @@ class IndexMirror:
         self.writable()
         if self.manifest.check_dim(dim, self.dir / "manifest.json"):
             self.manifest.write(self.dir / "manifest.json")
-        if self.content is None:
+        if self.content is None and self.loaded:  # not loaded: the first sync builds them from the log
             self.content = VectorIndex(dim)
-        if self.context is None:
+        if self.context is None and self.loaded:
             self.context = VectorIndex(dim)
 
     @contextmanager
@@ -208,10 +230,13 @@ class IndexMirror:
         write = Write()
         # writers of this process queue first come first served before SQLite's lock (issue 13: two handles
         # on one namespace starved each other through SQLite's sleeping busy handler)
+        loaded = self.loaded
         with namespace_lock(log.path).held(), log.transaction(write=True):
-            version = self._write_catch_up(log)
+            version = self._write_catch_up(log) if loaded else -1
             yield write
-            tseq = log.heads()[1] if write.removed else 0
+            tseq = log.heads()[1] if write.removed and loaded else 0
+        if not loaded:  # SQLite only: the first sync loads the snapshots and replays this from the log
+            return
         if self._apply(write, tseq):
             self.version, self.stale = version, False  # our own commit leaves data_version as it was
         self.maintain(log)
@@ -277,8 +302,11 @@ class IndexMirror:
                 tail = identity.tail(self.log, self.content.last_seq)
                 binding = {"log": identity.meta(self.log, "log_id"), "tail": tail}
                 self.content.binding = self.context.binding = binding
-            self.content.save(self.dir / _CONTENT_FILE)
-            self.context.save(self.dir / _CONTEXT_FILE)
+            for index, name in ((self.content, _CONTENT_FILE), (self.context, _CONTEXT_FILE)):
+                if index.kind == "flat":  # SQLite holds these very float16 vectors: read back from it on open
+                    (self.dir / name).unlink(missing_ok=True)
+                else:
+                    index.save(self.dir / name)
             self.unsaved = 0
 
 

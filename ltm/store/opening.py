@@ -41,9 +41,11 @@ _SNAPSHOTS = ("index.faiss", "context.faiss")
 _TEMP = re.compile(r"^\.(index\.faiss|context\.faiss|manifest\.json)\..+\.tmp$")
 
 
-def open_namespace(directory: Path, namespace: str, model: str, settings: Settings) -> tuple[MessageLog, IndexMirror]:
+def open_namespace(directory: Path, namespace: str, model: str, settings: Settings, *,
+                   lazy: bool = False) -> tuple[MessageLog, IndexMirror]:
     """Open (creating when new) a namespace directory: its manifest, checked against ``model`` (StoreMismatch
-    for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced)."""
+    for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced; ``lazy``:
+    not even loaded, until its first :meth:`~IndexMirror.sync`)."""
     writable = _prepare_dir(directory)
     for name in (_MANIFEST, *_SNAPSHOTS, f"{_LOG}-wal"):
         if (directory / name).is_dir():
@@ -68,7 +70,7 @@ def open_namespace(directory: Path, namespace: str, model: str, settings: Settin
         if stored is not None and manifest.dim is not None and stored != manifest.dim:
             raise StoreCorrupted(f"{directory / _MANIFEST} says dimension {manifest.dim} but memory.sqlite holds "
                                  f"{stored}-dimensional vectors; delete manifest.json to have it rebuilt from the log")
-        return log, IndexMirror.open(directory, manifest, settings, log)
+        return log, IndexMirror.open(directory, manifest, settings, log, lazy=lazy)
     except BaseException:
         log.close()
         raise

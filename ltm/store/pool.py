@@ -2,15 +2,17 @@
 
 Every open namespace holds about three file descriptors (``memory.sqlite`` and its ``-wal`` / ``-shm``) and
 its FAISS indexes in RAM. Issue 20 measured the 340th namespace failing under the common ``ulimit -n 1024``.
-:class:`PooledNamespace` (the base of :class:`~ltm.store.storage.MemoryStorage`) registers each open handle
-with the process's :data:`POOL`; past ``settings.max_open_namespaces`` the least recently used IDLE handles
-are *parked*: snapshot flushed, SQLite connection closed, indexes dropped. The object stays valid: its next
-call reopens the namespace from its snapshot (no rebuild, no embedding).
+Handles (:class:`PooledNamespace`, the base of :class:`~ltm.store.storage.MemoryStorage`) on one namespace
+share one :class:`~ltm.store.engine.Engine`, and each open engine is registered with the process's
+:data:`POOL`; past ``settings.max_open_namespaces`` the least recently used IDLE engines are *parked*:
+snapshot flushed, SQLite connection closed, indexes dropped. The handles stay valid: the next call on any of
+them reopens the namespace from its snapshot (no rebuild, no embedding; the vector indexes themselves load
+only when a call needs them, see :meth:`~ltm.store.mirror.IndexMirror.open`).
 
-"Idle" means nobody holds the handle's lock: every call that touches the log or the indexes runs under it, on
-whichever thread (the async twins run in the store's thread pool, under the same lock), so a handle is only
-ever parked between two calls, never under one. The pool takes victims' locks without waiting (never a
-deadlock); when every candidate is busy it goes over the bound rather than wait.
+"Idle" means nobody holds the engine's lock: every call that touches the log or the indexes runs under it, on
+whichever thread and through whichever handle (the async twins run in the store's thread pool, under the
+same lock), so an engine is only ever parked between two calls, never under one. The pool takes victims'
+locks without waiting (never a deadlock); when every candidate is busy it goes over the bound rather than wait.
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from pathlib import Path
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, ConfigError, InvalidInput
 from ltm.store.embedder import Embedder
+from ltm.store.engine import ENGINES, Engine, HandleLock
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
 from ltm.store.offloop import OffLoop
-from ltm.store.opening import open_namespace
 
 __all__ = ["POOL", "NamespacePool", "PooledNamespace", "open_files"]
 
@@ -40,54 +42,54 @@ _FD_MARGIN = 16  # opening a namespace needs ~4 descriptors: this close to the l
 
 
 class NamespacePool:
-    """The process's open namespaces, least recently used first."""
+    """The process's open namespace engines, least recently used first."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # never held while waiting for anything else
-        self._open: dict[int, weakref.ref[PooledNamespace]] = {}  # insertion order = recency
+        self._open: dict[int, weakref.ref[Engine]] = {}  # insertion order = recency
 
     def count(self) -> int:
-        """How many namespace handles are open now."""
+        """How many namespaces are open now (one per engine, however many handles share it)."""
         with self._lock:
             return sum(1 for ref in self._open.values() if ref() is not None)
 
-    def touch(self, handle: PooledNamespace, limit: int) -> None:
-        """Mark ``handle`` (open, its lock held by the caller) the most recently used, and park the least
-        recently used idle handles past ``limit`` (0: no bound)."""
+    def touch(self, engine: Engine, limit: int) -> None:
+        """Mark ``engine`` (open, its lock held by the caller) the most recently used, and park the least
+        recently used idle engines past ``limit`` (0: no bound)."""
         with self._lock:
-            key = id(handle)
+            key = id(engine)
             ref = self._open.pop(key, None)
-            self._open[key] = ref if ref is not None and ref() is handle else weakref.ref(handle)
-            victims = self._victims(handle, limit) if limit and len(self._open) > limit else []
+            self._open[key] = ref if ref is not None and ref() is engine else weakref.ref(engine)
+            victims = self._victims(engine, limit) if limit and len(self._open) > limit else []
         for victim in victims:
             try:
-                victim._park()
+                victim.park()
             except Exception as exc:  # the snapshot is a cache of SQLite: the next open catches up from the log
                 _LOG.warning("closing idle namespace %r: %s", victim.namespace, exc)
             finally:
-                victim._lock.release()
+                victim.lock.release()
 
-    def forget(self, handle: PooledNamespace) -> None:
-        """``handle`` was closed by its owner."""
+    def forget(self, engine: Engine) -> None:
+        """``engine`` was closed by its last handle."""
         with self._lock:
-            self._open.pop(id(handle), None)
+            self._open.pop(id(engine), None)
 
-    def _victims(self, keep: PooledNamespace, limit: int) -> list[PooledNamespace]:
-        """Under the pool's lock: take (lock held) the oldest idle handles, enough to get back to ``limit``."""
+    def _victims(self, keep: Engine, limit: int) -> list[Engine]:
+        """Under the pool's lock: take (lock held) the oldest idle engines, enough to get back to ``limit``."""
         excess, chosen = len(self._open) - limit, []
         for key, ref in list(self._open.items()):
             if excess <= 0:
                 break
-            handle = ref()
-            if handle is None:  # collected: its connection went with it
+            engine = ref()
+            if engine is None:  # collected with its handles: its connection went with it
                 del self._open[key]
                 excess -= 1
                 continue
-            owned = getattr(handle._lock, "_is_owned", None)  # this thread is inside one of its calls
-            if handle is keep or (owned is not None and owned()) or not handle._lock.acquire(blocking=False):
+            owned = getattr(engine.lock, "_is_owned", None)  # this thread is inside one of its calls
+            if engine is keep or (owned is not None and owned()) or not engine.lock.acquire(blocking=False):
                 continue
             del self._open[key]
-            chosen.append(handle)
+            chosen.append(engine)
             excess -= 1
         return chosen
 
@@ -128,15 +130,14 @@ def too_many_files(namespace: str, settings: Settings) -> BackendUnavailable:
 
 
 class PooledNamespace(OffLoop):
-    """Opening, parking and closing one namespace's log and mirror, under the process's pool."""
+    """Opening, parking and closing one namespace's engine (shared by the handles on it), under the pool."""
 
     settings: Settings
     kind: str
     namespace: str | None
-    _lock: threading.RLock
-    _log: MessageLog | None
-    _mirror: IndexMirror | None
-    _parked: Path | None = None  # the directory of a namespace the pool closed: reopened on the next call
+    _lock: HandleLock
+    _shared: Engine | None = None  # the engine of the namespace this handle opened (kept after close)
+    _attached = False  # between an open and close() / clean()
 
     @property
     @abstractmethod
@@ -144,70 +145,71 @@ class PooledNamespace(OffLoop):
         """The store's embedder (its model name is checked against the namespace's on open)."""
 
     @property
+    def _log(self) -> MessageLog | None:
+        """The open log (None when closed, parked or never opened)."""
+        return self._shared.log if self._shared is not None and self._attached else None
+
+    @property
+    def _mirror(self) -> IndexMirror | None:
+        return self._shared.mirror if self._shared is not None and self._attached else None
+
+    @property
     def path(self) -> Path | None:
         """The namespace's directory once opened."""
-        return self._mirror.dir if self._mirror is not None else self._parked
+        return self._shared.dir if self._shared is not None and self._attached else None
 
     @property
     def is_initialized(self) -> bool:
-        """True once a namespace is open (after ``recover_memory`` or a first use); False after ``clean``.
-        A namespace the pool parked counts as open: its next call reopens it."""
-        return self._log is not None or self._parked is not None
+        """True once a namespace is open (after ``recover_memory`` or a first use); False after ``close`` or
+        ``clean``. A namespace the pool parked counts as open: its next call reopens it."""
+        return self._attached
 
     def _open(self, namespace: str) -> None:
+        directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
         with self._lock:
-            directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
+            engine = ENGINES.get(directory, namespace, self.embedder.model, self.settings)
+            if engine is not self._shared:
+                self._detach()
+                self._shared = engine
+                self._lock.bind(engine.lock)
+        with self._lock:  # the engine's lock from here on
+            if not engine.handles:  # open, but its handles were collected unclosed: a fresh open (its checks)
+                engine.release()
+            engine.attach(self)
+            self._attached = True
             try:
-                log, mirror = open_namespace(directory, namespace, self.embedder.model, self.settings)
+                engine.open()
             except (BackendUnavailable, ConfigError, OSError) as exc:
                 if _at_fd_limit(exc):
                     raise too_many_files(namespace, self.settings) from exc
                 raise
-            self.namespace, self._log, self._mirror, self._parked = namespace, log, mirror, None
-            try:
-                mirror.sync(log, verify=True)
-            except BaseException:
-                self._log, self._mirror = None, None
-                log.close()
-                raise
-            POOL.touch(self, self.settings.max_open_namespaces)
+            self.namespace = namespace
+            POOL.touch(engine, self.settings.max_open_namespaces)
 
     def _require(self) -> tuple[MessageLog, IndexMirror]:
         """The open log and mirror (call under the lock), reopening a namespace the pool parked."""
-        if self._log is None:
+        engine = self._shared
+        if engine is None or not self._attached or engine.log is None:
             if self.namespace is None:
                 raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
             self._open(self.namespace)
+            engine = self._shared
         else:
-            POOL.touch(self, self.settings.max_open_namespaces)
-        assert self._log is not None and self._mirror is not None
-        return self._log, self._mirror
+            POOL.touch(engine, self.settings.max_open_namespaces)
+        assert engine is not None and engine.log is not None and engine.mirror is not None
+        return engine.log, engine.mirror
 
-    def _release(self) -> None:
-        """Snapshot the index if it changed and close the log (call under the lock)."""
-        log, mirror = self._log, self._mirror
-        self._log, self._mirror = None, None
-        if log is None:
-            return
-        try:
-            if mirror is not None and mirror.unsaved:
-                mirror.save()
-        finally:
-            log.close()
-
-    def _park(self) -> None:
-        """Called by the pool with the lock held: release the files, remember to reopen on the next call."""
-        directory = self.path
-        self._release()
-        self._parked = directory
-        embedder: Embedder | None = getattr(self, "_embedder", None)
-        if embedder is not None:  # up to 4,096 vectors per handle: 1.9 GB of RSS across 10,000 parked handles
-            embedder.drop_cache()
+    def _detach(self) -> None:
+        """Let go of the engine (call under the lock); the last handle to let go closes its files."""
+        engine, attached = self._shared, self._attached
+        self._attached = False
+        if engine is not None and attached and engine.detach(self) == 0:
+            POOL.forget(engine)
+            engine.release()
 
     def close(self) -> None:
-        """Snapshot the index if it changed, and close the files. A later use reopens."""
+        """Snapshot the index if it changed, and close the files (unless another handle on this namespace
+        still uses them). A later use reopens."""
         with self._lock:
-            POOL.forget(self)
-            self._parked = None
-            self._release()
+            self._detach()
             self._close_pool()

@@ -24,9 +24,9 @@ from typing import Any
 
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
-from ltm.store.filters import compile_sql
+from ltm.store.filters import Filter, compile_sql, parse
 
-__all__ = ["KEYWORD_BUDGET", "compile_filters", "keyword_columns", "keyword_plan", "query_terms"]
+__all__ = ["KEYWORD_BUDGET", "checked_filters", "compile_filters", "keyword_columns", "keyword_plan", "query_terms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -50,6 +50,17 @@ def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
     return (where if filters else None), list(params)
+
+
+def checked_filters(filters: Mapping[str, Any] | None) -> Filter | None:
+    """``filters`` parsed into the one tree every engine compiles (None when empty); InvalidInput as
+    :func:`compile_filters` says."""
+    try:
+        return parse(filters)
+    except LTMError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
 
 
 # A keyword query scores every row holding any of its terms, so its cost is the sum of the terms' document

@@ -17,7 +17,7 @@ from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
-from ltm.store.when import query_window
+from ltm.store.when import message_times, newest_time, query_window
 
 __all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "keyword_match", "retrieve",
            "similar"]
@@ -41,7 +41,7 @@ class SearchQuery:
     where: str | None = None
     params: tuple[Any, ...] = ()
     exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
-    now: float | None = None  # what "yesterday" / "last week" count from (None: the clock)
+    now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     bodies of the candidates looked at (read once: the near-exact test needs their content)."""
     k, vector, where, params = query.k, query.vector, query.where, list(query.params)
     weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
-    window = query_window(query.text, time.time() if query.now is None else query.now) if weights["time"] else None
+    window = query_window(query.text, _now(log, query)) if weights["time"] else None
     if window is not None and vector is not None and content is not None and content.live:
         inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
         if len(inside):
@@ -103,13 +103,23 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact)
+    times = message_times(log, sorted({s for hits in signals.values() for s, _ in hits}))
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
     near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near)
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times)
     return ranked[:k], bodies
+
+
+def _now(log: MessageLog, query: SearchQuery) -> float:
+    """What relative dates in the query count from: ``query.now``, else the namespace's newest message (a
+    conversation imported after the fact is read as its people meant it), else the clock."""
+    if query.now is not None:
+        return query.now
+    newest = newest_time(log)
+    return time.time() if newest is None else float(newest)
 
 
 def _content(body: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -31,11 +30,13 @@ from ltm.config import Settings
 from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
-from ltm.store import history as trail
 from ltm.store import rows as rowplan
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
-from ltm.store.explain import check_threshold, explained, given_query_vector
+from ltm.store.engine import HandleLock
+from ltm.store.explain import check_threshold, explained, given_query_vector, sqlite_signals
+from ltm.store.filters import Compare
+from ltm.store.group import GroupCommit
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
@@ -52,6 +53,7 @@ from ltm.store.retrieval import (
     similar,
 )
 from ltm.store.validation import check_id, check_k, text_of
+from ltm.store.writes import add_groups, insert_groups, replace_rows
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
@@ -94,9 +96,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         similarity_threshold: float | None = None,
     ) -> None:
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
-        self._log: MessageLog | None = None
-        self._mirror: IndexMirror | None = None  # the FAISS side, following the log
-        if namespace is not None:
+        self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
+        if namespace is not None:  # the engine (log + FAISS mirror) is shared with other handles on it
             self._open(namespace)
 
     def _configure(self, namespace: str | None, kind: str, settings: Settings | None, embedding: Any,
@@ -113,7 +114,10 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         self.namespace = namespace
         self._embedding = embedding
         self._embedder: Embedder | None = None
-        self._lock = threading.RLock()
+        self._lock = HandleLock()
+        # whole adds (lookups, one embedding call, one commit) of callers that queued while a group was in flight
+        self._adds = GroupCommit(threading.RLock(), partial(add_groups, self,
+                                                            max_bytes=self.settings.max_content_bytes))
 
     # -- opening -----------------------------------------------------------------------------------------
     @property
@@ -162,10 +166,10 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             directory = self.path or (
                 namespace_dir(self.settings.storage_dir, self.kind, self.namespace) if self.namespace else None
             )
-            POOL.forget(self)
-            if self._log is not None:
-                self._log.close()
-            self._log, self._mirror, self._parked = None, None, None
+            if self._shared is not None:  # every handle on it lets go of the files; their next use starts empty
+                POOL.forget(self._shared)
+                self._shared.drop()
+            self._detach()
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
 
@@ -179,11 +183,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         vectors before anything is written.
         """
         listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
-        pending = self._prepare(listed, fresh_only=True)
-        if not pending.messages:
-            return 0
-        embedded = self._embed(rowplan.texts_to_embed(pending, given), TEXT)
-        return self._commit(pending, rowplan.with_given(pending, given, embedded), replace=False)
+        rowplan.prepare(listed, self.settings.max_content_bytes, None)  # bad input fails here, alone
+        return self._adds.submit((listed, given)) if listed else 0
 
     async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """Async twin of :meth:`add_batch` (the embedding call is awaited, the rest runs off the loop)."""
@@ -231,29 +232,26 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
-        how many replaced a stored message (replace)."""
+        how many replaced a stored message (replace). Adds from concurrent threads are committed together
+        (:mod:`ltm.store.group`): one fsync for the group, each caller answered once it is on disk."""
+        if not replace:
+            return self._grouped.submit((pending, vectors))
         with self._lock:
             log, mirror = self._require()
             mirror.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
-            with mirror.writing(log) as write:
-                events: builtins.list[tuple[str, trail.Event, str | None]] = []
-                for row in rows if replace else ():
-                    old = log.body_of(row.id)
-                    if old is None and update:  # deleted since update() read it: nothing changes
-                        raise NotFound(f"no message {row.id!r} in namespace {self.namespace!r} (deleted meanwhile)")
-                    write.remove(log.delete(row.id))
-                    events.append((row.id, "ADD" if old is None else "UPDATE", old))
-                write.insert(log.insert(rows))
-                if not replace:
-                    events = [(row.id, "ADD", None) for _, row in write.inserted]
-                trail.record(log.db, events, time.time(), self.settings.history_limit)
-            return len(write.removed) if replace else len(write.inserted)
+            return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
+                                history_limit=self.settings.history_limit)
 
+    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
+        with self._lock:
+            log, mirror = self._require()
+            return insert_groups(log, mirror, self.embedder.keys, items, self.settings.history_limit)
 
     def _dim(self) -> int | None:
-        with self._lock:
-            return self._synced()[1].dim
+        with self._lock:  # the manifest's once recorded: no need to load the vector indexes
+            recorded = self._require()[1].manifest.dim
+            return recorded if recorded is not None else self._synced()[1].dim
 
     def search(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
@@ -297,12 +295,12 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         where, params = compile_filters(filters)
         if k == 0:
             return []
-        with self._lock:
-            log, mirror = self._synced()
+        with self._lock:  # keyword search reads SQLite only: the vector indexes stay unloaded
+            log, mirror = self._synced() if mode != "keyword" else (self.purge_expired(), self._require())[1]
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
             hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
             match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
-            return explained(log, hits, mode, vector, match, threshold, explain)
+            return explained(hits, mode, sqlite_signals(log, vector, match), threshold, explain)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
@@ -349,7 +347,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         check_id(message_id)
         with self._lock:
             self.purge_expired()
-            body = self._require()[0].body_of(message_id)
+            body = self._body(message_id)
         if body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
         return Message.load(body)
@@ -357,7 +355,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
         message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
-        return self._delete("m.id = ?", [message_id]) > 0
+        with self._lock:
+            return self._removed(Compare("id", "eq", message_id)) > 0
 
     def __len__(self) -> int:
         return self.count()

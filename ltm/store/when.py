@@ -1,18 +1,24 @@
 """Dates named in a search query, as a time window over ``created_at`` (issue 15: temporal questions).
 
 "What did Elise play on 5 Jan 2024?", "where was Kate on 31 Dec 2023", "in March 2024", "on 2024-01-05",
-"on 02.01.2024" (day first, as dotted dates are written in most of the world), and relative ones: "today",
-"yesterday", "last week", "last month", "3 days ago" (relative to ``now``). A query naming no date, or only a
-bare year (too broad, and often a number that is no year: "2666"), has no window. Days are UTC days, as the
-keyword index writes them (see ``query.keyword_columns``).
+"on 02.01.2024" (day first, as dotted dates are written in most of the world), and relative ones, counted from
+``now`` (the search's ``now``; by default the newest message of the namespace, so a conversation imported long after
+it happened reads "yesterday" as its people meant it): "today", "tonight", "yesterday", "last night", "last week",
+"last weekend", "last month", "3 days ago", "two weeks ago", "a month ago", "a couple of days ago", and a month
+without a year ("in May": the latest May up to ``now``). A query naming no date, or only a bare year (too broad,
+and often a number that is no year: "2666"), has no window. Days are UTC days, as the keyword index writes them
+(see ``query.keyword_columns``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["query_window"]
+from ltm.store.log import MessageLog, translate
+
+__all__ = ["message_times", "newest_time", "query_window"]
 
 _MONTHS = {name: i for i, names in enumerate(
     [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
@@ -28,7 +34,11 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+{_YEAR}\b", re.I), "month-d-y"),
     (re.compile(rf"\b{_MONTH}\s+(?:of\s+)?{_YEAR}\b", re.I), "month-y"),
 ]
-_AGO = re.compile(r"\b(\d{1,3})\s+(day|week|month)s?\s+ago\b", re.I)
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+            "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_AGO = re.compile(r"\b(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
+                  r"(day|week|month)s?\s+ago\b", re.I)
+_BARE_MONTH = re.compile(rf"\b(?:in|during|since|last)\s+{_MONTH}(?!\s*\d)", re.I)
 
 
 def query_window(query: str, now: float) -> tuple[float, float] | None:
@@ -40,7 +50,7 @@ def query_window(query: str, now: float) -> tuple[float, float] | None:
         window = _window(match.groups(), shape)
         if window is not None:
             return window
-    return _relative(query.lower(), now)
+    return _relative(query.lower(), now) or _bare_month(query, now)
 
 
 def _window(groups: tuple[str | None, ...], shape: str) -> tuple[float, float] | None:
@@ -67,17 +77,53 @@ def _days(start: datetime, days: int) -> tuple[float, float]:
 
 def _relative(query: str, now: float) -> tuple[float, float] | None:
     today = datetime.fromtimestamp(now, tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-    if re.search(r"\btoday\b", query):
+    if re.search(r"\b(today|tonight|this morning)\b", query):
         return _days(today, 1)
-    if re.search(r"\byesterday\b", query):
+    if re.search(r"\b(yesterday|last night)\b", query):
         return _days(today - timedelta(days=1), 1)
-    if re.search(r"\b(last|past) week\b", query):
+    if re.search(r"\b(last|past) weekend\b", query):  # the last whole weekend before today
+        saturday = today - timedelta(days=(today.weekday() - 5) % 7 + (7 if today.weekday() >= 5 else 0))
+        return _days(saturday, 2)
+    if re.search(r"\b(last|past|this) week\b", query):
         return _days(today - timedelta(days=7), 8)
     if re.search(r"\b(last|past) month\b", query):
         return _days(today - timedelta(days=31), 32)
     match = _AGO.search(query)
     if match:
-        n, unit = int(match.group(1)), match.group(2).lower()
+        count = match.group(1).lower()
+        n, unit = (int(count) if count.isdigit() else _NUMBERS[count]), match.group(2).lower()
         span = {"day": 1, "week": 7, "month": 30}[unit]
         return _days(today - timedelta(days=n * span + span // 2), span + 1)
     return None
+
+
+def _bare_month(query: str, now: float) -> tuple[float, float] | None:
+    """"in May": the latest May that began on or before ``now``'s month (this year's, else last year's)."""
+    match = _BARE_MONTH.search(query)
+    if match is None or (match.group(1).lower() == "may" and not re.search(r"\b(in|during|since) may\b", query, re.I)):
+        return None  # "last may" is too often the verb
+    month = _MONTHS[match.group(1).lower().rstrip(".")]
+    today = datetime.fromtimestamp(now, tz=timezone.utc)
+    year = today.year if month <= today.month else today.year - 1
+    window = _window((match.group(1), str(year)), "month-y")
+    if window is not None and re.match(r"since", match.group(0), re.I):  # "since May": up to ``now``'s day
+        window = window[0], max(window[1], _days(today.replace(hour=0, minute=0, second=0, microsecond=0), 1)[1])
+    return window
+
+
+def newest_time(log: MessageLog) -> float | None:
+    """The latest ``created_at`` of a live message (None when empty): what relative dates count from."""
+    with translate(log.path):
+        found = log.db.execute("SELECT MAX(created_at) FROM messages").fetchone()[0]
+    return None if found is None else float(found)
+
+
+def message_times(log: MessageLog, seqs: Sequence[int]) -> dict[int, float]:
+    """{seq: created_at} of the live messages among ``seqs`` (the fusion's candidates: at most a few hundred)."""
+    found: dict[int, float] = {}
+    with translate(log.path):
+        for start in range(0, len(seqs), 500):  # below SQLite's host-parameter limit
+            part = list(seqs[start:start + 500])
+            sql = f"SELECT seq, created_at FROM messages WHERE seq IN ({','.join('?' * len(part))})"
+            found.update((int(seq), float(at)) for seq, at in log.db.execute(sql, part))
+    return found

@@ -88,3 +88,27 @@ def test_quick_run_exits_0_and_prints_its_tables(tmp_path: Path) -> None:
     assert b["flat_bytes_per_msg"] >= 4 * bench_data.DIM
     assert data["systems"]["model"]["128"]["c_texts_per_s"] > 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the baseline commit's ltm ran the same workers in the same run, and every dimension has its plot
+    assert data["baseline"] and data["systems"]["base"]["1000"]["recover_count"] == 1000
+    assert "add_threads_per_commit" not in data["systems"]["base"]["1000"]  # its own ltm ran: no group commit
+    assert data["systems"]["model_base"]["128"]["ltm_local_one_texts_per_s"] > 0
+    assert data["systems"]["ltm"]["1000"]["add_threads_total_s"] > 0
+    for name in ("add", "search", "find_news", "recover", "disk", "one_at_a_time", "ingest"):
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+
+def test_the_generated_section_of_benchmarks_md_is_replaced_in_place(tmp_path: Path) -> None:
+    from bench import report as bench_report
+
+    doc = tmp_path / "B.md"
+    doc.write_text("# B\n\nhand-written\n\n## Later\n\nkept\n")
+    results = {"sizes": [1000], "machine": {}, "systems": {}}
+    bench_report.write_section(doc, bench_report.section(results, "Machine: x\n### Add\n| 1 |", "bench/results"))
+    first = doc.read_text()
+    assert first.startswith("# B\n\nhand-written\n") and "## Later\n\nkept\n" in first
+    for name, _title in bench_report.PLOTS:
+        assert f"(bench/results/{name})" in first
+    assert "#### Add" in first and "\n### Add" not in first  # nested under the file's own headings
+    bench_report.write_section(doc, bench_report.section(results, "Machine: y\n### Add\n| 2 |", "bench/results"))
+    second = doc.read_text()
+    assert "| 2 |" in second and "| 1 |" not in second and second.count(bench_report.START) == 1

@@ -19,7 +19,10 @@ from ltm import LTMError, MemoryStorage, Message, Settings
 from ltm.store.naming import namespace_dir
 
 ROWS = 40
-FILES = ["memory.sqlite", "memory.sqlite-wal", "index.faiss", "context.faiss", "manifest.json"]
+FILES = ["memory.sqlite", "memory.sqlite-wal", "index.faiss", "manifest.json"]
+# Only an HNSW graph is snapshotted (a flat index is replayed from SQLite: issue 21), so these namespaces switch
+# to HNSW early and index.faiss exists to be damaged; context.faiss (always flat) is no longer written.
+HNSW_AT = 10
 
 
 def _fill(store: MemoryStorage, tag: str) -> None:
@@ -44,7 +47,7 @@ def _frozen(tmp_path: Path, settings: Settings, name: str, tag: str) -> Path:
 @pytest.fixture(scope="module")
 def frozen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("frozen")
-    settings = Settings(storage_dir=tmp / "data", embedding="hash")
+    settings = Settings(storage_dir=tmp / "data", embedding="hash", hnsw_threshold=HNSW_AT)
     return {"a": _frozen(tmp, settings, "alpha", "alpha"), "b": _frozen(tmp, settings, "beta", "beta")}
 
 
@@ -103,7 +106,7 @@ def _consistent(store: MemoryStorage) -> int:
 @pytest.mark.parametrize("name", FILES)
 def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict[str, Path], name: str,
                                                     damage: str) -> None:
-    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash", hnsw_threshold=HNSW_AT)
     probe = MemoryStorage("alpha", settings=settings)  # where namespace "alpha" lives under this root
     assert probe.path is not None
     directory = probe.path
@@ -131,7 +134,7 @@ def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict
 
 def test_a_restored_older_memory_sqlite_is_found_by_dense_search(tmp_path: Path) -> None:
     """Defect 4: restore memory.sqlite from a backup (what StoreCorrupted advises) while the newer snapshot stays."""
-    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash", hnsw_threshold=HNSW_AT)
     store = MemoryStorage("alpha", settings=settings)
     store.add_batch([Message(f"backed up record {i}") for i in range(50)])
     directory = store.path
@@ -152,7 +155,7 @@ def test_a_restored_older_memory_sqlite_is_found_by_dense_search(tmp_path: Path)
 
 
 def test_another_namespaces_snapshot_of_the_same_size_is_not_used(tmp_path: Path) -> None:
-    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash", hnsw_threshold=HNSW_AT)
     stores = {}
     for name in ("alpha", "beta"):
         stores[name] = MemoryStorage(name, settings=settings)
@@ -160,8 +163,7 @@ def test_another_namespaces_snapshot_of_the_same_size_is_not_used(tmp_path: Path
         stores[name].persist()
         stores[name].close()  # the last connection: the WAL is checkpointed and removed
     a, b = (stores[n].path or namespace_dir(settings.storage_dir, "role", n) for n in ("alpha", "beta"))
-    for name in ("index.faiss", "context.faiss"):
-        shutil.copyfile(b / name, a / name)
+    shutil.copyfile(b / "index.faiss", a / "index.faiss")
     assert _consistent(MemoryStorage("alpha", settings=settings)) == 30
 
 
@@ -169,7 +171,7 @@ def test_an_edited_dimension_is_a_clear_error(tmp_path: Path) -> None:
     """Defect 11: a manifest whose dimension was edited gave a faiss AssertionError."""
     import json
 
-    settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
+    settings = Settings(storage_dir=tmp_path / "data", embedding="hash", hnsw_threshold=HNSW_AT)
     with MemoryStorage("alpha", settings=settings) as store:
         store.add_batch([Message(f"record {i}") for i in range(5)])
         directory = store.path
@@ -177,7 +179,6 @@ def test_an_edited_dimension_is_a_clear_error(tmp_path: Path) -> None:
     manifest = json.loads((directory / "manifest.json").read_text())
     manifest["dim"] = 385
     (directory / "manifest.json").write_text(json.dumps(manifest))
-    for name in ("index.faiss", "context.faiss"):
-        (directory / name).unlink()
+    (directory / "index.faiss").unlink(missing_ok=True)  # 5 rows: flat, no snapshot (issue 21)
     with pytest.raises(LTMError, match="manifest.json"):
         MemoryStorage("alpha", settings=settings).search("record 1", mode="dense")

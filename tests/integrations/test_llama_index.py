@@ -1,5 +1,5 @@
 """ltm inside llama-index, with real llama-index objects: VectorStoreIndex, retrievers, query engines
-(MockLLM, offline), MetadataFilters, Memory with an ltm memory block."""
+(MockLLM, offline), MetadataFilters, Memory with an ltm memory block; on both store engines."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ltm.integrations.llama_index import LtmMemoryBlock, LtmVectorStore, to_filt
 from ltm.llm.embeddings import HashEmbedding
 from ltm.message import Message
 from ltm.store import MemoryStorage
+from tests.store.conftest import BACKENDS
 
 _DOCS = [
     Document(text="The billing service retries failed card payments three times.", doc_id="billing",
@@ -38,6 +39,13 @@ _DOCS = [
     Document(text="The search index is rebuilt every night from the product catalog.", doc_id="search",
              metadata={"team": "Catalog Team", "year": 2022, "tags": [], "score": 0.2}),
 ]
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Each test on both engines: the embedded store and PostgreSQL (the private test server)."""
+    base = Settings(storage_dir=tmp_path / "storage", embedding="hash")
+    return base if request.param == "embedded" else base.with_(store_url=request.getfixturevalue("pg_url"))
 
 
 def _storage(settings: Settings, embed: HashEmbedding) -> MemoryStorage:

@@ -72,3 +72,23 @@ def test_a_damaged_cached_graph_is_a_clear_error(tmp_path: Path) -> None:
         OnnxEmbedding(local_model_path(), str(tmp_path))
     os.unlink(graph)
     assert OnnxEmbedding(local_model_path(), str(tmp_path)).get_text_embedding("rebuilt")  # exported again
+
+
+def test_int8_is_opt_in_cached_beside_fp32_and_close_to_it(cache: Path) -> None:
+    fp32 = resolve_embedding(Settings(embedding="local", local_runtime="onnx", model_cache_dir=cache))
+    int8 = resolve_embedding(Settings(embedding="local", local_runtime="onnx-int8", model_cache_dir=cache))
+    assert isinstance(int8, OnnxEmbedding) and int8 is not fp32
+    graph = onnx_model_path(Path(local_model_path()), cache)
+    quantized = graph.with_name("model.int8.onnx")
+    assert quantized.is_file() and quantized.stat().st_size < graph.stat().st_size / 3  # int8 weights
+    texts = [*TEXTS, "I prefer sourdough over dumplings", "Caroline went to the support group yesterday",
+             "We keep the high scores in SQLite", "The frontend uses React"]
+    a = np.array(fp32.get_text_embedding_batch(texts))
+    b = np.array(int8.get_text_embedding_batch(texts))
+    cosine = (a * b).sum(axis=1)
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    assert cosine.min() >= 0.9 and cosine.mean() >= 0.97, cosine  # measured: mean 0.99 on real chat turns
+    assert cosine.max() < 0.99999  # really another graph, not the fp32 one under a second name
+    q = np.array(int8.get_query_embedding("where are the scores stored?"))
+    assert int(np.argmax(b[-2:] @ q)) == 0  # same meaning: SQLite answers where scores are stored
+    assert model_name(int8) == LOCAL_MODEL_NAME  # same model: stores written by either open with the other

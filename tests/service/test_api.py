@@ -125,6 +125,31 @@ def test_backend_down_is_503_without_the_url(settings: Settings) -> None:
         service.close()
 
 
+def test_reads_of_a_namespace_never_written_answer_empty_and_create_nothing(
+        open_server: ServiceThread, http: httpx.Client) -> None:
+    ns = "/v1/namespaces/typo-of-a-role"
+    assert http.get(f"{ns}/messages").json() == {"messages": [], "next_cursor": None}
+    assert http.get(f"{ns}/recent").json() == {"messages": []}
+    assert http.post(f"{ns}/search", json={"query": "deploy"}).json() == {"hits": []}
+    assert http.post(f"{ns}/similar", json={"text": "deploy"}).json() == {"messages": []}
+    stats = http.get(f"{ns}/stats").json()
+    assert stats["messages"] == stats["vectors"] == 0 and stats["index"] == "none" and 0 < stats["threshold"] <= 1
+    missing = http.get(f"{ns}/messages/abc")
+    assert missing.status_code == 404 and missing.json()["error"] == "NotFound"
+    assert "typo-of-a-role" in missing.json()["message"]
+    # a bad request is refused as it would be on a namespace that exists
+    bad = http.post(f"{ns}/search", json={"query": "deploy", "filters": {"role": {"$near": 1}}})
+    assert bad.status_code == 400 and bad.json()["error"] == "InvalidInput"
+    bad = http.get(f"{ns}/messages", params={"filters": '{"role": {"$near": 1}}'})
+    assert bad.status_code == 400 and bad.json()["error"] == "InvalidInput"
+    assert not (open_server.settings.storage_dir / "role").exists() or not any(
+        (open_server.settings.storage_dir / "role").iterdir())
+    # the first write creates it, and the reads see it
+    http.post(f"{ns}/messages", json={"messages": [{"content": "the deploy failed"}]})
+    assert http.get(f"{ns}/stats").json()["messages"] == 1
+    assert [m["content"] for m in http.get(f"{ns}/recent").json()["messages"]] == ["the deploy failed"]
+
+
 def test_namespace_names_map_safely(open_server: ServiceThread, http: httpx.Client) -> None:
     http.post("/v1/namespaces/..%2F..%2Fetc/messages", json={"messages": [{"content": "hello"}]})
     http.post("/v1/namespaces/a/../../b/messages", json={"messages": [{"content": "hello"}]})

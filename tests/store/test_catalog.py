@@ -88,3 +88,26 @@ def test_namespace_path_is_where_the_store_lives(settings: Settings) -> None:
     for kind, namespace in (("Role", "x"), ("role", ""), ("role", "a\x00b")):
         with pytest.raises(InvalidInput):
             namespace_path(settings, kind, namespace)
+
+
+def test_a_second_listing_opens_only_what_changed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ltm.store import catalog
+
+    for i in range(6):
+        _fill(settings, "role", f"member-{i}", i + 1)
+    assert sorted((n.namespace, n.messages) for n in namespaces(settings))[0] == ("member-0", 1)
+    opened: list[Path] = []
+    counted = catalog._count_readonly
+
+    def counting(path: Path, wal: bool | None = None) -> int:
+        opened.append(path)
+        return counted(path, wal)
+
+    monkeypatch.setattr(catalog, "_count_readonly", counting)
+    assert {n.namespace: n.messages for n in namespaces(settings)} == {f"member-{i}": i + 1 for i in range(6)}
+    assert opened == []  # nothing changed: no log opened again
+    store = MemoryStorage("member-2", settings=settings)
+    store.add(Message("one more note for member 2"))
+    store.close()
+    assert {n.namespace: n.messages for n in namespaces(settings)}["member-2"] == 4
+    assert [p.parent.name for p in opened] == [namespace_path(settings, "role", "member-2").name]

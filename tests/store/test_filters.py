@@ -14,7 +14,10 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store import MemoryStorage
+from ltm.store.backed import BackendStorage
 from ltm.store.filters import And, Compare, Not, Or, compile_sql, parse
+from ltm.store.pg.filters import pg_filter
+from tests.store.conftest import BACKENDS
 
 _ROLES = ["user", "assistant", "Engineer", "ProductManager"]
 _CAUSES = ["a.WriteCode", "a.WritePRD", "a.UserRequirement"]
@@ -60,15 +63,31 @@ def _messages(n: int = 80) -> list[Message]:
     return out
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> MemoryStorage:
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> MemoryStorage:
+    """The same 80 messages on each engine: every emitted dialect is checked against the oracle."""
     settings = Settings(storage_dir=tmp_path_factory.mktemp("filters") / "storage", embedding="hash")
+    if request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        server.truncate()
+        settings = settings.with_(store_url=server.url)
     s = MemoryStorage("filters", settings=settings)
     s.add_batch(_messages())
     return s
 
 
 def _sql_ids(store: MemoryStorage, filters: Mapping[str, Any]) -> set[str]:
+    """The ids the engine's own SQL dialect selects for ``filters`` (SQLite's or PostgreSQL's emitter)."""
+    if isinstance(store, BackendStorage):
+        from ltm.store.pg.backend import PgBackend  # here: the PostgreSQL client is an extra (not at MetaGPT's pins)
+
+        where, named = pg_filter(filters)
+        backend = store._engine()
+        assert isinstance(backend, PgBackend)
+        with backend.pool.connection() as conn:
+            rows = conn.execute(f"SELECT id FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})",
+                                {**named, "ns": backend.ns}).fetchall()
+        return {r[0] for r in rows}
     where, params = compile_sql(filters)
     assert store._log is not None
     return {r[0] for r in store._log.db.execute(f"SELECT id FROM messages m WHERE {where}", params)}
@@ -198,6 +217,8 @@ def test_sql_agrees_with_the_documented_semantics(store: MemoryStorage, filters:
     tree = parse(filters)
     expected = {m.id for m in _messages() if _oracle(m, tree)}
     assert _sql_ids(store, filters) == expected
+    assert {m.id for m in store.list(filters, limit=100).messages} == expected
+    assert store.count(filters) == len(expected)
 
 
 def test_the_cases_are_not_trivial(store: MemoryStorage) -> None:
@@ -228,6 +249,8 @@ def test_values_are_parameters_never_sql(store: MemoryStorage) -> None:
     hostile = "x' OR 1=1 --"
     where, params = compile_sql({"role": hostile, "metadata.k": {"contains": hostile}})
     assert hostile not in where and hostile in params
+    pg_where, named = pg_filter({"role": hostile, "metadata.k": {"contains": hostile}})
+    assert hostile not in pg_where and hostile in named.values()
     assert _sql_ids(store, {"OR": [{"role": hostile}, {"content": {"contains": "'); DROP TABLE messages; --"}}]}) \
         == set()
     assert store.count() == 80
@@ -258,6 +281,9 @@ def test_bad_filters_are_refused_with_the_fix(store: MemoryStorage, filters: dic
     with pytest.raises(InvalidInput, match=None) as info:
         compile_sql(filters)
     assert isinstance(info.value, LTMError) and says in str(info.value)
+    with pytest.raises(InvalidInput) as on_pg:  # the other dialect: the same parser, the same message
+        pg_filter(filters)
+    assert str(on_pg.value) == str(info.value)
 
 
 def test_not_a_dict_is_refused() -> None:
@@ -275,6 +301,8 @@ def test_not_a_dict_is_refused() -> None:
     ({"id": "m001"}, "sqlite_autoindex_messages"),
 ])
 def test_a_selective_filter_is_an_index_lookup(store: MemoryStorage, filters: dict[str, Any], index: str) -> None:
+    if isinstance(store, BackendStorage):
+        pytest.skip("SQLite's query plan (PostgreSQL's: test_pg_documents.py::test_selective_filters_can_use_an_index)")
     where, params = compile_sql({**filters, "metadata.score": {"ne": 3}})
     assert store._log is not None
     plan = " | ".join(r[3] for r in store._log.db.execute(

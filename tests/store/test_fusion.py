@@ -4,9 +4,12 @@ ties, and the time window a query names."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.fusion import LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store.fusion import LONG_QUERY_WEIGHTS, NEIGHBOUR_GAP, WEIGHTS, fuse, normalised_text
 
 
 def test_the_exact_sentence_beats_its_word_swapped_twin(settings: Settings) -> None:
@@ -51,6 +54,45 @@ def test_neighbours_lend_a_share_and_long_queries_lean_on_meaning() -> None:
     short = fuse({"dense": dense, "keyword": keyword}, 1, neighbours=0.0)
     long = fuse({"dense": dense, "keyword": keyword}, 1, neighbours=0.0, weights=LONG_QUERY_WEIGHTS)
     assert short[0][0] == 7 and long[0][0] == 1
+
+
+def test_only_a_neighbour_from_the_same_sitting_lends() -> None:
+    """Notes added one after the other days apart (MADial-Bench's memories) are not a conversation: the
+    neighbour's share needs the two written within NEIGHBOUR_GAP (REALTALK's turns: 97.6% within 6 hours)."""
+    dense = [(1, 0.9), (7, 0.6)] + [(20 + i, 0.2) for i in range(48)]
+    keyword = [(7, 4.0), (2, 3.9)]
+    signals = {"dense": dense, "keyword": keyword}
+    alone = dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.0))
+    chat = {1: 1000.0, 2: 1000.0 + NEIGHBOUR_GAP}  # the reply came within the gap
+    notes = {1: 1000.0, 2: 1000.0 + NEIGHBOUR_GAP + 1}
+    assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.2, times=chat))[2] == alone[2] + 0.2 * alone[1]
+    assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.2, times=notes))[2] == alone[2]
+
+
+def test_days_apart_notes_lend_nothing_through_the_store(settings: Settings) -> None:
+    """Through search (both engines): a note's topic does not spill onto the unrelated note added right after it
+    days later, while the reply said a minute after a question still gets the question's topic."""
+    hour = 3600.0
+    with MemoryStorage("notes", settings=settings) as store:
+        store.add_batch([
+            Message(content="filler about the weather", role="Ann", created_at=0.0),
+            Message(content="Booked the violin lesson with Mr Petrov", role="Ann", created_at=10 * hour),
+            Message(content="Bought groceries for the week", role="Ann", created_at=100 * hour),
+            Message(content="Paid the electricity bill", role="Ann", created_at=200 * hour),
+        ])
+        hits = store.search("violin lesson Petrov", k=4, explain=True)
+        scores = {h.message.content: h.score for h in hits}
+        assert scores.get("Bought groceries for the week", 0.0) <= scores.get("Paid the electricity bill", 0.0) + 1e-9
+    with MemoryStorage("chat", settings=settings) as store:
+        store.add_batch([
+            Message(content="filler about the weather", role="Ann", created_at=0.0),
+            Message(content="Booked the violin lesson with Mr Petrov", role="Ann", created_at=10 * hour),
+            Message(content="Bought groceries for the week", role="Bob", created_at=10 * hour + 60),
+            Message(content="Paid the electricity bill", role="Bob", created_at=200 * hour),
+        ])
+        hits = store.search("violin lesson Petrov", k=4)
+        scores = {h.message.content: h.score for h in hits}
+        assert scores["Bought groceries for the week"] > scores.get("Paid the electricity bill", 0.0) + 0.05
 
 
 def test_ties_are_broken_by_dense_then_keyword_then_newest() -> None:
@@ -103,3 +145,46 @@ def test_query_windows() -> None:
     assert iso(query_window("what did I do yesterday", now)) == ["2024-03-09", "2024-03-10"]
     assert query_window("2666 by Bolano", now) is None
     assert query_window("on 31.02.2024", now) is None
+
+
+def test_relative_dates_in_words() -> None:
+    """Spelled-out counts, nights and weekends, and a month without its year (the latest one up to now)."""
+    from ltm.store.when import query_window
+
+    def iso(query: str) -> list[str] | None:
+        now = datetime(2024, 3, 10, 15, tzinfo=timezone.utc).timestamp()  # a Sunday
+        window = query_window(query, now)
+        return None if window is None else [datetime.fromtimestamp(x, timezone.utc).date().isoformat() for x in window]
+
+    assert iso("what did I eat last night") == ["2024-03-09", "2024-03-10"]
+    assert iso("the film we saw two days ago") == iso("a couple of days ago") == ["2024-03-08", "2024-03-10"]
+    assert iso("a week ago") == iso("1 week ago") == ["2024-02-29", "2024-03-08"]
+    assert iso("where did we go last weekend") == ["2024-03-02", "2024-03-04"]  # not the weekend of today
+    assert iso("the trip in May") == ["2023-05-01", "2023-06-01"]  # no May yet this year: last year's
+    assert iso("what did she read in January?") == ["2024-01-01", "2024-02-01"]
+    assert iso("every book since December") == ["2023-12-01", "2024-03-11"]  # up to today
+    assert iso("May I ask what you cooked") is None and iso("you may go") is None  # the verb, no month
+    assert iso("what did I do last may") is None
+
+
+def test_relative_dates_count_from_the_newest_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chat imported years later reads "yesterday" as its people meant it: from its newest message, not the
+    clock (measured with the time signal weighted; it is off by default, see fusion.WEIGHTS)."""
+    import ltm.store.retrieval as retrieval
+
+    monkeypatch.setattr(retrieval, "WEIGHTS", {**WEIGHTS, "time": 0.5})
+
+    def day(d: int) -> float:
+        return datetime(2021, 6, d, 12, tzinfo=timezone.utc).timestamp()
+
+    settings = Settings(storage_dir=tmp_path / "storage", embedding="hash")
+    with MemoryStorage("chat", settings=settings) as store:
+        store.add_batch([
+            Message(content="Cooked a spicy lentil curry for dinner", role="Kate", created_at=day(2)),
+            Message(content="Cooked a mild lentil soup for dinner", role="Kate", created_at=day(6)),
+            Message(content="Work was long, nothing else to report", role="Kate", created_at=day(7)),
+        ])
+        assert store.search("what did Kate cook yesterday", k=1)[0].message.content == \
+            "Cooked a mild lentil soup for dinner"
+        assert store.search("what did Kate cook 5 days ago", k=1)[0].message.content == \
+            "Cooked a spicy lentil curry for dinner"

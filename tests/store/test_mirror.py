@@ -99,25 +99,50 @@ def test_damaged_snapshot_is_rebuilt_from_sqlite(world: World) -> None:
     log = MessageLog(directory / "memory.sqlite")
     mirror = IndexMirror.open(directory, manifest, settings)
     mirror.ensure_dim(DIM)
-    rows = _rows("note", 30)
+    rows = _rows("note", 50)  # past hnsw_threshold (40): only an HNSW graph is snapshotted
     seqs = _write(mirror, log, rows)
     with mirror.writing(log) as write:
         write.remove(log.delete(rows[0].id))
     mirror.save()
     assert mirror.unsaved == 0
     again = IndexMirror.open(directory, manifest, settings)  # a sound snapshot: used as is
-    assert again.content is not None and again.content.live == 29 and again.content.last_tseq == 1
+    assert again.content is not None and again.content.live == 49 and again.content.last_tseq == 1
+    assert again.content.kind == "hnsw" and again.context is None  # the flat context index: replayed from SQLite
+    again.sync(log, verify=True)
+    assert again.context is not None and again.context.live == 25
 
     snapshot = directory / "index.faiss"
     data = bytearray(snapshot.read_bytes())
     data[-10] ^= 0xFF  # a flipped byte in the payload: the CRC fails
     snapshot.write_bytes(bytes(data))
     damaged = IndexMirror.open(directory, manifest, settings)
-    assert damaged.content is None and damaged.context is None  # one lost: both are rebuilt
+    assert damaged.content is None and damaged.context is None  # rebuilt from SQLite by the first sync
     damaged.sync(log, verify=True)
     assert damaged.content is not None and damaged.context is not None
-    assert (damaged.content.live, damaged.context.live) == (29, 15)
+    assert (damaged.content.live, damaged.context.live) == (49, 25)
     assert _top1(damaged, log, np.stack([r.vector for r in rows[1:6]]).astype(np.float32)) == seqs[1:6]
+
+
+def test_a_flat_index_is_not_snapshotted_and_comes_back_from_sqlite(world: World) -> None:
+    """Issue 21: a flat index holds exactly SQLite's float16 vectors, so it is not written twice; an older
+    store's flat snapshot still loads, and the next save removes it."""
+    directory, manifest, settings = world
+    log = MessageLog(directory / "memory.sqlite")
+    mirror = IndexMirror.open(directory, manifest, settings)
+    mirror.ensure_dim(DIM)
+    rows = _rows("flat", 20)
+    seqs = _write(mirror, log, rows)
+    assert mirror.content is not None and mirror.content.kind == "flat"
+    mirror.content.save(directory / "index.faiss")  # what an older version left behind
+    older = IndexMirror.open(directory, manifest, settings)
+    assert older.content is not None and older.content.live == 20  # still read
+    mirror.save()
+    assert not (directory / "index.faiss").exists() and not (directory / "context.faiss").exists()
+    reopened = IndexMirror.open(directory, manifest, settings)
+    assert reopened.content is None
+    reopened.sync(log, verify=True)
+    assert reopened.content is not None and reopened.content.live == 20
+    assert _top1(reopened, log, np.stack([r.vector for r in rows[:5]]).astype(np.float32)) == seqs[:5]
 
 
 def test_flat_index_switches_to_hnsw_past_the_threshold(world: World) -> None:

@@ -136,4 +136,4 @@ def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monk
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
     """The FAISS mirror of the open namespace's embedded engine."""
-    return store._require()[1]
+    return store._synced()[1]

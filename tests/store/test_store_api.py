@@ -24,9 +24,7 @@ from ltm.message import Message
 from ltm.store import MemoryStorage, scoped
 from ltm.store.manifest import SCHEMA_VERSION
 
-# Issue 16's document-store API (update, history, scopes, the filter language, expiry, explain) is not on the
-# PostgreSQL backend yet (issue 17's known gap): these run on the embedded engine only.
-pytestmark = pytest.mark.embedded_only
+# Every test here runs on both engines (tests/store/conftest.py), except the SQLite schema migration's.
 
 def _store(settings: Settings, name: str = "api") -> MemoryStorage:
     return MemoryStorage(name, settings=settings)
@@ -100,7 +98,8 @@ def test_async_update(settings: Settings) -> None:
 _UPDATER = """
 import sys
 from ltm import MemoryStorage, Settings
-store = MemoryStorage("api", settings=Settings(storage_dir=sys.argv[1], embedding="hash"))
+store = MemoryStorage("api", settings=Settings(storage_dir=sys.argv[1], embedding="hash",
+                                               store_url=sys.argv[2] or None))
 for round_ in range(10_000):
     for i in range(20):
         store.update(f"m{i}", content=f"message {i} version {round_ + 1}")
@@ -112,7 +111,8 @@ def test_kill_9_during_updates_leaves_old_or_new_never_neither(settings: Setting
     store = _store(settings)
     store.add_batch([Message(f"message {i} version 0", id=f"m{i}") for i in range(20)])
     store.close()
-    proc = subprocess.Popen([sys.executable, "-c", _UPDATER, str(settings.storage_dir)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", _UPDATER, str(settings.storage_dir), settings.store_url or ""],
+                            stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert proc.stdout is not None
     acked: dict[int, int] = {}
@@ -310,6 +310,7 @@ def test_import_refuses_a_foreign_file_before_writing(settings: Settings, tmp_pa
 
 
 # -- migration ---------------------------------------------------------------------------------------------
+@pytest.mark.embedded_only
 def test_a_store_from_before_scopes_is_migrated_on_open(settings: Settings) -> None:
     """Schema 3 -> 4: the scope / expiry columns are added and filled from each row's metadata, the history
     table is created; one migration chain with the keyword-index rebuild of 2 -> 3."""
@@ -351,3 +352,24 @@ def test_async_search_takes_threshold_and_explain(settings: Settings) -> None:
     sync = store.search("login passwords", k=3, explain=True, threshold=0.0)
     hits = asyncio.run(store.asearch("login passwords", k=3, explain=True, threshold=0.0))
     assert [(h.message.id, h.explain) for h in hits] == [(h.message.id, h.explain) for h in sync]
+
+
+def test_search_with_a_given_query_vector(settings: Settings) -> None:
+    """``search(vector=...)``: an embedding computed elsewhere (llama-index's) is used instead of the query
+    text: the same hits as embedding the text, without a model call; a vector of another size is refused."""
+    store = _store(settings)
+    _team(store)
+    vector = store.embed_texts(["password hashing bug"])[0]
+    calls = store.embedder.calls
+    given = store.search("", k=2, mode="dense", vector=vector, explain=True)
+    assert store.embedder.calls == calls
+    assert [h.message.id for h in given] == [h.message.id for h in store.search("password hashing bug", k=2,
+                                                                                mode="dense")]
+    assert given[0].message.id == "a2" and given[0].explain is not None
+    assert given[0].explain["dense"] == pytest.approx(given[0].score, abs=1e-4)
+    hybrid = store.search("password hashing bug", k=2, vector=vector, filters={"user_id": "u1"})
+    assert [h.message.id for h in hybrid][0] == "a2"
+    with pytest.raises(InvalidInput, match="query vector"):
+        store.search("", k=2, mode="dense", vector=[0.1, 0.2, 0.3])
+    with pytest.raises(InvalidInput):
+        store.search("", k=2, mode="keyword", vector=vector)  # keyword search needs the text

@@ -103,4 +103,4 @@ def test_hnsw_best_similarity_matches_exact_search(settings: Settings) -> None:
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
     """The FAISS mirror of the open namespace's embedded engine."""
-    return store._require()[1]
+    return store._synced()[1]

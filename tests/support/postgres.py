@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-TABLES = ("ltm_messages", "ltm_namespaces", "ltm_schema")
+TABLES = ("ltm_history", "ltm_messages", "ltm_namespaces", "ltm_schema")
 
 
 class PostgresServer:
@@ -52,7 +52,11 @@ class PostgresServer:
         with psycopg.connect(self.url, autocommit=True) as conn:
             exists = conn.execute("SELECT to_regclass('ltm_namespaces')").fetchone()
             if exists is not None and exists[0] is not None:
-                conn.execute("TRUNCATE ltm_messages, ltm_namespaces RESTART IDENTITY")
+                # namespace ids restart at 1: a namespace's HNSW index (named by id) must not outlive it
+                for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'ltm_messages' "
+                                             "AND indexname LIKE 'ltm\\_hnsw\\_ns%'").fetchall():
+                    conn.execute(f'DROP INDEX "{index}"')
+                conn.execute("TRUNCATE ltm_namespaces RESTART IDENTITY CASCADE")  # and every table referring to it
 
     def close(self) -> None:
         from ltm.store.pg.pool import close_pools

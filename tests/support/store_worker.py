@@ -1,9 +1,10 @@
 """A separate process that uses a store, for durability and concurrency tests.
 
-    python -m tests.support.store_worker write DIR NAMESPACE PREFIX N [SNAPSHOT_EVERY]
-        adds N messages one by one; prints "ACK <id> <content>" after each add returned (durable), then DONE
+    python -m tests.support.store_worker write DIR NAMESPACE PREFIX N [SNAPSHOT_EVERY [THREADS]]
+        adds N messages one by one (from THREADS threads at once, default 1: their adds are group-committed);
+        prints "ACK <id> <content>" after each add returned (durable), then DONE
     python -m tests.support.store_worker forkserver DIR NAMESPACE SNAPSHOT_EVERY
-        imports once, then for each stdin line "run PREFIX N" forks a writer child (prints "PID <pid>",
+        imports once, then for each stdin line "run PREFIX N [THREADS]" forks a writer child (prints "PID <pid>",
         then what `write` prints) and prints "EXIT <status>" when it ends: a kill -9 target that does not
         pay the interpreter's start-up for every run
     python -m tests.support.store_worker read DIR NAMESPACE
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 
 from ltm import ExperienceMemory, LongTermMemory, MemoryStorage, Message, Settings, UserRequirement
 
@@ -32,12 +34,24 @@ def _settings(directory: str, snapshot_every: int = 10_000) -> Settings:
     return Settings.load(storage_dir=directory, embedding="hash", snapshot_every=snapshot_every)
 
 
-def write(directory: str, namespace: str, prefix: str, n: int, snapshot_every: int) -> None:
+def write(directory: str, namespace: str, prefix: str, n: int, snapshot_every: int, threads: int = 1) -> None:
     store = MemoryStorage(namespace, settings=_settings(directory, snapshot_every))
-    for i in range(n):
-        message = Message(f"{prefix} item {i} token{prefix}x{i}", role="writer")
-        store.add(message)
-        print("ACK", message.id, message.content, flush=True)
+    printing = threading.Lock()
+
+    def adds(part: range) -> None:
+        for i in part:
+            message = Message(f"{prefix} item {i} token{prefix}x{i}", role="writer")
+            store.add(message)
+            with printing:  # one write(2) per line, below PIPE_BUF: a kill -9 lands before or after it,
+                # never inside (print() wrote a line in pieces; a kill between them glued the half line to
+                # the parent's "EXIT" and the test waited forever)
+                os.write(sys.stdout.fileno(), f"ACK {message.id} {message.content}\n".encode())
+
+    workers = [threading.Thread(target=adds, args=(range(t, n, threads),)) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
     store.close()
     print("DONE", flush=True)
 
@@ -52,7 +66,8 @@ def forkserver(directory: str, namespace: str, snapshot_every: int) -> None:
         if pid == 0:  # the child: a fresh store handle, nothing inherited from the parent but modules
             try:
                 print("PID", os.getpid(), flush=True)
-                write(directory, namespace, parts[1], int(parts[2]), snapshot_every)
+                write(directory, namespace, parts[1], int(parts[2]), snapshot_every,
+                      int(parts[3]) if len(parts) > 3 else 1)
             finally:
                 os._exit(0)
         _, status = os.waitpid(pid, 0)
@@ -72,7 +87,8 @@ def experience(directory: str, agent: str) -> None:
                 tasks = [p.text for p in memory.policies()]
                 for i in range(100_000):
                     served = memory.policies_for(tasks[i % len(tasks)], k=len(tasks))
-                    print("ACK", json.dumps({p.id: p.hits for p in served}), flush=True)
+                    # one write below PIPE_BUF per line: a kill lands before or after it, never inside
+                    os.write(sys.stdout.fileno(), f"ACK {json.dumps({p.id: p.hits for p in served})}\n".encode())
             finally:
                 os._exit(0)
         _, status = os.waitpid(pid, 0)
@@ -112,7 +128,8 @@ def longterm(directory: str, role: str, action: str, texts: list[str]) -> None:
 def main(argv: list[str]) -> None:
     command, args = argv[0], argv[1:]
     if command == "write":
-        write(args[0], args[1], args[2], int(args[3]), int(args[4]) if len(args) > 4 else 10_000)
+        write(args[0], args[1], args[2], int(args[3]), int(args[4]) if len(args) > 4 else 10_000,
+              int(args[5]) if len(args) > 5 else 1)
     elif command == "forkserver":
         forkserver(args[0], args[1], int(args[2]))
     elif command == "experience":

@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, NotFound
 from ltm.service.auth import Readable, Writable, state_of
 from ltm.service.errors import PayloadTooLarge
 from ltm.service.schemas import MessagesIn, message_out
+from ltm.store import check_filters
 
 __all__ = ["router"]
 
@@ -61,14 +62,22 @@ def list_messages(
 ) -> dict[str, Any]:
     """A page of messages, oldest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
     limit = min(limit, state_of(request).limits.max_page)
-    page = state_of(request).store(namespace).list(parse_filters(filters), limit=limit, cursor=cursor)
+    parsed = parse_filters(filters)
+    store = state_of(request).existing_store(namespace)
+    if store is None:  # nothing was ever written there: an empty page, and no empty namespace left behind
+        check_filters(parsed)
+        return {"messages": [], "next_cursor": None}
+    page = store.list(parsed, limit=limit, cursor=cursor)
     return {"messages": [message_out(m) for m in page.messages], "next_cursor": page.next_cursor}
 
 
 @router.get("/messages/{message_id}")
 def get_message(request: Request, namespace: Readable, message_id: str) -> dict[str, Any]:
     """One stored message; 404 NotFound when the id is not stored."""
-    return message_out(state_of(request).store(namespace).get(message_id))
+    store = state_of(request).existing_store(namespace)
+    if store is None:
+        raise NotFound(f"no message {message_id!r}: namespace {namespace!r} holds nothing yet")
+    return message_out(store.get(message_id))
 
 
 @router.delete("/messages/{message_id}")

@@ -13,7 +13,7 @@ from ltm.longterm import LongTermMemory
 from ltm.service.auth import Readable, Writable, state_of
 from ltm.service.routes.messages import check_items
 from ltm.service.schemas import FindNewsIn, SearchIn, SimilarIn, TextsIn, VectorsIn, hit_out, message_out
-from ltm.store import MemoryStorage
+from ltm.store import MemoryStorage, StoreStats, check_filters
 
 __all__ = ["router", "signal_scores"]
 
@@ -34,7 +34,10 @@ def signal_scores(store: MemoryStorage, body: SearchIn) -> dict[str, dict[str, f
 @router.post("/search")
 def search(request: Request, namespace: Readable, body: SearchIn) -> dict[str, Any]:
     """The ``k`` best hits for ``query``; scores are higher-is-better (see MemoryStorage's docs per mode)."""
-    store = state_of(request).store(namespace)
+    store = state_of(request).existing_store(namespace)
+    if store is None:  # nothing was ever written there: no hits, and no empty namespace left behind
+        check_filters(body.filters)  # the same InvalidInput for bad filters as on a namespace that exists
+        return {"hits": []}
     hits = store.search(body.query, body.k, mode=body.mode, filters=body.filters)
     if not body.explain:
         return {"hits": [hit_out(h) for h in hits]}
@@ -56,7 +59,8 @@ def find_news(request: Request, namespace: Readable, body: FindNewsIn) -> dict[s
 @router.post("/similar")
 def search_similar(request: Request, namespace: Readable, body: SimilarIn) -> dict[str, Any]:
     """MetaGPT's ``search_similar``: stored messages at or above the similarity threshold, best first."""
-    found = state_of(request).store(namespace).search_similar(body.text, body.k)
+    store = state_of(request).existing_store(namespace)
+    found = [] if store is None else store.search_similar(body.text, body.k)
     return {"messages": [message_out(m) for m in found]}
 
 
@@ -64,13 +68,21 @@ def search_similar(request: Request, namespace: Readable, body: SimilarIn) -> di
 def recent(request: Request, namespace: Readable, n: Annotated[int, Query(ge=0)] = 10) -> dict[str, Any]:
     """The ``n`` newest messages, oldest first (at most the server's page size)."""
     n = min(n, state_of(request).limits.max_page)
-    return {"messages": [message_out(m) for m in state_of(request).store(namespace).recent(n)]}
+    store = state_of(request).existing_store(namespace)
+    return {"messages": [] if store is None else [message_out(m) for m in store.recent(n)]}
 
 
 @router.get("/stats")
 def stats(request: Request, namespace: Readable) -> dict[str, Any]:
-    """Counts of the namespace (messages, vectors, index kind, model); the server's paths are left out."""
-    store = state_of(request).store(namespace)
+    """Counts of the namespace (messages, vectors, index kind, model); the server's paths are left out.
+    A namespace nothing was written to answers the counts of an empty one (as the library does)."""
+    state = state_of(request)
+    store = state.existing_store(namespace)
+    if store is None:  # nothing opened, nothing created: what the namespace would say on its first read
+        probe = MemoryStorage(None, settings=state.settings, embedding=state.embedding)
+        empty = StoreStats(namespace=namespace, path="", messages=0, vectors=0, index="none", context_vectors=0,
+                           ghosts=0, last_seq=0, model=probe.embedder.model, embedding_calls=0)
+        return {**{k: v for k, v in dataclasses.asdict(empty).items() if k != "path"}, "threshold": probe.threshold}
     out = dataclasses.asdict(store.stats())
     out.pop("path", None)
     out["threshold"] = store.threshold

@@ -16,6 +16,7 @@ from ltm.service.routes.chats import load_chat
 from ltm.service.routes.search import signal_scores
 from ltm.service.schemas import SearchIn
 from ltm.service.ui import TEMPLATES
+from ltm.store import MessagePage
 
 __all__ = ["router"]
 
@@ -82,8 +83,8 @@ def search(request: Request, namespace: str, q: str = "", mode: str = "hybrid",
     try:
         read_access(request, namespace)
         hits: list[dict[str, Any]] = []
-        if q.strip():
-            store = state_of(request).store(namespace)
+        store = state_of(request).existing_store(namespace) if q.strip() else None
+        if store is not None:
             body = SearchIn.model_validate({"query": q, "k": k,
                                             "mode": mode if mode in ("hybrid", "dense", "keyword") else "hybrid"})
             scores = signal_scores(store, body)
@@ -201,9 +202,9 @@ def messages(request: Request, namespace: str, cursor: str | None = None) -> Res
     """The namespace's messages, oldest first, a page at a time."""
     try:
         read_access(request, namespace)
-        store = state_of(request).store(namespace)
-        page = store.list(limit=PAGE, cursor=cursor)
-        count = store.count()
+        store = state_of(request).existing_store(namespace)
+        page = MessagePage([], None) if store is None else store.list(limit=PAGE, cursor=cursor)
+        count = 0 if store is None else store.count()
     except LTMError as exc:
         return _failed(request, exc, namespace)
     return _render(request, "messages.html", namespace=namespace, tab="messages", page=page, count=count,

@@ -8,10 +8,16 @@ transaction-level advisory lock. Writers of one namespace therefore commit one a
 ``seq`` is committed in the order it was drawn: a reader paging by ``seq > cursor`` (``list``, ``export``,
 ``ltm migrate``) never skips a row that commits late, and a ``find_news`` after an ``add`` returned, in any
 process, sees it (read-your-writes). Writers of different namespaces do not wait for each other.
+
+Dense search: exact below :data:`HNSW_ROWS` live rows (or ``Settings.hnsw_threshold`` if lower), else the
+namespace's own HNSW index (:func:`~ltm.store.pg.schema.ensure_hnsw`), built by the write that crosses the
+line. The line is far lower than the embedded engine's: FAISS's flat scan costs nanoseconds per vector,
+the server's exact scan 1-2 microseconds (measured: bench/backends.py, BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -19,30 +25,38 @@ from typing import Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, StoreMismatch
+from ltm.errors import InvalidInput, NotFound, StoreMismatch
 from ltm.message import Message
+from ltm.store.filters import Compare
 from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.log import Row, decode
+from ltm.store.pg.documents import Event, PgDocuments, record
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.pool import pool_for, redact, translate
-from ltm.store.pg.schema import LOCK_CLASS, ensure_hnsw
-from ltm.store.pg.search import candidates_sql, dense_expr, search_sql, tsquery_text, vector_text, words
+from ltm.store.pg.schema import LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
+from ltm.store.pg.search import candidates_sql, dense_expr, search_sql, tsquery_text, words
 from ltm.store.query import query_terms
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
-__all__ = ["PgBackend"]
+__all__ = ["HNSW_ROWS", "PgBackend"]
+
+HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unless hnsw_threshold is lower)
+# ef_search of find_news's nearest-one lookups: at 10k, 100 found the exact best cosine for 100 of 100 queries
+# (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
+NEAREST_EF_SEARCH = 100
 
 _INSERT = (
     "INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, text_key, dim, "
-    "embedding, context_embedding, fts) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::vector, "
-    "%s::vector, setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B') || "
+    "embedding, context_embedding, user_id, agent_id, run_id, expires_at, send_to, fts) VALUES (%s, %s, %s, %s, "
+    "%s, %s, %s::jsonb, %s, %s, %s, %s::vector, %s::vector, %s, %s, %s, %s, %s::text[], "
+    "setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B') || "
     "setweight(to_tsvector('english', %s), 'B') || setweight(to_tsvector('english', %s), 'C')) "
-    "ON CONFLICT (ns, id) DO NOTHING RETURNING seq"
+    "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id"
 )
 
 
-class PgBackend:
+class PgBackend(PgDocuments):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
@@ -64,6 +78,10 @@ class PgBackend:
             )
         self.ns: int = int(ns)
         self._dim: int | None = None if dim is None else int(dim)
+        self.hnsw_rows = min(settings.hnsw_threshold, HNSW_ROWS)
+        self._indexed = False  # the namespace's HNSW index is known to be valid (it is only dropped with it)
+        if self._dim is not None and not self._index_valid() and self.live() >= self.hnsw_rows:
+            self._build_index()  # a namespace written before schema 2 (one index per dimension then)
 
     def dimension(self) -> int | None:
         """The namespace's dimension (another process may have stored the first vector meanwhile)."""
@@ -90,54 +108,79 @@ class PgBackend:
             if stored != dim:
                 raise StoreMismatch(f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
                                     f"returned {dim}; use the model the namespace was built with ({self.model!r})")
-            conn.autocommit = True
-            try:
-                ensure_hnsw(conn, dim)
-            finally:
-                conn.autocommit = False
         self._dim = dim
 
-    def write(self, rows: Sequence[Row], *, replace: bool) -> int:
+    def _build_index(self) -> None:
+        """Build the namespace's HNSW index (see :func:`ensure_hnsw`); another process building it: go on."""
+        dim = self.dimension()
+        if dim is None:
+            return
+        with translate(self.url), self.pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                self._indexed = ensure_hnsw(conn, self.ns, dim)
+            finally:
+                conn.autocommit = False
+
+    def _index_valid(self) -> bool:
+        """Whether the namespace's HNSW index is there and usable (cached once true)."""
+        if not self._indexed:
+            found = self._rows("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
+                               (hnsw_index(self.ns),))
+            self._indexed = bool(found and found[0][0])
+        return self._indexed
+
+    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
         """Insert ``rows`` (ids already stored are skipped), or with ``replace`` put them in place of the
-        stored messages with their ids, in one transaction; how many were inserted (add) or replaced."""
+        stored messages with their ids, in one transaction with their history events (ADD, or UPDATE with
+        the old body); how many were inserted (add) or replaced. ``update``: NotFound, and nothing written,
+        when one of the ids is no longer stored."""
         if not rows:
             return 0
         values = [_values(self.ns, row) for row in rows]
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
-            removed = 0
+            old: dict[str, str] = {}
             if replace:
-                removed = conn.execute("DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s)",
-                                       (self.ns, [r.id for r in rows])).rowcount
+                old = {str(i): str(b) for i, b in conn.execute(
+                    "DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s::text[]) RETURNING id, body",
+                    (self.ns, [r.id for r in rows])).fetchall()}
+                missing = [r.id for r in rows if r.id not in old]
+                if update and missing:  # deleted since update() read it: the transaction rolls back
+                    raise NotFound(f"no message {missing[0]!r} in namespace {self.name!r} (deleted meanwhile)")
+            inserted: list[str] = []
             with conn.cursor() as cur:
                 cur.executemany(_INSERT, values, returning=True)
-                inserted = 0
                 while True:
-                    inserted += len(cur.fetchall())
+                    inserted += [str(r[1]) for r in cur.fetchall()]
                     if not cur.nextset():
                         break
-            conn.execute("UPDATE ltm_namespaces SET live = live + %s WHERE id = %s", (inserted - removed, self.ns))
-        return removed if replace else inserted
+            live = conn.execute("UPDATE ltm_namespaces SET live = live + %s WHERE id = %s RETURNING live",
+                                (len(inserted) - len(old), self.ns)).fetchone()
+            events: list[Event] = ([(r.id, "UPDATE" if r.id in old else "ADD", old.get(r.id)) for r in rows]
+                                   if replace else [(i, "ADD", None) for i in inserted])
+            record(conn, self.ns, events, history_limit)
+        if not self._indexed and live is not None and int(live[0]) >= self.hnsw_rows:
+            self._build_index()  # after the commit: CONCURRENTLY cannot run inside a transaction
+        return len(old) if replace else len(inserted)
 
-    def delete(self, message_id: str) -> bool:
-        """Delete one message; False when it was not stored."""
-        with translate(self.url), self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
-            gone = conn.execute("DELETE FROM ltm_messages WHERE ns = %s AND id = %s", (self.ns, message_id)).rowcount
-            if gone:
-                conn.execute("UPDATE ltm_namespaces SET live = live - %s WHERE id = %s", (gone, self.ns))
-        return bool(gone)
+    def delete(self, message_id: str, history_limit: int = 0) -> bool:
+        """Delete one message (with its DELETE event); False when it was not stored."""
+        return self.remove(Compare("id", "eq", message_id), history_limit) > 0
 
     def drop(self) -> None:
-        """Delete the namespace and every row of it."""
+        """Delete the namespace, every row of it and its HNSW index."""
         with translate(self.url), self.pool.connection() as conn:
             conn.execute("DELETE FROM ltm_namespaces WHERE id = %s", (self.ns,))
+            conn.commit()
+            conn.autocommit = True
+            try:
+                drop_hnsw(conn, self.ns)
+            finally:
+                conn.autocommit = False
+        self._indexed = False
 
     # -- reads -------------------------------------------------------------------------------------------
-    def _rows(self, sql: str, params: Any) -> list[Any]:
-        with translate(self.url), self.pool.connection() as conn:
-            return list(conn.execute(sql, params).fetchall())
-
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         return {r[0] for r in self._rows("SELECT id FROM ltm_messages WHERE ns = %s AND id = ANY(%s)",
                                          (self.ns, list(ids)))}
@@ -170,16 +213,24 @@ class PgBackend:
                           "ORDER BY seq LIMIT %s", (self.ns, after, limit))
         return [(int(s), str(b), None if v is None else _array(v)) for s, b, v in rows]
 
-    def listed(self, after: int, limit: int, filters: Mapping[str, Any] | None) -> list[tuple[int, str]]:
-        """(seq, body) of up to ``limit`` rows matching ``filters`` with seq > ``after``, in seq order."""
-        where, params = pg_filter(filters)
-        rows = self._rows(f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.seq > %(after)s "
-                          f"AND ({where}) ORDER BY m.seq LIMIT %(limit)s",
-                          {"ns": self.ns, "after": after, "limit": limit, **params})
-        return [(int(s), str(b)) for s, b in rows]
+    def _ef_search(self, conn: Any, k: int) -> None:
+        """``hnsw.ef_search`` for this transaction: the settings' floor, raised to 4k (pgvector's limit 1000);
+        for the nearest one (k=0, find_news), the lower of the floor and :data:`NEAREST_EF_SEARCH`."""
+        floor = self.settings.hnsw_ef_search
+        ef = min(floor, NEAREST_EF_SEARCH) if k == 0 else min(max(floor, 4 * k), 1000)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+
+    def _read(self, hnsw: bool, k: int, sql: str, params: Any) -> list[Any]:
+        """The rows of one query; through the HNSW index with ``ef_search`` for ``k`` when ``hnsw``."""
+        with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            if hnsw:
+                self._ef_search(conn, k)
+            return list(conn.execute(sql, params).fetchall())
 
     def _hnsw(self, filtered: bool) -> bool:
-        return not filtered and self._dim is not None and self.live() >= self.settings.hnsw_threshold
+        """Search through the namespace's HNSW index (unfiltered: pgvector 0.6 filters after the graph search,
+        which could leave fewer than k)."""
+        return not filtered and self.dimension() is not None and self._index_valid()
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
@@ -193,12 +244,12 @@ class PgBackend:
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
         build = candidates_sql if hybrid else partial(search_sql, mode)
-        sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim, hnsw=hnsw)
+        sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim, hnsw=hnsw,
+                    ns=self.ns)
         params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             if hnsw:
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
-                             (str(min(max(self.settings.hnsw_ef_search, 4 * k), 1000)),))
+                self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
             exact = [] if exact_key is None or not hybrid else conn.execute(
                 f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
@@ -211,9 +262,10 @@ class PgBackend:
         """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
         if self.dimension() is None or k == 0:
             return []
-        expr, extra = dense_expr("embedding", self._dim, self._hnsw(False))
-        rows = self._rows(
-            f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
+        hnsw = self._hnsw(False)
+        expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
+        rows = self._read(
+            hnsw, k, f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
             f"AND m.text_key = %(key)s ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
             f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
             f"ORDER BY {expr} <=> %(q)s LIMIT %(k)s) ORDER BY o",
@@ -229,12 +281,14 @@ class PgBackend:
         vectors = np.asarray(vectors, dtype=np.float32)
         if self.dimension() is None or not len(vectors):
             return np.full(len(vectors), -1.0, dtype=np.float32)
-        expr, extra = dense_expr("embedding", self._dim, self._hnsw(False))
-        rows = self._rows(
-            # the text -> vector casts happen once per query vector, in unnest, not once per row compared
-            f"SELECT v.i, (SELECT 1 - ({expr} <=> v.q) FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
-            f"ORDER BY {expr} <=> v.q LIMIT 1) FROM unnest(%(qs)s::text[]::vector[]) WITH ORDINALITY AS v(q, i)",
-            {"ns": self.ns, "qs": [vector_text(v) for v in vectors]})
+        hnsw = self._hnsw(False)
+        expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
+        rows = self._read(
+            # ONE statement for the batch: per query vector, its nearest stored row (an HNSW index scan when
+            # the namespace has its index: EXPLAIN shows "Index Scan using ltm_hnsw_ns<id>" under the loop)
+            hnsw, 0, f"SELECT v.i, 1 - n.d FROM unnest(%(qs)s::vector[]) WITH ORDINALITY AS v(q, i) CROSS JOIN "
+            f"LATERAL (SELECT {expr} <=> v.q AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            "ORDER BY d LIMIT 1) n", {"ns": self.ns, "qs": [_query(v) for v in vectors]})
         best = np.full(len(vectors), -1.0, dtype=np.float32)
         for i, score in rows:
             if score is not None:
@@ -270,8 +324,8 @@ def _values(ns: int, row: Row) -> tuple[Any, ...]:
         raise InvalidInput("a message id is required")
     context = None if row.context_vector is None else _query(decode(row.context_vector))
     return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
-            row.text_key, int(np.asarray(row.vector).shape[-1]), _query(decode(row.vector)), context,
-            *(words(text) for text in row.fts))
+            row.text_key, int(np.asarray(row.vector).shape[-1]), _query(decode(row.vector)), context, *row.scopes,
+            sorted(json.loads(row.body).get("send_to") or []), *(words(text) for text in row.fts))
 
 
 def _fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
@@ -285,11 +339,12 @@ def _fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[A
     bodies.update((int(seq), str(body)) for seq, body in exact)
     weights = LONG_QUERY_WEIGHTS if len(query_terms(text)) > LONG_QUERY_TERMS else WEIGHTS
     exact_seqs = [int(seq) for seq, _ in exact]
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs)
+    times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}  # neighbours' gap
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times)
     target = normalised_text(text)
     near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near)
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 

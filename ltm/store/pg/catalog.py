@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ltm.store.pg.pool import pool_for, translate
 
-__all__ = ["PgNamespace", "pg_namespaces"]
+__all__ = ["PgNamespace", "pg_namespace_exists", "pg_namespaces"]
 
 
 @dataclass(frozen=True)
@@ -28,3 +28,10 @@ def pg_namespaces(url: str) -> Iterator[PgNamespace]:
                             "ORDER BY kind, name").fetchall()
     for kind, name, model, dim, live in rows:
         yield PgNamespace(str(kind), str(name), str(model), None if dim is None else int(dim), int(live))
+
+
+def pg_namespace_exists(url: str, kind: str, name: str) -> bool:
+    """Whether the database at ``url`` holds namespace ``kind/name`` (reads only: creates nothing)."""
+    with translate(url), pool_for(url).connection() as conn:
+        return conn.execute("SELECT 1 FROM ltm_namespaces WHERE kind = %s AND name = %s",
+                            (kind, name)).fetchone() is not None

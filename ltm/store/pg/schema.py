@@ -1,10 +1,19 @@
 """The PostgreSQL schema of the long-term store, versioned in code.
 
-One table set for every namespace: ``ltm_namespaces`` (kind, name, embedding model, dimension, live count)
-and ``ltm_messages`` (one row per message, ``ns`` indexed), so a hundred thousand namespaces cost rows, not
-tables. Vectors are pgvector ``vector`` columns without a fixed dimension (namespaces of different models
-share the table); HNSW needs one, so :func:`ensure_hnsw` adds a partial expression index per dimension
-(``(embedding::vector(384)) ... WHERE dim = 384``), as pgvector documents for mixed dimensions.
+One table set for every namespace: ``ltm_namespaces`` (kind, name, embedding model, dimension, live count,
+history event count), ``ltm_messages`` (one row per message, ``ns`` indexed; the scope, expiry and recipient
+columns the filters use) and ``ltm_history`` (each message's audit trail, as the embedded ``history``), so a
+hundred thousand namespaces cost rows, not tables. Vectors are pgvector ``vector`` columns without a fixed
+dimension (namespaces of different models share the table), stored in the row (``STORAGE MAIN``,
+``toast_tuple_target`` 8160, schema 3): an exact scan reads them from the heap page instead of one TOAST lookup
+per row (5x at 10k). HNSW needs a fixed dimension and, in pgvector 0.6, filters by namespace only after the
+graph search (a small namespace among big ones would get nothing back), so :func:`ensure_hnsw` adds one
+partial expression index per namespace once it is big enough (``(embedding::vector(384)) ... WHERE ns = 7
+AND dim = 384``), built ``CONCURRENTLY``: writers of every namespace go on while it builds. Small namespaces
+have none and are searched exactly; each index costs the planner a little on every statement, so a database
+of many thousands of *big* namespaces wants partitioning by namespace instead (docs/DEPLOYMENT.md). The
+context signal of hybrid search reads the rows that have a context vector through ``ltm_messages_ns_context``
+(a namespace without any: no scan at all).
 
 :data:`MIGRATIONS` is append-only: version N's statements run once, in one transaction, recorded in
 ``ltm_schema``. :func:`migrate` holds a session advisory lock while it runs so that processes starting at
@@ -17,9 +26,11 @@ from typing import Any
 
 from ltm.errors import ConfigError, StoreMismatch
 
-__all__ = ["LOCK_CLASS", "MIGRATIONS", "SCHEMA_VERSION", "ensure_hnsw", "migrate"]
+__all__ = ["BUILD_LOCK_CLASS", "LOCK_CLASS", "MIGRATIONS", "SCHEMA_VERSION", "drop_hnsw", "ensure_hnsw",
+           "hnsw_index", "migrate"]
 
 LOCK_CLASS = 0x17E  # first key of every advisory lock ltm takes (the second: 0 = schema, else a namespace id)
+BUILD_LOCK_CLASS = 0x17F  # (this, namespace id): held by the one process building a namespace's HNSW index
 
 MIGRATIONS: list[tuple[int, str]] = [
     (1, """
@@ -54,6 +65,63 @@ CREATE INDEX ltm_messages_ns_seq ON ltm_messages(ns, seq);
 CREATE INDEX ltm_messages_ns_key ON ltm_messages(ns, text_key);
 CREATE INDEX ltm_messages_fts ON ltm_messages USING gin(fts);
 """),
+    # Issue 16's document API: scope / expiry / recipient columns filled from each row (as the embedded schema
+    # 3 -> 4), the audit trail, and a per-namespace event counter that bounds it without a scan.
+    (2, """
+ALTER TABLE ltm_messages ADD COLUMN user_id text, ADD COLUMN agent_id text, ADD COLUMN run_id text,
+    ADD COLUMN expires_at double precision, ADD COLUMN send_to text[] NOT NULL DEFAULT '{}';
+UPDATE ltm_messages SET
+    user_id = CASE WHEN jsonb_typeof(metadata -> 'user_id') = 'string' THEN metadata ->> 'user_id' END,
+    agent_id = CASE WHEN jsonb_typeof(metadata -> 'agent_id') = 'string' THEN metadata ->> 'agent_id' END,
+    run_id = CASE WHEN jsonb_typeof(metadata -> 'run_id') = 'string' THEN metadata ->> 'run_id' END,
+    expires_at = CASE WHEN jsonb_typeof(metadata -> 'expires_at') = 'number'
+                      THEN (metadata -> 'expires_at')::float8 END,
+    send_to = coalesce(ARRAY(SELECT jsonb_array_elements_text(body::jsonb -> 'send_to')), '{}');
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT seq, metadata ->> 'expires_at' AS t FROM ltm_messages
+             WHERE jsonb_typeof(metadata -> 'expires_at') = 'string' LOOP
+        BEGIN
+            UPDATE ltm_messages SET expires_at = extract(epoch FROM r.t::timestamptz) WHERE seq = r.seq;
+        EXCEPTION WHEN others THEN NULL;  -- unreadable: kept forever, as the embedded upgrade does
+        END;
+    END LOOP;
+END $$;
+CREATE INDEX ltm_messages_user_id ON ltm_messages(ns, user_id, seq) WHERE user_id IS NOT NULL;
+CREATE INDEX ltm_messages_agent_id ON ltm_messages(ns, agent_id, seq) WHERE agent_id IS NOT NULL;
+CREATE INDEX ltm_messages_run_id ON ltm_messages(ns, run_id, seq) WHERE run_id IS NOT NULL;
+CREATE INDEX ltm_messages_expires_at ON ltm_messages(ns, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX ltm_messages_cause_by ON ltm_messages(ns, cause_by, seq);
+CREATE INDEX ltm_messages_created_at ON ltm_messages(ns, created_at);
+ALTER TABLE ltm_namespaces ADD COLUMN events bigint NOT NULL DEFAULT 0;
+CREATE TABLE ltm_history(
+    hseq bigserial PRIMARY KEY,
+    ns bigint NOT NULL REFERENCES ltm_namespaces(id) ON DELETE CASCADE,
+    id text NOT NULL,
+    event text NOT NULL,
+    old text,
+    at double precision NOT NULL
+);
+CREATE INDEX ltm_history_ns ON ltm_history(ns, hseq);
+CREATE INDEX ltm_history_id ON ltm_history(ns, id, hseq);
+"""),
+    # Query speed (issue 17 item 2): vectors in the row, an HNSW index per big namespace instead of one per
+    # dimension (ensure_hnsw), the rows with a context vector indexed for hybrid search.
+    (3, """
+ALTER TABLE ltm_messages ALTER COLUMN embedding SET STORAGE MAIN,
+    ALTER COLUMN context_embedding SET STORAGE MAIN;
+ALTER TABLE ltm_messages SET (toast_tuple_target = 8160);
+CREATE INDEX ltm_messages_ns_context ON ltm_messages(ns, seq) WHERE context_embedding IS NOT NULL;
+DO $$
+DECLARE found record;
+BEGIN
+    FOR found IN SELECT indexname FROM pg_indexes WHERE tablename = 'ltm_messages'
+                 AND indexname LIKE 'ltm\\_messages\\_hnsw\\_%' LOOP
+        EXECUTE format('DROP INDEX %I', found.indexname);
+    END LOOP;
+END $$;
+"""),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -85,14 +153,41 @@ def migrate(conn: Any) -> int:
         conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_CLASS,))
 
 
-def ensure_hnsw(conn: Any, dim: int) -> None:
-    """The HNSW index for ``dim``-dimensional content vectors (cosine), created once (autocommit ``conn``)."""
-    dim = int(dim)  # an int from the code, never user text: DDL cannot take parameters
-    if conn.execute("SELECT to_regclass(%s)", (f"ltm_messages_hnsw_{dim}",)).fetchone()[0] is not None:
-        return  # already there: no DDL, so no lock that would wait for running writers
-    conn.execute("SELECT pg_advisory_lock(%s, 0)", (LOCK_CLASS,))
+def hnsw_index(ns: int) -> str:
+    """The name of namespace ``ns``'s HNSW index."""
+    return f"ltm_hnsw_ns{int(ns)}"
+
+
+def ensure_hnsw(conn: Any, ns: int, dim: int) -> bool:
+    """Build namespace ``ns``'s HNSW index (cosine, ``dim``-dimensional) unless it is there (autocommit
+    ``conn``); True once a valid one exists. Another process already building it: False at once, no wait.
+
+    ``CREATE INDEX CONCURRENTLY`` lets writers of every namespace go on meanwhile; one that was cut off
+    leaves an invalid index, dropped and rebuilt here.
+    """
+    ns, dim = int(ns), int(dim)  # ints from the code, never user text: DDL cannot take parameters
+    name = hnsw_index(ns)
+    if _valid(conn, name):
+        return True
+    if not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (BUILD_LOCK_CLASS, ns)).fetchone()[0]:
+        return False
     try:
-        conn.execute(f"CREATE INDEX IF NOT EXISTS ltm_messages_hnsw_{dim} ON ltm_messages "
-                     f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE dim = {dim}")
+        if _valid(conn, name) is False:  # an earlier build was cut off
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        conn.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON ltm_messages "
+                     f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE ns = {ns} AND dim = {dim}")
+        conn.execute("ANALYZE ltm_messages")  # the planner's count of the namespace's rows: without it, a fresh
+        return bool(_valid(conn, name))      # namespace looks tiny and its lookups sort a scan instead
     finally:
-        conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_CLASS,))
+        conn.execute("SELECT pg_advisory_unlock(%s, %s)", (BUILD_LOCK_CLASS, ns))
+
+
+def drop_hnsw(conn: Any, ns: int) -> None:
+    """Drop namespace ``ns``'s HNSW index, if any (its namespace was deleted; autocommit ``conn``)."""
+    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {hnsw_index(ns)}")
+
+
+def _valid(conn: Any, name: str) -> bool | None:
+    """True: the index exists and is usable; False: a cut-off build's leftover; None: no index."""
+    found = conn.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)).fetchone()
+    return None if found is None else bool(found[0])

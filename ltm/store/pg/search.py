@@ -1,8 +1,9 @@
 """Search on PostgreSQL as single SQL statements: dense (pgvector), keyword (tsvector) and hybrid fused in SQL.
 
 - dense: cosine similarity ``1 - (embedding <=> q)``. Exact (the namespace's rows through the ``ns`` index)
-  below ``Settings.hnsw_threshold`` live vectors or when filtered, as the embedded store's flat index; above
-  it, the per-dimension HNSW index (``embedding::vector(d)``), with ``hnsw.ef_search`` from the settings.
+  for a small namespace (no HNSW index yet, see :mod:`ltm.store.pg.backend`) or when filtered; else the
+  namespace's own HNSW index (``embedding::vector(d)`` with ``ns = <id>`` written into the statement, so the
+  planner can prove the partial index applies), with ``hnsw.ef_search`` from the settings.
   (pgvector 0.6 filters HNSW results after the scan, so a filtered query stays exact to keep its k.)
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
@@ -42,20 +43,22 @@ def vector_text(vector: Any) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def dense_expr(column: str, dim: int | None, hnsw: bool) -> tuple[str, str]:
-    """(expression, extra WHERE) for a distance over ``column``: cast to the indexed dimension for HNSW."""
+def dense_expr(column: str, dim: int | None, hnsw: bool, ns: int) -> tuple[str, str]:
+    """(expression, extra WHERE) for a distance over ``column``: for HNSW, the index's expression and its
+    predicate as literals (a parameter would not prove that the partial index ``WHERE ns = .. AND dim = ..``
+    applies once psycopg prepares the statement)."""
     if hnsw and dim is not None:
-        return f"m.{column}::vector({int(dim)})", f" AND m.dim = {int(dim)}"
+        return f"m.{column}::vector({int(dim)})", f" AND m.ns = {int(ns)} AND m.dim = {int(dim)}"
     return f"m.{column}", ""
 
 
 def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-             hnsw: bool) -> tuple[list[str], list[str]]:
+             hnsw: bool, ns: int) -> tuple[list[str], list[str]]:
     """(CTEs, SELECTs over them) of the signals asked for: rows (seq, rank, score, signal, order)."""
     ctes: list[str] = []
     parts: list[str] = []
     if dense:
-        expr, extra = dense_expr("embedding", dim, hnsw)
+        expr, extra = dense_expr("embedding", dim, hnsw, ns)
         ctes.append(
             f"dense AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
             f"SELECT m.seq, {expr} <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} AND ({where}) "
@@ -78,10 +81,10 @@ def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int 
 
 
 def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-               hnsw: bool) -> str:
+               hnsw: bool, ns: int) -> str:
     """The statement for a one-signal search (dense or keyword mode): rows (body, score, signals), best first.
     Parameters ``ns``, ``q`` (a vector), ``tsq``, ``fetch``, ``k`` and the filter's."""
-    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw)
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns)
     if not parts:
         return ""
     return (
@@ -91,11 +94,11 @@ def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bo
 
 
 def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-                   hnsw: bool) -> str:
+                   hnsw: bool, ns: int) -> str:
     """ONE statement for a hybrid search: every signal's candidates (dense HNSW or exact, context, tsvector
     keyword) with their scores and bodies, rows (signal, seq, score, body) in each signal's rank order. The
     fusion itself is :func:`ltm.store.fusion.fuse`, the embedded engine's, so both rank alike."""
-    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw)
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns)
     if not parts:
         return ""
     return (

@@ -1,0 +1,88 @@
+"""The embedded store's two write transactions: adds (one caller's or a group's, :mod:`ltm.store.group`) and
+replacements, each applied to the FAISS mirror once it commits and recorded in the history table."""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ltm.errors import NotFound
+from ltm.store import history as trail
+from ltm.store import rows as rowplan
+from ltm.store.log import MessageLog, Row
+from ltm.store.mirror import IndexMirror
+
+__all__ = ["add_groups", "insert_groups", "replace_rows"]
+
+Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages' content, by message id
+
+
+def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence[str]], list[bytes]],
+                  items: Sequence[tuple[rowplan.Pending, np.ndarray]], history_limit: int) -> builtins.list[int]:
+    """Insert every item's rows in ONE write transaction the mirror follows; how many rows of each item were
+    new. An id that two items both carry goes to the first (the second's add finds it stored, as it would have
+    one transaction later). Under the store's lock."""
+    owner: dict[str, int] = {}
+    rows: list[Row] = []
+    for i, (pending, vectors) in enumerate(items):
+        mirror.ensure_dim(vectors.shape[1])
+        for row in rowplan.build_rows(pending, keys(pending.texts[:len(pending.messages)]), vectors):
+            if row.id not in owner:
+                owner[row.id] = i
+                rows.append(row)
+    with mirror.writing(log) as write:
+        write.insert(log.insert(rows))
+        trail.record(log.db, [(row.id, "ADD", None) for _, row in write.inserted], time.time(), history_limit)
+    counts = [0] * len(items)
+    for _, row in write.inserted:
+        counts[owner[row.id]] += 1
+    return counts
+
+
+def replace_rows(log: MessageLog, mirror: IndexMirror, rows: Sequence[Row], *, update: bool, namespace: str | None,
+                 history_limit: int) -> int:
+    """Each row in place of the stored message with its id, in ONE write transaction; how many replaced one.
+    ``update``: a row whose message was deleted meanwhile raises NotFound instead of being added."""
+    with mirror.writing(log) as write:
+        events: builtins.list[tuple[str, trail.Event, str | None]] = []
+        for row in rows:
+            old = log.body_of(row.id)
+            if old is None and update:  # deleted since update() read it: nothing changes
+                raise NotFound(f"no message {row.id!r} in namespace {namespace!r} (deleted meanwhile)")
+            write.remove(log.delete(row.id))
+            events.append((row.id, "ADD" if old is None else "UPDATE", old))
+        write.insert(log.insert(rows))
+        trail.record(log.db, events, time.time(), history_limit)
+    return len(write.removed)
+
+
+def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: int) -> builtins.list[int]:
+    """The whole add of several callers' ``(messages, given vectors)`` as one: which ids are stored (one
+    query), ONE embedding call for every text none of them has stored yet, then ONE write transaction
+    (:func:`insert_groups`); how many messages of each item were new. ``store`` is the MemoryStorage: its lock
+    is held only for the lookups and the commit, never across the model call, so while a group commits (and
+    fsyncs) the next callers embed nothing and wait in the queue to form the next group. The store's
+    ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item)."""
+    known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])
+    pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids)) for messages, _ in items]
+    texts = [rowplan.texts_to_embed(p, given) for p, (_, given) in zip(pendings, items, strict=True)]
+    flat = [t for part in texts for t in part]
+    embedded = store._embed(flat, "text") if flat else np.zeros((0, 0), dtype=np.float32)
+    planned: list[tuple[rowplan.Pending, np.ndarray]] = []
+    start = 0
+    for pending, part, (_, given) in zip(pendings, texts, items, strict=True):
+        if pending.messages:  # else every message is stored already: nothing to write
+            planned.append((pending, rowplan.with_given(pending, given, embedded[start:start + len(part)])))
+        else:
+            planned.append((pending, embedded[:0]))
+        start += len(part)
+    fresh = [i for i, (pending, _) in enumerate(planned) if pending.messages]
+    counts = [0] * len(items)
+    if fresh:
+        for i, count in zip(fresh, store._insert_groups([planned[i] for i in fresh]), strict=True):
+            counts[i] = count
+    return counts
