@@ -12,10 +12,11 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
+from ltm.store import query as plans
 from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
-from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
+from ltm.store.query import keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import message_times, newest_time, query_window
 
@@ -201,9 +202,10 @@ def keyword_match(log: MessageLog, query: str) -> str | None:
     """The FTS5 query for ``query``: its rarest terms once the table is large (cost bounded: see keyword_plan)."""
     terms = query_terms(query)
     rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup
-    if not terms or rows <= KEYWORD_BUDGET:
-        return keyword_plan(terms, dict.fromkeys(terms, 1), rows, KEYWORD_BUDGET)  # all: the table bounds the cost
-    return keyword_plan(terms, log.doc_freqs(terms, KEYWORD_BUDGET + 1, rows), rows, KEYWORD_BUDGET)
+    budget = plans.KEYWORD_BUDGET  # read at call time: one knob for both engines (ltm.store.pg.keyword)
+    if not terms or rows <= budget:
+        return keyword_plan(terms, dict.fromkeys(terms, 1), rows, budget)  # all: the table bounds the cost
+    return keyword_plan(terms, log.doc_freqs(terms, budget + 1, rows), rows, budget)
 
 
 def check_query(query: str, mode: str) -> None:
