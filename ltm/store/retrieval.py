@@ -12,7 +12,18 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store.fusion import (
+    DEPTH,
+    FEEDBACK_SEEDS,
+    FEEDBACK_WEIGHT,
+    LONG_QUERY_TERMS,
+    LONG_QUERY_WEIGHTS,
+    WEIGHTS,
+    feedback_vector,
+    fuse,
+    line_scores,
+    normalised_text,
+)
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
@@ -42,6 +53,7 @@ class SearchQuery:
     params: tuple[Any, ...] = ()
     exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
+    lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
-        signals[name] = _search(index, vector, fetch, allowed)
+        lines = query.lines if hybrid and name == "dense" else None
+        signals[name] = _search(index, vector, fetch, allowed, lines)
     match = keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
@@ -104,6 +117,12 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
     times = message_times(log, sorted({s for hits in signals.values() for s, _ in hits}))
+    if FEEDBACK_WEIGHT and query.lines is None and signals.get("dense") and content is not None and vector is not None:
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
+        found, seed_vectors = content.vectors(np.array([s for s, _, _ in seeds], dtype=np.int64))
+        if len(found):  # Rocchio: the dense side again, towards what the best hits share
+            signals["dense"] = _search(content, feedback_vector(vector, seed_vectors), fetch, allowed)
+            times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
@@ -128,9 +147,21 @@ def _content(body: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _search(index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-    scores, ids = index.search(vector, fetch, allowed)
-    return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+def _search(index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
+            lines: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.fusion.line_scores` over the union of
+    the whole query's and each line's nearest ``fetch``."""
+    if lines is None or len(lines) < 2:
+        scores, ids = index.search(vector, fetch, allowed)
+        return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+    whole = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+    _, ids = index.search(np.vstack([whole, np.asarray(lines, dtype=np.float32)]), fetch, allowed)
+    seqs, vectors = index.vectors(np.unique(ids[ids >= 0]))
+    if not len(seqs):
+        return []
+    scores = line_scores(vectors, whole, lines)
+    order = np.lexsort((seqs, -scores))[:fetch]
+    return [(int(seqs[i]), float(scores[i])) for i in order]
 
 
 def similar(

@@ -130,6 +130,21 @@ class VectorIndex:
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
 
+    def vectors(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the seqs of ``seqs`` the index holds, their vectors as (n, dim) float32), in the given order."""
+        found: list[int] = []
+        rows: list[np.ndarray] = []
+        for seq in seqs:
+            if int(seq) in self.ghosts:
+                continue
+            try:  # IndexIDMap2 looks the id up in its reverse map; an absent id raises
+                rows.append(self.index.reconstruct(int(seq)))
+            except RuntimeError:
+                continue
+            found.append(int(seq))
+        vectors = np.stack(rows).astype(np.float32) if rows else np.zeros((0, self.dim), dtype=np.float32)
+        return np.array(found, dtype=np.int64), vectors
+
     def _search_inner(self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any) -> tuple[
             np.ndarray, np.ndarray]:
         """faiss < 1.8: search the IndexIDMap's inner index with a selector over its positions, then map back."""
