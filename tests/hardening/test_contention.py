@@ -8,6 +8,7 @@ from itertools import groupby
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.store.locks import FairLock
+from tests.support.threads import run_in_threads
 
 ADDS = 120
 
@@ -43,25 +44,16 @@ def test_two_handles_in_one_process_take_turns(settings: Settings) -> None:
 def test_threads_sharing_one_handle(settings: Settings) -> None:
     store = MemoryStorage("one-handle", settings=settings)
     store.add_batch([Message(f"seed note {i}") for i in range(50)])
-    errors: list[BaseException] = []
     start = threading.Barrier(4)
 
     def work(n: int) -> None:
         start.wait()
-        try:
-            for i in range(40):
-                store.add(Message(f"thread {n} note {i}"))
-                store.search(f"note {i}", k=3)
-                store.search_similar(f"seed note {i}")
-        except BaseException as exc:
-            errors.append(exc)
+        for i in range(40):
+            store.add(Message(f"thread {n} note {i}"))
+            store.search(f"note {i}", k=3)
+            store.search_similar(f"seed note {i}")
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    run_in_threads(work, 4)
     assert store.count() == 50 + 4 * 40
 
 

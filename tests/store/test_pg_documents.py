@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from ltm.store.pg.backend import PgBackend
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.pool import close_pools
 from ltm.store.pg.schema import MIGRATIONS, SCHEMA_VERSION, migrate
+from tests.support.threads import run_in_threads
 
 
 @pytest.fixture
@@ -157,28 +157,19 @@ def test_concurrent_writers_keep_the_trail_and_its_bound_consistent(settings: Se
     ids = [f"m{i}" for i in range(8)]
     seed = _pg(settings.with_(history_limit=limit), pg_url, "busy")
     seed.add_batch([Message(f"{i} version 0", id=i) for i in ids])
-    errors: list[BaseException] = []
 
     def work(worker: int) -> None:
         store = _pg(settings.with_(history_limit=limit), pg_url, "busy")
-        try:
-            for step in range(25):
-                target = ids[(worker * 7 + step) % len(ids)]
-                if step % 5 == 4:
-                    store.delete(target)
-                    store.add(Message(f"{target} re-added by {worker}", id=target))
-                else:  # NotFound: deleted by another worker between its read and its write
-                    with contextlib.suppress(NotFound):
-                        store.update(target, content=f"{target} version {worker}.{step}")
-        except BaseException as exc:  # noqa: BLE001 - reported below, with the others
-            errors.append(exc)
+        for step in range(25):
+            target = ids[(worker * 7 + step) % len(ids)]
+            if step % 5 == 4:
+                store.delete(target)
+                store.add(Message(f"{target} re-added by {worker}", id=target))
+            else:  # NotFound: deleted by another worker between its read and its write
+                with contextlib.suppress(NotFound):
+                    store.update(target, content=f"{target} version {worker}.{step}")
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    run_in_threads(work, 4)
     with psycopg.connect(pg_url) as conn:
         counted = conn.execute("SELECT events FROM ltm_namespaces WHERE name = 'busy'").fetchone()
         stored = conn.execute("SELECT count(*) FROM ltm_history h JOIN ltm_namespaces n ON h.ns = n.id "

@@ -18,6 +18,7 @@ from ltm import Message
 from ltm.config import Settings
 from ltm.store import MemoryStorage
 from ltm.store.pool import POOL
+from tests.support.threads import run_in_threads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,27 +35,19 @@ def _pooled(tmp_path: Path, bound: int) -> Settings:
 def test_fifty_namespaces_from_threads_stay_within_the_bound_and_lose_nothing(tmp_path: Path) -> None:
     settings = _pooled(tmp_path, 8)
     stores = [MemoryStorage(f"agent-{i}", settings=settings) for i in range(50)]
-    baseline, peak, errors = _fds(), [0], []
+    baseline, peak = _fds(), [0]
 
     def work(worker: int) -> None:
-        try:
-            for round_ in range(3):
-                for i in range(worker, 50, 4):
-                    store = stores[i]
-                    content = f"agent {i} round {round_} note from worker {worker}"
-                    store.add(Message(content=content, id=f"{i}-{round_}"))
-                    hits = store.search(f"agent {i} round {round_}", k=3, mode="keyword")
-                    assert hits and hits[0].message.id.startswith(f"{i}-")
-                    peak[0] = max(peak[0], _fds())
-        except Exception as exc:  # reported below: an assertion in a thread would be lost
-            errors.append(exc)
+        for round_ in range(3):
+            for i in range(worker, 50, 4):
+                store = stores[i]
+                content = f"agent {i} round {round_} note from worker {worker}"
+                store.add(Message(content=content, id=f"{i}-{round_}"))
+                hits = store.search(f"agent {i} round {round_}", k=3, mode="keyword")
+                assert hits and hits[0].message.id.startswith(f"{i}-")
+                peak[0] = max(peak[0], _fds())
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    run_in_threads(work, 4)
     # 50 open namespaces would hold ~150 descriptors; the pool keeps 8 (+ one opening per thread) at ~3 each
     assert peak[0] - baseline <= 3 * (8 + 4) + 8, (baseline, peak)
     assert POOL.count() <= 8

@@ -10,6 +10,7 @@ from ltm import Message
 from ltm.config import Settings
 from ltm.store import MemoryStorage
 from ltm.store.pool import POOL
+from tests.support.threads import run_in_threads
 
 
 def _fds() -> int:
@@ -59,32 +60,23 @@ def test_handles_made_in_threads_share_one_engine_and_lose_no_write(tmp_path: Pa
     MemoryStorage("shared", settings=settings).close()  # the namespace exists
     fds_before = _fds()
     handles: list[MemoryStorage] = []
-    errors: list[BaseException] = []
     peak = [0]
     start = threading.Barrier(6)
 
     def agent(worker: int) -> None:
-        try:
-            start.wait()
-            store = MemoryStorage("shared", settings=settings)  # each thread its own object
-            handles.append(store)
-            for n in range(20):
-                store.add(Message(content=f"worker {worker} note {n} about topic{worker}x{n}", id=f"{worker}.{n}"))
-                if n % 5 == 4:
-                    hits = store.search(f"worker {worker} note {n} about topic{worker}x{n}", k=1)
-                    assert hits[0].message.id == f"{worker}.{n}"
-                    peak[0] = max(peak[0], _fds())
-            if worker % 2:
-                store.close()  # closing one handle never breaks the others mid-work
-        except BaseException as exc:  # reported below: an assertion in a thread would be lost
-            errors.append(exc)
+        start.wait()
+        store = MemoryStorage("shared", settings=settings)  # each thread its own object
+        handles.append(store)
+        for n in range(20):
+            store.add(Message(content=f"worker {worker} note {n} about topic{worker}x{n}", id=f"{worker}.{n}"))
+            if n % 5 == 4:
+                hits = store.search(f"worker {worker} note {n} about topic{worker}x{n}", k=1)
+                assert hits[0].message.id == f"{worker}.{n}"
+                peak[0] = max(peak[0], _fds())
+        if worker % 2:
+            store.close()  # closing one handle never breaks the others mid-work
 
-    threads = [threading.Thread(target=agent, args=(w,)) for w in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    run_in_threads(agent, 6)
     assert len({id(h._shared) for h in handles}) == 1  # six objects, one engine
     assert peak[0] - fds_before <= 4  # one connection set (db, -wal, -shm) for all six, not six
     check = MemoryStorage("shared", settings=settings)

@@ -23,17 +23,23 @@ from typing import Any
 from ltm.store.fusion import LINE_WHOLE
 from ltm.store.query import query_terms
 
-__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
+__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_terms", "tsquery_text",
+           "vector_text", "words"]
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def tsquery_text(query: str) -> str | None:
-    """``to_tsquery`` input OR-ing the query's words (letters, digits, _ only: nothing for the parser to
-    misread); None when the query has none."""
-    terms = [t for t in query_terms(query) if t.replace("_", "").isalnum()]
+    """``to_tsquery`` input OR-ing the query's words; None when the query has none."""
+    terms = tsquery_terms(query)
     return " | ".join(terms) if terms else None
+
+
+def tsquery_terms(query: str) -> list[str]:
+    """The query's words (:func:`~ltm.store.query.query_terms`) that are letters, digits and _ only: nothing
+    for ``to_tsquery``'s parser to misread."""
+    return [t for t in query_terms(query) if t.replace("_", "").isalnum()]
 
 
 def words(text: str) -> str:
