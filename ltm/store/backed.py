@@ -19,8 +19,8 @@ Scores in :class:`MemoryHit` (higher is better in every mode):
   within one query;
 - ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
   [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
-  query verbatim (or up to case, spacing and punctuation) come first whatever their score. On PostgreSQL hybrid
-  is reciprocal rank fusion in SQL (the sum over signals of ``1 / (60 + rank)``), verbatim copies first too.
+  query verbatim (or up to case, spacing and punctuation) come first whatever their score. PostgreSQL fetches
+  each signal's candidates in SQL and fuses them with the same code (:mod:`ltm.store.pg.ranking`).
 """
 
 from __future__ import annotations
@@ -189,13 +189,13 @@ class BackendStorage(MemoryStorage):
 
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
-        threshold: float | None = None, explain: bool = False,
+        threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
     ) -> builtins.list[MemoryHit]:
         with self._lock:
             self.purge_expired()
             backend = self._engine()
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            hits = backend.search(text, vector, k, mode, filters, exact_key)
+            hits = backend.search(text, vector, k, mode, filters, exact_key, lines)
             signals = partial(backend.signal_scores, vector=vector, text=text)
             return explained(hits, mode, signals, threshold, explain)
 

@@ -25,9 +25,10 @@ from typing import Any
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store.filters import Filter, compile_sql, parse
+from ltm.store.fusion import LONG_QUERY_TERMS
 
-__all__ = ["KEYWORD_BUDGET", "checked_filters", "compile_filters", "keyword_columns", "keyword_plan", "keyword_terms",
-           "query_terms"]
+__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "checked_filters", "compile_filters", "keyword_columns", "keyword_plan",
+           "keyword_terms", "query_lines", "query_terms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -75,6 +76,19 @@ def query_terms(query: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(query)]
     kept = [w for w in words if w not in _STOPWORDS] or words
     return list(dict.fromkeys(kept))[:64]
+
+
+MAX_LINES = 32  # a long query's lines embedded one by one (its last ones): bounds the extra embedding work
+
+
+def query_lines(query: str) -> list[str]:
+    """The lines a hybrid search also embeds one by one: the non-empty lines (at most the last
+    :data:`MAX_LINES`) of a long query (more than :data:`LONG_QUERY_TERMS` distinct words) that has two or more;
+    none for a question."""
+    lines = [line.strip() for line in query.splitlines() if line.strip()]
+    if len(lines) < 2 or len(query_terms(query)) <= LONG_QUERY_TERMS:
+        return []
+    return lines[-MAX_LINES:]
 
 
 def keyword_plan(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,

@@ -13,10 +13,22 @@ import numpy as np
 from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store import query as plans
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store.fusion import (
+    DEPTH,
+    FEEDBACK_SEEDS,
+    FEEDBACK_WEIGHT,
+    LONG_QUERY_TERMS,
+    LONG_QUERY_WEIGHTS,
+    WEIGHTS,
+    feedback_vector,
+    fuse,
+    line_scores,
+    normalised_text,
+)
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import keyword_plan, query_terms
+from ltm.store.speakers import message_speakers, spoken_by_named
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import message_times, newest_time, query_window
 
@@ -43,6 +55,7 @@ class SearchQuery:
     params: tuple[Any, ...] = ()
     exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
+    lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
-        signals[name] = _search(log, index, vector, fetch, allowed)
+        lines = query.lines if hybrid and name == "dense" else None
+        signals[name] = _search(log, index, vector, fetch, allowed, lines)
     match = keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
@@ -105,12 +119,21 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
     times = message_times(log, sorted({s for hits in signals.values() for s, _ in hits}))
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times)
+    if FEEDBACK_WEIGHT and query.lines is None and signals.get("dense") and content is not None and vector is not None:
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
+        stored = log.vectors_of([s for s, _, _ in seeds])
+        if stored:  # Rocchio: the dense side again, towards what the best hits share
+            moved = feedback_vector(vector, np.stack(list(stored.values())))
+            signals["dense"] = _search(log, content, moved, fetch, allowed)
+            times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
+    named = spoken_by_named(query.text, message_speakers(log, sorted(times))) if weights["speaker"] else set()
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
     near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times)
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
+                      named=named)
     return ranked[:k], bodies
 
 
@@ -129,10 +152,22 @@ def _content(body: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int,
-            allowed: np.ndarray | None) -> list[tuple[int, float]]:
-    scores, ids = dense(log, index, vector, fetch, allowed)
-    return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
+            lines: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.fusion.line_scores` (over the stored
+    vectors) of the union of the whole query's and each line's nearest ``fetch``."""
+    if lines is None or len(lines) < 2:
+        scores, ids = dense(log, index, vector, fetch, allowed)
+        return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+    whole = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+    _, ids = dense(log, index, np.vstack([whole, np.asarray(lines, dtype=np.float32)]), fetch, allowed)
+    stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
+    if not stored:
+        return []
+    seqs = np.array(sorted(stored), dtype=np.int64)
+    scores = line_scores(np.stack([stored[int(s)] for s in seqs]), whole, lines)
+    order = np.lexsort((seqs, -scores))[:fetch]
+    return [(int(seqs[i]), float(scores[i])) for i in order]
 
 
 def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,

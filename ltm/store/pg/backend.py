@@ -28,16 +28,16 @@ from ltm.config import Settings
 from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
 from ltm.store.filters import Compare
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.log import Row
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, record
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
+from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
-from ltm.store.query import query_terms
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
@@ -224,7 +224,8 @@ class PgBackend(PgDocuments):
         return not filtered and self.dimension() is not None and self._index_valid()
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
+               lines: np.ndarray | None = None) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`)."""
         where, params = pg_filter(filters)
         if k == 0:
@@ -233,21 +234,43 @@ class PgBackend(PgDocuments):
         hnsw = dense and self._hnsw(bool(filters))
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
-        build = candidates_sql if hybrid else partial(search_sql, mode)
+        by_lines = hybrid and dense and lines is not None and len(lines) > 1
+        build = partial(candidates_sql, lines=by_lines) if hybrid else partial(search_sql, mode)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             tsq = self.keywords.tsquery(conn, text) if mode != "dense" else None
             sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim,
                         hnsw=hnsw, ns=self.ns)
-            params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None)
+            params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None,
+                          lines=[_query(v) for v in lines] if by_lines and lines is not None else None)
             if hnsw:
                 self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
+            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT:
+                rows = self._with_feedback(conn, text, rows, where, params, hnsw)
             exact = [] if exact_key is None or not hybrid else conn.execute(
                 f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
                 "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
-        return _fused(text, k, fetch, rows, exact)
+        return fused(text, k, fetch, rows, exact)
+
+    def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
+                       hnsw: bool) -> list[Any]:
+        """The hybrid candidates with the dense ones searched again by the Rocchio vector, as the embedded engine
+        does (:func:`ltm.store.fusion.feedback_vector` over the first fusion's best)."""
+        signals, bodies = candidates(rows)
+        if not signals.get("dense"):
+            return rows
+        times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=params["fetch"], weights=weights_for(text), times=times)
+        found = conn.execute("SELECT embedding FROM ltm_messages WHERE ns = %s AND seq = ANY(%s)",
+                             (self.ns, [s for s, _, _ in seeds])).fetchall()
+        if not found:
+            return rows
+        moved = feedback_vector(params["q"], np.stack([_array(e) for (e,) in found]))
+        sql = candidates_sql(where, dense=True, context=False, keyword=False, dim=self._dim, hnsw=hnsw, ns=self.ns)
+        again = conn.execute(sql, {**params, "q": _query(moved)}).fetchall()
+        return [*again, *(row for row in rows if row[0] != "dense")]
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
@@ -308,26 +331,6 @@ class PgBackend(PgDocuments):
 
     def close(self) -> None:
         """Nothing to release per namespace: connections go back to the process's pool after each call."""
-
-
-def _fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
-    """Hybrid hits from the candidates of :func:`candidates_sql` (signal, seq, score, body), fused as the
-    embedded engine fuses (same weights, the query verbatim first, then its near-exact copies)."""
-    signals: dict[str, list[tuple[int, float]]] = {}
-    bodies: dict[int, str] = {}
-    for signal, seq, score, body in rows:
-        signals.setdefault(str(signal), []).append((int(seq), float(score)))
-        bodies[int(seq)] = str(body)
-    bodies.update((int(seq), str(body)) for seq, body in exact)
-    weights = LONG_QUERY_WEIGHTS if len(query_terms(text)) > LONG_QUERY_TERMS else WEIGHTS
-    exact_seqs = [int(seq) for seq, _ in exact]
-    times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}  # neighbours' gap
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times)
-    target = normalised_text(text)
-    near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
-    if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times)
-    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 
 def _query(vector: Any) -> np.ndarray:

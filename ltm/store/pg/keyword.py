@@ -36,8 +36,8 @@ class KeywordPlanner:
         word can match."""
         terms = tsquery_terms(text)
         budget = query.KEYWORD_BUDGET
-        if not terms:
-            return None
+        if len(terms) < 2:
+            return terms[0] if terms else None  # one word is ranked whatever its count: nothing to look up
         rows = int(conn.execute("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,)).fetchone()[0])
         if rows <= budget:
             return " | ".join(terms)  # the namespace bounds the cost
@@ -53,7 +53,10 @@ class KeywordPlanner:
             counts = ", ".join(
                 f"(SELECT count(*) FROM (SELECT 1 FROM ltm_messages m WHERE m.ns = %(ns)s "
                 f"AND m.fts @@ to_tsquery('english', %(t{i})s) LIMIT %(cap)s) x)" for i in range(len(todo)))
+            # planned with the words' values each time (unprepared): a generic plan cannot tell a rare word,
+            # whose rows the GIN index finds, from a common one
             found = conn.execute(f"SELECT {counts}", {"ns": self.ns, "cap": cap,
-                                                     **{f"t{i}": t for i, t in enumerate(todo)}}).fetchone()
+                                                     **{f"t{i}": t for i, t in enumerate(todo)}},
+                                 prepare=False).fetchone()
             self._counts.update(zip(todo, (int(c) for c in found), strict=True))
         return {t: self._counts[t] for t in terms}
