@@ -56,7 +56,8 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
 
 
-def measure(label: str, settings: Settings, n: int, budget: float | None = None) -> dict[str, Any]:
+def measure(label: str, settings: Settings, n: int, budget: float | None = None,
+            efs: tuple[int, ...] = ()) -> dict[str, Any]:
     messages, vectors = corpus(n)
     out: dict[str, Any] = {"engine": label, "n": n}
     store = MemoryStorage(f"bench{n}", settings=settings, embedding=Precomputed())
@@ -104,6 +105,30 @@ def measure(label: str, settings: Settings, n: int, budget: float | None = None)
                 hits += 10 * (messages[p].id in got)
         out[f"{mode}_p50_ms"], out[f"{mode}_p95_ms"] = pct(times, 50), pct(times, 95)
         out[f"{mode}_recall10"] = hits / (10 * len(picks))
+    common = []
+    for i in range(40):  # two common words: one in 1/26 of the rows, one ("note") in every row
+        t = time.perf_counter()
+        store.search(f"{WORDS[i % 26]} note", k=10, mode="keyword")
+        common.append((time.perf_counter() - t) * 1000)
+    out["keyword_common_p50_ms"], out["keyword_common_p95_ms"] = pct(common, 50), pct(common, 95)
+    for ef in efs:
+        swept = MemoryStorage(f"bench{n}", settings=settings.with_(hnsw_ef_search=ef), embedding=Precomputed())
+        times, hits = [], 0
+        for p in picks:
+            qv = np.asarray(Precomputed.table[f"dense query {p}"], dtype=np.float32)
+            t = time.perf_counter()
+            found = swept.search(f"dense query {p}", k=10, mode="dense")
+            times.append((time.perf_counter() - t) * 1000)
+            hits += len({ids[i] for i in _exact_top10(stored, qv)} & {h.message.id for h in found})
+        out.setdefault("ef", []).append({"ef": ef, "p50_ms": pct(times, 50), "p95_ms": pct(times, 95),
+                                         "recall10": hits / (10 * len(picks))})
+        swept.close()
+    stats = []
+    for _ in range(5):
+        t = time.perf_counter()
+        store.stats()
+        stats.append((time.perf_counter() - t) * 1000)
+    out["stats_ms"] = statistics.median(stats)
     news = vectors[rng.choice(n, 100, replace=False)] + 0.05 * rng.standard_normal((100, DIM)).astype(np.float32)
     news /= np.linalg.norm(news, axis=1, keepdims=True)
     runs = []
@@ -166,6 +191,9 @@ def main() -> None:
     parser.add_argument("--each", type=int, default=200, help="adds per writer process")
     parser.add_argument("--dsn", help="external PostgreSQL (default: a private pgserver)")
     parser.add_argument("--budget", type=float, help="seconds an engine may spend on its batched load per size")
+    parser.add_argument("--tag", default="", help="suffix of the results file name")
+    parser.add_argument("--engines", nargs="*", default=["embedded", "postgres"], help="which engines to run")
+    parser.add_argument("--efs", type=int, nargs="*", default=[], help="also dense p50 / recall@10 at these ef_search")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # kill: still stop the private server, drop the files
     tmp = Path(tempfile.mkdtemp(prefix="ltm-bench-backends-"))
@@ -177,12 +205,12 @@ def main() -> None:
         server = get_server(tmp / "pg", cleanup_mode="delete")
         dsn = str(server.get_uri())
     base = Settings(storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000)
-    engines = {"embedded": base, "postgres": base.with_(store_url=dsn)}
+    engines = {k: v for k, v in {"embedded": base, "postgres": base.with_(store_url=dsn)}.items() if k in args.engines}
     results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": []}
     try:
         for n in args.sizes:
             for label, settings in engines.items():
-                row = measure(label, settings, n, args.budget)
+                row = measure(label, settings, n, args.budget, tuple(args.efs))
                 results["sizes"].append(row)
                 print(json.dumps(row), flush=True)
         for procs in args.writers:
@@ -198,7 +226,7 @@ def main() -> None:
             server.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)  # the embedded namespaces: 3.5 GB at 1M
     results["load_after"] = os.getloadavg()
-    out = ROOT / "bench" / "results" / ("backends-" + "-".join(str(n) for n in args.sizes) + ".json")
+    out = ROOT / "bench" / "results" / ("backends-" + "-".join(str(n) for n in args.sizes) + args.tag + ".json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print(table(results))
@@ -218,6 +246,17 @@ def table(results: dict[str, Any]) -> str:
                      f"{r['keyword_p50_ms']:.2f} / {r['keyword_p95_ms']:.2f} | {r['keyword_recall10']:.2f} | "
                      f"{r['hybrid_p50_ms']:.2f} / {r['hybrid_p95_ms']:.2f} | {r['hybrid_recall10']:.2f} | "
                      f"{r['find_news100_ms']:.1f} ({r['find_news_exact']:.2f}) | {r['recover_ms']:.0f} |")
+    lines += ["", "| engine | n | keyword, two common words, p50/p95 ms | stats() ms |", "|---|---|---|---|"]
+    for r in results["sizes"]:
+        if not r.get("cut"):
+            lines.append(f"| {r['engine']} | {r['n']:,} | {r['keyword_common_p50_ms']:.2f} / "
+                         f"{r['keyword_common_p95_ms']:.2f} | {r['stats_ms']:.2f} |")
+    if any(r.get("ef") for r in results["sizes"]):
+        lines += ["", "| engine | n | ef_search | dense p50/p95 ms | dense recall@10 |", "|---|---|---|---|---|"]
+        for r in results["sizes"]:
+            for e in r.get("ef", []):
+                lines.append(f"| {r['engine']} | {r['n']:,} | {e['ef']} | {e['p50_ms']:.2f} / {e['p95_ms']:.2f} | "
+                             f"{e['recall10']:.3f} |")
     lines += ["", "| engine | writers | adds stored / lost | throughput adds/s | p50 ms | p99 ms |",
               "|---|---|---|---|---|---|"]
     for r in results["writers"]:

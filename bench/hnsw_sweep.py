@@ -1,12 +1,16 @@
 """Raw-FAISS HNSW parameter sweep on the bench's synthetic vectors: recall@10 vs exact and p50 latency.
 
-Chooses ltm's HNSW parameters (M, efConstruction, efSearch) without going through the whole store: builds
-``IndexIDMap2(IndexHNSWFlat)`` as :mod:`ltm.store.vectors` does, on ``bench_data`` vectors, caches the built
-index under ``--cache`` (building 1M takes minutes), then for each efSearch measures single-query p50/p95
-latency on one thread, recall@10 against exact ``IndexFlatIP`` search, and top-1 recall of exact duplicates
-(stored vectors queried as themselves: what ``find_news`` needs).
+Chooses ltm's HNSW parameters (M, efConstruction, efSearch, vector storage) without going through the whole
+store: builds ``IndexIDMap2(IndexHNSWFlat)`` (or ``IndexHNSWSQ`` with ``--storage sq8|sq8u|fp16``) as
+:mod:`ltm.store.vectors` does, on ``bench_data`` vectors, in batches of ``--batch`` (ltm's ``add_batch`` size)
+on ``--threads`` OpenMP threads, caches the built index under ``--cache`` (building 1M takes minutes), then
+for each efSearch measures single-query p50/p95 latency on one thread, recall@10 against exact
+``IndexFlatIP`` search, and top-1 recall of exact duplicates (stored vectors queried as themselves: what
+``find_news`` needs). ``build_ms_per_vec`` is the insertion cost (0 when the index came from the cache);
+``bytes_per_vec`` the serialised size.
 
     python -m bench.hnsw_sweep --n 1000000 --m 32 --efc 80 --ef 64,96,128,256,512
+    python -m bench.hnsw_sweep --n 100000 --m 16 --efc 40 --storage sq8 --threads 2 --no-cache
 """
 
 from __future__ import annotations
@@ -25,26 +29,40 @@ import numpy as np
 from bench.data import DIM, dataset, query_set, vectors
 
 _faiss: Any = faiss  # its bundled stubs miss the HNSW search-parameter class (as in ltm/store/vectors.py)
+STORAGES = {"flat": "", "sq8": "QT_8bit", "sq8u": "QT_8bit_uniform", "fp16": "QT_fp16", "sq6": "QT_6bit"}
 
 
 def _topics(n: int, seed: int) -> np.ndarray:
     return dataset(n, seed)[1]
 
 
-def build(vecs: np.ndarray, m: int, efc: int, path: Path) -> tuple[Any, float]:
-    if path.exists():
-        return faiss.read_index(str(path)), 0.0
-    faiss.omp_set_num_threads(os.cpu_count() or 1)
-    inner = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
+def new_index(m: int, efc: int, storage: str, train: np.ndarray) -> Any:
+    inner: Any
+    if storage == "flat":
+        inner = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
+    else:
+        qtype = getattr(faiss.ScalarQuantizer, STORAGES[storage])
+        inner = _faiss.IndexHNSWSQ(DIM, qtype, m, faiss.METRIC_INNER_PRODUCT)
+        inner.train(train)
     inner.hnsw.efConstruction = efc
-    index = faiss.IndexIDMap2(inner)
+    return faiss.IndexIDMap2(inner)
+
+
+def build(vecs: np.ndarray, m: int, efc: int, storage: str, batch: int, threads: int,
+          path: Path | None) -> tuple[Any, float]:
+    if path is not None and path.exists():
+        return faiss.read_index(str(path)), 0.0
+    index = new_index(m, efc, storage, vecs[:min(len(vecs), 200_000)])
+    faiss.omp_set_num_threads(threads)
     t0 = time.perf_counter()
-    for start in range(0, len(vecs), 100_000):
-        stop = min(start + 100_000, len(vecs))
+    for start in range(0, len(vecs), batch):
+        stop = min(start + batch, len(vecs))
         index.add_with_ids(vecs[start:stop], np.arange(start, stop, dtype=np.int64) + 1)
-        print(f"  built {stop} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+        if stop % 100_000 == 0:
+            print(f"  built {stop} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
     took = time.perf_counter() - t0
-    faiss.write_index(index, str(path))
+    if path is not None:
+        faiss.write_index(index, str(path))
     return index, took
 
 
@@ -53,10 +71,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--m", type=int, default=32)
     ap.add_argument("--efc", type=int, default=80)
+    ap.add_argument("--storage", choices=sorted(STORAGES), default="flat")
+    ap.add_argument("--batch", type=int, default=100_000, help="vectors per add call")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OpenMP threads while building")
     ap.add_argument("--ef", default="64,96,128,192,256,384,512")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--cache", default="/tmp/ltm_hnsw_sweep")
+    ap.add_argument("--no-cache", action="store_true", help="always build (and time) the index, keep no file")
     args = ap.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -75,7 +97,10 @@ def main() -> None:
         truth = flat.search(queries, 10)[1] + 1
         del flat
         np.save(truth_path, truth)
-    index, build_s = build(vecs, args.m, args.efc, cache / f"hnsw_{args.n}_{args.seed}_m{args.m}_c{args.efc}.faiss")
+    suffix = "" if args.storage == "flat" else f"_{args.storage}"
+    path = None if args.no_cache else cache / f"hnsw_{args.n}_{args.seed}_m{args.m}_c{args.efc}{suffix}.faiss"
+    index, build_s = build(vecs, args.m, args.efc, args.storage, args.batch, args.threads, path)
+    size = len(faiss.serialize_index(index))
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(args.seed + 9)
     dup_ids = rng.integers(0, args.n, size=args.queries)
@@ -90,11 +115,14 @@ def main() -> None:
         hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
         top1 = index.search(dups, 1, params=params)[1][:, 0]
         print(json.dumps({
-            "n": args.n, "m": args.m, "efc": args.efc, "ef": ef, "build_s": round(build_s, 1),
+            "n": args.n, "m": args.m, "efc": args.efc, "storage": args.storage, "ef": ef,
+            "build_s": round(build_s, 1), "build_ms_per_vec": round(build_s * 1e3 / args.n, 4),
+            "threads": args.threads, "batch": args.batch, "bytes_per_vec": round(size / args.n, 1),
             "p50_ms": round(float(np.percentile(times, 50)) * 1e3, 3),
             "p95_ms": round(float(np.percentile(times, 95)) * 1e3, 3),
             "recall10": round(hits / (10 * len(queries)), 4),
             "dup_top1": round(float(np.mean(top1 == dup_ids + 1)), 4),
+            "load": os.getloadavg()[0],
         }), flush=True)
 
 

@@ -189,13 +189,13 @@ class BackendStorage(MemoryStorage):
 
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
-        threshold: float | None = None, explain: bool = False,
+        threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
     ) -> builtins.list[MemoryHit]:
         with self._lock:
             self.purge_expired()
             backend = self._engine()
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            hits = backend.search(text, vector, k, mode, filters, exact_key)
+            hits = backend.search(text, vector, k, mode, filters, exact_key, lines)
             signals = partial(backend.signal_scores, vector=vector, text=text)
             return explained(hits, mode, signals, threshold, explain)
 

@@ -71,9 +71,12 @@ class StoreBackend(Protocol):
         """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
+               lines: np.ndarray | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
-        whose content key is ``exact_key`` (the query verbatim) first."""
+        whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
+        lines embedded one by one (:func:`ltm.store.query.query_lines`): its dense signal is then
+        :func:`ltm.store.fusion.line_scores`."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""

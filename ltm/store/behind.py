@@ -109,6 +109,15 @@ class WriteBehind:
         """The write-behind of a MemoryStorage (``store``)."""
         return cls(store, store._lock, store._parts, store.settings.max_content_bytes, store.settings.history_limit)
 
+    @staticmethod
+    def settle_store(store: Any, log: MessageLog, mirror: IndexMirror) -> None:
+        """What ``store`` does before any call but a write-behind add (under its lock): raise the background
+        failure, then embed what is staged (by this handle, another, or before a crash)."""
+        if store._behind is not None:
+            store._behind.raise_failure()
+        if store._shared is not None and store._shared.staged and not mirror.read_only:
+            (store._behind or WriteBehind.of(store)).settle(log, mirror)
+
     # -- the caller's side -------------------------------------------------------------------------------
     def add(self, messages: list[Message]) -> int:
         """Stage ``messages`` durably (checked by the caller); how many were new. Wakes the embedding thread."""

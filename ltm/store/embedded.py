@@ -96,13 +96,15 @@ class EmbeddedBackend:
         return self.log.listed(after, limit, where or "1", params)
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
+               lines: np.ndarray | None = None) -> list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
             return []
         log, mirror = self._synced()
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
-        return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key))
+        return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key,
+                                                 lines=lines))
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         log, mirror = self._synced()

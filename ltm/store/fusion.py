@@ -13,6 +13,16 @@ Bench; see BENCHMARKS.md) it ranked below the better of its two inputs, because 
 a weak signal almost as much as the 1st of a strong one and ignores how far apart the scores are. The weights
 below were chosen on the dev halves of those sets (``python -m bench.retrieval.explore``).
 
+A long query of several lines (a pasted conversation: :func:`ltm.store.query.query_lines`) is also embedded line
+by line, and its dense score for a message is :func:`line_scores`: the best of its lines' cosines averaged with
+the whole query's. One line that names what a memory is about reaches it even when the rest of the conversation
+is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/RETRIEVAL.md).
+
+A one-vector query then gets pseudo-relevance feedback (Rocchio): the dense side is searched again with the
+query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion's :data:`FEEDBACK_SEEDS` best
+(:func:`feedback_vector`), and fused again: what the best hits share (the topic of the conversation the question
+is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
+
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
 """
@@ -22,8 +32,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["DEPTH", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS", "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "WEIGHTS",
-           "Candidates", "fuse", "normalised_text"]
+import numpy as np
+
+__all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
+           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores",
+           "normalised_text"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -41,6 +54,13 @@ LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0
 # memories, days apart) lend nothing. 97.6% of REALTALK's consecutive turns are within 6 hours, none of MADial's.
 NEIGHBOUR_SHARE = 0.3
 NEIGHBOUR_GAP = 6 * 3600.0
+# A multi-line long query's dense score: (best line's cosine + LINE_WHOLE x the whole query's) / (1 + LINE_WHOLE),
+# so it stays on the cosine scale. Chosen on MADial-Bench's dev half (0.5 / 1.0 / 2.0: 0.803 / 0.812 / 0.798).
+LINE_WHOLE = 1.0
+# Rocchio feedback for a one-vector query (chosen on the dev halves: weight 0.3 / 0.6 / 1.0 x seeds 3 / 5 / 10).
+# Not after a multi-line query: its lines already widen it, and feedback on top cost MADial 0.8 points (dev).
+FEEDBACK_WEIGHT = 0.3
+FEEDBACK_SEEDS = 5
 # A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
 # must not become 0 and 1, so the dense floor is at least this far below the best.
 MIN_COSINE_SPREAD = 0.1
@@ -51,6 +71,20 @@ _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
 def normalised_text(text: str) -> str:
     """Text compared for a near-exact match: case-folded, punctuation and runs of spaces dropped."""
     return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def line_scores(vectors: np.ndarray, whole: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """The multi-line dense score of each row of ``vectors`` (unit vectors): the best cosine to a row of
+    ``lines`` and the cosine to ``whole`` (shape (dim,) or (1, dim)), weighed 1 : :data:`LINE_WHOLE`."""
+    best = (vectors @ np.asarray(lines, dtype=np.float32).T).max(axis=1)
+    return np.asarray((best + LINE_WHOLE * (vectors @ np.asarray(whole, dtype=np.float32).reshape(-1)))
+                      / (1.0 + LINE_WHOLE), dtype=np.float32)
+
+
+def feedback_vector(vector: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """The query vector moved towards the mean of the ``seeds``' vectors (rows), as a (1, dim) unit vector."""
+    moved = np.asarray(vector, dtype=np.float32).reshape(-1) + FEEDBACK_WEIGHT * np.asarray(seeds).mean(axis=0)
+    return np.asarray(moved / max(float(np.linalg.norm(moved)), 1e-12), dtype=np.float32).reshape(1, -1)
 
 
 def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:

@@ -200,11 +200,6 @@ class MessageLog:
             rows = self.db.execute("SELECT seq FROM tombstones WHERE tseq > ?", (tseq,)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
 
-    def live_seqs(self) -> np.ndarray:
-        with translate(self.path):
-            rows = self.db.execute("SELECT seq FROM messages").fetchall()
-        return np.array([r[0] for r in rows], dtype=np.int64)
-
     def _vectors(self, sql: str, params: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
         with translate(self.path):
             rows = self.db.execute(sql, params).fetchall()
@@ -242,6 +237,11 @@ class MessageLog:
         """Message JSON by seq (absent seqs were deleted meanwhile)."""
         rows = self._where_in("SELECT seq, body FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
         return dict(rows)
+
+    def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        """Content vectors by seq as an unquantized index holds them (absent seqs were deleted meanwhile)."""
+        rows = self._where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
+        return {int(seq): unpack(blob) for seq, blob in rows}
 
     def body_of(self, message_id: str) -> str | None:
         with translate(self.path):

@@ -25,8 +25,10 @@ from typing import Any
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store.filters import Filter, compile_sql, parse
+from ltm.store.fusion import LONG_QUERY_TERMS
 
-__all__ = ["KEYWORD_BUDGET", "checked_filters", "compile_filters", "keyword_columns", "keyword_plan", "query_terms"]
+__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "checked_filters", "compile_filters", "keyword_columns", "keyword_plan",
+           "keyword_terms", "query_lines", "query_terms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -76,19 +78,41 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(kept))[:64]
 
 
+MAX_LINES = 32  # a long query's lines embedded one by one (its last ones): bounds the extra embedding work
+
+
+def query_lines(query: str) -> list[str]:
+    """The lines a hybrid search also embeds one by one: the non-empty lines (at most the last
+    :data:`MAX_LINES`) of a long query (more than :data:`LONG_QUERY_TERMS` distinct words) that has two or more;
+    none for a question."""
+    lines = [line.strip() for line in query.splitlines() if line.strip()]
+    if len(lines) < 2 or len(query_terms(query)) <= LONG_QUERY_TERMS:
+        return []
+    return lines[-MAX_LINES:]
+
+
 def keyword_plan(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,
                  budget: int = KEYWORD_BUDGET) -> str | None:
-    """The FTS5 query to run for ``terms`` given their document frequencies (capped counts) in ``rows`` rows.
+    """The FTS5 query to run for ``terms`` given their document frequencies (capped counts) in ``rows`` rows:
+    :func:`keyword_terms` quoted and joined. None when nothing can match."""
+    kept, joiner = keyword_terms(terms, doc_freq, rows, budget)
+    return _joined(kept, f" {joiner} ")
+
+
+def keyword_terms(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,
+                  budget: int = KEYWORD_BUDGET) -> tuple[list[str], str]:
+    """(the terms to search, "OR" or "AND") for ``terms`` given their document frequencies (capped counts) in
+    ``rows`` rows; both engines' keyword search plans with it (FTS5 here, tsvector in ltm.store.pg).
 
     Up to ``budget`` rows, every term is OR-ed (the cost is bounded by the table). Beyond, the rarest terms
     are OR-ed while their frequencies add up to at most ``budget``: the dropped ones are the common words,
     whose BM25 weight (idf) is low and which would make FTS5 score a large share of the table. When even the
     rarest term is that common, the terms are AND-ed instead (only rows holding all of them are scored).
-    Terms in no row are dropped; None when nothing can match.
+    Terms in no row are dropped (no terms: nothing can match).
     """
     present = [t for t in terms if doc_freq.get(t, 0) > 0]
     if rows <= budget:
-        return _joined(present, " OR ")
+        return present, "OR"
     kept: list[str] = []
     total = 0
     for term in sorted(present, key=lambda t: doc_freq[t]):
@@ -96,9 +120,7 @@ def keyword_plan(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,
             break
         kept.append(term)
         total += doc_freq[term]
-    if kept:
-        return _joined(kept, " OR ")
-    return _joined(present, " AND ")
+    return (kept, "OR") if kept else (present, "AND")
 
 
 def _joined(terms: Sequence[str], joiner: str) -> str | None:

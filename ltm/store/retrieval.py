@@ -12,15 +12,27 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store import query as plans
+from ltm.store.fusion import (
+    DEPTH,
+    FEEDBACK_SEEDS,
+    FEEDBACK_WEIGHT,
+    LONG_QUERY_TERMS,
+    LONG_QUERY_WEIGHTS,
+    WEIGHTS,
+    feedback_vector,
+    fuse,
+    line_scores,
+    normalised_text,
+)
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
-from ltm.store.query import KEYWORD_BUDGET, keyword_plan, query_terms
+from ltm.store.query import keyword_plan, query_terms
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import message_times, newest_time, query_window
 
-__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "keyword_match", "retrieve",
-           "similar"]
+__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "dense", "keyword_match",
+           "retrieve", "similar"]
 
 Mode = Literal["hybrid", "dense", "keyword"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -42,6 +54,7 @@ class SearchQuery:
     params: tuple[Any, ...] = ()
     exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
+    lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
 
 
 @dataclass(frozen=True)
@@ -73,7 +86,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
-        signals[name] = _search(index, vector, fetch, allowed)
+        lines = query.lines if hybrid and name == "dense" else None
+        signals[name] = _search(log, index, vector, fetch, allowed, lines)
     match = keyword_match(log, query.text) if mode != "dense" else None
     if match is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
@@ -98,12 +112,19 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     if window is not None and vector is not None and content is not None and content.live:
         inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
         if len(inside):
-            signals["time"] = _search(content, vector, fetch, inside)
+            signals["time"] = _search(log, content, vector, fetch, inside)
     exact = log.seqs_by_key([query.exact_key]).get(query.exact_key, []) if query.exact_key is not None else []
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
     times = message_times(log, sorted({s for hits in signals.values() for s, _ in hits}))
+    if FEEDBACK_WEIGHT and query.lines is None and signals.get("dense") and content is not None and vector is not None:
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
+        stored = log.vectors_of([s for s, _, _ in seeds])
+        if stored:  # Rocchio: the dense side again, towards what the best hits share
+            moved = feedback_vector(vector, np.stack(list(stored.values())))
+            signals["dense"] = _search(log, content, moved, fetch, allowed)
+            times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
@@ -128,9 +149,48 @@ def _content(body: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _search(index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-    scores, ids = index.search(vector, fetch, allowed)
-    return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
+            lines: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.fusion.line_scores` (over the stored
+    vectors) of the union of the whole query's and each line's nearest ``fetch``."""
+    if lines is None or len(lines) < 2:
+        scores, ids = dense(log, index, vector, fetch, allowed)
+        return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+    whole = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+    _, ids = dense(log, index, np.vstack([whole, np.asarray(lines, dtype=np.float32)]), fetch, allowed)
+    stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
+    if not stored:
+        return []
+    seqs = np.array(sorted(stored), dtype=np.int64)
+    scores = line_scores(np.stack([stored[int(s)] for s in seqs]), whole, lines)
+    order = np.lexsort((seqs, -scores))[:fetch]
+    return [(int(seqs[i]), float(scores[i])) for i in order]
+
+
+def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,
+          allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``index.search`` with exact cosines: an index of 8-bit codes (:attr:`VectorIndex.quantized`) is asked
+    for :func:`_candidates` of ``k``, rescored with SQLite's stored vectors (the values an unquantized index
+    holds), best ``k`` kept. Also mends the ranking the quantization blurs (recall@10 vs exact search)."""
+    if not index.quantized:
+        return index.search(queries, k, allowed)
+    _, ids = index.search(queries, _candidates(k), allowed)
+    stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
+    out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+    for row, query in enumerate(np.asarray(queries, dtype=np.float32)):
+        found = np.array([s for s in ids[row].tolist() if s in stored], dtype=np.int64)
+        if not len(found):
+            continue
+        exact = np.stack([stored[int(s)] for s in found]) @ query
+        order = np.argsort(-exact, kind="stable")[:k]
+        out_scores[row, :len(order)], out_ids[row, :len(order)] = exact[order], found[order]
+    return out_scores, out_ids
+
+
+def _candidates(k: int) -> int:
+    """Candidates a quantized search fetches for a top-``k``: ranks within ~1e-3 of each other may swap."""
+    return max(2 * k, k + 8)
 
 
 def similar(
@@ -143,7 +203,7 @@ def similar(
     index = mirror.content
     if index is None or not index.live:
         return []
-    scores, ids = index.search(vectors, k)
+    scores, ids = dense(log, index, vectors, k)
     found = [int(s) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0 and v >= threshold]
     exact = log.seqs_by_key([key]).get(key, [])
     seqs = list(dict.fromkeys([*exact, *found]))[:k]
@@ -158,7 +218,12 @@ def best_similarities(
     (``keys``, same order) is stored verbatim, whatever an approximate search answers."""
     if mirror.content is None:
         return np.full(len(vectors), -1.0, dtype=np.float32)
-    best = mirror.content.best(np.asarray(vectors, dtype=np.float32))
+    index, queries = mirror.content, np.asarray(vectors, dtype=np.float32)
+    if index.quantized and index.live and len(queries):
+        scores, ids = dense(log, index, queries, 1)
+        best = np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
+    else:
+        best = index.best(queries)
     if keys:
         stored = log.seqs_by_key(keys)
         best[[i for i, key in enumerate(keys) if key in stored]] = 1.0
@@ -169,9 +234,10 @@ def keyword_match(log: MessageLog, query: str) -> str | None:
     """The FTS5 query for ``query``: its rarest terms once the table is large (cost bounded: see keyword_plan)."""
     terms = query_terms(query)
     rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup
-    if not terms or rows <= KEYWORD_BUDGET:
-        return keyword_plan(terms, dict.fromkeys(terms, 1), rows, KEYWORD_BUDGET)  # all: the table bounds the cost
-    return keyword_plan(terms, log.doc_freqs(terms, KEYWORD_BUDGET + 1, rows), rows, KEYWORD_BUDGET)
+    budget = plans.KEYWORD_BUDGET  # read at call time: one knob for both engines (ltm.store.pg.keyword)
+    if not terms or rows <= budget:
+        return keyword_plan(terms, dict.fromkeys(terms, 1), rows, budget)  # all: the table bounds the cost
+    return keyword_plan(terms, log.doc_freqs(terms, budget + 1, rows), rows, budget)
 
 
 def check_query(query: str, mode: str) -> None:

@@ -10,18 +10,20 @@ payload), then the ids (``<i8``) and the vectors as float16, the precision SQLit
 is lost and the file is half of ``faiss.serialize_index``'s. It is read into RAM (a flat namespace holds at
 most ``hnsw_threshold`` vectors).
 
-**HNSW**: FAISS's own serialisation first, then the JSON header, then a fixed-size footer
-``<u64 header length><u32 header crc32><magic>``. Putting FAISS's bytes at offset 0 lets :func:`read` hand
-the file to ``faiss.read_index`` directly, memory-mapped (``IO_FLAG_MMAP_IFC``) when it is large: opening a
-1M-message namespace then costs page-table work instead of reading, copying and deserialising ~1.8 GB.
+**HNSW**: FAISS's own serialisation first (``IndexHNSWSQ``: the vectors as 8-bit codes, a quarter of the
+float32 ``IndexHNSWFlat`` that snapshots before issue 21 hold; both read), then the JSON header, then a
+fixed-size footer ``<u64 header length><u32 header crc32><magic>``. Putting FAISS's bytes at offset 0 lets
+:func:`read` hand the file to ``faiss.read_index`` directly, memory-mapped (``IO_FLAG_MMAP_IFC``) when it is
+large: opening a 1M-message namespace then costs page-table work instead of reading, copying and deserialising
+~0.7 GB.
 :func:`write` streams ``faiss.write_index`` to a temp file (no in-RAM copy of the payload), then appends the
 header. Integrity is checked in two parts, so a big snapshot opens fast without trusting damaged bytes:
 
-- *meta*: everything but the vectors' float array (FAISS headers, the HNSW graph, the id map). A corrupt
+- *meta*: everything but the vectors' codes (FAISS headers, the HNSW graph, the id map). A corrupt
   graph could crash FAISS, so this part is always CRC-checked before the index is used;
-- *bulk*: the float array itself (~85% of the file). A flipped bit there can only change a score, so when
-  it is large it is checked by a background thread, which marks the snapshot damaged on a mismatch (the
-  store then rebuilds from SQLite, as for any damaged snapshot).
+- *bulk*: the codes themselves (~60% of the file with 8-bit codes, ~85% with floats). A flipped bit there
+  can only change a score, so when it is large it is checked by a background thread, which marks the
+  snapshot damaged on a mismatch (the store then rebuilds from SQLite, as for any damaged snapshot).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def write(path: Path, index: Any, header: dict[str, Any]) -> None:
         faiss.write_index(index, str(tmp))
         payload_len = tmp.stat().st_size
         with open(tmp, "r+b") as handle:
-            bulk = _bulk_range(handle, payload_len, int(index.ntotal), int(index.d))
+            bulk = _bulk_range(handle, payload_len, int(index.ntotal), _code_size(index))
             meta_crc = _crc(handle, [(0, bulk[0]), (bulk[1], payload_len)])
             bulk_crc = _crc(handle, [bulk])
             data = json.dumps(header | {"payload_len": payload_len, "bulk": list(bulk), "meta_crc": meta_crc,
@@ -192,19 +194,29 @@ def _header(handle: IO[bytes]) -> dict[str, Any] | None:
     return header
 
 
-def _bulk_range(handle: IO[bytes], payload_len: int, ntotal: int, dim: int) -> tuple[int, int]:
-    """Where the float vectors lie in an ``IndexIDMap2`` over a flat or HNSW-flat index: FAISS writes the
-    inner index's codes (a u64 count of floats, then the bytes) right before the id map (a u64 count, then
-    int64s), which ends the file. Checked against those length prefixes; (0, 0) when they do not match."""
+def _code_size(index: Any) -> int:
+    """Bytes per stored vector in an ``IndexIDMap2`` over HNSW: 4 * dim for float vectors (``IndexHNSWFlat``,
+    snapshots before issue 21), dim for 8-bit codes (``IndexHNSWSQ``)."""
+    inner = faiss.downcast_index(index.index)
+    storage = getattr(inner, "storage", None)
+    return int(storage.sa_code_size()) if storage is not None else 4 * int(index.d)
+
+
+def _bulk_range(handle: IO[bytes], payload_len: int, ntotal: int, code_size: int) -> tuple[int, int]:
+    """Where the vectors' codes lie in an ``IndexIDMap2`` over a flat or HNSW index: FAISS writes the storage
+    index's codes (a u64 count, then the bytes) right before the id map (a u64 count, then int64s), which ends
+    the file. The codes' count is of floats for float vectors, of bytes for 8-bit codes. Checked against those
+    length prefixes; (0, 0) when they do not match."""
     end = payload_len - 8 - 8 * ntotal
-    start = end - 4 * dim * ntotal
+    start = end - code_size * ntotal
     if ntotal == 0 or start < 8:
         return 0, 0
     handle.seek(start - 8)
     (codes_len,) = struct.unpack("<Q", handle.read(8))
     handle.seek(end)
     (ids_len,) = struct.unpack("<Q", handle.read(8))
-    return (start, end) if (codes_len, ids_len) == (dim * ntotal, ntotal) else (0, 0)  # codes counted as floats
+    nbytes = code_size * ntotal
+    return (start, end) if codes_len in (nbytes, nbytes // 4) and ids_len == ntotal else (0, 0)
 
 
 def _crc(handle: IO[bytes], ranges: list[tuple[int, int]], stop: Callable[[], bool] | None = None) -> int:

@@ -42,7 +42,7 @@ from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
 from ltm.store.pool import POOL, PooledNamespace
-from ltm.store.query import compile_filters
+from ltm.store.query import compile_filters, query_lines
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import (
     MemoryHit,
@@ -156,10 +156,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         return self.add_batch([message]) == 1
 
     def _settle(self, log: MessageLog, mirror: IndexMirror) -> None:
-        if self._behind is not None:
-            self._behind.raise_failure()
-        if self._shared is not None and self._shared.staged and not mirror.read_only:
-            (self._behind or WriteBehind.of(self)).settle(log, mirror)
+        WriteBehind.settle_store(self, log, mirror)
 
     def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
@@ -283,7 +280,9 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         query_vector = given_query_vector(query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and self._dim() is not None:
             query_vector = self._embed([query], QUERY)
-        return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain)
+        lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
+        return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain,
+                            self._embed(lines, QUERY) if lines else None)
 
     async def asearch(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
@@ -293,8 +292,10 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
             query_vector = await self._aembed([query], QUERY)
+        lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
+        line_vectors = await self._aembed(lines, QUERY) if lines else None
         return await self._off(self._search, query, query_vector, check_k(k), mode, filters,
-                               check_threshold(threshold), explain)
+                               check_threshold(threshold), explain, line_vectors)
 
     async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
@@ -305,7 +306,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
-        threshold: float | None = None, explain: bool = False,
+        threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
     ) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
@@ -313,7 +314,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         with self._lock:  # keyword search reads SQLite only: the vector indexes stay unloaded
             log, mirror = self._synced() if mode != "keyword" else (self.purge_expired(), self._require())[1]
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key))
+            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key,
+                                                     lines=lines))
             match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
             return explained(hits, mode, sqlite_signals(log, vector, match), threshold, explain)
 

@@ -1,13 +1,14 @@
 """The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
 
 Flat (``IndexFlatIP`` over unit vectors, exact cosine) until the namespace holds ``hnsw_threshold``
-live vectors, then HNSW. A deleted seq becomes a *ghost* in both kinds: it stays in the index and searches
-leave it out. HNSW cannot remove vectors, so searches exclude ghosts with an ``IDSelectorNot`` and the store
-rebuilds the graph from SQLite when ghosts pass a fifth of it (no re-embedding: vectors are stored in
-SQLite). A flat index could remove one vector at a time, but ``remove_ids`` compacts the whole array (O(N):
-10 ms per delete at 100k), so flat ghosts are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate,
-and meanwhile a flat search over-fetches by the ghost count and drops them (keeping FAISS's BLAS path,
-which a selector would leave).
+live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3; older stores' float32
+``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
+becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
+so searches exclude ghosts with an ``IDSelectorNot`` and the store rebuilds the graph from SQLite when ghosts
+pass a fifth of it (no re-embedding: vectors are stored in SQLite). A flat index could remove one vector at a
+time, but ``remove_ids`` compacts the whole array (O(N): 10 ms per delete at 100k), so flat ghosts are removed
+together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the ghost count
+and drops them (keeping FAISS's BLAS path, which a selector would leave).
 
 :meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.snapshot`, which owns both
 file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
@@ -16,12 +17,15 @@ swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is t
 reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly after), and the
 store rebuilds it from SQLite without re-embedding.
 
-FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two.
-Both FAISS settings here (threads, BLAS threshold) are process-global: they apply to every index in the process.
+FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two. A
+batch added to an HNSW graph runs on every core (up to 8) for the length of that add (OpenMP's thread count
+belongs to the calling thread in libgomp, which the faiss wheels ship). The BLAS threshold below is
+process-global: it applies to every index in the process.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +38,20 @@ __all__ = ["VectorIndex"]
 
 _HNSW_M = 32
 _EF_CONSTRUCTION = 80
+# HNSW vectors are stored as 8-bit codes per dimension (IndexHNSWSQ, QT_8bit; issue 21): 384 bytes instead of
+# 1,536 per vector at 384 dims, so a 1M snapshot beside SQLite's float16 copy fits 2.5 KB/message. The range of
+# each dimension is trained on the vectors the graph is built from (every HNSW index starts from a rebuild),
+# widened by _SQ_MARGIN of its span each side for later vectors and to at least +-_SQ_FLOOR_SIGMAS/sqrt(dim)
+# (a random unit vector's component has sd 1/sqrt(dim)), so a small first batch cannot collapse a range.
+_SQ_MARGIN = 0.1
+_SQ_FLOOR_SIGMAS = 4.0
+_PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FAISS splits them with OpenMP)
 _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, scripts/hnsw_sweep.py
 _EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 faiss.omp_set_num_threads(1)
+_ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
 # faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
 # distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
 # dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
@@ -46,7 +59,7 @@ faiss.omp_set_num_threads(1)
 # one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
 # It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
 _BLAS_FROM_QUERIES = 3
-_faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords and the HNSW parameter class
+_faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords, the HNSW parameter class, IndexHNSWSQ(qtype)
 # faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
 # selector is translated to the inner index's positions by hand, as faiss >= 1.8 does inside IndexIDMap.
 _IDMAP_TAKES_PARAMS = tuple(int(p) for p in faiss.__version__.split(".")[:2]) >= (1, 8)
@@ -66,7 +79,7 @@ class VectorIndex:
         if kind == "flat":
             inner = faiss.IndexFlatIP(dim)
         else:
-            inner = faiss.IndexHNSWFlat(dim, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            inner = _faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = _EF_CONSTRUCTION
         self.index: Any = faiss.IndexIDMap2(inner)
         self.last_seq = 0  # every message seq <= this is applied
@@ -80,11 +93,30 @@ class VectorIndex:
     def live(self) -> int:
         return int(self.index.ntotal) - len(self.ghosts)
 
+    @property
+    def quantized(self) -> bool:
+        """Whether the vectors are held as 8-bit codes (HNSW since issue 21): scores are cosines to ~1e-3 only,
+        so callers that need exact cosines rescore the candidates (ltm.store.retrieval)."""
+        return self.kind == "hnsw" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexHNSWSQ)
+
     # -- changes -----------------------------------------------------------------------------------------
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
-        if len(seqs):
-            self._own()
-            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs.astype(np.int64))
+        if not len(seqs):
+            return
+        self._own()
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        inner = faiss.downcast_index(self.index.index)
+        if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
+            inner.train(quantizer_ranges(vectors))
+        if self.kind == "hnsw" and len(seqs) >= _PARALLEL_ADD_FROM:
+            # OpenMP's thread count is per calling thread (libgomp): searches on other threads keep one
+            faiss.omp_set_num_threads(_ADD_THREADS)
+            try:
+                self.index.add_with_ids(vectors, seqs.astype(np.int64))
+            finally:
+                faiss.omp_set_num_threads(1)
+        else:
+            self.index.add_with_ids(vectors, seqs.astype(np.int64))
 
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
@@ -230,6 +262,16 @@ class VectorIndex:
         binding = header.get("binding")
         index.binding = binding if isinstance(binding, dict) else None
         return index
+
+
+def quantizer_ranges(vectors: np.ndarray) -> np.ndarray:
+    """Two rows, each dimension's low and high end, to train an 8-bit quantizer on (FAISS's min/max range
+    statistic takes them as they are): the vectors' own range, widened (see _SQ_MARGIN, _SQ_FLOOR_SIGMAS)."""
+    floor = np.float32(_SQ_FLOOR_SIGMAS / np.sqrt(vectors.shape[1]))
+    low = np.minimum(vectors.min(axis=0), -floor)
+    high = np.maximum(vectors.max(axis=0), floor)
+    span = high - low
+    return np.ascontiguousarray(np.stack([low - _SQ_MARGIN * span, high + _SQ_MARGIN * span]), dtype=np.float32)
 
 
 def ef_search_for(k: int, floor: int) -> int:

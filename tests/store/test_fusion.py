@@ -6,10 +6,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.fusion import LONG_QUERY_WEIGHTS, NEIGHBOUR_GAP, WEIGHTS, fuse, normalised_text
+from ltm.store.fusion import LINE_WHOLE, LONG_QUERY_WEIGHTS, NEIGHBOUR_GAP, WEIGHTS, fuse, line_scores, normalised_text
+from ltm.store.query import MAX_LINES, query_lines
+from tests.support.embeddings import ConceptEmbedding
 
 
 def test_the_exact_sentence_beats_its_word_swapped_twin(settings: Settings) -> None:
@@ -188,3 +191,57 @@ def test_relative_dates_count_from_the_newest_message(tmp_path: Path, monkeypatc
             "Cooked a mild lentil soup for dinner"
         assert store.search("what did Kate cook 5 days ago", k=1)[0].message.content == \
             "Cooked a spicy lentil curry for dinner"
+
+
+PASTED = "\n".join([  # a pasted conversation: long, and only its last line is about an award
+    "Lisa: hey there, guess what happened to me this morning at school",
+    "Assistant: tell me everything, I am listening",
+    "Lisa: first there was thunder all night long and I barely slept",
+    "Assistant: oh no, that sounds exhausting",
+    "Lisa: then the exam started right after breakfast",
+    "Assistant: and how did it go in the end",
+    "Lisa: later I practised guitar for hours",
+    "Lisa: and then, a trophy",
+])
+
+
+def test_a_pasted_conversation_reaches_the_memory_one_line_is_about(settings: Settings) -> None:
+    """Issue 15 (MADial-Bench's queries): embedded whole, the conversation is closest to the memories that mix
+    its main topics; each line embedded too, the one line about an award reaches the one memory about it (no
+    word in common: the keyword index cannot help). Dense mode stays the whole query's cosine."""
+    memories = ["medal", "rain homework", "homework piano", "rain piano", "storm quiz", "quiz song", "storm song",
+                "rain homework piano"]
+    with MemoryStorage("lisa", settings=settings, embedding=ConceptEmbedding()) as store:
+        store.add_batch([Message(content=m, role="user", created_at=1000.0 + 86400 * i)
+                         for i, m in enumerate(memories)])
+        assert store.search(PASTED, k=1)[0].message.content == "medal"
+        assert store.search(PASTED, k=8, mode="dense")[-1].message.content == "medal"
+        short = "Lisa: a trophy\nAssistant: well done"  # a question, not a pasted conversation: one vector
+        assert store.search(short, k=1)[0].message.content == "medal"
+
+
+def test_query_lines_and_line_scores() -> None:
+    assert query_lines("what did Lisa win at the school concert last spring?") == []
+    assert query_lines("Lisa: a trophy\nAssistant: well done") == []  # two lines, but a short query
+    lines = query_lines(PASTED)
+    assert lines[0].startswith("Lisa: hey") and lines[-1] == "Lisa: and then, a trophy" and len(lines) == 8
+    many = "\n".join(f"line {i} about topic{i} and subject{i}" for i in range(MAX_LINES + 5))
+    assert query_lines(many) == many.splitlines()[-MAX_LINES:]
+    vectors = np.eye(3, dtype=np.float32)
+    whole = np.array([0.6, 0.8, 0.0], dtype=np.float32)
+    line_vectors = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    expected = [(1.0 + LINE_WHOLE * 0.6), (0.0 + LINE_WHOLE * 0.8), (1.0 + 0.0)]
+    assert np.allclose(line_scores(vectors, whole, line_vectors), np.array(expected) / (1 + LINE_WHOLE))
+
+
+def test_feedback_brings_what_the_best_hits_share(settings: Settings) -> None:
+    """Rocchio feedback (issue 15): the best hits for "trophy" were all also about storms, so the storm note
+    (nothing in common with the query itself) comes before a chatty note that merely names a medal."""
+    chatter = " ".join(f"word{i}" for i in range(20))
+    notes = ["trophy rain", "prize storm", "medal rain", "trophy storm", "thunder", f"medal {chatter}"]
+    with MemoryStorage("lisa", settings=settings, embedding=ConceptEmbedding()) as store:
+        store.add_batch([Message(content=n, role="user", created_at=1000.0 + 86400 * i) for i, n in enumerate(notes)])
+        found = [h.message.content for h in store.search("trophy", k=6)]
+        assert found.index("thunder") < found.index(f"medal {chatter}")
+        dense = [h.message.content for h in store.search("trophy", k=6, mode="dense")]  # the query alone: the medal
+        assert dense.index("thunder") > dense.index(f"medal {chatter}")

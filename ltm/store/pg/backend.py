@@ -25,17 +25,19 @@ from typing import Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound, StoreMismatch
+from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
 from ltm.store.filters import Compare
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
-from ltm.store.log import Row, decode
+from ltm.store.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
+from ltm.store.log import Row
+from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, record
 from ltm.store.pg.filters import pg_filter
+from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
+from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
-from ltm.store.pg.search import candidates_sql, dense_expr, search_sql, tsquery_text, words
-from ltm.store.query import query_terms
+from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
@@ -45,16 +47,6 @@ HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unles
 # ef_search of find_news's nearest-one lookups: at 10k, 100 found the exact best cosine for 100 of 100 queries
 # (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
 NEAREST_EF_SEARCH = 100
-
-_INSERT = (
-    "INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, text_key, dim, "
-    "embedding, context_embedding, user_id, agent_id, run_id, expires_at, send_to, fts) VALUES (%s, %s, %s, %s, "
-    "%s, %s, %s::jsonb, %s, %s, %s, %s::vector, %s::vector, %s, %s, %s, %s, %s::text[], "
-    "setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B') || "
-    "setweight(to_tsvector('english', %s), 'B') || setweight(to_tsvector('english', %s), 'C')) "
-    "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id"
-)
-
 
 class PgBackend(PgDocuments):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
@@ -77,6 +69,7 @@ class PgBackend(PgDocuments):
                 "model (ltm migrate re-embeds when the models differ)"
             )
         self.ns: int = int(ns)
+        self.keywords = KeywordPlanner(self.ns)  # which words a keyword search ranks (bounded past a budget)
         self._dim: int | None = None if dim is None else int(dim)
         self.hnsw_rows = min(settings.hnsw_threshold, HNSW_ROWS)
         self._indexed = False  # the namespace's HNSW index is known to be valid (it is only dropped with it)
@@ -137,26 +130,24 @@ class PgBackend(PgDocuments):
         when one of the ids is no longer stored."""
         if not rows:
             return 0
-        values = [_values(self.ns, row) for row in rows]
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
             old: dict[str, str] = {}
+            old_contexts = 0
             if replace:
-                old = {str(i): str(b) for i, b in conn.execute(
-                    "DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s::text[]) RETURNING id, body",
-                    (self.ns, [r.id for r in rows])).fetchall()}
+                gone = conn.execute(
+                    "DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s::text[]) "
+                    "RETURNING id, body, context_embedding IS NOT NULL", (self.ns, [r.id for r in rows])).fetchall()
+                old = {str(i): str(b) for i, b, _ in gone}
+                old_contexts = sum(1 for *_, c in gone if c)
                 missing = [r.id for r in rows if r.id not in old]
                 if update and missing:  # deleted since update() read it: the transaction rolls back
                     raise NotFound(f"no message {missing[0]!r} in namespace {self.name!r} (deleted meanwhile)")
-            inserted: list[str] = []
-            with conn.cursor() as cur:
-                cur.executemany(_INSERT, values, returning=True)
-                while True:
-                    inserted += [str(r[1]) for r in cur.fetchall()]
-                    if not cur.nextset():
-                        break
-            live = conn.execute("UPDATE ltm_namespaces SET live = live + %s WHERE id = %s RETURNING live",
-                                (len(inserted) - len(old), self.ns)).fetchone()
+            inserted = insert_rows(conn, self.ns, rows)
+            fresh = set(inserted)
+            contexts = sum(1 for r in rows if r.context_vector is not None and r.id in fresh) - old_contexts
+            live = conn.execute("UPDATE ltm_namespaces SET live = live + %s, contexts = contexts + %s WHERE id = %s "
+                                "RETURNING live", (len(inserted) - len(old), contexts, self.ns)).fetchone()
             events: list[Event] = ([(r.id, "UPDATE" if r.id in old else "ADD", old.get(r.id)) for r in rows]
                                    if replace else [(i, "ADD", None) for i in inserted])
             record(conn, self.ns, events, history_limit)
@@ -233,30 +224,53 @@ class PgBackend(PgDocuments):
         return not filtered and self.dimension() is not None and self._index_valid()
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None) -> list[MemoryHit]:
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
+               lines: np.ndarray | None = None) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`)."""
         where, params = pg_filter(filters)
         if k == 0:
             return []
-        tsq = tsquery_text(text) if mode != "dense" else None
         dense = mode != "keyword" and vector is not None and self.dimension() is not None
         hnsw = dense and self._hnsw(bool(filters))
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
-        build = candidates_sql if hybrid else partial(search_sql, mode)
-        sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim, hnsw=hnsw,
-                    ns=self.ns)
-        params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None)
+        by_lines = hybrid and dense and lines is not None and len(lines) > 1
+        build = partial(candidates_sql, lines=by_lines) if hybrid else partial(search_sql, mode)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            tsq = self.keywords.tsquery(conn, text) if mode != "dense" else None
+            sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim,
+                        hnsw=hnsw, ns=self.ns)
+            params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None,
+                          lines=[_query(v) for v in lines] if by_lines and lines is not None else None)
             if hnsw:
                 self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
+            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT:
+                rows = self._with_feedback(conn, text, rows, where, params, hnsw)
             exact = [] if exact_key is None or not hybrid else conn.execute(
                 f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
                 "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
-        return _fused(text, k, fetch, rows, exact)
+        return fused(text, k, fetch, rows, exact)
+
+    def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
+                       hnsw: bool) -> list[Any]:
+        """The hybrid candidates with the dense ones searched again by the Rocchio vector, as the embedded engine
+        does (:func:`ltm.store.fusion.feedback_vector` over the first fusion's best)."""
+        signals, bodies = candidates(rows)
+        if not signals.get("dense"):
+            return rows
+        times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=params["fetch"], weights=weights_for(text), times=times)
+        found = conn.execute("SELECT embedding FROM ltm_messages WHERE ns = %s AND seq = ANY(%s)",
+                             (self.ns, [s for s, _, _ in seeds])).fetchall()
+        if not found:
+            return rows
+        moved = feedback_vector(params["q"], np.stack([_array(e) for (e,) in found]))
+        sql = candidates_sql(where, dense=True, context=False, keyword=False, dim=self._dim, hnsw=hnsw, ns=self.ns)
+        again = conn.execute(sql, {**params, "q": _query(moved)}).fetchall()
+        return [*again, *(row for row in rows if row[0] != "dense")]
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
@@ -301,10 +315,12 @@ class PgBackend(PgDocuments):
         return best
 
     def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
-        """Counts for health checks: every stored message has its vector in the same row."""
+        """Counts for health checks, read from the namespace's counters (kept in each write transaction) and
+        the newest seq from the ``(ns, seq)`` index: no scan of the namespace. Every stored message has its
+        vector in the same row, so ``vectors`` is ``messages`` and there are no ghosts."""
         messages, context, last = self._rows(
-            "SELECT count(*), count(context_embedding), coalesce(max(seq), 0) FROM ltm_messages WHERE ns = %s",
-            (self.ns,))[0]
+            "SELECT live, contexts, coalesce((SELECT max(seq) FROM ltm_messages WHERE ns = %(ns)s), 0) "
+            "FROM ltm_namespaces WHERE id = %(ns)s", {"ns": self.ns})[0]
         index = "none" if self.dimension() is None else ("hnsw" if self._hnsw(False) else "flat")
         return StoreStats(namespace=namespace, path=self.location, messages=int(messages), vectors=int(messages),
                           index=index, context_vectors=int(context), ghosts=0, last_seq=int(last), model=model,
@@ -315,37 +331,6 @@ class PgBackend(PgDocuments):
 
     def close(self) -> None:
         """Nothing to release per namespace: connections go back to the process's pool after each call."""
-
-
-def _values(ns: int, row: Row) -> tuple[Any, ...]:
-    """One row's INSERT parameters. Vectors go in decoded (float32, renormalised): what the embedded store's
-    FAISS index holds for the same stored form, so both answer the same cosines."""
-    if not row.id:
-        raise InvalidInput("a message id is required")
-    context = None if row.context_vector is None else _query(decode(row.context_vector))
-    return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
-            row.text_key, int(np.asarray(row.vector).shape[-1]), _query(decode(row.vector)), context, *row.scopes,
-            sorted(json.loads(row.body).get("send_to") or []), *(words(text) for text in row.fts))
-
-
-def _fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
-    """Hybrid hits from the candidates of :func:`candidates_sql` (signal, seq, score, body), fused as the
-    embedded engine fuses (same weights, the query verbatim first, then its near-exact copies)."""
-    signals: dict[str, list[tuple[int, float]]] = {}
-    bodies: dict[int, str] = {}
-    for signal, seq, score, body in rows:
-        signals.setdefault(str(signal), []).append((int(seq), float(score)))
-        bodies[int(seq)] = str(body)
-    bodies.update((int(seq), str(body)) for seq, body in exact)
-    weights = LONG_QUERY_WEIGHTS if len(query_terms(text)) > LONG_QUERY_TERMS else WEIGHTS
-    exact_seqs = [int(seq) for seq, _ in exact]
-    times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}  # neighbours' gap
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times)
-    target = normalised_text(text)
-    near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
-    if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times)
-    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 
 def _query(vector: Any) -> np.ndarray:

@@ -130,10 +130,12 @@ class PgDocuments:
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
             rows = conn.execute(f"DELETE FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where}) "
-                                "RETURNING m.seq, m.id, m.body", {**params, "ns": self.ns}).fetchall()
+                                "RETURNING m.seq, m.id, m.body, m.context_embedding IS NOT NULL",
+                                {**params, "ns": self.ns}).fetchall()
             if rows:
-                conn.execute("UPDATE ltm_namespaces SET live = live - %s WHERE id = %s", (len(rows), self.ns))
-                record(conn, self.ns, [(str(i), "DELETE", str(b)) for _, i, b in sorted(rows)], history_limit)
+                conn.execute("UPDATE ltm_namespaces SET live = live - %s, contexts = contexts - %s WHERE id = %s",
+                             (len(rows), sum(1 for *_, c in rows if c), self.ns))
+                record(conn, self.ns, [(str(i), "DELETE", str(b)) for _, i, b, _ in sorted(rows)], history_limit)
         return len(rows)
 
     def load_trail(self, rows: Sequence[Stored], history_limit: int) -> None:

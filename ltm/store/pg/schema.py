@@ -122,6 +122,14 @@ BEGIN
     END LOOP;
 END $$;
 """),
+    # stats() without a scan (issue 17): the namespace row counts its rows with a context vector beside its
+    # live rows, both kept in each write transaction; recounted once here (live too: it is what stats reports now).
+    (4, """
+ALTER TABLE ltm_namespaces ADD COLUMN contexts bigint NOT NULL DEFAULT 0;
+UPDATE ltm_namespaces n SET
+    live = (SELECT count(*) FROM ltm_messages m WHERE m.ns = n.id),
+    contexts = (SELECT count(*) FROM ltm_messages m WHERE m.ns = n.id AND m.context_embedding IS NOT NULL);
+"""),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

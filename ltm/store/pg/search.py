@@ -7,6 +7,9 @@
   (pgvector 0.6 filters HNSW results after the scan, so a filtered query stays exact to keep its k.)
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
+- a long multi-line query (hybrid only): the dense candidates are scored exactly by
+  :func:`ltm.store.fusion.line_scores` (each line's cosine from ``unnest`` of the line vectors), as the embedded
+  engine scores them.
 - hybrid: each signal's top ``max(3k, 50)`` candidates with their scores, all in ONE statement (a CTE per
   signal), fused by the embedded engine's calibrated fusion (:func:`ltm.store.fusion.fuse`), so both engines
   rank alike; the query verbatim first.
@@ -17,19 +20,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ltm.store.fusion import LINE_WHOLE
 from ltm.store.query import query_terms
 
-__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_text", "vector_text", "words"]
+__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_terms", "tsquery_text",
+           "vector_text", "words"]
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def tsquery_text(query: str) -> str | None:
-    """``to_tsquery`` input OR-ing the query's words (letters, digits, _ only: nothing for the parser to
-    misread); None when the query has none."""
-    terms = [t for t in query_terms(query) if t.replace("_", "").isalnum()]
+    """``to_tsquery`` input OR-ing the query's words; None when the query has none."""
+    terms = tsquery_terms(query)
     return " | ".join(terms) if terms else None
+
+
+def tsquery_terms(query: str) -> list[str]:
+    """The query's words (:func:`~ltm.store.query.query_terms`) that are letters, digits and _ only: nothing
+    for ``to_tsquery``'s parser to misread."""
+    return [t for t in query_terms(query) if t.replace("_", "").isalnum()]
 
 
 def words(text: str) -> str:
@@ -53,11 +63,18 @@ def dense_expr(column: str, dim: int | None, hnsw: bool, ns: int) -> tuple[str, 
 
 
 def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-             hnsw: bool, ns: int) -> tuple[list[str], list[str]]:
+             hnsw: bool, ns: int, lines: bool = False) -> tuple[list[str], list[str]]:
     """(CTEs, SELECTs over them) of the signals asked for: rows (seq, rank, score, signal, order)."""
     ctes: list[str] = []
     parts: list[str] = []
-    if dense:
+    if dense and lines:  # exact: the best line's cosine and the whole query's, as fusion.line_scores
+        ctes.append(
+            "dense AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r, s FROM ("
+            "SELECT m.seq, ((SELECT max(1 - (m.embedding <=> l.v)) FROM unnest(%(lines)s::vector[]) AS l(v)) "
+            f"+ {LINE_WHOLE!r} * (1 - (m.embedding <=> %(q)s))) / {1.0 + LINE_WHOLE!r} AS s FROM ltm_messages m "
+            f"WHERE m.ns = %(ns)s AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)")
+        parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
+    elif dense:
         expr, extra = dense_expr("embedding", dim, hnsw, ns)
         ctes.append(
             f"dense AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
@@ -94,11 +111,13 @@ def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bo
 
 
 def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-                   hnsw: bool, ns: int) -> str:
+                   hnsw: bool, ns: int, lines: bool = False) -> str:
     """ONE statement for a hybrid search: every signal's candidates (dense HNSW or exact, context, tsvector
     keyword) with their scores and bodies, rows (signal, seq, score, body) in each signal's rank order. The
-    fusion itself is :func:`ltm.store.fusion.fuse`, the embedded engine's, so both rank alike."""
-    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns)
+    fusion itself is :func:`ltm.store.fusion.fuse`, the embedded engine's, so both rank alike. ``lines``: the
+    dense signal by the line vectors (parameter ``lines``, a list of vectors) too."""
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns,
+                           lines=lines)
     if not parts:
         return ""
     return (

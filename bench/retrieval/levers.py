@@ -1,0 +1,445 @@
+"""Levers measured on the store's own candidates (dev/test halves), to choose what search ships (issue 15).
+
+Each conversation is stored once through the ordinary path (``add_batch``, cached vectors) under
+``bench/data/stores/`` (git-ignored); then, for every question, the store's own keyword index (FTS5, any column
+weights and query) and its stored vectors give the candidates, and :func:`ltm.store.fusion.fuse` ranks them, so
+"base" reproduces ``MemoryStorage.search`` and every other row changes one thing. Chosen on dev (REALTALK chats
+1-5, MADial even-numbered dialogues), confirmed on test (the rest)::
+
+    python -m bench.retrieval.levers                 # every lever on every set
+    LEVERS='base|prf' SETS=madial python -m bench.retrieval.levers
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bench.retrieval.explore import CACHE, embed, is_dev
+from bench.retrieval.metrics import mean, score
+from bench.retrieval.run import DATA_DIR, template
+from ltm.store import fusion
+from ltm.store.query import query_terms
+
+STORES = DATA_DIR / "stores"
+Cand = list[tuple[int, float]]
+
+
+@dataclass
+class Conversation:
+    """One stored conversation: its log, its vectors (row i = seq i + 1), times, turn ids."""
+
+    log: Any
+    ids: list[str]
+    vectors: np.ndarray
+    times: dict[int, float]
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # other vector sets, same rows
+    _kw: dict[tuple[str, str], Cand] = field(default_factory=dict)
+
+    def keyword(self, match: str | None, weights: str = "1.0, 0.6, 0.6, 0.3", limit: int = 100) -> Cand:
+        if match is None:
+            return []
+        key = (match, weights)
+        if key not in self._kw:
+            sql = f"SELECT rowid, -bm25(fts, {weights}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
+            self._kw[key] = [(int(s), float(v)) for s, v in self.log.db.execute(sql, [match, limit])]
+        return self._kw[key]
+
+    def dense(self, qv: np.ndarray, limit: int = 50, matrix: np.ndarray | None = None) -> Cand:
+        sims = (self.vectors if matrix is None else matrix) @ qv
+        order = np.argsort(-sims, kind="stable")[:limit]
+        return [(int(i) + 1, float(sims[i])) for i in order]
+
+
+@dataclass
+class Question:
+    conv: Conversation
+    text: str
+    vector: np.ndarray
+    evidence: list[str]
+    category: str
+    dev: bool
+
+
+def build(data: dict[str, Any], model: Any) -> list[Question]:
+    """Store every conversation of ``data`` (once: reused when already under STORES) and its questions."""
+    from ltm.config import Settings
+    from ltm.message import Message
+    from ltm.store import MemoryStorage
+    from ltm.store.log import MessageLog
+    from ltm.store.naming import namespace_dir
+
+    root = STORES / data["name"]
+    settings = Settings(storage_dir=root, embedding="local")
+    out: list[Question] = []
+    for conv in data["conversations"]:
+        turns, qs = conv["turns"], conv["questions"]
+        if not qs:
+            continue
+        path = namespace_dir(root, "bench", conv["id"]) / "memory.sqlite"
+        if not path.exists():
+            shutil.rmtree(path.parent, ignore_errors=True)
+            store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)
+            store.add_batch([Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
+                                     sent_from=t["speaker"], created_at=t["time"]) for t in turns])
+            store.close()
+        log = MessageLog(path, read_only=True)
+        seqs, vectors = log.vectors_after(0)
+        assert list(seqs) == list(range(1, len(turns) + 1)), "a fresh store numbers turns 1..n"
+        stored = embed(model, [t["text"] for t in turns])
+        prev = [template(turns[i - 1]["speaker"], turns[i - 1]["text"]) + "\n" if i else "" for i in range(len(turns))]
+        extra = {"spoken": embed(model, [template(t["speaker"], t["text"]) for t in turns]),
+                 "ctx": embed(model, [p + template(t["speaker"], t["text"]) for p, t in zip(prev, turns, strict=True)])}
+        assert np.allclose(stored, vectors, atol=2e-3), "stored vectors are the cached bare-text ones"
+        c = Conversation(log, [t["id"] for t in turns], vectors, {i + 1: t["time"] for i, t in enumerate(turns)}, extra)
+        qvecs = embed(model, [q["question"] for q in qs])
+        for q, qv in zip(qs, qvecs, strict=True):
+            dev = is_dev(data["name"], conv["id"], q["id"])
+            out.append(Question(c, q["question"], qv, q["evidence"], q["category"], dev))
+    return out
+
+
+def match_of(q: Question, terms: Sequence[str] | None = None, joiner: str = " OR ") -> str | None:
+    terms = query_terms(q.text) if terms is None else terms
+    return joiner.join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
+
+
+def weights_for(q: Question) -> Mapping[str, float]:
+    return fusion.LONG_QUERY_WEIGHTS if len(query_terms(q.text)) > fusion.LONG_QUERY_TERMS else fusion.WEIGHTS
+
+
+def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
+          k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE) -> list[int]:
+    times = q.conv.times
+    ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times)
+    return [s for s, _, _ in ranked]
+
+
+def base_signals(q: Question) -> dict[str, Cand]:
+    return {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q))[:50]}
+
+
+Lever = Callable[[Question], list[int]]
+
+
+def base(q: Question) -> list[int]:
+    return fused(q, base_signals(q))
+
+
+def only(name: str) -> Lever:
+    return lambda q: [s for s, _ in base_signals(q)[name][:10]]
+
+
+def bm25_weights(weights: str) -> Lever:
+    def run(q: Question) -> list[int]:
+        return fused(q, {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q), weights)[:50]})
+    return run
+
+
+def context_vector(name: str, weight: float, replace: bool = False) -> Lever:
+    """A second dense signal over another vector set of the same turns (or the dense signal replaced)."""
+    def run(q: Question) -> list[int]:
+        signals = base_signals(q)
+        other = q.conv.dense(q.vector, matrix=q.conv.extra[name])
+        if replace:
+            signals["dense"] = other
+        else:
+            signals["context"] = other
+        return fused(q, signals, {**weights_for(q), "context": weight})
+    return run
+
+
+def smoothed(lam: float, weight: float | None) -> Lever:
+    """A free context vector: each turn's vector plus ``lam`` x its previous turn's (same sitting), re-normalised."""
+    def run(q: Question) -> list[int]:
+        c = q.conv
+        if "smooth" + str(lam) not in c.extra:
+            v = c.vectors.copy()
+            t = np.array([c.times[i + 1] for i in range(len(v))])
+            near = np.zeros(len(v), dtype=bool)
+            near[1:] = np.abs(t[1:] - t[:-1]) <= fusion.NEIGHBOUR_GAP
+            v[1:][near[1:]] += lam * c.vectors[:-1][near[1:]]
+            c.extra["smooth" + str(lam)] = v / np.linalg.norm(v, axis=1, keepdims=True)
+        signals = base_signals(q)
+        other = c.dense(q.vector, matrix=c.extra["smooth" + str(lam)])
+        if weight is None:
+            signals["dense"] = other
+            return fused(q, signals)
+        signals["context"] = other
+        return fused(q, signals, {**weights_for(q), "context": weight})
+    return run
+
+
+def rocchio(beta: float, top: int, source: str = "fused", weight: float | None = None) -> Lever:
+    """Dense pseudo-relevance feedback: q + beta x mean(vectors of the top ``top`` hits), re-searched, re-fused."""
+    def run(q: Question) -> list[int]:
+        signals = base_signals(q)
+        seeds = fused(q, signals, k=top) if source == "fused" else [s for s, _ in signals[source][:top]]
+        if not seeds:
+            return fused(q, signals)
+        centroid = q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
+        qv = q.vector + beta * centroid
+        qv = qv / np.linalg.norm(qv)
+        if weight is None:
+            signals["dense"] = q.conv.dense(qv)
+            return fused(q, signals)
+        signals["context"] = q.conv.dense(qv)
+        return fused(q, signals, {**weights_for(q), "context": weight})
+    return run
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def rm3(terms_n: int, top: int, beta: float, source: str = "keyword") -> Lever:
+    """Keyword pseudo-relevance feedback: the top hits' most distinctive words as a second keyword query, its
+    scores added with weight ``beta``."""
+    def run(q: Question) -> list[int]:
+        signals = base_signals(q)
+        seeds = fused(q, signals, k=top) if source == "fused" else [s for s, _ in signals["keyword"][:top]]
+        if not seeds:
+            return fused(q, signals)
+        bodies = q.conv.log.bodies(seeds)
+        have = set(query_terms(q.text))
+        counts: dict[str, float] = {}
+        for s in seeds:
+            words = [w for w in query_terms(json.loads(bodies[s])["content"]) if w not in have and len(w) > 2]
+            for w in set(words):
+                counts[w] = counts.get(w, 0.0) + 1.0
+        expansion = sorted(counts, key=lambda w: (-counts[w], w))[:terms_n]
+        extra = q.conv.keyword(match_of(q, expansion)) if expansion else []
+        merged = dict(signals["keyword"][:50])
+        scale = (signals["keyword"][0][1] if signals["keyword"] else 1.0) / (extra[0][1] if extra else 1.0)
+        for s, v in extra[:50]:
+            merged[s] = merged.get(s, 0.0) + beta * v * scale
+        signals["keyword"] = sorted(merged.items(), key=lambda x: -x[1])[:50]
+        return fused(q, signals)
+    return run
+
+
+def confidence(power: float) -> Lever:
+    """Each signal's weight times (its top score's margin over its 10th, on its own scale) ** power."""
+    def run(q: Question) -> list[int]:
+        signals = base_signals(q)
+        w = dict(weights_for(q))
+        for name in ("dense", "keyword"):
+            hits = signals[name]
+            if len(hits) >= 10 and hits[0][1] > 0:
+                floor = hits[min(len(hits), 50) - 1][1] if name == "dense" else 0.0
+                gap = (hits[0][1] - hits[9][1]) / max(1e-9, hits[0][1] - floor)
+                w[name] *= gap ** power
+        total = w["dense"] + w["keyword"]
+        if total > 0:
+            base_total = weights_for(q)["dense"] + weights_for(q)["keyword"]
+            w["dense"], w["keyword"] = w["dense"] / total * base_total, w["keyword"] / total * base_total
+        return fused(q, signals, w)
+    return run
+
+
+def stopwords(extra: str) -> Lever:
+    drop = set(extra.split())
+
+    def run(q: Question) -> list[int]:
+        terms = [t for t in query_terms(q.text) if t not in drop] or query_terms(q.text)
+        return fused(q, {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q, terms))[:50]})
+    return run
+
+
+QUESTION_WORDS = "tell remember recall mention mentioned say said talk talked about ask asked know think"
+
+
+_MODEL: list[Any] = []
+
+
+def line_vectors(q: Question) -> np.ndarray:
+    lines = [ln for ln in q.text.split("\n") if ln.strip()]
+    return embed(_MODEL[0], lines) if len(lines) > 1 else q.vector[None, :]
+
+
+def multi_line(kind: str, whole: float = 0.0, then_rocchio: float = 0.0) -> Lever:
+    """A multi-line query (a pasted conversation): each line embedded; dense by the mean line vector (plus
+    ``whole`` x the whole query's), or by each memory's best line ("max")."""
+    def run(q: Question) -> list[int]:
+        lines = line_vectors(q)
+        signals = base_signals(q)
+        if len(lines) > 1:
+            if kind == "mean":
+                qv = lines.mean(axis=0) + whole * q.vector
+                qv = qv / np.linalg.norm(qv)
+                signals["dense"] = q.conv.dense(qv)
+            else:
+                sims = (q.conv.vectors @ lines.T).max(axis=1) + whole * (q.conv.vectors @ q.vector)
+                order = np.argsort(-sims, kind="stable")[:50]
+                signals["dense"] = [(int(i) + 1, float(sims[i])) for i in order]
+        if then_rocchio:
+            seeds = fused(q, signals, k=5)
+            qv = signals_query(q, signals) + then_rocchio * q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
+            signals["dense"] = q.conv.dense(qv / np.linalg.norm(qv))
+        return fused(q, signals)
+    return run
+
+
+def signals_query(q: Question, signals: Mapping[str, Cand]) -> np.ndarray:
+    lines = line_vectors(q)
+    if len(lines) > 1:
+        v = lines.mean(axis=0) + q.vector
+        return np.asarray(v / np.linalg.norm(v))
+    return q.vector
+
+
+def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0) -> Cand:
+    """max over the query's lines + whole x the whole query's cosine (single line: the cosine), plus beta x the
+    feedback centroid's dot product."""
+    v = q.conv.vectors
+    lines = line_vectors(q)
+    sims = v @ q.vector if len(lines) == 1 else (v @ lines.T).max(axis=1) + whole * (v @ q.vector)
+    if centroid is not None:
+        sims = sims + beta * (v @ centroid)
+    order = np.argsort(-sims, kind="stable")[:50]
+    return [(int(i) + 1, float(sims[i])) for i in order]
+
+
+def combined(whole: float, beta: float, top: int = 5) -> Lever:
+    def run(q: Question) -> list[int]:
+        signals = {"dense": dense_scores(q, whole), "keyword": q.conv.keyword(match_of(q))[:50]}
+        if beta:
+            seeds = fused(q, signals, k=top)
+            if seeds:
+                c = q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
+                signals["dense"] = dense_scores(q, whole, c, beta)
+        return fused(q, signals)
+    return run
+
+
+def neighbourhood(shares: Sequence[float]) -> Lever:
+    """Neighbours at distance d (same sitting) lend shares[d - 1] of their score (base: shares (0.3,))."""
+    def run(q: Question) -> list[int]:
+        ranked = fusion.fuse(base_signals(q), 10_000, depth=50, weights=weights_for(q), neighbours=0.0)
+        score = {s: v for s, v, _ in ranked}
+        t = q.conv.times
+
+        def lent(i: int, j: int) -> float:
+            return score.get(j, 0.0) if j in t and abs(t[i] - t[j]) <= fusion.NEIGHBOUR_GAP else 0.0
+        out = {i: v + sum(w * max(lent(i, i - d), lent(i, i + d)) for d, w in enumerate(shares, 1))
+               for i, v in score.items()}
+        return sorted(out, key=lambda i: (-out[i], -i))[:10]
+    return run
+
+
+def segment(width: int, weight: float, feedback: bool = True) -> Lever:
+    """A third signal: the cosine of the query to the mean vector of the turns within ``width`` of each turn
+    (same sitting only): a topical segment (SeCom-like, without a model), beside the turn's own."""
+    def run(q: Question) -> list[int]:
+        c = q.conv
+        key = f"seg{width}"
+        if key not in c.extra:
+            v = c.vectors
+            t = np.array([c.times[i + 1] for i in range(len(v))])
+            seg = np.zeros_like(v)
+            for i in range(len(v)):
+                lo, hi = max(0, i - width), min(len(v), i + width + 1)
+                near = [j for j in range(lo, hi) if abs(t[j] - t[i]) <= fusion.NEIGHBOUR_GAP]
+                seg[i] = v[near].mean(axis=0)
+            c.extra[key] = seg / np.linalg.norm(seg, axis=1, keepdims=True)
+        signals = {"dense": dense_scores(q, 1.0), "keyword": q.conv.keyword(match_of(q))[:50]}
+        if feedback and len(line_vectors(q)) == 1:
+            seeds = fused(q, signals, k=5)
+            signals["dense"] = dense_scores(q, 1.0, c.vectors[[s - 1 for s in seeds]].mean(axis=0), 0.3)
+        signals["context"] = c.dense(q.vector, matrix=c.extra[key])
+        return fused(q, signals, {**weights_for(q), "context": weight})
+    return run
+
+
+def shipped(q: Question) -> list[int]:
+    """What search ships now: lines for a pasted conversation, else Rocchio feedback."""
+    signals = {"dense": dense_scores(q, 1.0), "keyword": q.conv.keyword(match_of(q))[:50]}
+    if len(line_vectors(q)) == 1:
+        seeds = fused(q, signals, k=5)
+        signals["dense"] = dense_scores(q, 1.0, q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0), 0.3)
+    return fused(q, signals)
+
+
+def levers() -> dict[str, Lever]:
+    out: dict[str, Lever] = {"base": base, "keyword": only("keyword"), "dense": only("dense"), "shipped": shipped}
+    for width in (1, 2, 3):
+        for weight in (0.1, 0.2):
+            out[f"segment w={width} weight={weight}"] = segment(width, weight)
+    for shares in ((0.3,), (0.3, 0.15), (0.3, 0.1, 0.05), (0.3, 0.2), (0.2, 0.1)):
+        out[f"window {shares}"] = neighbourhood(shares)
+    out["lines max whole=1 dense only"] = lambda q: [s for s, _ in dense_scores(q, 1.0)[:10]]
+    for whole in (0.5, 1.0):
+        for beta in (0.0, 0.3, 0.6):
+            for top in (3, 5):
+                out[f"combined whole={whole} b={beta} top={top}"] = combined(whole, beta, top)
+    for kind in ("mean", "max"):
+        for whole in (0.0, 0.5, 1.0, 2.0):
+            out[f"lines {kind} whole={whole}"] = multi_line(kind, whole)
+    out["lines mean whole=1 + rocchio 0.3"] = multi_line("mean", 1.0, 0.3)
+    for who in ("0.2", "0.6", "1.0"):
+        for at in ("0.3", "0.6", "1.0"):
+            out[f"bm25 who={who} at={at}"] = bm25_weights(f"1.0, {who}, {at}, 0.3")
+    out["stop +question words"] = stopwords(QUESTION_WORDS)
+    for name in ("ctx", "spoken"):
+        out[f"{name} replace"] = context_vector(name, 0.0, replace=True)
+        for w in (0.1, 0.2, 0.35):
+            out[f"{name} beside w={w}"] = context_vector(name, w)
+    for lam in (0.3, 0.5):
+        out[f"smooth lam={lam} replace"] = smoothed(lam, None)
+        for w in (0.2, 0.35):
+            out[f"smooth lam={lam} beside w={w}"] = smoothed(lam, w)
+    for beta in (0.3, 0.6, 1.0):
+        for top in (3, 5, 10):
+            out[f"rocchio b={beta} top={top}"] = rocchio(beta, top)
+        out[f"rocchio b={beta} top=5 beside w=0.3"] = rocchio(beta, 5, weight=0.3)
+        out[f"rocchio b={beta} top=5 dense-seeds"] = rocchio(beta, 5, source="dense")
+    for n in (5, 10):
+        for beta in (0.2, 0.4):
+            out[f"rm3 n={n} top=5 b={beta}"] = rm3(n, 5, beta)
+            out[f"rm3 n={n} top=5 b={beta} fused"] = rm3(n, 5, beta, source="fused")
+    for p in (0.5, 1.0):
+        out[f"confidence p={p}"] = confidence(p)
+    return out
+
+
+def evaluate(questions: Sequence[Question], lever: Lever) -> dict[str, float]:
+    return mean([score([q.conv.ids[s - 1] for s in lever(q)], q.evidence) for q in questions])
+
+
+def main() -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from bench.retrieval.cache import CachedEmbedding
+    from ltm.config import Settings
+    from ltm.llm.embeddings import resolve_embedding
+
+    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
+    _MODEL.append(model)
+    chosen = levers()
+    pattern = os.environ.get("LEVERS")
+    if pattern:
+        chosen = {k: v for k, v in chosen.items() if re.search(pattern, k)}
+    for path in sorted(DATA_DIR.glob(os.environ.get("SETS", "*") + ".json")):
+        data = json.loads(path.read_text("utf-8"))
+        questions = build(data, model)
+        dev = [q for q in questions if q.dev]
+        test = [q for q in questions if not q.dev]
+        print(f"## {data['name']}: dev {len(dev)}, test {len(test)}", flush=True)
+        cats = sorted({q.category for q in questions})
+        for name, lever in chosen.items():
+            d, t = evaluate(dev, lever), evaluate(test, lever)
+            a = evaluate(questions, lever)
+            per = {c: evaluate([q for q in questions if q.category == c], lever)["recall@10"] for c in cats}
+            print(f"{name:34s} dev {d['recall@10']:.3f} mrr {d['mrr']:.3f} | test {t['recall@10']:.3f} "
+                  f"mrr {t['mrr']:.3f} | all {a['recall@10']:.3f} | "
+                  + " ".join(f"{c} {v:.3f}" for c, v in per.items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

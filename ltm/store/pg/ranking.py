@@ -1,0 +1,46 @@
+"""Hybrid ranking of PostgreSQL's candidates: the embedded engine's fusion (:func:`ltm.store.fusion.fuse`), so both
+engines rank alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ltm.message import Message
+from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
+from ltm.store.query import query_terms
+from ltm.store.retrieval import MemoryHit
+
+__all__ = ["candidates", "fused", "weights_for"]
+
+
+def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
+    """Hybrid hits from the candidates of :func:`ltm.store.pg.search.candidates_sql` (signal, seq, score, body),
+    fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies)."""
+    signals, bodies = candidates(rows)
+    bodies.update((int(seq), str(body)) for seq, body in exact)
+    weights = weights_for(text)
+    exact_seqs = [int(seq) for seq, _ in exact]
+    times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}  # neighbours' gap
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times)
+    target = normalised_text(text)
+    near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
+    if near:
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times)
+    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
+
+
+def candidates(rows: Sequence[Any]) -> tuple[dict[str, list[tuple[int, float]]], dict[int, str]]:
+    """({signal: [(seq, score)] in rank order}, {seq: body}) of :func:`ltm.store.pg.search.candidates_sql` rows."""
+    signals: dict[str, list[tuple[int, float]]] = {}
+    bodies: dict[int, str] = {}
+    for signal, seq, score, body in rows:
+        signals.setdefault(str(signal), []).append((int(seq), float(score)))
+        bodies[int(seq)] = str(body)
+    return signals, bodies
+
+
+def weights_for(text: str) -> Mapping[str, float]:
+    """The fusion weights for ``text``: a long query leans on meaning (as the embedded engine)."""
+    return LONG_QUERY_WEIGHTS if len(query_terms(text)) > LONG_QUERY_TERMS else WEIGHTS
