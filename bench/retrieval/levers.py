@@ -1,13 +1,11 @@
-"""Levers measured on the store's own candidates (dev/test halves), to choose what search ships (issue 15).
+"""Search levers measured on the store's own candidates, dev / test halves (issue 15; docs/RETRIEVAL.md).
 
-Each conversation is stored once through the ordinary path (``add_batch``, cached vectors) under
-``bench/data/stores/`` (git-ignored); then, for every question, the store's own keyword index (FTS5, any column
-weights and query) and its stored vectors give the candidates, and :func:`ltm.store.fusion.fuse` ranks them, so
-"base" reproduces ``MemoryStorage.search`` and every other row changes one thing. Chosen on dev (REALTALK chats
-1-5, MADial even-numbered dialogues), confirmed on test (the rest)::
+"base" is search at 34e683c and "shipped" is search now (each reproduces ``python -m bench.retrieval``); every other
+row changes one thing (see :mod:`bench.retrieval.harness`). Chosen on dev (REALTALK chats 1-5, MADial even-numbered
+dialogues), confirmed on test (the rest)::
 
-    python -m bench.retrieval.levers                 # every lever on every set
-    LEVERS='base|prf' SETS=madial python -m bench.retrieval.levers
+    python -m bench.retrieval.levers                       # every lever on every set
+    LEVERS='^(base|shipped|rocchio)' SETS=realtalk python -m bench.retrieval.levers
 """
 
 from __future__ import annotations
@@ -15,126 +13,31 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from bench.retrieval.explore import CACHE, embed, is_dev
-from bench.retrieval.metrics import mean, score
-from bench.retrieval.run import DATA_DIR, template
+from bench.retrieval.explore import CACHE
+from bench.retrieval.harness import (
+    MODEL,
+    Cand,
+    Lever,
+    Question,
+    base,
+    base_signals,
+    build,
+    dense_scores,
+    evaluate,
+    fused,
+    line_vectors,
+    match_of,
+    only,
+    shipped,
+    weights_for,
+)
+from bench.retrieval.run import DATA_DIR
 from ltm.store import fusion
 from ltm.store.query import query_terms
-
-STORES = DATA_DIR / "stores"
-Cand = list[tuple[int, float]]
-
-
-@dataclass
-class Conversation:
-    """One stored conversation: its log, its vectors (row i = seq i + 1), times, turn ids."""
-
-    log: Any
-    ids: list[str]
-    vectors: np.ndarray
-    times: dict[int, float]
-    extra: dict[str, np.ndarray] = field(default_factory=dict)  # other vector sets, same rows
-    _kw: dict[tuple[str, str], Cand] = field(default_factory=dict)
-
-    def keyword(self, match: str | None, weights: str = "1.0, 0.6, 0.6, 0.3", limit: int = 100) -> Cand:
-        if match is None:
-            return []
-        key = (match, weights)
-        if key not in self._kw:
-            sql = f"SELECT rowid, -bm25(fts, {weights}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
-            self._kw[key] = [(int(s), float(v)) for s, v in self.log.db.execute(sql, [match, limit])]
-        return self._kw[key]
-
-    def dense(self, qv: np.ndarray, limit: int = 50, matrix: np.ndarray | None = None) -> Cand:
-        sims = (self.vectors if matrix is None else matrix) @ qv
-        order = np.argsort(-sims, kind="stable")[:limit]
-        return [(int(i) + 1, float(sims[i])) for i in order]
-
-
-@dataclass
-class Question:
-    conv: Conversation
-    text: str
-    vector: np.ndarray
-    evidence: list[str]
-    category: str
-    dev: bool
-
-
-def build(data: dict[str, Any], model: Any) -> list[Question]:
-    """Store every conversation of ``data`` (once: reused when already under STORES) and its questions."""
-    from ltm.config import Settings
-    from ltm.message import Message
-    from ltm.store import MemoryStorage
-    from ltm.store.log import MessageLog
-    from ltm.store.naming import namespace_dir
-
-    root = STORES / data["name"]
-    settings = Settings(storage_dir=root, embedding="local")
-    out: list[Question] = []
-    for conv in data["conversations"]:
-        turns, qs = conv["turns"], conv["questions"]
-        if not qs:
-            continue
-        path = namespace_dir(root, "bench", conv["id"]) / "memory.sqlite"
-        if not path.exists():
-            shutil.rmtree(path.parent, ignore_errors=True)
-            store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)
-            store.add_batch([Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
-                                     sent_from=t["speaker"], created_at=t["time"]) for t in turns])
-            store.close()
-        log = MessageLog(path, read_only=True)
-        seqs, vectors = log.vectors_after(0)
-        assert list(seqs) == list(range(1, len(turns) + 1)), "a fresh store numbers turns 1..n"
-        stored = embed(model, [t["text"] for t in turns])
-        prev = [template(turns[i - 1]["speaker"], turns[i - 1]["text"]) + "\n" if i else "" for i in range(len(turns))]
-        extra = {"spoken": embed(model, [template(t["speaker"], t["text"]) for t in turns]),
-                 "ctx": embed(model, [p + template(t["speaker"], t["text"]) for p, t in zip(prev, turns, strict=True)])}
-        assert np.allclose(stored, vectors, atol=2e-3), "stored vectors are the cached bare-text ones"
-        c = Conversation(log, [t["id"] for t in turns], vectors, {i + 1: t["time"] for i, t in enumerate(turns)}, extra)
-        qvecs = embed(model, [q["question"] for q in qs])
-        for q, qv in zip(qs, qvecs, strict=True):
-            dev = is_dev(data["name"], conv["id"], q["id"])
-            out.append(Question(c, q["question"], qv, q["evidence"], q["category"], dev))
-    return out
-
-
-def match_of(q: Question, terms: Sequence[str] | None = None, joiner: str = " OR ") -> str | None:
-    terms = query_terms(q.text) if terms is None else terms
-    return joiner.join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
-
-
-def weights_for(q: Question) -> Mapping[str, float]:
-    return fusion.LONG_QUERY_WEIGHTS if len(query_terms(q.text)) > fusion.LONG_QUERY_TERMS else fusion.WEIGHTS
-
-
-def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
-          k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE) -> list[int]:
-    times = q.conv.times
-    ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times)
-    return [s for s, _, _ in ranked]
-
-
-def base_signals(q: Question) -> dict[str, Cand]:
-    return {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q))[:50]}
-
-
-Lever = Callable[[Question], list[int]]
-
-
-def base(q: Question) -> list[int]:
-    return fused(q, base_signals(q))
-
-
-def only(name: str) -> Lever:
-    return lambda q: [s for s, _ in base_signals(q)[name][:10]]
 
 
 def bm25_weights(weights: str) -> Lever:
@@ -255,14 +158,6 @@ def stopwords(extra: str) -> Lever:
 QUESTION_WORDS = "tell remember recall mention mentioned say said talk talked about ask asked know think"
 
 
-_MODEL: list[Any] = []
-
-
-def line_vectors(q: Question) -> np.ndarray:
-    lines = [ln for ln in q.text.split("\n") if ln.strip()]
-    return embed(_MODEL[0], lines) if len(lines) > 1 else q.vector[None, :]
-
-
 def multi_line(kind: str, whole: float = 0.0, then_rocchio: float = 0.0) -> Lever:
     """A multi-line query (a pasted conversation): each line embedded; dense by the mean line vector (plus
     ``whole`` x the whole query's), or by each memory's best line ("max")."""
@@ -292,18 +187,6 @@ def signals_query(q: Question, signals: Mapping[str, Cand]) -> np.ndarray:
         v = lines.mean(axis=0) + q.vector
         return np.asarray(v / np.linalg.norm(v))
     return q.vector
-
-
-def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0) -> Cand:
-    """max over the query's lines + whole x the whole query's cosine (single line: the cosine), plus beta x the
-    feedback centroid's dot product."""
-    v = q.conv.vectors
-    lines = line_vectors(q)
-    sims = v @ q.vector if len(lines) == 1 else (v @ lines.T).max(axis=1) + whole * (v @ q.vector)
-    if centroid is not None:
-        sims = sims + beta * (v @ centroid)
-    order = np.argsort(-sims, kind="stable")[:50]
-    return [(int(i) + 1, float(sims[i])) for i in order]
 
 
 def combined(whole: float, beta: float, top: int = 5) -> Lever:
@@ -357,31 +240,40 @@ def segment(width: int, weight: float, feedback: bool = True) -> Lever:
     return run
 
 
-def shipped(q: Question) -> list[int]:
-    """What search ships now: lines for a pasted conversation, else Rocchio feedback."""
-    signals = {"dense": dense_scores(q, 1.0), "keyword": q.conv.keyword(match_of(q))[:50]}
-    if len(line_vectors(q)) == 1:
-        seeds = fused(q, signals, k=5)
-        signals["dense"] = dense_scores(q, 1.0, q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0), 0.3)
-    return fused(q, signals)
+def speaker_boost(boost: float, who: str = "0.6") -> Lever:
+    """Turns by a speaker the query names get ``boost`` added to their fused score (on top of what ships)."""
+    def run(q: Question) -> list[int]:
+        c = q.conv
+        words = set(query_terms(q.text))
+        named = {s for s in set(c.speakers) if set(query_terms(s)) & words}
+        signals = {"dense": dense_scores(q, 1.0), "keyword": c.keyword(match_of(q), f"1.0, {who}, 0.6, 0.3")[:50]}
+        if len(line_vectors(q)) == 1:
+            seeds = fused(q, signals, k=5)
+            signals["dense"] = dense_scores(q, 1.0, c.vectors[[s - 1 for s in seeds]].mean(axis=0), 0.3)
+        ranked = fusion.fuse(signals, 200, depth=50, weights=weights_for(q), times=c.times)
+        score = {s: v + (boost if c.speakers[s - 1] in named else 0.0) for s, v, _ in ranked}
+        return sorted(score, key=lambda i: (-score[i], -i))[:10]
+    return run
 
 
 def levers() -> dict[str, Lever]:
-    out: dict[str, Lever] = {"base": base, "keyword": only("keyword"), "dense": only("dense"), "shipped": shipped}
-    for width in (1, 2, 3):
-        for weight in (0.1, 0.2):
-            out[f"segment w={width} weight={weight}"] = segment(width, weight)
-    for shares in ((0.3,), (0.3, 0.15), (0.3, 0.1, 0.05), (0.3, 0.2), (0.2, 0.1)):
-        out[f"window {shares}"] = neighbourhood(shares)
+    """Every lever docs/RETRIEVAL.md reports (third round), by name."""
+    out: dict[str, Lever] = {"base": base, "shipped": shipped, "keyword": only("keyword"), "dense": only("dense")}
+    for kind in ("mean", "max"):
+        for whole in (0.0, 0.5, 1.0, 2.0):
+            out[f"lines {kind} whole={whole}"] = multi_line(kind, whole)
     out["lines max whole=1 dense only"] = lambda q: [s for s, _ in dense_scores(q, 1.0)[:10]]
     for whole in (0.5, 1.0):
         for beta in (0.0, 0.3, 0.6):
             for top in (3, 5):
                 out[f"combined whole={whole} b={beta} top={top}"] = combined(whole, beta, top)
-    for kind in ("mean", "max"):
-        for whole in (0.0, 0.5, 1.0, 2.0):
-            out[f"lines {kind} whole={whole}"] = multi_line(kind, whole)
-    out["lines mean whole=1 + rocchio 0.3"] = multi_line("mean", 1.0, 0.3)
+    for beta in (0.3, 0.6, 1.0):
+        for top in (3, 5, 10):
+            out[f"rocchio b={beta} top={top}"] = rocchio(beta, top)
+        out[f"rocchio b={beta} top=5 beside w=0.3"] = rocchio(beta, 5, weight=0.3)
+        out[f"rocchio b={beta} top=5 dense-seeds"] = rocchio(beta, 5, source="dense")
+    for boost in (0.05, 0.1, 0.2, 0.3, 0.5, 1.0):
+        out[f"speaker boost={boost}"] = speaker_boost(boost)
     for who in ("0.2", "0.6", "1.0"):
         for at in ("0.3", "0.6", "1.0"):
             out[f"bm25 who={who} at={at}"] = bm25_weights(f"1.0, {who}, {at}, 0.3")
@@ -394,22 +286,18 @@ def levers() -> dict[str, Lever]:
         out[f"smooth lam={lam} replace"] = smoothed(lam, None)
         for w in (0.2, 0.35):
             out[f"smooth lam={lam} beside w={w}"] = smoothed(lam, w)
-    for beta in (0.3, 0.6, 1.0):
-        for top in (3, 5, 10):
-            out[f"rocchio b={beta} top={top}"] = rocchio(beta, top)
-        out[f"rocchio b={beta} top=5 beside w=0.3"] = rocchio(beta, 5, weight=0.3)
-        out[f"rocchio b={beta} top=5 dense-seeds"] = rocchio(beta, 5, source="dense")
     for n in (5, 10):
         for beta in (0.2, 0.4):
             out[f"rm3 n={n} top=5 b={beta}"] = rm3(n, 5, beta)
             out[f"rm3 n={n} top=5 b={beta} fused"] = rm3(n, 5, beta, source="fused")
     for p in (0.5, 1.0):
         out[f"confidence p={p}"] = confidence(p)
+    for shares in ((0.3, 0.15), (0.3, 0.2), (0.3, 0.1, 0.05), (0.2, 0.1)):
+        out[f"window {shares}"] = neighbourhood(shares)
+    for width in (1, 2, 3):
+        for weight in (0.1, 0.2):
+            out[f"segment w={width} weight={weight}"] = segment(width, weight)
     return out
-
-
-def evaluate(questions: Sequence[Question], lever: Lever) -> dict[str, float]:
-    return mean([score([q.conv.ids[s - 1] for s in lever(q)], q.evidence) for q in questions])
 
 
 def main() -> int:
@@ -419,7 +307,7 @@ def main() -> int:
     from ltm.llm.embeddings import resolve_embedding
 
     model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
-    _MODEL.append(model)
+    MODEL.append(model)
     chosen = levers()
     pattern = os.environ.get("LEVERS")
     if pattern:

@@ -38,6 +38,7 @@ from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHT
 from ltm.store.log import BM25_WEIGHTS, translate
 from ltm.store.query import query_terms
 from ltm.store.retrieval import MemoryHit, Mode, check_query
+from ltm.store.speakers import spoken_by_named
 from ltm.store.storage import MemoryStorage
 from ltm.store.validation import check_k
 
@@ -169,8 +170,10 @@ def _fused(candidates: list[tuple[MemoryHit, MemoryStorage]], keyword: dict[int,
     near = [i for i, (hit, _) in enumerate(candidates)
             if i not in exact and normalised_text(hit.message.content) == target]
     weights = LONG_QUERY_WEIGHTS if len(query_terms(query)) > LONG_QUERY_TERMS else WEIGHTS
+    names = {i: tuple(str(v) for v in (hit.message.metadata.get("speaker"), hit.message.sent_from, hit.message.role)
+                      if v) for i, (hit, _) in enumerate(candidates)}
     ranked = fuse({n: h for n, h in signals.items() if h}, k, depth=len(candidates) + 1, weights=weights,
-                  neighbours=0.0, exact=exact, near_exact=near)
+                  neighbours=0.0, exact=exact, near_exact=near, named=spoken_by_named(query, names))
     out = []
     for i, score, _ in ranked:
         hit, store = candidates[i]

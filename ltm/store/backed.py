@@ -19,8 +19,8 @@ Scores in :class:`MemoryHit` (higher is better in every mode):
   within one query;
 - ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
   [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
-  query verbatim (or up to case, spacing and punctuation) come first whatever their score. On PostgreSQL hybrid
-  is reciprocal rank fusion in SQL (the sum over signals of ``1 / (60 + rank)``), verbatim copies first too.
+  query verbatim (or up to case, spacing and punctuation) come first whatever their score. PostgreSQL fetches
+  each signal's candidates in SQL and fuses them with the same code (:mod:`ltm.store.pg.ranking`).
 """
 
 from __future__ import annotations

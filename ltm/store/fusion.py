@@ -23,6 +23,9 @@ query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion'
 (:func:`feedback_vector`), and fused again: what the best hits share (the topic of the conversation the question
 is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
 
+A question that names a person who spoke (a word of a candidate's speaker, ``sent_from`` or role) adds
+``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.speakers`; REALTALK 0.572 -> 0.610).
+
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
 """
@@ -45,9 +48,10 @@ DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (
 # LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
 # "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
 # naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
-WEIGHTS: Mapping[str, float] = {"dense": 0.4, "keyword": 0.6, "context": 0.35, "time": 0.0}
+# "speaker" is added to candidates spoken by someone the question names (ltm.store.speakers); none for a long query.
+WEIGHTS: Mapping[str, float] = {"dense": 0.4, "keyword": 0.6, "context": 0.35, "time": 0.0, "speaker": 0.5}
 LONG_QUERY_TERMS = 24
-LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3}
+LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3, "speaker": 0.0}
 # A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation
 # added in order): "I did, last week" gets some of the topic of the question it answers. Only from a neighbour
 # written within NEIGHBOUR_GAP seconds (the same sitting): separate notes added one after the other (MADial-Bench's
@@ -101,7 +105,8 @@ def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
 
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
          neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
-         times: Mapping[int, float] | None = None) -> list[tuple[int, float, tuple[str, ...]]]:
+         times: Mapping[int, float] | None = None,
+         named: Collection[int] = ()) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
@@ -109,7 +114,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
     candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
     the dense scale. ``times`` ({seq: created_at} of the candidates; None: unknown) limits the neighbours' share
-    to neighbours written within ``NEIGHBOUR_GAP`` of each other.
+    to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
+    query names: :mod:`ltm.store.speakers`) get ``weights["speaker"]`` added, after the neighbours' share.
     """
     timed = signals.get("time", ())
     signals = {name: hits for name, hits in signals.items() if name != "time"}
@@ -137,6 +143,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
             return score.get(other, 0.0)
 
         score = {s: v + neighbours * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
+    if named and weights.get("speaker", 0.0):
+        score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0

@@ -28,6 +28,7 @@ from ltm.store.fusion import (
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import keyword_plan, query_terms
+from ltm.store.speakers import message_speakers, spoken_by_named
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import message_times, newest_time, query_window
 
@@ -125,12 +126,14 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
             moved = feedback_vector(vector, np.stack(list(stored.values())))
             signals["dense"] = _search(log, content, moved, fetch, allowed)
             times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times)
+    named = spoken_by_named(query.text, message_speakers(log, sorted(times))) if weights["speaker"] else set()
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
     near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times)
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
+                      named=named)
     return ranked[:k], bodies
 
 

@@ -245,3 +245,21 @@ def test_feedback_brings_what_the_best_hits_share(settings: Settings) -> None:
         assert found.index("thunder") < found.index(f"medal {chatter}")
         dense = [h.message.content for h in store.search("trophy", k=6, mode="dense")]  # the query alone: the medal
         assert dense.index("thunder") > dense.index(f"medal {chatter}")
+
+
+def test_a_question_naming_a_speaker_favours_what_they_said(settings: Settings) -> None:
+    """Issue 15 (REALTALK: 9 in 10 evidence turns of a question naming a speaker are theirs): Elise's turn says
+    more of the question's words, but the question asks about Kevin, so Kevin's own turn comes first. A word of a
+    longer name is enough ("Fahim" names "Fahim Khan"); a question naming nobody is ranked as before."""
+    filler = ["Good morning", "How was work", "The movie was long", "I walked the dog", "Traffic was bad",
+              "Let us call later", "The train was late", "My phone died"]
+    turns = [("elise" if i % 2 else "Kevin", text) for i, text in enumerate(filler)] + [
+        ("elise", "Kevin loves sushi, sushi is his favourite"), ("Kevin", "Sushi with family"),
+        ("Fahim Khan", "Sushi again tonight")]
+    with MemoryStorage("chat", settings=settings) as store:
+        store.add_batch([Message(content=text, role=who, sent_from=who, created_at=1000.0 + 86400 * i)
+                         for i, (who, text) in enumerate(turns)])
+        assert store.search("Where did Kevin eat sushi?", k=3)[0].message.content == "Sushi with family"
+        assert store.search("Where did Fahim eat sushi?", k=3)[0].message.sent_from == "Fahim Khan"
+        assert store.search("Where did they eat sushi?", k=3)[0].message.sent_from == "elise"
+        assert store.search("Where did Kevin eat sushi?", k=3, mode="keyword")[0].message.sent_from == "elise"

@@ -132,3 +132,16 @@ def test_the_query_is_embedded_once_for_all_namespaces(settings: Settings, mode:
     assert hits and counting.texts_embedded - before == 1
     for store in stores:
         store.close()
+
+
+def test_a_question_naming_a_speaker_favours_them_across_namespaces(tmp_path: Path) -> None:
+    """The fusion over several namespaces adds the named speaker's share as one namespace's search does."""
+    settings = Settings(storage_dir=tmp_path / "storage", embedding="hash")
+    filler = ["Good morning", "How was work", "The movie was long", "I walked the dog", "Traffic was bad"]
+    with MemoryStorage("elise", settings=settings) as elise, MemoryStorage("kevin", settings=settings) as kevin:
+        for store, who, said in ((elise, "elise", "Kevin loves sushi, sushi is his favourite"),
+                                 (kevin, "Kevin", "Sushi with family")):
+            store.add_batch([Message(content=text, role=who, sent_from=who) for text in [*filler, said]])
+        hits = search_many([elise, kevin], "Where did Kevin eat sushi?", k=2)
+        assert hits[0].message.content == "Sushi with family"
+        assert search_many([elise, kevin], "Where did they eat sushi?", k=2)[0].namespace == "elise"

@@ -11,6 +11,7 @@ from ltm.message import Message
 from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
 from ltm.store.query import query_terms
 from ltm.store.retrieval import MemoryHit
+from ltm.store.speakers import body_speakers, spoken_by_named
 
 __all__ = ["candidates", "fused", "weights_for"]
 
@@ -23,11 +24,14 @@ def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[An
     weights = weights_for(text)
     exact_seqs = [int(seq) for seq, _ in exact]
     times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}  # neighbours' gap
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times)
+    candidates_ = {seq for hits in signals.values() for seq, _ in hits}
+    named = spoken_by_named(text, {s: body_speakers(bodies[s]) for s in candidates_}) if weights["speaker"] else set()
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named)
     target = normalised_text(text)
     near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times)
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times,
+                      named=named)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 

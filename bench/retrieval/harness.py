@@ -1,0 +1,176 @@
+"""The store's own candidates for every public question, to measure search levers on (issue 15).
+
+Each conversation is stored once through the ordinary path (``add_batch``, cached vectors) under
+``bench/data/stores/`` (git-ignored); then, for every question, the store's own keyword index (FTS5, any column
+weights and query) and its stored vectors give the candidates, and :func:`ltm.store.fusion.fuse` ranks them, so
+:func:`base` reproduces ``MemoryStorage.search`` as it was at 34e683c and :func:`shipped` as it is now (both checked
+against ``python -m bench.retrieval``). The levers themselves are in :mod:`bench.retrieval.levers`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bench.retrieval.explore import embed, is_dev
+from bench.retrieval.metrics import mean, score
+from bench.retrieval.run import DATA_DIR, template
+from ltm.store import fusion
+from ltm.store.query import query_terms
+
+STORES = DATA_DIR / "stores"
+Cand = list[tuple[int, float]]
+
+
+@dataclass
+class Conversation:
+    """One stored conversation: its log, its vectors (row i = seq i + 1), times, turn ids."""
+
+    log: Any
+    ids: list[str]
+    vectors: np.ndarray
+    times: dict[int, float]
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # other vector sets, same rows
+    speakers: list[str] = field(default_factory=list)  # row i = seq i + 1
+    _kw: dict[tuple[str, str], Cand] = field(default_factory=dict)
+
+    def keyword(self, match: str | None, weights: str = "1.0, 0.6, 0.6, 0.3", limit: int = 100) -> Cand:
+        if match is None:
+            return []
+        key = (match, weights)
+        if key not in self._kw:
+            sql = f"SELECT rowid, -bm25(fts, {weights}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
+            self._kw[key] = [(int(s), float(v)) for s, v in self.log.db.execute(sql, [match, limit])]
+        return self._kw[key]
+
+    def dense(self, qv: np.ndarray, limit: int = 50, matrix: np.ndarray | None = None) -> Cand:
+        sims = (self.vectors if matrix is None else matrix) @ qv
+        order = np.argsort(-sims, kind="stable")[:limit]
+        return [(int(i) + 1, float(sims[i])) for i in order]
+
+
+@dataclass
+class Question:
+    conv: Conversation
+    text: str
+    vector: np.ndarray
+    evidence: list[str]
+    category: str
+    dev: bool
+
+
+def build(data: dict[str, Any], model: Any) -> list[Question]:
+    """Store every conversation of ``data`` (once: reused when already under STORES) and its questions."""
+    from ltm.config import Settings
+    from ltm.message import Message
+    from ltm.store import MemoryStorage
+    from ltm.store.log import MessageLog
+    from ltm.store.naming import namespace_dir
+
+    root = STORES / data["name"]
+    settings = Settings(storage_dir=root, embedding="local")
+    out: list[Question] = []
+    for conv in data["conversations"]:
+        turns, qs = conv["turns"], conv["questions"]
+        if not qs:
+            continue
+        path = namespace_dir(root, "bench", conv["id"]) / "memory.sqlite"
+        if not path.exists():
+            shutil.rmtree(path.parent, ignore_errors=True)
+            store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)
+            store.add_batch([Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
+                                     sent_from=t["speaker"], created_at=t["time"]) for t in turns])
+            store.close()
+        log = MessageLog(path, read_only=True)
+        seqs, vectors = log.vectors_after(0)
+        assert list(seqs) == list(range(1, len(turns) + 1)), "a fresh store numbers turns 1..n"
+        stored = embed(model, [t["text"] for t in turns])
+        prev = [template(turns[i - 1]["speaker"], turns[i - 1]["text"]) + "\n" if i else "" for i in range(len(turns))]
+        extra = {"spoken": embed(model, [template(t["speaker"], t["text"]) for t in turns]),
+                 "ctx": embed(model, [p + template(t["speaker"], t["text"]) for p, t in zip(prev, turns, strict=True)])}
+        assert np.allclose(stored, vectors, atol=2e-3), "stored vectors are the cached bare-text ones"
+        c = Conversation(log, [t["id"] for t in turns], vectors, {i + 1: t["time"] for i, t in enumerate(turns)}, extra,
+                         [t["speaker"] for t in turns])
+        qvecs = embed(model, [q["question"] for q in qs])
+        for q, qv in zip(qs, qvecs, strict=True):
+            dev = is_dev(data["name"], conv["id"], q["id"])
+            out.append(Question(c, q["question"], qv, q["evidence"], q["category"], dev))
+    return out
+
+
+def match_of(q: Question, terms: Sequence[str] | None = None, joiner: str = " OR ") -> str | None:
+    terms = query_terms(q.text) if terms is None else terms
+    return joiner.join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
+
+
+def weights_for(q: Question) -> Mapping[str, float]:
+    return fusion.LONG_QUERY_WEIGHTS if len(query_terms(q.text)) > fusion.LONG_QUERY_TERMS else fusion.WEIGHTS
+
+
+def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
+          k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE, named: Collection[int] = ()) -> list[int]:
+    times = q.conv.times
+    ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times,
+                         named=named)
+    return [s for s, _, _ in ranked]
+
+
+def base_signals(q: Question) -> dict[str, Cand]:
+    return {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q))[:50]}
+
+
+Lever = Callable[[Question], list[int]]
+
+
+def base(q: Question) -> list[int]:
+    return fused(q, base_signals(q))
+
+
+def only(name: str) -> Lever:
+    return lambda q: [s for s, _ in base_signals(q)[name][:10]]
+
+
+MODEL: list[Any] = []  # the embedding model, set by the command (line vectors are embedded on demand)
+
+
+def line_vectors(q: Question) -> np.ndarray:
+    lines = [ln for ln in q.text.split("\n") if ln.strip()]
+    return embed(MODEL[0], lines) if len(lines) > 1 else q.vector[None, :]
+
+
+def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0) -> Cand:
+    """max over the query's lines + whole x the whole query's cosine (single line: the cosine), plus beta x the
+    feedback centroid's dot product."""
+    v = q.conv.vectors
+    lines = line_vectors(q)
+    sims = v @ q.vector if len(lines) == 1 else (v @ lines.T).max(axis=1) + whole * (v @ q.vector)
+    if centroid is not None:
+        sims = sims + beta * (v @ centroid)
+    order = np.argsort(-sims, kind="stable")[:50]
+    return [(int(i) + 1, float(sims[i])) for i in order]
+
+
+def shipped(q: Question) -> list[int]:
+    """What search ships now: a pasted conversation's lines, else Rocchio feedback and the named speaker's boost."""
+    c = q.conv
+    signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(q))[:50]}
+    if len(line_vectors(q)) > 1:
+        return fused(q, signals)
+    seeds = fused(q, signals, k=fusion.FEEDBACK_SEEDS)
+    centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
+    signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)
+    return fused(q, signals, named=named_turns(q))
+
+
+def named_turns(q: Question) -> set[int]:
+    """Seqs of the turns by a speaker the question names (ltm.store.speakers' rule)."""
+    words = set(query_terms(q.text))
+    return {i + 1 for i, who in enumerate(q.conv.speakers) if set(query_terms(who)) & words}
+
+
+def evaluate(questions: Sequence[Question], lever: Lever) -> dict[str, float]:
+    return mean([score([q.conv.ids[s - 1] for s in lever(q)], q.evidence) for q in questions])
