@@ -33,11 +33,23 @@ def messages(texts: list[str], roles: list[str], causes: list[str], start: int =
     ]
 
 
-def open_store(storage_dir: Path, embedding: Any, settings_kind: str = "hash") -> Any:
+def open_store(storage_dir: Path, embedding: Any, settings_kind: str = "hash", behind: bool = False) -> Any:
     from ltm.store import MemoryStorage
 
-    settings = Settings(storage_dir=storage_dir, embedding=settings_kind)
+    settings = Settings(storage_dir=storage_dir, embedding=settings_kind, **({"write_behind": True} if behind else {}))
     return MemoryStorage(NAMESPACE, kind=KIND, settings=settings, embedding=embedding)
+
+
+def writes_behind() -> bool:
+    """True when this ltm has ``Settings.write_behind`` (the baseline's does not)."""
+    return "write_behind" in Settings.model_fields
+
+
+def settled(store: Any) -> float:
+    """Seconds until every added message has its vector (``count`` waits for write-behind's pending ones)."""
+    t0 = time.perf_counter()
+    store.count()
+    return time.perf_counter() - t0
 
 
 def hit_index(hit: Any) -> int:
@@ -162,6 +174,13 @@ def run_precomputed(n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a
         if (grouped := per_commit(store)) is not None:
             out["add_threads_per_commit"] = grouped
         store.close()
+        if writes_behind():  # the same two with write_behind, timed until the last vector is in
+            store = open_store(base / "one_behind", emb, behind=True)
+            out["add_one_behind_total_s"] = sum(add_one_at_a_time(store, msgs)) + settled(store)
+            store.close()
+            store = open_store(base / "threads_behind", emb, behind=True)
+            out["add_threads_behind_total_s"] = add_concurrently(store, msgs) + settled(store)
+            store.close()
 
     store = open_store(base / "batch", emb)
     total = add_batches(store, msgs)
@@ -240,10 +259,11 @@ def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str
 
     out: dict[str, float] = {}
 
-    def ingest(name: str, count: int, add: Any) -> None:
-        store = MemoryStorage(f"{NAMESPACE}-{name}", kind=KIND, settings=settings, embedding=emb)
+    def ingest(name: str, count: int, add: Any, behind: bool = False) -> None:
+        chosen = settings.model_copy(update={"write_behind": True}) if behind else settings
+        store = MemoryStorage(f"{NAMESPACE}-{name}", kind=KIND, settings=chosen, embedding=emb)
         model_before = timed.seconds if timed is not None else 0.0
-        total = add(store)
+        total = add(store) + (settled(store) if behind else 0.0)  # write-behind: until the last vector is in
         out[f"ltm_local_{name}texts_per_s"] = count / total
         if timed is not None:
             out[f"ltm_local_{name}outside_model_share"] = 1 - (timed.seconds - model_before) / total
@@ -257,6 +277,11 @@ def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str
     ingest("one_", singles, lambda store: sum(add_one_at_a_time(store, one)))
     more = messages(texts[:2 * singles], roles[:2 * singles], causes[:2 * singles], start=2 * n)
     ingest("threads_", 2 * singles, lambda store: add_concurrently(store, more))
+    if writes_behind():
+        again = messages(texts[:singles], roles[:singles], causes[:singles], start=3 * n)
+        ingest("one_behind_", singles, lambda store: sum(add_one_at_a_time(store, again)), behind=True)
+        most = messages(texts[:2 * singles], roles[:2 * singles], causes[:2 * singles], start=4 * n)
+        ingest("threads_behind_", 2 * singles, lambda store: add_concurrently(store, most), behind=True)
     if timed is not None:
         emb._session = timed.session
     return out

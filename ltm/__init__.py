@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "StoreMismatch": "ltm.errors",
     "UserRequirement": "ltm.message",
     "ValidationFailed": "ltm.errors",
+    "WriteBehindFailed": "ltm.errors",
     "any_to_str": "ltm.message",
     "any_to_str_set": "ltm.message",
     "register_instruct_content": "ltm.message",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff (_
     from ltm.errors import StoreCorrupted as StoreCorrupted
     from ltm.errors import StoreMismatch as StoreMismatch
     from ltm.errors import ValidationFailed as ValidationFailed
+    from ltm.errors import WriteBehindFailed as WriteBehindFailed
     from ltm.experience.memory import ExperienceMemory as ExperienceMemory
     from ltm.experience.records import Lesson as Lesson
     from ltm.experience.records import Policy as Policy

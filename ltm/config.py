@@ -120,6 +120,13 @@ class Settings(BaseModel):
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
+    write_behind: bool = Field(
+        False, description="Embedded store: add() returns once the message is on disk and its vector is computed "
+        "in batches by a background thread; every other call on the namespace waits for the pending vectors first, "
+        "a background failure is raised (WriteBehindFailed) by the next call, and the next open embeds what a crash "
+        "left (ltm/store/behind.py). One caller adding one message per call ingests faster; add() no longer "
+        "reports a model failure itself.",
+    )
     max_open_namespaces: int = Field(
         128, ge=0, description="Namespaces a process keeps open at once (about 3 files each); the least recently "
         "used idle ones are closed and reopen on their next call. 0: no bound (each open namespace keeps its files).",

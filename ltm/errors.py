@@ -12,6 +12,7 @@ are translated at the boundary with ``raise ... from exc`` so callers catch one 
      ├── StoreCorrupted       a store's files cannot be read back
      ├── BackendUnavailable   Redis, SQLite, an LLM or embedding server cannot be reached (after retries)
      ├── LLMError             a model refused the request or answered nonsense
+     ├── WriteBehindFailed    a write_behind add's embedding failed after add returned (the message is kept)
      ├── AuthRequired         the service needs a valid API key (HTTP 401)
      ├── Forbidden            the key may not do this: another namespace, or a write when read-only (403)
      └── Conflict             the request clashes with the stored state (409)
@@ -37,6 +38,7 @@ __all__ = [
     "StoreCorrupted",
     "StoreMismatch",
     "ValidationFailed",
+    "WriteBehindFailed",
 ]
 
 
@@ -78,6 +80,12 @@ class BackendUnavailable(LTMError):
 
 class LLMError(LTMError):
     """A model (LLM or embedding) refused the request, failed, or gave an answer that could not be used."""
+
+
+class WriteBehindFailed(LTMError):
+    """Embedding messages that ``add`` had already stored with ``Settings.write_behind`` failed (its cause is
+    the model's error). The messages stay stored and are embedded again by the next call that reads the
+    namespace."""
 
 
 class AuthRequired(LTMError):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ltm.config import Settings
+from ltm.store.behind import has_staged
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.opening import open_namespace, sweep_leftovers
@@ -85,6 +86,7 @@ class Engine:
         self.log: MessageLog | None = None
         self.mirror: IndexMirror | None = None
         self.parked = False  # closed by the pool: its handles still count it open
+        self.staged = False  # acknowledged messages wait for their vectors (ltm.store.behind): reads settle them
         self.handles: weakref.WeakSet[Any] = weakref.WeakSet()  # the attached handles
 
     def attach(self, handle: Any) -> None:
@@ -103,6 +105,7 @@ class Engine:
         """Open the files (creating the namespace when new); the vector indexes load on first need."""
         if self.log is None:
             self.log, self.mirror = open_namespace(self.dir, self.namespace, self.model, self.settings, lazy=True)
+            self.staged = not self.mirror.read_only and has_staged(self.log)  # a crash's, embedded by the next call
         self.parked = False
 
     def release(self) -> None:

@@ -187,7 +187,17 @@ class PooledNamespace(OffLoop):
             POOL.touch(engine, self.settings.max_open_namespaces)
 
     def _require(self) -> tuple[MessageLog, IndexMirror]:
-        """The open log and mirror (call under the lock), reopening a namespace the pool parked."""
+        """The open log and mirror (call under the lock), reopening a namespace the pool parked, once every
+        acknowledged message has its vector (write-behind adds, or a crash's: ltm.store.behind)."""
+        log, mirror = self._parts()
+        self._settle(log, mirror)
+        return log, mirror
+
+    def _settle(self, log: MessageLog, mirror: IndexMirror) -> None:
+        """Embed the staged messages (a store with write-behind implements it)."""
+
+    def _parts(self) -> tuple[MessageLog, IndexMirror]:
+        """:meth:`_require` without waiting for staged messages (the staging path itself, under the lock)."""
         engine = self._shared
         if engine is None or not self._attached or engine.log is None:
             if self.namespace is None:
@@ -211,5 +221,9 @@ class PooledNamespace(OffLoop):
         """Snapshot the index if it changed, and close the files (unless another handle on this namespace
         still uses them). A later use reopens."""
         with self._lock:
-            self._detach()
-            self._close_pool()
+            try:
+                if self._shared is not None and self._attached and self._shared.staged and self._shared.log:
+                    self._require()  # the pending vectors first: the files close complete
+            finally:
+                self._detach()
+                self._close_pool()

@@ -31,6 +31,7 @@ from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
+from ltm.store.behind import WriteBehind
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.engine import HandleLock
@@ -77,6 +78,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     (default ``settings.similarity_threshold``) is the cosine at which :meth:`search_similar` calls a stored
     message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
 
+    _behind: WriteBehind | None = None  # with Settings.write_behind (the embedded store only)
+
     def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
         """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
         on PostgreSQL + pgvector (a MemoryStorage too); otherwise this embedded one."""
@@ -97,6 +100,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     ) -> None:
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
+        self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.behind
         if namespace is not None:  # the engine (log + FAISS mirror) is shared with other handles on it
             self._open(namespace)
 
@@ -145,8 +149,14 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             return self.recent(self.settings.recover_recent)
 
     def add(self, message: Message) -> bool:
-        """Store one message durably (committed on return); False when its id is already stored."""
+        """Store one message durably (committed on return; its vector after it with write_behind, see
+        ltm.store.behind); False when its id is already stored."""
+        if self._behind is not None:
+            return self._behind.add(rowplan.prepare([message], self.settings.max_content_bytes, None).messages) == 1
         return self.add_batch([message]) == 1
+
+    def _settle(self, log: MessageLog, mirror: IndexMirror) -> None:
+        WriteBehind.settle_store(self, log, mirror)
 
     def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
@@ -197,6 +207,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     async def aadd(self, message: Message) -> bool:
         """Async twin of :meth:`add`."""
+        if self._behind is not None:
+            return bool(await self._off(self.add, message))
         return await self.aadd_batch([message]) == 1
 
     def _given_dim(self) -> int | None:

@@ -22,10 +22,11 @@ Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages
 
 
 def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence[str]], list[bytes]],
-                  items: Sequence[tuple[rowplan.Pending, np.ndarray]], history_limit: int) -> builtins.list[int]:
+                  items: Sequence[tuple[rowplan.Pending, np.ndarray]], history_limit: int,
+                  before: Callable[[Any], Any] | None = None) -> builtins.list[int]:
     """Insert every item's rows in ONE write transaction the mirror follows; how many rows of each item were
     new. An id that two items both carry goes to the first (the second's add finds it stored, as it would have
-    one transaction later). Under the store's lock."""
+    one transaction later). ``before(db)`` runs first in the same transaction. Under the store's lock."""
     owner: dict[str, int] = {}
     rows: list[Row] = []
     for i, (pending, vectors) in enumerate(items):
@@ -35,6 +36,8 @@ def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence
                 owner[row.id] = i
                 rows.append(row)
     with mirror.writing(log) as write:
+        if before is not None:
+            before(log.db)
         write.insert(log.insert(rows))
         trail.record(log.db, [(row.id, "ADD", None) for _, row in write.inserted], time.time(), history_limit)
     counts = [0] * len(items)

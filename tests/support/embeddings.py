@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import threading
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from ltm.llm.embeddings import HashEmbedding
 
@@ -77,6 +78,31 @@ class BrokenEmbedding(HashEmbedding):
         if self.fault == "zero":
             return [0.0] * len(vec)
         return vec[: len(vec) // 2]
+
+
+class GatedEmbedding(HashEmbedding):
+    """A hash embedding whose batch calls wait for :attr:`gate` (up to ``wait_s``: ``timed_out`` then says the
+    caller was held that long), and raise while :attr:`failing` is set: for write-behind tests."""
+
+    wait_s: float = 10.0
+    timed_out: bool = False
+    failing: bool = False
+    _gate: threading.Event = PrivateAttr(default_factory=threading.Event)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GatedEmbedding"
+
+    @property
+    def gate(self) -> threading.Event:
+        return self._gate
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        if not self._gate.wait(self.wait_s):
+            self.timed_out = True
+        if self.failing:
+            raise RuntimeError("the model server went away")
+        return [self._vector(t) for t in texts]
 
 
 class ConceptEmbedding(HashEmbedding):

@@ -1,0 +1,24 @@
+"""A process adding messages with write_behind while its model never answers, killed -9 by
+tests/store/test_write_behind.py: ``python -m tests.support.behind_worker DIR``. Each acknowledged add is
+reported as one ``ACK <id> <content>`` line written with ONE os.write (a kill cannot cut it in half)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ltm import MemoryStorage, Message, Settings
+from tests.support.embeddings import GatedEmbedding
+
+
+def main(storage_dir: str) -> None:
+    settings = Settings(storage_dir=storage_dir, embedding="hash", write_behind=True)
+    store = MemoryStorage("crash", settings=settings, embedding=GatedEmbedding(wait_s=3600.0))
+    for i in range(10_000):
+        content = f"note {i} about the parser of module {i % 13}"
+        store.add(Message(id=f"m{i}", content=content, role="user"))
+        os.write(1, f"ACK m{i} {content}\n".encode())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
