@@ -133,7 +133,8 @@ def read(path: Path, inline_max: int = INLINE_VERIFY_MAX) -> Loaded | None:
         large = payload_len > inline_max
         if not large and _crc(handle, [bulk]) != header["bulk_crc"]:
             return None
-        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC) if large else faiss.read_index(str(path))
+        mmap = getattr(faiss, "IO_FLAG_MMAP_IFC", None)  # faiss >= 1.8; 1.7 (MetaGPT's pin) reads it whole
+        index = faiss.read_index(str(path), mmap) if large and mmap is not None else faiss.read_index(str(path))
         loaded = Loaded(header, index, handle if large else None)
         keep = large
         if large:

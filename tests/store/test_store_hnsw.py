@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import PrivateAttr  # pydantic v1 models at MetaGPT's pins, v2 after
 
 from ltm.config import Settings
 from ltm.longterm import LongTermMemory

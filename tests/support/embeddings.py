@@ -105,14 +105,18 @@ class GatedEmbedding(HashEmbedding):
         return [self._vector(t) for t in texts]
 
 
+# a module constant, not a pydantic field: at MetaGPT's pins (llama-index-core 0.10, pydantic v1 models) a field
+# default read through the class is a FieldInfo
+CONCEPTS: dict[str, int] = {
+    "trophy": 1, "medal": 1, "prize": 1, "thunder": 2, "storm": 2, "rain": 2, "exam": 3, "homework": 3,
+    "quiz": 3, "guitar": 4, "piano": 4, "song": 4}
+
+
 class ConceptEmbedding(HashEmbedding):
     """Meaning without shared words: each word of ``CONCEPTS`` counts on its concept's axis (synonyms share one),
     any other word on axis 0 (small talk). So "medal" is close to "trophy" while keyword search sees no match."""
 
     dim: int = 8
-    CONCEPTS: dict[str, int] = Field(default_factory=lambda: {
-        "trophy": 1, "medal": 1, "prize": 1, "thunder": 2, "storm": 2, "rain": 2, "exam": 3, "homework": 3,
-        "quiz": 3, "guitar": 4, "piano": 4, "song": 4})
 
     @classmethod
     def class_name(cls) -> str:
@@ -121,6 +125,6 @@ class ConceptEmbedding(HashEmbedding):
     def _vector(self, text: str) -> list[float]:
         vec = [0.0] * self.dim
         for word in text.lower().replace(":", " ").replace(",", " ").replace(".", " ").split():
-            vec[self.CONCEPTS.get(word, 0)] += 1.0
+            vec[CONCEPTS.get(word, 0)] += 1.0
         norm = math.sqrt(sum(v * v for v in vec)) or 1.0
         return [v / norm for v in vec]
