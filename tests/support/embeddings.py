@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import threading
 
-from pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr  # pydantic v1 models at MetaGPT's pins, v2 after
 
 from ltm.llm.embeddings import HashEmbedding
 
