@@ -209,7 +209,7 @@ class MessageLog:
         blob = b"".join(r[1] for r in rows)
         return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
 
-    def _where_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+    def where_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
         """Rows of ``sql``, whose ``{marks}`` is an ``IN (...)`` list, over ``values`` in chunks below SQLite's
         host-parameter limit."""
         with translate(self.path):
@@ -219,28 +219,28 @@ class MessageLog:
 
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Stored embeddings by content key (the store's embedding cache)."""
-        rows = self._where_in("SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", keys)
+        rows = self.where_in("SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", keys)
         return {bytes(key): unpack(blob) for key, blob in rows}
 
     def seqs_by_key(self, keys: Sequence[bytes]) -> dict[bytes, list[int]]:
         """Seqs of the live messages whose content key is in ``keys`` (exact stored content), by key."""
         found: dict[bytes, list[int]] = {}
         sql = "SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC"
-        for key, seq in self._where_in(sql, keys):
+        for key, seq in self.where_in(sql, keys):
             found.setdefault(bytes(key), []).append(int(seq))
         return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        return {r[0] for r in self._where_in("SELECT id FROM messages WHERE id IN ({marks})", ids)}
+        return {r[0] for r in self.where_in("SELECT id FROM messages WHERE id IN ({marks})", ids)}
 
     def bodies(self, seqs: Sequence[int]) -> dict[int, str]:
         """Message JSON by seq (absent seqs were deleted meanwhile)."""
-        rows = self._where_in("SELECT seq, body FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
+        rows = self.where_in("SELECT seq, body FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
         return dict(rows)
 
     def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
         """Content vectors by seq as an unquantized index holds them (absent seqs were deleted meanwhile)."""
-        rows = self._where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
+        rows = self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
         return {int(seq): unpack(blob) for seq, blob in rows}
 
     def body_of(self, message_id: str) -> str | None:

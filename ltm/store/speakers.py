@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from ltm.store.log import MessageLog, translate
+from ltm.store.log import MessageLog
 from ltm.store.query import query_terms
 
 __all__ = ["body_speakers", "message_speakers", "spoken_by_named"]
@@ -36,14 +36,8 @@ def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]]) -> set[in
 
 def message_speakers(log: MessageLog, seqs: Sequence[int]) -> dict[int, tuple[str, ...]]:
     """{seq: (metadata speaker, sent_from, role)} of the live messages among ``seqs`` (the fusion's candidates)."""
-    found: dict[int, tuple[str, ...]] = {}
-    with translate(log.path):
-        for start in range(0, len(seqs), 500):  # below SQLite's host-parameter limit
-            part = list(seqs[start:start + 500])
-            sql = (f"SELECT seq, json_extract(metadata, '$.speaker'), sent_from, role FROM messages "
-                   f"WHERE seq IN ({','.join('?' * len(part))})")
-            found.update((int(seq), tuple(str(v) for v in names if v)) for seq, *names in log.db.execute(sql, part))
-    return found
+    sql = "SELECT seq, json_extract(metadata, '$.speaker'), sent_from, role FROM messages WHERE seq IN ({marks})"
+    return {int(seq): tuple(str(v) for v in names if v) for seq, *names in log.where_in(sql, list(seqs))}
 
 
 def body_speakers(body: str) -> tuple[str, ...]:
