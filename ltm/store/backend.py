@@ -16,6 +16,7 @@ Every backend passes the same contract suite (``tests/store``, parametrised over
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -143,6 +144,9 @@ class DocumentBackend(StoreBackend, Protocol):
 
     def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
         """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
 
 
 def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> StoreBackend:
