@@ -4,6 +4,7 @@
     python -m bench.backends --sizes 10000 --writers 1 2      # quicker
     python -m bench.backends --sizes 1000000 --writers --budget 1800   # 1M, each engine's load cut at 30 min
     python -m bench.backends --dsn postgresql://...           # an external server instead of pgserver
+    python -m bench.backends --sizes 1000000 --writers --load bulk     # 1M loaded inside bulk_load
 
 Content vectors are precomputed unit vectors passed to ``add_batch(vectors=...)`` (no model: this measures
 the engines), clustered so that nearest neighbours mean something; contents carry rare tokens so a keyword
@@ -13,13 +14,18 @@ hybrid "recall@10" are hit rates: the message a query was made from is in the to
 ``best_similarities`` of 100 new vectors (what find_news asks the store), with the share of the 100 whose
 best cosine equals the exact one (1e-4). ``--budget`` cuts an engine's batched load after that many
 seconds: the row then records how far it got and nothing else (a partial namespace is not that size). Writer scaling:
-1, 2, 4, 8 processes each adding messages one at a time (hash embedding) to ONE namespace. Prints a
-Markdown table and writes bench/results/backends-<sizes>.json. Timings are printed, never asserted.
+1, 2, 4, 8 processes each adding messages one at a time (hash embedding) to ONE namespace. ``--load``: the
+measured namespace is loaded with plain batches of 1,000 ("batched": on PostgreSQL each row's HNSW insert is in
+its batch), inside ``bulk_load`` ("bulk": PostgreSQL builds a new namespace's index once, at the end, timed in),
+or "both" (default): batched, then the same corpus bulk-loaded into a second namespace, timed and dropped
+(PostgreSQL only; the embedded engine's bulk_load is its batched path). Prints Markdown tables and writes
+bench/results/backends-<sizes>.json. Timings are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -56,24 +62,51 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
 
 
-def measure(label: str, settings: Settings, n: int, budget: float | None = None,
-            efs: tuple[int, ...] = ()) -> dict[str, Any]:
-    messages, vectors = corpus(n)
-    out: dict[str, Any] = {"engine": label, "n": n}
-    store = MemoryStorage(f"bench{n}", settings=settings, embedding=Precomputed())
+def load(store: MemoryStorage, label: str, messages: list[Message], vectors: np.ndarray, budget: float | None,
+         bulk: bool) -> dict[str, Any]:
+    """Add the corpus in batches of 1,000 (inside ``bulk_load`` when ``bulk``, the index build at its end timed
+    too); the load's figures, or how far it got when ``budget`` seconds ran out (``cut``)."""
+    n, out = len(messages), {}
     start = time.perf_counter()
-    for i in range(0, n, 1000):
-        store.add_batch(messages[i:i + 1000], vectors=vectors[i:i + 1000])
-        spent = time.perf_counter() - start
-        if budget is not None and spent > budget and i + 1000 < n:
-            out.update(loaded=i + 1000, load_s=spent, add_batched_per_s=(i + 1000) / spent, cut=True)
-            print(f"{label} {n}: load cut after {spent:.0f} s at {i + 1000} rows", file=sys.stderr, flush=True)
-            store.close()
-            return out
-        if (i // 1000) % 50 == 49:
-            print(f"{label} {n}: {i + 1000} rows in {spent:.0f} s", file=sys.stderr, flush=True)
+    with store.bulk_load() if bulk else contextlib.nullcontext():
+        for i in range(0, n, 1000):
+            store.add_batch(messages[i:i + 1000], vectors=vectors[i:i + 1000])
+            spent = time.perf_counter() - start
+            if budget is not None and spent > budget and i + 1000 < n:
+                print(f"{label} {n}: load cut after {spent:.0f} s at {i + 1000} rows", file=sys.stderr, flush=True)
+                return {"loaded": i + 1000, "load_s": spent, "per_s": (i + 1000) / spent, "cut": True}
+            if (i // 1000) % 50 == 49:
+                print(f"{label} {n}: {i + 1000} rows in {spent:.0f} s", file=sys.stderr, flush=True)
+        out["rows_s"] = time.perf_counter() - start  # the batches alone (bulk: before the index build)
     out["load_s"] = time.perf_counter() - start
-    out["add_batched_per_s"] = n / out["load_s"]
+    out["per_s"] = n / out["load_s"]
+    return out
+
+
+def measure(label: str, settings: Settings, n: int, budget: float | None = None,
+            efs: tuple[int, ...] = (), how: str = "batched") -> dict[str, Any]:
+    """One engine at ``n`` messages. ``how``: "batched" loads the measured namespace with plain batches (each
+    row's HNSW insert in its batch), "bulk" inside ``bulk_load`` (PostgreSQL builds a new namespace's index
+    after the load; the embedded engine writes as ever), "both": batched, then a bulk load of the same corpus
+    into a second namespace, timed and dropped (PostgreSQL only: on the embedded engine it is the same path)."""
+    messages, vectors = corpus(n)
+    out: dict[str, Any] = {"engine": label, "n": n, "load_mode": how}
+    store = MemoryStorage(f"bench{n}", settings=settings, embedding=Precomputed())
+    loaded = load(store, label, messages, vectors, budget, bulk=how == "bulk")
+    out.update(load_s=loaded["load_s"], add_batched_per_s=loaded["per_s"])
+    if loaded.get("cut"):
+        out.update(loaded=loaded["loaded"], cut=True)
+        store.close()
+        return out
+    if how == "bulk":
+        out["bulk_rows_s"] = loaded["rows_s"]
+    if how == "both" and settings.store_url:
+        other = MemoryStorage(f"bulk{n}", settings=settings, embedding=Precomputed())
+        bulk = load(other, label + " bulk", messages, vectors, budget, bulk=True)
+        out.update(bulk_per_s=bulk["per_s"], bulk_load_s=bulk["load_s"], bulk_rows_s=bulk.get("rows_s"),
+                   bulk_cut=bool(bulk.get("cut")))
+        other.clean()
+        other.close()
     singles, extra = [], corpus(200, seed=99)
     for m, v in zip(*extra, strict=True):
         m = Message(m.content + " single", id="s" + m.id, role="user")
@@ -194,6 +227,8 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="suffix of the results file name")
     parser.add_argument("--engines", nargs="*", default=["embedded", "postgres"], help="which engines to run")
     parser.add_argument("--efs", type=int, nargs="*", default=[], help="also dense p50 / recall@10 at these ef_search")
+    parser.add_argument("--load", choices=("batched", "bulk", "both"), default="both",
+                        help="how the measured namespace is loaded (see measure)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # kill: still stop the private server, drop the files
     tmp = Path(tempfile.mkdtemp(prefix="ltm-bench-backends-"))
@@ -210,7 +245,7 @@ def main() -> None:
     try:
         for n in args.sizes:
             for label, settings in engines.items():
-                row = measure(label, settings, n, args.budget, tuple(args.efs))
+                row = measure(label, settings, n, args.budget, tuple(args.efs), args.load)
                 results["sizes"].append(row)
                 print(json.dumps(row), flush=True)
         for procs in args.writers:
@@ -232,8 +267,25 @@ def main() -> None:
     print(table(results))
 
 
+def loads(results: dict[str, Any]) -> list[str]:
+    """The load table: batched (each row's HNSW insert in its batch) and bulk_load (index built at the end)."""
+    lines = ["| engine | n | load | rows/s (index build included) | batches s | total s |", "|---|---|---|---|---|---|"]
+    for r in results["sizes"]:
+        if r.get("cut"):
+            continue
+        kind = "bulk_load" if r.get("load_mode") == "bulk" else "batched"
+        rows_s = f"{r['bulk_rows_s']:.1f}" if kind == "bulk_load" else "–"
+        lines.append(f"| {r['engine']} | {r['n']:,} | {kind} | {r['add_batched_per_s']:,.0f} | {rows_s} | "
+                     f"{r['load_s']:.1f} |")
+        if "bulk_per_s" in r and not r.get("bulk_cut"):
+            lines.append(f"| {r['engine']} | {r['n']:,} | bulk_load | {r['bulk_per_s']:,.0f} | "
+                         f"{r['bulk_rows_s']:.1f} | {r['bulk_load_s']:.1f} |")
+    return [*lines, ""]
+
+
 def table(results: dict[str, Any]) -> str:
-    lines = ["| engine | n | add batched /s | add one p50 ms | dense p50/p95 ms | dense recall@10 | keyword p50/p95 ms "
+    lines = [*loads(results),
+             "| engine | n | add batched /s | add one p50 ms | dense p50/p95 ms | dense recall@10 | keyword p50/p95 ms "
              "| keyword hit@10 | hybrid p50/p95 ms | hybrid hit@10 | find_news(100) ms (exact share) | recover ms |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["sizes"]:

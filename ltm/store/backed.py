@@ -28,6 +28,7 @@ from __future__ import annotations
 import builtins
 import shutil
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,11 @@ class BackendStorage(MemoryStorage):
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
             return backend.write(rows, replace=replace, update=update, history_limit=self.settings.history_limit)
 
+    def _bulk(self) -> AbstractContextManager[None]:
+        """The server's bulk mode: a namespace without its HNSW index gets it when the load ends (PgBackend.bulk)."""
+        with self._lock:
+            return self._engine().bulk()
+
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
         """The adds of several callers (ltm.store.writes.add_groups): one server transaction each."""
         return [self._commit(pending, vectors, replace=False) for pending, vectors in items]
@@ -186,6 +192,10 @@ class BackendStorage(MemoryStorage):
     def _dim(self) -> int | None:
         with self._lock:
             return self._engine().dimension()
+
+    def _speaker_words(self, words: builtins.list[str]) -> set[str]:
+        with self._lock:
+            return self._engine().speaker_words(words)
 
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,

@@ -16,6 +16,7 @@ Every backend passes the same contract suite (``tests/store``, parametrised over
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -63,6 +64,10 @@ class StoreBackend(Protocol):
 
     def count(self) -> int:
         """Messages stored."""
+
+    def speaker_words(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) that are a word of a stored message's speaker, ``sent_from`` or role
+        (:mod:`ltm.store.speakers`: a question's names are taken out of its dense vector)."""
 
     def recent(self, n: int) -> list[str]:
         """The ``n`` newest bodies by insertion order, oldest first."""
@@ -139,6 +144,9 @@ class DocumentBackend(StoreBackend, Protocol):
 
     def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
         """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
 
 
 def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> StoreBackend:

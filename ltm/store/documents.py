@@ -15,6 +15,7 @@ old state or the new one, never neither, and never a history that disagrees with
 from __future__ import annotations
 
 import builtins
+import contextlib
 import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
@@ -328,11 +329,29 @@ class DocumentStore(OffLoop):
         with self._lock:
             self._load_trail(listed)
 
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """A load of many :meth:`add_batch` calls: ``with store.bulk_load(): ...``. Each batch is still one
+        transaction, visible to readers when it returns. On PostgreSQL, a namespace without its HNSW index yet
+        (new, or under 1,000 rows) gets the index once when the block ends instead of one graph insert per row
+        (readers meanwhile search it exactly); the embedded engine writes as ever."""
+        with self._bulk():
+            yield
+
+    def _bulk(self) -> contextlib.AbstractContextManager[None]:
+        """The engine's bulk mode (PostgreSQL's defers its index; the embedded engine has none)."""
+        return contextlib.nullcontext()
+
     def import_jsonl(self, source: str | Path | TextIO, *, batch: int = 1000) -> int:
         """Add the messages of a JSON Lines export (see :meth:`export_jsonl`); how many were new (ids already
-        stored are skipped). The whole file is checked before anything is written."""
+        stored are skipped). The whole file is checked before anything is written; then written in batches
+        under :meth:`bulk_load`."""
         with _opened(source, "r") as stream:
             items = list(transfer.read_lines(stream, self.model))
+        with self.bulk_load():
+            return self._import_items(items, batch)
+
+    def _import_items(self, items: builtins.list[tuple[Message, builtins.list[float] | None]], batch: int) -> int:
         added = 0
         for start in range(0, len(items), batch):
             part = items[start:start + batch]

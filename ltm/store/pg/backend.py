@@ -13,16 +13,22 @@ Dense search: exact below :data:`HNSW_ROWS` live rows (or ``Settings.hnsw_thresh
 namespace's own HNSW index (:func:`~ltm.store.pg.schema.ensure_hnsw`), built by the write that crosses the
 line. The line is far lower than the embedded engine's: FAISS's flat scan costs nanoseconds per vector,
 the server's exact scan 1-2 microseconds (measured: bench/backends.py, BENCHMARKS.md).
+
+Bulk loads (:meth:`PgBackend.bulk`): a namespace that has no HNSW index yet gets it once, after the load, instead
+of one graph insert per row (the insert is ~90% of a batch's server time at 100k rows: BENCHMARKS.md); each
+batch is still one transaction, and readers meanwhile search the namespace exactly.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
 
 import numpy as np
+import psycopg
 
 from ltm.config import Settings
 from ltm.errors import NotFound, StoreMismatch
@@ -36,7 +42,7 @@ from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
-from ltm.store.pg.schema import LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
+from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
@@ -73,6 +79,7 @@ class PgBackend(PgDocuments):
         self._dim: int | None = None if dim is None else int(dim)
         self.hnsw_rows = min(settings.hnsw_threshold, HNSW_ROWS)
         self._indexed = False  # the namespace's HNSW index is known to be valid (it is only dropped with it)
+        self._deferred = False  # inside bulk(): this process builds the index when the load ends, not before
         if self._dim is not None and not self._index_valid() and self.live() >= self.hnsw_rows:
             self._build_index()  # a namespace written before schema 2 (one index per dimension then)
 
@@ -151,9 +158,53 @@ class PgBackend(PgDocuments):
             events: list[Event] = ([(r.id, "UPDATE" if r.id in old else "ADD", old.get(r.id)) for r in rows]
                                    if replace else [(i, "ADD", None) for i in inserted])
             record(conn, self.ns, events, history_limit)
-        if not self._indexed and live is not None and int(live[0]) >= self.hnsw_rows:
+        if not self._indexed and not self._deferred and live is not None and int(live[0]) >= self.hnsw_rows:
             self._build_index()  # after the commit: CONCURRENTLY cannot run inside a transaction
         return len(old) if replace else len(inserted)
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """A load of many batches: when the namespace has no HNSW index yet (fewer than :attr:`hnsw_rows` rows,
+        or a build was cut off), the batches written inside go in without graph inserts and the index is built
+        once when the block ends (``CREATE INDEX CONCURRENTLY``, the whole graph in memory, parallel workers),
+        also when it ends by an error (the batches committed before it are stored). A namespace that has its
+        index keeps it, maintained row by row as ever.
+
+        Each batch is still one transaction, visible to every reader when it commits; readers meanwhile search
+        the namespace exactly (every row, slower), as they search any namespace without its index. A
+        session advisory lock on a connection of its own, the lock every build takes, keeps writers in
+        other processes from building the index meanwhile; killed, the connection ends and the next write or
+        open builds it. Cut short by KeyboardInterrupt or the like: no build here, the next write or open's."""
+        if self._deferred or self._index_valid():
+            yield
+            return
+        with translate(self.url):
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        try:
+            with translate(self.url):
+                found = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (BUILD_LOCK_CLASS, self.ns)).fetchone()
+            held = bool(found and found[0])  # another process building it: that build goes on, rows join it
+            self._deferred = held and not self._index_valid()
+            try:
+                yield
+            except Exception:
+                with suppress(Exception):  # the load's own error is the one to raise; a failed build here is
+                    self._end_bulk(conn)    # retried by the next write or open
+                raise
+            self._end_bulk(conn)
+        finally:
+            self._deferred = False
+            conn.close()  # ends the session: its advisory lock goes with it
+
+    def _end_bulk(self, conn: Any) -> None:
+        """Build the index a bulk load deferred (``conn`` holds the build lock: ensure_hnsw takes it again)."""
+        if not self._deferred:
+            return
+        self._deferred = False
+        dim = self.dimension()
+        if dim is not None and self.live() >= self.hnsw_rows:
+            with translate(self.url):
+                self._indexed = ensure_hnsw(conn, self.ns, dim)
 
     def delete(self, message_id: str, history_limit: int = 0) -> bool:
         """Delete one message (with its DELETE event); False when it was not stored."""
@@ -192,6 +243,20 @@ class PgBackend(PgDocuments):
     def live(self) -> int:
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
+
+    def speaker_words(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) that are a word of some row's speaker, ``sent_from`` or role, as the
+        embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
+        when), the row's own names confirm it."""
+        found: set[str] = set()
+        for word in dict.fromkeys(w for w in words if w.isalnum()):
+            rows = self._rows(
+                "SELECT 1 FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', %s) AND "
+                "to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> 'speaker', '')) "
+                "@@ to_tsquery('simple', %s) LIMIT 1", (self.ns, word + ":B", word))
+            if rows:
+                found.add(word)
+        return found
 
     def recent(self, n: int) -> list[str]:
         rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
