@@ -248,15 +248,14 @@ class PgBackend(PgDocuments):
         """The ``words`` (lower case) that are a word of some row's speaker, ``sent_from`` or role, as the
         embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
         when), the row's own names confirm it."""
-        found: set[str] = set()
-        for word in dict.fromkeys(w for w in words if w.isalnum()):
-            rows = self._rows(
-                "SELECT 1 FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', %s) AND "
-                "to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> 'speaker', '')) "
-                "@@ to_tsquery('simple', %s) LIMIT 1", (self.ns, word + ":B", word))
-            if rows:
-                found.add(word)
-        return found
+        asked = list(dict.fromkeys(w for w in words if w.isalnum()))
+        if not asked:
+            return set()
+        rows = self._rows(  # one round trip: each word an indexed EXISTS
+            "SELECT w FROM unnest(%s::text[]) AS w WHERE EXISTS (SELECT 1 FROM ltm_messages m WHERE m.ns = %s "
+            "AND m.fts @@ to_tsquery('english', w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from "
+            "|| ' ' || coalesce(m.metadata ->> 'speaker', '')) @@ to_tsquery('simple', w))", (asked, self.ns))
+        return {str(r[0]) for r in rows}
 
     def recent(self, n: int) -> list[str]:
         rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
