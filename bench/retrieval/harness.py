@@ -4,7 +4,8 @@ Each conversation is stored once through the ordinary path (``add_batch``, cache
 ``bench/data/stores/`` (git-ignored); then, for every question, the store's own keyword index (FTS5, any column
 weights and query) and its stored vectors give the candidates, and :func:`ltm.store.fusion.fuse` ranks them, so
 :func:`base` reproduces ``MemoryStorage.search`` as it was at 34e683c and :func:`shipped` as it is now (both checked
-against ``python -m bench.retrieval``). The levers themselves are in :mod:`bench.retrieval.levers`.
+against ``python -m bench.retrieval``; :func:`shipped` again after the fourth round's first-person questions).
+The levers themselves are in :mod:`bench.retrieval.levers`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR, template
 from ltm.store import fusion
 from ltm.store.query import query_terms
+from ltm.store.speakers import dense_query, name_words
 
 STORES = DATA_DIR / "stores"
 Cand = list[tuple[int, float]]
@@ -126,8 +128,11 @@ def base_signals(q: Question) -> dict[str, Cand]:
 Lever = Callable[[Question], list[int]]
 
 
+BASE_WEIGHTS = {**fusion.WEIGHTS, "dense": 0.4, "keyword": 0.6}  # a question's weights at 34e683c
+
+
 def base(q: Question) -> list[int]:
-    return fused(q, base_signals(q))
+    return fused(q, base_signals(q), None if len(line_vectors(q)) > 1 else BASE_WEIGHTS)
 
 
 def only(name: str) -> Lever:
@@ -142,7 +147,8 @@ def line_vectors(q: Question) -> np.ndarray:
     return embed(MODEL[0], lines) if len(lines) > 1 else q.vector[None, :]
 
 
-def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0) -> Cand:
+def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0,
+                 limit: int = 50) -> Cand:
     """max over the query's lines + whole x the whole query's cosine (single line: the cosine), plus beta x the
     feedback centroid's dot product."""
     v = q.conv.vectors
@@ -150,16 +156,26 @@ def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, 
     sims = v @ q.vector if len(lines) == 1 else (v @ lines.T).max(axis=1) + whole * (v @ q.vector)
     if centroid is not None:
         sims = sims + beta * (v @ centroid)
-    order = np.argsort(-sims, kind="stable")[:50]
+    order = np.argsort(-sims, kind="stable")[:limit]
     return [(int(i) + 1, float(sims[i])) for i in order]
 
 
+def spoken(q: Question) -> Question:
+    """``q`` with the vector search computes: its speaker names in the first person (:mod:`ltm.store.speakers`)."""
+    names = name_words(set(q.conv.speakers))
+    text = dense_query(q.text, lambda words: names & set(words))
+    if text == q.text:
+        return q
+    return Question(q.conv, q.text, embed(MODEL[0], [text])[0], q.evidence, q.category, q.dev)
+
+
 def shipped(q: Question) -> list[int]:
-    """What search ships now: a pasted conversation's lines, else Rocchio feedback and the named speaker's boost."""
-    c = q.conv
-    signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(q))[:50]}
+    """What search ships now: a pasted conversation's lines, else the question's names in the first person,
+    Rocchio feedback and the named speaker's boost."""
+    c, q = q.conv, spoken(q)
     if len(line_vectors(q)) > 1:
-        return fused(q, signals)
+        return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(q))[:50]})
+    signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(q))[:50]}
     seeds = fused(q, signals, k=fusion.FEEDBACK_SEEDS)
     centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
     signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)

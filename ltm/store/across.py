@@ -38,7 +38,7 @@ from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHT
 from ltm.store.log import BM25_WEIGHTS, translate
 from ltm.store.query import query_terms
 from ltm.store.retrieval import MemoryHit, Mode, check_query
-from ltm.store.speakers import spoken_by_named
+from ltm.store.speakers import dense_query, spoken_by_named
 from ltm.store.storage import MemoryStorage
 from ltm.store.validation import check_k
 
@@ -111,6 +111,11 @@ def _handles(stores: Iterable[MemoryStorage | str], settings: Settings | None,
     return handles, opened
 
 
+def _dense_text(handles: list[MemoryStorage], query: str) -> str:
+    """The query's dense text (:func:`ltm.store.speakers.dense_query`) with the names of every namespace searched."""
+    return dense_query(query, lambda words: set().union(*(h._speaker_words(words) for h in handles)))
+
+
 def _labelled(hit: MemoryHit, store: MemoryStorage, score: float | None = None,
               explain: dict[str, float] | None = None) -> NamespaceHit:
     return NamespaceHit(hit.message, hit.score if score is None else score, hit.signals, explain,
@@ -119,7 +124,7 @@ def _labelled(hit: MemoryHit, store: MemoryStorage, score: float | None = None,
 
 def _by_own_score(handles: list[MemoryStorage], query: str, k: int, mode: Mode,
                   filters: Mapping[str, Any] | None, explain: bool) -> list[NamespaceHit]:
-    vector = handles[0]._embed([query], QUERY)[0] if mode != "keyword" else None  # once, not per namespace
+    vector = handles[0]._embed([_dense_text(handles, query)], QUERY)[0] if mode != "keyword" else None  # once
     found = [(hit, order, rank, store) for order, store in enumerate(handles)
              for rank, hit in enumerate(store.search(query, k, mode=mode, filters=filters, explain=explain,
                                                      vector=vector))]
@@ -130,7 +135,8 @@ def _by_own_score(handles: list[MemoryStorage], query: str, k: int, mode: Mode,
 def _embedded(handles: list[MemoryStorage], query: str, k: int, mode: Mode,
               filters: Mapping[str, Any] | None, explain: bool) -> list[NamespaceHit]:
     with_vectors = [h for h in handles if h._dim() is not None]
-    vector = with_vectors[0]._embed([query], QUERY) if mode != "keyword" and with_vectors else None
+    vector = (with_vectors[0]._embed([_dense_text(with_vectors, query)], QUERY)
+              if mode != "keyword" and with_vectors else None)
     if mode == "dense":
         found: list[tuple[MemoryHit, int, int, MemoryStorage]] = []
         for order, store in enumerate(with_vectors):

@@ -193,6 +193,10 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().dimension()
 
+    def _speaker_words(self, words: builtins.list[str]) -> set[str]:
+        with self._lock:
+            return self._engine().speaker_words(words)
+
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,

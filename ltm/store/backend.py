@@ -65,6 +65,10 @@ class StoreBackend(Protocol):
     def count(self) -> int:
         """Messages stored."""
 
+    def speaker_words(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) that are a word of a stored message's speaker, ``sent_from`` or role
+        (:mod:`ltm.store.speakers`: a question's names are taken out of its dense vector)."""
+
     def recent(self, n: int) -> list[str]:
         """The ``n`` newest bodies by insertion order, oldest first."""
 

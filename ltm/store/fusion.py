@@ -24,7 +24,9 @@ query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion'
 is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
 
 A question that names a person who spoke (a word of a candidate's speaker, ``sent_from`` or role) adds
-``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.speakers`; REALTALK 0.572 -> 0.610).
+``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.speakers`; REALTALK 0.572 -> 0.610), and its
+dense vector is computed with those names in the first person ("What are my hobbies?": stored turns are embedded
+without their speaker; :func:`ltm.store.speakers.first_person`).
 
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
@@ -43,13 +45,18 @@ __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUE
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
-# grid). A question leans on words (0.6: names, places, dates; the keyword index knows who spoke and when);
-# a long query (a pasted conversation, past
+# grid). A question weighs words (names, places, dates; the keyword index knows who spoke and when) and meaning
+# alike (0.6 / 0.4 until the fourth round, below); a long query (a pasted conversation, past
 # LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
 # "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
 # naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
 # "speaker" is added to candidates spoken by someone the question names (ltm.store.speakers); none for a long query.
-WEIGHTS: Mapping[str, float] = {"dense": 0.4, "keyword": 0.6, "context": 0.35, "time": 0.0, "speaker": 0.5}
+# Fourth round (docs/RETRIEVAL.md): once a question's speaker names are put in the first person before it is
+# embedded (ltm.store.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an equal
+# share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
+# speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the
+# whole set's test half (0.608 -> 0.602).
+WEIGHTS: Mapping[str, float] = {"dense": 0.5, "keyword": 0.5, "context": 0.35, "time": 0.0, "speaker": 0.3}
 LONG_QUERY_TERMS = 24
 LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3, "speaker": 0.0}
 # A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation

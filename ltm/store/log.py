@@ -307,6 +307,17 @@ class MessageLog:
                 self._df.update(zip(part, (int(c) for c in found.fetchone()), strict=True))
         return {t: self._df[t] for t in terms}
 
+    def speaker_words(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) that are a word of some live message's speaker, ``sent_from`` or role: what
+        the keyword index's *who* column holds (one indexed lookup each; :mod:`ltm.store.speakers`)."""
+        found: set[str] = set()
+        with translate(self.path):
+            for word in dict.fromkeys(words):
+                match = 'who : "' + word.replace('"', '""') + '"'
+                if self.db.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", [match]).fetchone():
+                    found.add(word)
+        return found
+
     def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
         """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0).
 

@@ -27,8 +27,8 @@ from ltm.message import Message
 from ltm.store.filters import Filter, compile_sql, parse
 from ltm.store.fusion import LONG_QUERY_TERMS
 
-__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "checked_filters", "compile_filters", "keyword_columns", "keyword_plan",
-           "keyword_terms", "query_lines", "query_terms"]
+__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "checked_filters", "compile_filters", "keyword_columns",
+           "keyword_plan", "keyword_terms", "query_lines", "query_terms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -37,7 +37,7 @@ _STOPWORD_TEXT = (
     "of on or our she so than that the their them then there these they this to us was we were what when where "
     "which who whom why will with you your"
 )
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
+STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
 
 
 def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list[Any]]:
@@ -74,7 +74,7 @@ KEYWORD_BUDGET = 4000
 def query_terms(query: str) -> list[str]:
     """The query's distinct lower-cased words (stopwords dropped unless nothing else is left), at most 64."""
     words = [w.lower() for w in _WORD.findall(query)]
-    kept = [w for w in words if w not in _STOPWORDS] or words
+    kept = [w for w in words if w not in STOPWORDS] or words
     return list(dict.fromkeys(kept))[:64]
 
 

@@ -53,6 +53,7 @@ from ltm.store.retrieval import (
     retrieve,
     similar,
 )
+from ltm.store.speakers import dense_query
 from ltm.store.validation import check_id, check_k, text_of
 from ltm.store.writes import add_groups, insert_groups, replace_rows
 
@@ -279,10 +280,20 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         """
         query_vector = given_query_vector(query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and self._dim() is not None:
-            query_vector = self._embed([query], QUERY)
+            query_vector = self._embed([self._dense_text(query)], QUERY)
         lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
         return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain,
                             self._embed(lines, QUERY) if lines else None)
+
+    def _dense_text(self, query: str) -> str:
+        """What a question's vector is computed from: the names of people who spoke in this namespace in the first
+        person (:func:`ltm.store.speakers.dense_query`)."""
+        return dense_query(query, self._speaker_words)
+
+    def _speaker_words(self, words: builtins.list[str]) -> set[str]:
+        """Which of ``words`` are a word of a stored message's speaker, ``sent_from`` or role."""
+        with self._lock:
+            return self._require()[0].speaker_words(words)
 
     async def asearch(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
@@ -291,7 +302,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         """Async twin of :meth:`search` (blocking work off the event loop)."""
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
-            query_vector = await self._aembed([query], QUERY)
+            query_vector = await self._aembed([await self._off(self._dense_text, query)], QUERY)
         lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
         return await self._off(self._search, query, query_vector, check_k(k), mode, filters,

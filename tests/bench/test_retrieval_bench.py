@@ -78,3 +78,15 @@ def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
     run.write_section(doc, "one")
     run.write_section(doc, "two")
     assert doc.read_text("utf-8") == f"# B\n\nbefore\n\n{run.START}\ntwo\n{run.END}\n"
+
+
+def test_a_question_is_swapped_to_the_other_speaker() -> None:
+    from bench.retrieval.swapped import swap
+
+    chat = ["Fahim Khan", "Muhhamed", "Fahim Khan"]
+    assert swap("When did Fahim Khan go for a run?", chat) == "When did Muhhamed go for a run?"
+    assert swap("What are Fahim's hobbies?", chat) == "What are Muhhamed's hobbies?"
+    assert swap("Why did Muhammad quit?", chat) == "Why did Fahim quit?"  # REALTALK's other spelling
+    assert swap("What games do Fahim and Muhammad play?", chat) is None  # both named
+    assert swap("What games are popular?", chat) is None  # nobody named
+    assert swap("When did Kevin run?", ["Kevin", "Emi", "Paola"]) is None  # not a two-person chat

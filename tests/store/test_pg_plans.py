@@ -135,3 +135,30 @@ def test_a_namespace_written_before_schema_3_gets_its_own_index_on_open(pg_url: 
     assert names == {hnsw_index(found[0])}  # the per-dimension index dropped, the namespace's built
     best = store.best_similarities(vectors[:5])
     np.testing.assert_allclose(best, 1.0, atol=1e-3)  # stored as given (float32 text), found again
+
+
+def test_speaker_names_are_looked_up_in_the_keyword_index(pg_url: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question's capitalised words are checked against the namespace's speakers (ltm.store.speakers) through
+    the GIN index, one round trip for all of them, never a scan of the namespace."""
+    store = MemoryStorage("names", settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=pg_url))
+    store.add_batch([Message(f"turn {i} about the weather", role="Fahim Khan" if i % 2 else "Akib",
+                             sent_from="Fahim Khan" if i % 2 else "Akib", created_at=1.7e9 + i, id=f"t{i}")
+                     for i in range(3000)])
+    seen: list[tuple[str, Any]] = []
+    original = PgBackend._rows
+
+    def spy(self: PgBackend, sql: str, params: Any) -> list[Any]:
+        seen.append((sql, params))
+        return original(self, sql, params)
+
+    monkeypatch.setattr(PgBackend, "_rows", spy)
+    assert store._speaker_words(["fahim", "akib", "weather", "monday"]) == {"fahim", "akib"}
+    asked = [(sql, params) for sql, params in seen if "unnest" in sql]
+    assert len(asked) == 1
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("ANALYZE ltm_messages")
+    plan = _plan(pg_url, *asked[0])
+    assert "ltm_messages_fts" in plan and "Seq Scan on ltm_messages" not in plan, plan
+    store.close()
+    close_pools()

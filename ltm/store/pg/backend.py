@@ -244,6 +244,19 @@ class PgBackend(PgDocuments):
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
 
+    def speaker_words(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) that are a word of some row's speaker, ``sent_from`` or role, as the
+        embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
+        when), the row's own names confirm it."""
+        asked = list(dict.fromkeys(w for w in words if w.isalnum()))
+        if not asked:
+            return set()
+        rows = self._rows(  # one round trip: each word an indexed EXISTS
+            "SELECT w FROM unnest(%s::text[]) AS w WHERE EXISTS (SELECT 1 FROM ltm_messages m WHERE m.ns = %s "
+            "AND m.fts @@ to_tsquery('english', w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from "
+            "|| ' ' || coalesce(m.metadata ->> 'speaker', '')) @@ to_tsquery('simple', w))", (asked, self.ns))
+        return {str(r[0]) for r in rows}
+
     def recent(self, n: int) -> list[str]:
         rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
         return [str(r[0]) for r in reversed(rows)]

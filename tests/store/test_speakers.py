@@ -1,0 +1,103 @@
+"""A question's speaker names in the first person before it is embedded (issue 15, fourth round).
+
+Stored turns are embedded as their bare text ("I went for a run"), never with who said them, so the dense side of
+"When did Fahim go for a run?" is computed from "When did I go for a run?" (REALTALK dense recall@10 0.409 ->
+0.531; docs/RETRIEVAL.md). Which words are names is asked of the namespace itself: the keyword index's *who*
+column on the embedded engine, the rows' own names on PostgreSQL."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltm import MemoryStorage, Message, Settings
+from ltm.store.speakers import capitalised_words, dense_query, first_person, name_words
+
+NAMES = name_words(["Fahim Khan", "elise", "Kevin", "user"])
+
+
+@pytest.mark.parametrize(("query", "dense"), [
+    ("When did Fahim go for a morning run after the rain?", "When did I go for a morning run after the rain?"),
+    ("When did Fahim Khan go for a run?", "When did I go for a run?"),
+    ("What are Fahim's hobbies?", "What are my hobbies?"),
+    ("What are Fahim\u2019s hobbies?", "What are my hobbies?"),
+    ("What games do Kevin and Elise play together?", "What games do we play together?"),
+    ("Do Kevin and Elise's parents meet?", "Do I and my parents meet?"),
+    ("What did Kevin tell Elise about sushi?", "What did I tell I about sushi?"),
+])
+def test_names_become_the_first_person(query: str, dense: str) -> None:
+    assert first_person(query, NAMES) == dense
+
+
+@pytest.mark.parametrize("query", [
+    "what did the user ask about the deadline?",  # a lower-case word is a role, not a name
+    "When did Alice go for a run?",  # not a speaker of this namespace
+    "Fahim?",  # nothing left to search by
+    "Kevin and Elise",
+    "Kevin: " + " ".join(f"word{i}" for i in range(30)) + "\nElise: yes",  # a pasted conversation
+])
+def test_left_alone(query: str) -> None:
+    assert first_person(query, NAMES) == query
+
+
+def test_name_words_drop_stopwords_and_single_letters() -> None:
+    assert name_words(["Bob the Builder", "J R", "Ann"]) == {"bob", "builder", "ann"}
+
+
+def test_only_capitalised_words_are_looked_up() -> None:
+    assert capitalised_words("When did Fahim tell Elise about The Shining?") == ["fahim", "elise", "shining"]
+    assert capitalised_words("when did fahim run?") == []
+    asked: list[list[str]] = []
+
+    def lookup(words: list[str]) -> set[str]:
+        asked.append(words)
+        return set()
+
+    assert dense_query("what did they say?", lookup) == "what did they say?"
+    assert asked == []  # no capitalised word: the store is not asked
+
+
+def _chat(store: MemoryStorage) -> None:
+    store.add_batch([
+        Message(content="I went for a morning run after the rain", role="Fahim Khan", sent_from="Fahim Khan",
+                created_at=1000.0),
+        Message(content="Hey Fahim! How was your week?", role="elise", sent_from="elise", created_at=1060.0),
+        Message(content="Kevin said the Monday meeting moved", role="user", created_at=1120.0,
+                metadata={"speaker": "Kevin", "session": "Planning Monday"}),
+    ])
+
+
+def test_the_store_knows_who_spoke(settings: Settings) -> None:
+    with MemoryStorage("chat", settings=settings) as store:
+        _chat(store)
+        assert store._speaker_words(["fahim", "khan", "elise", "kevin", "user", "monday", "planning", "rain"]) == {
+            "fahim", "khan", "elise", "kevin", "user"}  # the session's words are when, not who
+        assert store._dense_text("When did Fahim go for a run?") == "When did I go for a run?"
+        assert store._dense_text("When did Kevin move the Monday meeting?") == "When did I move the Monday meeting?"
+        assert store._dense_text("What did the user say?") == "What did the user say?"
+        assert store._dense_text("When did Alice run?") == "When did Alice run?"
+
+
+def test_a_deleted_speaker_is_no_longer_a_name(settings: Settings) -> None:
+    with MemoryStorage("chat", settings=settings) as store:
+        _chat(store)
+        for hit in store.search("morning run", k=10, mode="keyword"):
+            if hit.message.sent_from == "Fahim Khan":
+                store.delete(hit.message.id)
+        assert store._speaker_words(["fahim", "elise"]) == {"elise"}
+
+
+def test_search_embeds_the_first_person_question(settings: Settings) -> None:
+    """The vector search compares is the rewritten question's: searching with it given explicitly gives the same
+    hits and scores as searching by the question."""
+    with MemoryStorage("chat", settings=settings) as store:
+        _chat(store)
+        question = "When did Fahim go for a run after the rain?"
+        rewritten = store.embed_texts(["When did I go for a run after the rain?"])
+        original = store.embed_texts([question])
+        assert not np.allclose(rewritten, original)
+        for mode in ("dense", "hybrid"):
+            hits = store.search(question, k=3, mode=mode)
+            given = store.search(question, k=3, mode=mode, vector=rewritten[0])
+            assert [(h.message.id, round(h.score, 5)) for h in hits] == [
+                (h.message.id, round(h.score, 5)) for h in given], mode
