@@ -7,7 +7,7 @@ on ``--threads`` OpenMP threads, caches the built index under ``--cache`` (build
 for each efSearch measures single-query p50/p95 latency on one thread, recall@10 against exact
 ``IndexFlatIP`` search, and top-1 recall of exact duplicates (stored vectors queried as themselves: what
 ``find_news`` needs), and ``recall10_rescored``: the graph's ``--rescore`` best rescored with the stored float16
-vectors, as ltm's dense search answers (ltm rescores 40 for a top-10 since session 13; 20 before). ``--first``
+vectors, as ltm's dense search answers (ltm rescores 20 for a top-10). ``--first``
 sizes the first add (ltm's rebuild at ``hnsw_threshold``: 200000), the later ones are ``--batch`` (ltm: 8192,
 its fresh segment's fold). ``build_ms_per_vec`` is the insertion cost (0 when the index came from the cache);
 ``bytes_per_vec`` the serialised size.
@@ -82,7 +82,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OpenMP threads while building")
     ap.add_argument("--ef", default="64,96,128,192,256,384,512")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--rescore", type=int, default=40, help="candidates rescored for recall10_rescored (ltm: 40)")
+    ap.add_argument("--rescore", type=int, default=20, help="candidates rescored for recall10_rescored (ltm: 20)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--cache", default="/tmp/ltm_hnsw_sweep")
     ap.add_argument("--no-cache", action="store_true", help="always build (and time) the index, keep no file")
