@@ -27,6 +27,7 @@ import faiss
 import numpy as np
 
 from bench.data import DIM, dataset, query_set, vectors
+from ltm.store.vectors import quantizer_ranges
 
 _faiss: Any = faiss  # its bundled stubs miss the HNSW search-parameter class (as in ltm/store/vectors.py)
 STORAGES = {"flat": "", "sq8": "QT_8bit", "sq8u": "QT_8bit_uniform", "fp16": "QT_fp16", "sq6": "QT_6bit"}
@@ -43,20 +44,20 @@ def new_index(m: int, efc: int, storage: str, train: np.ndarray) -> Any:
     else:
         qtype = getattr(faiss.ScalarQuantizer, STORAGES[storage])
         inner = _faiss.IndexHNSWSQ(DIM, qtype, m, faiss.METRIC_INNER_PRODUCT)
-        inner.train(train)
+        inner.train(quantizer_ranges(train) if storage == "sq8" else train)  # sq8: trained as ltm trains it
     inner.hnsw.efConstruction = efc
     return faiss.IndexIDMap2(inner)
 
 
 def build(vecs: np.ndarray, m: int, efc: int, storage: str, batch: int, threads: int,
-          path: Path | None) -> tuple[Any, float]:
+          path: Path | None, first: int = 0) -> tuple[Any, float]:
     if path is not None and path.exists():
         return faiss.read_index(str(path)), 0.0
-    index = new_index(m, efc, storage, vecs[:min(len(vecs), 200_000)])
+    index = new_index(m, efc, storage, vecs[:min(len(vecs), first or 200_000)])
     faiss.omp_set_num_threads(threads)
     t0 = time.perf_counter()
-    for start in range(0, len(vecs), batch):
-        stop = min(start + batch, len(vecs))
+    bounds = [0, *range(first or batch, len(vecs), batch), len(vecs)]
+    for start, stop in zip(bounds, bounds[1:], strict=False):
         index.add_with_ids(vecs[start:stop], np.arange(start, stop, dtype=np.int64) + 1)
         if stop % 100_000 == 0:
             print(f"  built {stop} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
@@ -73,6 +74,8 @@ def main() -> None:
     ap.add_argument("--efc", type=int, default=80)
     ap.add_argument("--storage", choices=sorted(STORAGES), default="flat")
     ap.add_argument("--batch", type=int, default=100_000, help="vectors per add call")
+    ap.add_argument("--first", type=int, default=0,
+                    help="the first add call's size (ltm's rebuild at hnsw_threshold: 200000); then --batch")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OpenMP threads while building")
     ap.add_argument("--ef", default="64,96,128,192,256,384,512")
     ap.add_argument("--queries", type=int, default=200)
@@ -99,12 +102,13 @@ def main() -> None:
         np.save(truth_path, truth)
     suffix = "" if args.storage == "flat" else f"_{args.storage}"
     path = None if args.no_cache else cache / f"hnsw_{args.n}_{args.seed}_m{args.m}_c{args.efc}{suffix}.faiss"
-    index, build_s = build(vecs, args.m, args.efc, args.storage, args.batch, args.threads, path)
+    index, build_s = build(vecs, args.m, args.efc, args.storage, args.batch, args.threads, path, args.first)
     size = len(faiss.serialize_index(index))
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(args.seed + 9)
     dup_ids = rng.integers(0, args.n, size=args.queries)
     dups = vecs[dup_ids]
+    stored = vecs.astype(np.float16).astype(np.float32)
     for ef in [int(e) for e in args.ef.split(",")]:
         params = _faiss.SearchParametersHNSW(efSearch=ef)
         times, found = [], []
@@ -113,6 +117,13 @@ def main() -> None:
             found.append(index.search(q[None, :], 10, params=params)[1][0])
             times.append(time.perf_counter() - t)
         hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
+        # what ltm answers: 2k candidates rescored with the stored float16 vectors (ltm.store.retrieval.dense)
+        wide = index.search(queries, 20, params=params)[1]
+        rescored = 0
+        for row, (cand, want) in enumerate(zip(wide, truth, strict=True)):
+            cand = cand[cand > 0]
+            exact = stored[cand - 1] @ queries[row]
+            rescored += len(set(cand[np.argsort(-exact)[:10]].tolist()) & set(want.tolist()))
         top1 = index.search(dups, 1, params=params)[1][:, 0]
         print(json.dumps({
             "n": args.n, "m": args.m, "efc": args.efc, "storage": args.storage, "ef": ef,
@@ -121,6 +132,7 @@ def main() -> None:
             "p50_ms": round(float(np.percentile(times, 50)) * 1e3, 3),
             "p95_ms": round(float(np.percentile(times, 95)) * 1e3, 3),
             "recall10": round(hits / (10 * len(queries)), 4),
+            "recall10_rescored": round(rescored / (10 * len(queries)), 4),
             "dup_top1": round(float(np.mean(top1 == dup_ids + 1)), 4),
             "load": os.getloadavg()[0],
         }), flush=True)

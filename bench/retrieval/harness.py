@@ -162,8 +162,9 @@ def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, 
 
 def spoken(q: Question) -> Question:
     """``q`` with the vector search computes: its speaker names in the first person (:mod:`ltm.store.speakers`)."""
-    names = name_words(set(q.conv.speakers))
-    text = dense_query(q.text, lambda words: names & set(words))
+    held = {s: name_words([s]) for s in set(q.conv.speakers)}
+    text = dense_query(q.text, lambda words: {w: {s for s, ws in held.items() if w in ws} for w in words
+                                              if any(w in ws for ws in held.values())})
     if text == q.text:
         return q
     return Question(q.conv, q.text, embed(MODEL[0], [text])[0], q.evidence, q.category, q.dev)

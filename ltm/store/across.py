@@ -113,7 +113,14 @@ def _handles(stores: Iterable[MemoryStorage | str], settings: Settings | None,
 
 def _dense_text(handles: list[MemoryStorage], query: str) -> str:
     """The query's dense text (:func:`ltm.store.speakers.dense_query`) with the names of every namespace searched."""
-    return dense_query(query, lambda words: set().union(*(h._speaker_words(words) for h in handles)))
+    def names(words: list[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for handle in handles:
+            for word, held in handle._speaker_names(words).items():
+                found.setdefault(word, set()).update(held)
+        return found
+
+    return dense_query(query, names)
 
 
 def _labelled(hit: MemoryHit, store: MemoryStorage, score: float | None = None,

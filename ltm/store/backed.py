@@ -193,9 +193,9 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().dimension()
 
-    def _speaker_words(self, words: builtins.list[str]) -> set[str]:
+    def _speaker_names(self, words: builtins.list[str]) -> dict[str, set[str]]:
         with self._lock:
-            return self._engine().speaker_words(words)
+            return self._engine().speaker_names(words)
 
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,

@@ -65,9 +65,10 @@ class StoreBackend(Protocol):
     def count(self) -> int:
         """Messages stored."""
 
-    def speaker_words(self, words: Sequence[str]) -> set[str]:
-        """The ``words`` (lower case) that are a word of a stored message's speaker, ``sent_from`` or role
-        (:mod:`ltm.store.speakers`: a question's names are taken out of its dense vector)."""
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
+        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.speakers`: a question's names
+        are put in the first person before it is embedded)."""
 
     def recent(self, n: int) -> list[str]:
         """The ``n`` newest bodies by insertion order, oldest first."""

@@ -84,8 +84,8 @@ class EmbeddedBackend:
     def count(self) -> int:
         return self.log.count()
 
-    def speaker_words(self, words: Sequence[str]) -> set[str]:
-        return self.log.speaker_words(words)
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        return self.log.speaker_names(words)
 
     def recent(self, n: int) -> list[str]:
         return self.log.recent(n)

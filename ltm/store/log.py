@@ -76,6 +76,7 @@ BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
            "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
+NAME_ROWS = 8  # messages read per word by speaker_names (their names, in the stored case)
 _DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
 
@@ -307,15 +308,18 @@ class MessageLog:
                 self._df.update(zip(part, (int(c) for c in found.fetchone()), strict=True))
         return {t: self._df[t] for t in terms}
 
-    def speaker_words(self, words: Sequence[str]) -> set[str]:
-        """The ``words`` (lower case) that are a word of some live message's speaker, ``sent_from`` or role: what
-        the keyword index's *who* column holds (one indexed lookup each; :mod:`ltm.store.speakers`)."""
-        found: set[str] = set()
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` live messages whose keyword
+        index's *who* column holds it} for each of ``words`` (lower case) some message's names hold (one indexed
+        lookup each; :mod:`ltm.store.speakers`)."""
+        found: dict[str, set[str]] = {}
+        sql = (f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
+               f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid")
         with translate(self.path):
             for word in dict.fromkeys(words):
-                match = 'who : "' + word.replace('"', '""') + '"'
-                if self.db.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", [match]).fetchone():
-                    found.add(word)
+                rows = self.db.execute(sql, ['who : "' + word.replace('"', '""') + '"']).fetchall()
+                if rows:
+                    found[word] = {str(v) for row in rows for v in row if v}
         return found
 
     def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:

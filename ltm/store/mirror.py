@@ -15,7 +15,8 @@ that may lag and is repaired from it, never the other way round. Everything that
   exactly what was written to the indexes; a write that fails leaves the mirror marked stale, so the next
   read replays from SQLite;
 - :meth:`IndexMirror.maintain` switches flat -> HNSW past ``hnsw_threshold``, rebuilds an HNSW graph whose
-  ghosts pass a fifth of it, and snapshots after enough changes.
+  ghosts pass a fifth of it, and snapshots after enough changes (to an HNSW graph: rows still in its fresh
+  segment do not count, and a graph that did not change is not rewritten on close; see ltm.store.vectors).
 
 Not thread-safe by itself: :class:`~ltm.store.storage.MemoryStorage` serialises calls with its lock.
 """
@@ -131,7 +132,7 @@ class IndexMirror:
         return StoreStats(
             namespace=namespace, path=str(self.dir), messages=messages, vectors=index.live if index else 0,
             index=index.kind if index else "none", context_vectors=context.live if context else 0,
-            ghosts=len(index.ghosts) if index else 0, last_seq=index.last_seq if index else 0, model=model,
+            ghosts=index.ghost_count if index else 0, last_seq=index.last_seq if index else 0, model=model,
             embedding_calls=embedding_calls,
         )
 
@@ -291,7 +292,11 @@ class IndexMirror:
         if grow or compact:
             with log.transaction(write=False):
                 self.rebuild(log)
-        if self.unsaved >= max(self.settings.snapshot_every, index.live // 10):
+            assert self.content is not None
+            index = self.content
+        # HNSW: only a changed graph is worth a snapshot (its fresh segment is replayed from SQLite on open)
+        changes = index.graph_changes if index.kind == "hnsw" else self.unsaved
+        if changes >= max(self.settings.snapshot_every, index.live // 10):
             self.save()
 
     def save(self) -> None:
@@ -299,13 +304,13 @@ class IndexMirror:
         and reset the unsaved count. Nothing on read-only media."""
         if self.content is not None and self.context is not None and not self.read_only:
             if self.log is not None:
-                tail = identity.tail(self.log, self.content.last_seq)
+                tail = identity.tail(self.log, self.content.snapshot_seq)
                 binding = {"log": identity.meta(self.log, "log_id"), "tail": tail}
                 self.content.binding = self.context.binding = binding
             for index, name in ((self.content, _CONTENT_FILE), (self.context, _CONTEXT_FILE)):
                 if index.kind == "flat":  # SQLite holds these very float16 vectors: read back from it on open
                     (self.dir / name).unlink(missing_ok=True)
-                else:
+                elif index.graph_changes or not (self.dir / name).exists():  # else the file holds this graph
                     index.save(self.dir / name)
             self.unsaved = 0
 

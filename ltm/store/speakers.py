@@ -25,7 +25,7 @@ from ltm.store.fusion import LONG_QUERY_TERMS
 from ltm.store.log import MessageLog
 from ltm.store.query import STOPWORDS, query_terms
 
-__all__ = ["body_speakers", "capitalised_words", "dense_query", "first_person", "message_speakers", "name_words",
+__all__ = ["body_speakers", "dense_query", "first_person", "message_speakers", "name_candidates", "name_words",
            "spoken_by_named"]
 
 _NAME = re.compile(r"\b(\w+)(?:'s|’s)?\b", re.UNICODE)
@@ -69,12 +69,12 @@ def name_words(names: Iterable[str]) -> frozenset[str]:
                      if len(w) > 1 and w not in STOPWORDS)
 
 
-def first_person(query: str, names: Collection[str]) -> str:
-    """The text a question's dense vector is computed from: each capitalised word of ``query`` that is a word of a
-    speaker's name (``names``: :func:`name_words`) becomes "I" ("Fahim's" becomes "my"); two named people together
-    become "we" / "our". A lower-case word is left alone ("what did the architect decide" keeps *architect*, a
-    role rather than a name), and so is a long query (a pasted conversation: see :func:`spoken_by_named`) and a
-    query that would be left with no other word. ``query`` itself when nothing changes."""
+def first_person(query: str, names: Collection[str], *, any_case: bool = False) -> str:
+    """The text a question's dense vector is computed from: each word of ``query`` that is one of ``names`` (lower
+    case: :func:`name_words`) becomes "I" ("Fahim's" becomes "my"); two named people together become "we" / "our".
+    Only a capitalised word counts unless ``any_case`` (a question typed all in lower case: see :func:`dense_query`).
+    A long query (a pasted conversation: see :func:`spoken_by_named`) is left alone, and so is a query that would be
+    left with no other word. ``query`` itself when nothing changes."""
     if not names or len(query_terms(query)) > LONG_QUERY_TERMS:
         return query
     changed = False
@@ -82,7 +82,7 @@ def first_person(query: str, names: Collection[str]) -> str:
     def person(match: re.Match[str]) -> str:
         nonlocal changed
         word = match.group(1)
-        if not word[:1].isupper() or word.lower() not in names:
+        if not (any_case or word[:1].isupper()) or word.lower() not in names:
             return match.group(0)
         changed = True
         return "my" if len(match.group(0)) > len(word) else "I"
@@ -96,20 +96,34 @@ def first_person(query: str, names: Collection[str]) -> str:
     return text if rest else query
 
 
-MAX_NAME_WORDS = 8  # capitalised words of a question looked up as names (one indexed lookup each)
+MAX_NAME_WORDS = 8  # words of a question looked up as names (one indexed lookup each)
 
 
-def capitalised_words(query: str) -> list[str]:
-    """The lower-cased capitalised words of a question that could be a speaker's name (not stopwords, not one
-    letter, at most :data:`MAX_NAME_WORDS`); none for a long query (a pasted conversation)."""
+def name_candidates(query: str) -> tuple[list[str], bool]:
+    """(the lower-cased words of a question that could be a speaker's name, whether it is typed all in lower case).
+
+    Normally its capitalised words ("What did the architect decide?" keeps *architect*: a lower-case word is a
+    role, not a name); in a question without a capital letter, every word. Stopwords, one-letter words and
+    words past :data:`MAX_NAME_WORDS` are not; none for a long query (a pasted conversation)."""
     if len(query_terms(query)) > LONG_QUERY_TERMS:
-        return []
-    words = (w for w in re.findall(r"\w+", query) if w[:1].isupper() and len(w) > 1 and w.isalnum())
-    return list(dict.fromkeys(w.lower() for w in words if w.lower() not in STOPWORDS))[:MAX_NAME_WORDS]
+        return [], False
+    lower = not any(ch.isupper() for ch in query)
+    words = (w for w in re.findall(r"\w+", query) if (lower or w[:1].isupper()) and len(w) > 1 and w.isalnum())
+    return list(dict.fromkeys(w.lower() for w in words if w.lower() not in STOPWORDS))[:MAX_NAME_WORDS], lower
 
 
-def dense_query(query: str, speaker_words: Callable[[list[str]], Collection[str]]) -> str:
-    """The text to embed for ``query``'s dense side: :func:`first_person` of the names ``speaker_words`` (the
-    store's lookup: which of these words name someone who spoke) confirms among its :func:`capitalised_words`."""
-    words = capitalised_words(query)
-    return first_person(query, frozenset(speaker_words(words))) if words else query
+def dense_query(query: str, speaker_names: Callable[[list[str]], Mapping[str, Collection[str]]]) -> str:
+    """The text to embed for ``query``'s dense side: :func:`first_person` of the names among its
+    :func:`name_candidates` that ``speaker_names`` (the store's lookup: {word: stored names holding it}) finds.
+    In a question typed all in lower case a word counts only where a stored name holds it capitalised
+    ("kevin" for a speaker stored as "Kevin", never for a role stored as "user")."""
+    words, lower = name_candidates(query)
+    if not words:
+        return query
+    found = speaker_names(words)
+    if lower:
+        names = frozenset(w for w, held in found.items()
+                          if any(t[:1].isupper() and t.lower() == w for name in held for t in re.findall(r"\w+", name)))
+    else:
+        names = frozenset(found)
+    return first_person(query, names, any_case=lower)

@@ -288,12 +288,13 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
         person (:func:`ltm.store.speakers.dense_query`)."""
-        return dense_query(query, self._speaker_words)
+        return dense_query(query, self._speaker_names)
 
-    def _speaker_words(self, words: builtins.list[str]) -> set[str]:
-        """Which of ``words`` are a word of a stored message's speaker, ``sent_from`` or role."""
+    def _speaker_names(self, words: builtins.list[str]) -> dict[str, set[str]]:
+        """{word: stored names holding it} for those of ``words`` a stored message's speaker, ``sent_from`` or role
+        holds."""
         with self._lock:
-            return self._require()[0].speaker_words(words)
+            return self._require()[0].speaker_names(words)
 
     async def asearch(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,

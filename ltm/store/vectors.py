@@ -5,17 +5,21 @@ live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3;
 ``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
 becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
 so searches exclude ghosts with an ``IDSelectorNot`` and the store rebuilds the graph from SQLite when ghosts
-pass a fifth of it (no re-embedding: vectors are stored in SQLite). A flat index could remove one vector at a
-time, but ``remove_ids`` compacts the whole array (O(N): 10 ms per delete at 100k), so flat ghosts are removed
-together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the ghost count
-and drops them (keeping FAISS's BLAS path, which a selector would leave).
+pass a fifth of it (no re-embedding: vectors are stored in SQLite). Vectors added to an existing graph first go
+to its *fresh segment* (LSM-style, issue 21): a small exact flat index searched beside the graph, folded into it in
+one parallel add once :data:`FOLD_AT` accumulate. Only the graph is snapshotted, claiming the seqs it holds
+(:attr:`VectorIndex.snapshot_seq`); the store replays the newer rows from SQLite into a new fresh segment on open,
+so a few adds neither copy a memory-mapped graph into RAM nor rewrite its snapshot. A flat index could remove
+one vector at a time, but ``remove_ids`` compacts the whole array (O(N): 10 ms per delete at 100k), so flat ghosts
+are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the
+ghost count and drops them (keeping FAISS's BLAS path, which a selector would leave).
 
 :meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.snapshot`, which owns both
 file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
-mapped index is read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add
-swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is truncated or fails a CRC is
-reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly after), and the
-store rebuilds it from SQLite without re-embedding.
+mapped index is read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add to
+the graph (a fold) swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is truncated or
+fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly
+after), and the store rebuilds it from SQLite without re-embedding.
 
 FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two. A
 batch added to an HNSW graph runs on every core (up to 8) for the length of that add (OpenMP's thread count
@@ -46,6 +50,12 @@ _EF_CONSTRUCTION = 80
 _SQ_MARGIN = 0.1
 _SQ_FLOOR_SIGMAS = 4.0
 _PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FAISS splits them with OpenMP)
+# LSM-style fresh segment (issue 21 item 4): vectors added to a non-empty HNSW graph first go to a small exact flat
+# index searched beside it, and are folded into the graph together once FOLD_AT of them accumulate (one parallel
+# FAISS add of FOLD_AT instead of many small ones; no graph snapshot between folds; a crash replays at most this
+# many rows, into the flat segment, on open). A single-query flat search of 8,192 384-d float32 vectors takes
+# ~0.2 ms; at 16k it falls out of the cache (~0.6 ms).
+FOLD_AT = 8192
 _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, bench/hnsw_sweep.py
 _EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
@@ -85,13 +95,29 @@ class VectorIndex:
         self.last_seq = 0  # every message seq <= this is applied
         self.last_tseq = 0  # every tombstone <= this is applied
         self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
+        self.fresh: VectorIndex | None = None  # HNSW only: the newest vectors, not yet folded into the graph
+        self.graph_changes = 0  # HNSW only: vectors folded into the graph and ghosts added since the last save
         self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
         self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
 
     # -- size --------------------------------------------------------------------------------------------
     @property
     def live(self) -> int:
-        return int(self.index.ntotal) - len(self.ghosts)
+        return int(self.index.ntotal) - len(self.ghosts) + (self.fresh.live if self.fresh is not None else 0)
+
+    @property
+    def ghost_count(self) -> int:
+        """Removed seqs still held (graph and fresh segment): what a compaction or rebuild would drop."""
+        return len(self.ghosts) + (len(self.fresh.ghosts) if self.fresh is not None else 0)
+
+    @property
+    def snapshot_seq(self) -> int:
+        """The ``last_seq`` a snapshot of the graph alone can claim: every seq up to it is in the graph or was
+        deleted. The fresh segment is not saved: it holds the newest live rows, which the store replays from
+        SQLite on open (into a new fresh segment)."""
+        if self.fresh is None or not self.fresh.index.ntotal:
+            return self.last_seq
+        return int(faiss.vector_to_array(self.fresh.index.id_map).min()) - 1
 
     @property
     def quantized(self) -> bool:
@@ -101,9 +127,38 @@ class VectorIndex:
 
     # -- changes -----------------------------------------------------------------------------------------
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors under their seqs (ascending, above every seq held). HNSW: into the graph when it is empty
+        or the batch alone is FOLD_AT or more (a rebuild), else into the fresh segment, folded at FOLD_AT."""
+        if not len(seqs):
+            return
+        if self.kind == "hnsw" and self.index.ntotal and len(seqs) < FOLD_AT:
+            if self.fresh is None:
+                self.fresh = VectorIndex(self.dim)
+            self.fresh.add(seqs, vectors)
+            if self.fresh.index.ntotal >= FOLD_AT:
+                self.fold()
+            return
+        if self.kind == "hnsw" and self.fresh is not None and self.fresh.index.ntotal:
+            self.fold()
+        self._graph_add(seqs, vectors)
+
+    def fold(self) -> None:
+        """HNSW: move the fresh segment's live vectors into the graph in one (parallel) add."""
+        fresh, self.fresh = self.fresh, None
+        if fresh is None or not fresh.index.ntotal:
+            return
+        seqs = faiss.vector_to_array(fresh.index.id_map).astype(np.int64)
+        vectors = fresh.index.index.reconstruct_n(0, int(fresh.index.ntotal))
+        if fresh.ghosts:
+            keep = ~np.isin(seqs, np.fromiter(fresh.ghosts, dtype=np.int64, count=len(fresh.ghosts)))
+            seqs, vectors = seqs[keep], vectors[keep]
+        self._graph_add(seqs, vectors)
+
+    def _graph_add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
         if not len(seqs):
             return
         self._own()
+        self.graph_changes += len(seqs)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         inner = faiss.downcast_index(self.index.index)
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
@@ -121,7 +176,15 @@ class VectorIndex:
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
             return
-        self.ghosts |= {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
+        if self.fresh is not None and self.fresh.index.ntotal:  # the newest seqs: in the fresh segment
+            first = self.snapshot_seq
+            seqs = np.asarray(seqs, dtype=np.int64)
+            self.fresh.remove(seqs[seqs > first])
+            seqs = seqs[seqs <= first]
+        ghosts = {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
+        self.ghosts |= ghosts
+        if self.kind == "hnsw":
+            self.graph_changes += len(ghosts)
         if self.kind == "flat" and len(self.ghosts) >= _FLAT_GHOSTS_MAX:
             self.compact()
 
@@ -141,8 +204,20 @@ class VectorIndex:
 
     # -- queries -----------------------------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist."""
+        """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist. HNSW: the graph's
+        and the fresh segment's results merged."""
+        fresh = self.fresh if self.fresh is not None and self.fresh.live else None
+        if fresh is None:
+            return self._search(queries, k, allowed)
         k = max(1, min(k, max(self.live, 1)))
+        found = [fresh.search(queries, k, allowed)]
+        if int(self.index.ntotal) > len(self.ghosts):
+            found.append(self._search(queries, k, allowed))
+        return _merge(found, k)
+
+    def _search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's (or the flat index's) own search."""
+        k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if faiss.cvar.distance_compute_blas_threshold != _BLAS_FROM_QUERIES * self.dim:
             faiss.cvar.distance_compute_blas_threshold = _BLAS_FROM_QUERIES * self.dim
@@ -202,6 +277,8 @@ class VectorIndex:
 
     def _exact(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.array([s for s in allowed.tolist() if s not in self.ghosts], dtype=np.int64)
+        if self.fresh is not None and len(ids):  # the fresh segment answers for its own seqs
+            ids = ids[ids <= self.snapshot_seq]
         if not len(ids):
             return np.full((len(queries), k), -np.inf, np.float32), np.full((len(queries), k), -1, np.int64)
         vectors = np.vstack([self.index.reconstruct(int(i)) for i in ids])
@@ -225,9 +302,10 @@ class VectorIndex:
     # -- snapshot (the file layouts: ltm.store.snapshot) -----------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
-        header = {"last_seq": self.last_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
+        header = {"last_seq": self.snapshot_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
                   "ghosts": sorted(self.ghosts), "binding": self.binding}
         snapshot.write(path, self.index, header)
+        self.graph_changes = 0
 
     @property
     def damaged(self) -> bool:
@@ -277,3 +355,17 @@ def quantizer_ranges(vectors: np.ndarray) -> np.ndarray:
 def ef_search_for(k: int, floor: int) -> int:
     """HNSW efSearch for a top-``k`` query: the configured ``floor``, raised to ``_EF_PER_K * k`` for large k."""
     return max(floor, _EF_PER_K * k)
+
+
+def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of several (scores, seqs) results for the same queries (seq -1: padding)."""
+    scores = np.hstack([np.where(ids >= 0, sc, -np.inf).astype(np.float32) for sc, ids in found])
+    ids = np.hstack([ids for _, ids in found])
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    out_scores, out_ids = np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
+    out_ids = np.where(np.isfinite(out_scores), out_ids, -1)
+    if out_ids.shape[1] < k:
+        pad = k - out_ids.shape[1]
+        out_scores = np.hstack([out_scores, np.full((len(ids), pad), -np.inf, np.float32)])
+        out_ids = np.hstack([out_ids, np.full((len(ids), pad), -1, np.int64)])
+    return out_scores, out_ids

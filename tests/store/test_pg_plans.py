@@ -153,7 +153,7 @@ def test_speaker_names_are_looked_up_in_the_keyword_index(pg_url: str, tmp_path:
         return original(self, sql, params)
 
     monkeypatch.setattr(PgBackend, "_rows", spy)
-    assert store._speaker_words(["fahim", "akib", "weather", "monday"]) == {"fahim", "akib"}
+    assert store._speaker_names(["fahim", "akib", "weather", "monday"]) == {"fahim": {"Fahim Khan"}, "akib": {"Akib"}}
     asked = [(sql, params) for sql, params in seen if "unnest" in sql]
     assert len(asked) == 1
     with psycopg.connect(pg_url) as conn:

@@ -69,7 +69,8 @@ def test_round_trip_then_write(tmp_path: Path, inline_max: int) -> None:
     assert not loaded.damaged
 
     extra = _vectors(5, seed=1)
-    loaded.add(np.arange(1000, 1005), extra)  # a mapped index becomes an in-RAM copy first
+    loaded.add(np.arange(1000, 1005), extra)  # into the fresh segment: the mapped graph is not written yet
+    loaded.fold()  # into the graph: a mapped index becomes an in-RAM copy first
     loaded.remove(np.array([1]))
     assert loaded.search(extra, 1)[1][:, 0].tolist() == list(range(1000, 1005))
     loaded.save(path)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.speakers import capitalised_words, dense_query, first_person, name_words
+from ltm.store.speakers import dense_query, first_person, name_candidates, name_words
 
 NAMES = name_words(["Fahim Khan", "elise", "Kevin", "user"])
 
@@ -44,17 +44,33 @@ def test_name_words_drop_stopwords_and_single_letters() -> None:
     assert name_words(["Bob the Builder", "J R", "Ann"]) == {"bob", "builder", "ann"}
 
 
-def test_only_capitalised_words_are_looked_up() -> None:
-    assert capitalised_words("When did Fahim tell Elise about The Shining?") == ["fahim", "elise", "shining"]
-    assert capitalised_words("when did fahim run?") == []
+def test_which_words_are_looked_up() -> None:
+    assert name_candidates("When did Fahim tell Elise about The Shining?") == (["fahim", "elise", "shining"], False)
+    assert name_candidates("when did fahim tell elise?") == (["fahim", "tell", "elise"], True)  # no capital at all
+    assert name_candidates("What did the user say?") == ([], False)
     asked: list[list[str]] = []
 
-    def lookup(words: list[str]) -> set[str]:
+    def lookup(words: list[str]) -> dict[str, set[str]]:
         asked.append(words)
-        return set()
+        return {}
 
-    assert dense_query("what did they say?", lookup) == "what did they say?"
-    assert asked == []  # no capitalised word: the store is not asked
+    assert dense_query("What did they say?", lookup) == "What did they say?"
+    assert asked == []  # no candidate: the store is not asked
+
+
+STORED = {"fahim": {"Fahim Khan"}, "khan": {"Fahim Khan"}, "user": {"user"}, "elise": {"elise", "Kevin"}}
+
+
+def _lookup(words: list[str]) -> dict[str, set[str]]:
+    return {w: STORED[w] for w in words if w in STORED}
+
+
+def test_a_question_in_lower_case_names_only_who_is_stored_capitalised() -> None:
+    assert dense_query("what are fahim's hobbies?", _lookup) == "what are my hobbies?"
+    assert dense_query("what did the user say about fahim khan?", _lookup) == "what did the user say about I?"
+    assert dense_query("what did elise eat?", _lookup) == "what did elise eat?"  # stored as "elise"
+    assert dense_query("What did the user say?", _lookup) == "What did the user say?"
+    assert dense_query("What did Elise eat?", _lookup) == "What did I eat?"  # capitalised: any stored case
 
 
 def _chat(store: MemoryStorage) -> None:
@@ -70,12 +86,15 @@ def _chat(store: MemoryStorage) -> None:
 def test_the_store_knows_who_spoke(settings: Settings) -> None:
     with MemoryStorage("chat", settings=settings) as store:
         _chat(store)
-        assert store._speaker_words(["fahim", "khan", "elise", "kevin", "user", "monday", "planning", "rain"]) == {
-            "fahim", "khan", "elise", "kevin", "user"}  # the session's words are when, not who
+        found = store._speaker_names(["fahim", "khan", "elise", "kevin", "user", "monday", "planning", "rain"])
+        assert set(found) == {"fahim", "khan", "elise", "kevin", "user"}  # the session's words are when, not who
+        assert "Fahim Khan" in found["fahim"] and "Kevin" in found["kevin"]
         assert store._dense_text("When did Fahim go for a run?") == "When did I go for a run?"
         assert store._dense_text("When did Kevin move the Monday meeting?") == "When did I move the Monday meeting?"
         assert store._dense_text("What did the user say?") == "What did the user say?"
         assert store._dense_text("When did Alice run?") == "When did Alice run?"
+        assert store._dense_text("when did fahim go for a run?") == "when did I go for a run?"
+        assert store._dense_text("what did the user say?") == "what did the user say?"  # stored lower case: a role
 
 
 def test_a_deleted_speaker_is_no_longer_a_name(settings: Settings) -> None:
@@ -84,7 +103,7 @@ def test_a_deleted_speaker_is_no_longer_a_name(settings: Settings) -> None:
         for hit in store.search("morning run", k=10, mode="keyword"):
             if hit.message.sent_from == "Fahim Khan":
                 store.delete(hit.message.id)
-        assert store._speaker_words(["fahim", "elise"]) == {"elise"}
+        assert set(store._speaker_names(["fahim", "elise"])) == {"elise"}
 
 
 def test_search_embeds_the_first_person_question(settings: Settings) -> None:
@@ -101,3 +120,10 @@ def test_search_embeds_the_first_person_question(settings: Settings) -> None:
             given = store.search(question, k=3, mode=mode, vector=rewritten[0])
             assert [(h.message.id, round(h.score, 5)) for h in hits] == [
                 (h.message.id, round(h.score, 5)) for h in given], mode
+
+
+@pytest.mark.embedded_only
+def test_a_speaker_added_with_write_behind_is_known_at_the_next_search(settings: Settings) -> None:
+    with MemoryStorage("chat", settings=settings.with_(write_behind=True)) as store:
+        store.add(Message(content="I went for a morning run", role="Fahim Khan", sent_from="Fahim Khan"))
+        assert store._dense_text("When did Fahim run?") == "When did I run?"

@@ -35,7 +35,7 @@ from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
 from ltm.store.filters import Compare
 from ltm.store.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
-from ltm.store.log import Row
+from ltm.store.log import NAME_ROWS, Row
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, record
 from ltm.store.pg.filters import pg_filter
@@ -244,18 +244,22 @@ class PgBackend(PgDocuments):
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
 
-    def speaker_words(self, words: Sequence[str]) -> set[str]:
-        """The ``words`` (lower case) that are a word of some row's speaker, ``sent_from`` or role, as the
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` rows holding it} as the
         embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
-        when), the row's own names confirm it."""
+        when), the row's own names confirm it is a name."""
         asked = list(dict.fromkeys(w for w in words if w.isalnum()))
         if not asked:
-            return set()
-        rows = self._rows(  # one round trip: each word an indexed EXISTS
-            "SELECT w FROM unnest(%s::text[]) AS w WHERE EXISTS (SELECT 1 FROM ltm_messages m WHERE m.ns = %s "
-            "AND m.fts @@ to_tsquery('english', w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from "
-            "|| ' ' || coalesce(m.metadata ->> 'speaker', '')) @@ to_tsquery('simple', w))", (asked, self.ns))
-        return {str(r[0]) for r in rows}
+            return {}
+        rows = self._rows(  # one round trip: each word an indexed lookup
+            "SELECT w, m.metadata ->> 'speaker', m.sent_from, m.role FROM unnest(%s::text[]) AS w CROSS JOIN LATERAL "
+            "(SELECT metadata, sent_from, role FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', "
+            "w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> "
+            f"'speaker', '')) @@ to_tsquery('simple', w) LIMIT {NAME_ROWS}) m", (asked, self.ns))
+        found: dict[str, set[str]] = {}
+        for word, *names in rows:
+            found.setdefault(str(word), set()).update(str(v) for v in names if v)
+        return found
 
     def recent(self, n: int) -> list[str]:
         rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
