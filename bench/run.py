@@ -4,6 +4,7 @@
     python -m bench.run --quick                      # < 2 min smoke run (CI)
     python -m bench.run --all                        # bench/results/: 1k, 10k, 100k (~20 min), plots
     python -m bench.run --all --sizes 1000,10000,100000,1000000   # and 1M (~30+ min more, ~6 GB RAM)
+    python -m bench.run --model-only --baseline 4311524^          # ingest only, against ltm before issue 21 (torch)
 
 Every system at every size runs in its own worker process (peak RSS is per worker); recovery is timed in a
 further fresh process. Each figure is the median over ``--repeats`` runs; baselines run in the same
@@ -59,6 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="git ref whose ltm runs the same ltm and model workers in the same run ('' to skip)")
     p.add_argument("--baseline-max", type=int, default=100_000, help="the baseline is not run above this size")
     p.add_argument("--baseline-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--model-only", action="store_true",
+                   help="only the ingest run with the local model (C, ltm and --baseline's ltm), no store sizes")
     p.add_argument("--all", action="store_true",
                    help="regenerate bench/results/ (results.json, tables.md, plots) for BENCHMARKS.md")
     p.add_argument("--out-json", type=Path, default=None)
@@ -85,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.out_json = args.out_json or RESULTS / "results.json"
         args.md = args.md or RESULTS / "tables.md"
         args.plot = args.plot or RESULTS / "bench.png"
-    args.sizes = args.sizes or DEFAULT_SIZES
+    args.sizes = [] if args.model_only else (args.sizes or DEFAULT_SIZES)
     args.repeats = args.repeats or 3
     args.model_sizes = [1000] if args.model_sizes is None else args.model_sizes
     return args

@@ -76,7 +76,7 @@ BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
            "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
-NAME_ROWS = 32  # messages read per word by speaker_names (their names, in the stored case)
+NAME_ROWS = 8  # messages read per word by speaker_names (their names, in the stored case)
 _DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
 

@@ -9,6 +9,11 @@ INSERT ... SELECT: 0.63 s per 1,000 rows with the index, 0.06 s without it at 20
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +189,44 @@ def test_an_index_build_refused_its_memory_builds_with_the_servers_setting(
                 conn.execute("RESET maintenance_work_mem")
         assert ensure_hnsw(conn, ns, dim)
     assert _index(pg_url, "refused") is True
+
+
+_LOADER = """
+import sys, time
+import numpy as np
+from ltm import MemoryStorage, Message, Settings
+url, root = sys.argv[1], sys.argv[2]
+store = MemoryStorage("killed", settings=Settings(storage_dir=root, embedding="hash", store_url=url))
+dim = store.embed_texts(["probe"]).shape[1]
+vectors = np.random.default_rng(8).standard_normal((1200, dim)).astype(np.float32)
+vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+with store.bulk_load():
+    store.add_batch([Message(f"killed note {i}", id=f"k{i}") for i in range(1200)], vectors=vectors)
+    print("loaded", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_loader_killed_mid_load_leaves_the_build_to_the_next_write(pg_url: str, tmp_path: Path) -> None:
+    """kill -9 of a process inside ``bulk_load``: its committed batches stay, its session (and the build lock)
+    ends with it, and the next write by anyone builds the index."""
+    loader = subprocess.Popen([sys.executable, "-c", _LOADER, pg_url, str(tmp_path)], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={k: v for k, v in os.environ.items() if not k.startswith("LTM_")})
+    try:
+        assert loader.stdout is not None
+        assert loader.stdout.readline().strip() == "loaded", loader.stderr.read() if loader.stderr else ""
+        assert _index(pg_url, "killed") is None
+    finally:
+        loader.send_signal(signal.SIGKILL)
+        loader.wait(timeout=30)
+    store = _store(pg_url, tmp_path, "killed")
+    assert store.count() == 1200
+    deadline = time.monotonic() + 30  # the server notices the dead client's socket at once; allow for a busy host
+    while True:
+        _add(store, "after", time.monotonic_ns() % 10**9, 1, store.embed_texts(["probe"]).shape[1], seed=10)
+        if _index(pg_url, "killed") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert _index(pg_url, "killed") is True
+    store.close()

@@ -120,3 +120,10 @@ def test_search_embeds_the_first_person_question(settings: Settings) -> None:
             given = store.search(question, k=3, mode=mode, vector=rewritten[0])
             assert [(h.message.id, round(h.score, 5)) for h in hits] == [
                 (h.message.id, round(h.score, 5)) for h in given], mode
+
+
+@pytest.mark.embedded_only
+def test_a_speaker_added_with_write_behind_is_known_at_the_next_search(settings: Settings) -> None:
+    with MemoryStorage("chat", settings=settings.with_(write_behind=True)) as store:
+        store.add(Message(content="I went for a morning run", role="Fahim Khan", sent_from="Fahim Khan"))
+        assert store._dense_text("When did Fahim run?") == "When did I run?"
