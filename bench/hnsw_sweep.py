@@ -6,7 +6,10 @@ store: builds ``IndexIDMap2(IndexHNSWFlat)`` (or ``IndexHNSWSQ`` with ``--storag
 on ``--threads`` OpenMP threads, caches the built index under ``--cache`` (building 1M takes minutes), then
 for each efSearch measures single-query p50/p95 latency on one thread, recall@10 against exact
 ``IndexFlatIP`` search, and top-1 recall of exact duplicates (stored vectors queried as themselves: what
-``find_news`` needs). ``build_ms_per_vec`` is the insertion cost (0 when the index came from the cache);
+``find_news`` needs), and ``recall10_rescored``: the graph's ``--rescore`` best rescored with the stored float16
+vectors, as ltm's dense search answers (ltm rescores 20 for a top-10). ``--first``
+sizes the first add (ltm's rebuild at ``hnsw_threshold``: 200000), the later ones are ``--batch`` (ltm: 8192,
+its fresh segment's fold). ``build_ms_per_vec`` is the insertion cost (0 when the index came from the cache);
 ``bytes_per_vec`` the serialised size.
 
     python -m bench.hnsw_sweep --n 1000000 --m 32 --efc 80 --ef 64,96,128,256,512
@@ -79,6 +82,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OpenMP threads while building")
     ap.add_argument("--ef", default="64,96,128,192,256,384,512")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rescore", type=int, default=20, help="candidates rescored for recall10_rescored (ltm: 20)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--cache", default="/tmp/ltm_hnsw_sweep")
     ap.add_argument("--no-cache", action="store_true", help="always build (and time) the index, keep no file")
@@ -118,7 +122,7 @@ def main() -> None:
             times.append(time.perf_counter() - t)
         hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
         # what ltm answers: 2k candidates rescored with the stored float16 vectors (ltm.store.retrieval.dense)
-        wide = index.search(queries, 20, params=params)[1]
+        wide = index.search(queries, args.rescore, params=params)[1]
         rescored = 0
         for row, (cand, want) in enumerate(zip(wide, truth, strict=True)):
             cand = cand[cand > 0]
@@ -133,6 +137,7 @@ def main() -> None:
             "p95_ms": round(float(np.percentile(times, 95)) * 1e3, 3),
             "recall10": round(hits / (10 * len(queries)), 4),
             "recall10_rescored": round(rescored / (10 * len(queries)), 4),
+            "rescore": args.rescore,
             "dup_top1": round(float(np.mean(top1 == dup_ids + 1)), 4),
             "load": os.getloadavg()[0],
         }), flush=True)

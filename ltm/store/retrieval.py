@@ -191,15 +191,9 @@ def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,
     return out_scores, out_ids
 
 
-_CANDIDATES_FLOOR = 40  # a top-10 rescores 40: at 1M the graph's ranks 21-40 still held true top-10 neighbours
-
-
 def _candidates(k: int) -> int:
-    """Candidates a quantized search fetches for a top-``k``: ranks within ~1e-3 of each other may swap, and
-    the graph's own ranking is approximate, so small ``k`` fetch up to :data:`_CANDIDATES_FLOOR` (reading 40
-    stored vectors instead of 20 costs ~0.1 ms at 1M); ``k`` of 20 and more (hybrid fetches 50) keep ``2 * k``,
-    and ``k`` = 1 (find_news, one search per observed message) keeps ``k + 8``."""
-    return max(2 * k, k + 8, min(4 * k, _CANDIDATES_FLOOR))
+    """Candidates a quantized search fetches for a top-``k``: ranks within ~1e-3 of each other may swap."""
+    return max(2 * k, k + 8)
 
 
 def similar(

@@ -129,30 +129,3 @@ def test_a_float32_hnsw_snapshot_from_before_still_opens(settings: Settings) -> 
     store.add_batch([Message("one more")], vectors=_clustered(1, seed=3))
     assert store.count() == STORED + 1
     store.close()
-
-
-@pytest.mark.embedded_only
-def test_a_top_10_rescores_40_candidates_and_hybrid_keeps_its_own(settings: Settings,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Dense top-10 over 8-bit codes rescores the graph's best 40 (at 1M its ranks 21-40 still held true
-    neighbours); hybrid's fetch of 50 keeps 100 candidates and find_news' top-1 keeps 9."""
-    store, _, vectors, queries = _store(settings)
-    asked: list[int] = []
-    search = VectorIndex.search
-
-    def spy(self: VectorIndex, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[
-            np.ndarray, np.ndarray]:
-        if self.kind == "hnsw":
-            asked.append(k)
-        return search(self, queries, k, allowed)
-
-    monkeypatch.setattr(VectorIndex, "search", spy)
-    store.search("query 0", k=10, mode="dense")
-    assert asked == [40]
-    asked.clear()
-    store.search("query 0", k=10, mode="hybrid")
-    assert asked and set(asked) == {100}
-    asked.clear()
-    assert store.search_similar("stored 5", k=1)[0].content == "stored 5"
-    assert asked == [9]
-    store.close()
