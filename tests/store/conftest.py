@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,3 +35,20 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     if request.node.get_closest_marker("embedded_only"):
         pytest.skip("about the embedded engine's own files")
     return base.with_(store_url=request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def pg_rows(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    """The (sql, params) of every statement the PostgreSQL backend runs through ``_rows`` from now on (each is
+    still run). Imported here, not at the top: the MetaGPT run has no PostgreSQL client."""
+    from ltm.store.pg.backend import PgBackend
+
+    seen: list[tuple[str, Any]] = []
+    original = PgBackend._rows
+
+    def spy(self: PgBackend, sql: str, params: Any) -> list[Any]:
+        seen.append((sql, params))
+        return original(self, sql, params)
+
+    monkeypatch.setattr(PgBackend, "_rows", spy)
+    return seen

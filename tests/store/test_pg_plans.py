@@ -138,21 +138,14 @@ def test_a_namespace_written_before_schema_3_gets_its_own_index_on_open(pg_url: 
 
 
 def test_speaker_names_are_looked_up_in_the_keyword_index(pg_url: str, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                          request: pytest.FixtureRequest) -> None:
     """A question's capitalised words are checked against the namespace's speakers (ltm.store.speakers) through
     the GIN index, one round trip for all of them, never a scan of the namespace."""
     store = MemoryStorage("names", settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=pg_url))
     store.add_batch([Message(f"turn {i} about the weather", role="Fahim Khan" if i % 2 else "Akib",
                              sent_from="Fahim Khan" if i % 2 else "Akib", created_at=1.7e9 + i, id=f"t{i}")
                      for i in range(3000)])
-    seen: list[tuple[str, Any]] = []
-    original = PgBackend._rows
-
-    def spy(self: PgBackend, sql: str, params: Any) -> list[Any]:
-        seen.append((sql, params))
-        return original(self, sql, params)
-
-    monkeypatch.setattr(PgBackend, "_rows", spy)
+    seen = request.getfixturevalue("pg_rows")  # from here on: the add above is not counted
     assert store._speaker_names(["fahim", "akib", "weather", "monday"]) == {"fahim": {"Fahim Khan"}, "akib": {"Akib"}}
     asked = [(sql, params) for sql, params in seen if "unnest" in sql]
     assert len(asked) == 1

@@ -13,7 +13,6 @@ from pgvector.psycopg import register_vector
 from ltm import MemoryStorage, Message, with_context
 from ltm.config import Settings
 from ltm.store.pg import bulk
-from ltm.store.pg.backend import PgBackend
 from ltm.store.pg.schema import migrate
 
 _COLUMNS = ("m.id, m.role, m.cause_by, m.sent_from, m.created_at, m.metadata, m.body, m.text_key, m.dim, "
@@ -96,7 +95,7 @@ def test_a_failed_copy_batch_leaves_nothing(pg_url: str, tmp_path: Path) -> None
     store.close()
 
 
-def test_stats_reads_counters_not_the_namespace(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stats_reads_counters_not_the_namespace(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """``stats()`` is exact after adds, replaces, updates and deletes (counters kept in each write transaction),
     and its statement aggregates no rows of ``ltm_messages``: it was a count(*) over the namespace (210 ms at
     100k)."""
@@ -113,14 +112,7 @@ def test_stats_reads_counters_not_the_namespace(pg_url: str, tmp_path: Path, mon
     assert (stats.messages, stats.context_vectors, stats.last_seq) == truth
     assert stats.vectors == stats.messages == store.count() == 39
 
-    seen: list[tuple[str, Any]] = []
-    original = PgBackend._rows
-
-    def spy(self: PgBackend, sql: str, params: Any) -> list[Any]:
-        seen.append((sql, params))
-        return original(self, sql, params)
-
-    monkeypatch.setattr(PgBackend, "_rows", spy)
+    seen = request.getfixturevalue("pg_rows")  # from here on
     store.stats()
     (sql, params), = [s for s in seen if "max(seq)" in s[0]]  # the statement of the counts
     with psycopg.connect(pg_url) as conn:
