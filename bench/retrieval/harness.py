@@ -10,8 +10,9 @@ The levers themselves are in :mod:`bench.retrieval.levers`.
 
 from __future__ import annotations
 
+import re
 import shutil
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +22,8 @@ from bench.retrieval.explore import embed, is_dev
 from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR, template
 from ltm.store import fusion
-from ltm.store.query import query_terms
-from ltm.store.speakers import dense_query, name_words
+from ltm.store.query import STOPWORDS, query_terms
+from ltm.store.speakers import dense_query
 
 STORES = DATA_DIR / "stores"
 Cand = list[tuple[int, float]]
@@ -158,6 +159,13 @@ def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, 
         sims = sims + beta * (v @ centroid)
     order = np.argsort(-sims, kind="stable")[:limit]
     return [(int(i) + 1, float(sims[i])) for i in order]
+
+
+def name_words(names: Iterable[str]) -> frozenset[str]:
+    """The lower-cased words of speakers' names that can stand for a person in a question (stopwords and one-letter
+    words dropped: "Bob the Builder" gives bob, builder): the store's name lookup, from the turns' speakers."""
+    return frozenset(w for name in names for w in (t.lower() for t in re.findall(r"\w+", name or ""))
+                     if len(w) > 1 and w not in STOPWORDS)
 
 
 def spoken(q: Question) -> Question:

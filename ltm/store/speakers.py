@@ -25,8 +25,7 @@ from ltm.store.fusion import LONG_QUERY_TERMS
 from ltm.store.log import MessageLog
 from ltm.store.query import STOPWORDS, query_terms
 
-__all__ = ["body_speakers", "dense_query", "first_person", "message_speakers", "name_candidates", "name_words",
-           "spoken_by_named"]
+__all__ = ["body_speakers", "dense_query", "first_person", "message_speakers", "name_candidates", "spoken_by_named"]
 
 _NAME = re.compile(r"\b(\w+)(?:'s|’s)?\b", re.UNICODE)
 _PLURAL_I = re.compile(r"\bI(?:(?:\s*,\s*|\s+and\s+|\s+)I\b)+")
@@ -62,16 +61,9 @@ def body_speakers(body: str) -> tuple[str, ...]:
     return tuple(str(v) for v in (speaker, data.get("sent_from"), data.get("role")) if v)
 
 
-def name_words(names: Iterable[str]) -> frozenset[str]:
-    """The lower-cased words of speakers' names that can stand for a person in a query (stopwords and one-letter
-    words dropped: "Bob the Builder" gives bob, builder)."""
-    return frozenset(w for name in names for w in (t.lower() for t in re.findall(r"\w+", name or ""))
-                     if len(w) > 1 and w not in STOPWORDS)
-
-
 def first_person(query: str, names: Collection[str], *, any_case: bool = False) -> str:
     """The text a question's dense vector is computed from: each word of ``query`` that is one of ``names`` (lower
-    case: :func:`name_words`) becomes "I" ("Fahim's" becomes "my"); two named people together become "we" / "our".
+    case) becomes "I" ("Fahim's" becomes "my"); two named people together become "we" / "our".
     Only a capitalised word counts unless ``any_case`` (a question typed all in lower case: see :func:`dense_query`).
     A long query (a pasted conversation: see :func:`spoken_by_named`) is left alone, and so is a query that would be
     left with no other word. ``query`` itself when nothing changes."""

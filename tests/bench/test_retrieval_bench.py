@@ -90,3 +90,9 @@ def test_a_question_is_swapped_to_the_other_speaker() -> None:
     assert swap("What games do Fahim and Muhammad play?", chat) is None  # both named
     assert swap("What games are popular?", chat) is None  # nobody named
     assert swap("When did Kevin run?", ["Kevin", "Emi", "Paola"]) is None  # not a two-person chat
+
+
+def test_the_harness_reads_name_words_as_the_store_would() -> None:
+    from bench.retrieval.harness import name_words
+
+    assert name_words(["Bob the Builder", "J R", "Ann"]) == {"bob", "builder", "ann"}
