@@ -65,7 +65,8 @@ class Repo:
 
 
 def realtalk(repo: Repo) -> dict[str, Any]:
-    """REALTALK: one conversation per chat file, each message its own turn at its own time."""
+    """REALTALK: one conversation per chat file, each message its own turn at its own time (and its session's
+    number, for ``python -m bench.retrieval --session-dates``)."""
     conversations = []
     for path in sorted(p for p in repo.files("data/") if re.fullmatch(r"data/Chat_\d+_[^/]+\.json", p)):
         chat = json.loads(repo.read(path))
@@ -77,7 +78,7 @@ def realtalk(repo: Repo) -> dict[str, Any]:
                     continue  # photos without a caption: nothing to store or find
                 when = datetime.strptime(message["date_time"], "%d.%m.%Y, %H:%M:%S").replace(tzinfo=timezone.utc)
                 turns.append({"id": message["dia_id"], "speaker": message["speaker"], "text": text,
-                              "time": when.timestamp()})
+                              "time": when.timestamp(), "session": int(key.split("_")[1])})
         known = {t["id"] for t in turns}
         questions = []
         for i, qa in enumerate(chat.get("qa", [])):

@@ -9,6 +9,7 @@ for every question. Beside the store, in the same run: Okapi BM25 with Porter st
     python -m bench.retrieval.fetch                  # once: the public sets into bench/data/ (git-ignored)
     python -m bench.retrieval                        # every set in bench/data/, local MiniLM, prints tables
     python -m bench.retrieval --write BENCHMARKS.md  # also replace the retrieval section of BENCHMARKS.md
+    python -m bench.retrieval --session-dates        # and each set again, every turn at its session's date
     python -m bench.retrieval --data tests/data/retrieval_fixture.json --embedding hash   # machinery check
 """
 
@@ -41,6 +42,22 @@ START, END = "<!-- retrieval:start -->", "<!-- retrieval:end -->"
 
 def load(paths: Sequence[Path]) -> list[dict[str, Any]]:
     return [json.loads(p.read_text("utf-8")) for p in paths]
+
+
+def session_dated(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with every turn stamped at its session's first time: what a harness stores when it knows only
+    each session's date (LoCoMo's shape: every turn of a sitting at one time). Turns without a session keep
+    theirs; the set is renamed ``<name>@session``."""
+    conversations = []
+    for conv in data["conversations"]:
+        first: dict[Any, float] = {}
+        turns = []
+        for t in conv["turns"]:
+            session = t.get("session")
+            when = t["time"] if session is None else first.setdefault(session, t["time"])
+            turns.append({**t, "time": when})
+        conversations.append({**conv, "turns": turns})
+    return {**data, "name": f"{data['name']}@session", "conversations": conversations}
 
 
 def template(speaker: str, text: str) -> str:
@@ -140,10 +157,14 @@ def write_section(path: Path, text: str) -> None:
 
 
 def run(paths: Sequence[Path], embedding: str = "local", progress: Callable[[str], None] = print,
-        cache: Path | None = None, runtime: str = "auto") -> dict[str, Any]:
-    """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}."""
+        cache: Path | None = None, runtime: str = "auto", session_dates: bool = False) -> dict[str, Any]:
+    """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}. ``session_dates``: each
+    set is stored again with :func:`session_dated` times, beside the set as it is."""
     out: dict[str, Any] = {}
-    for data in load(paths):
+    sets = load(paths)
+    if session_dates:
+        sets = [variant for data in sets for variant in (data, session_dated(data))]
+    for data in sets:
         with tempfile.TemporaryDirectory(prefix="ltm-retrieval-") as tmp:
             started = time.perf_counter()
             result = evaluate_set(data, embedding, Path(tmp), cache=cache, runtime=runtime)
@@ -166,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="embed everything afresh (default: vectors cached in bench/data/cache/vectors.sqlite; "
                              "quality only, times come from bench.retrieval.latency)")
     parser.add_argument("--write", type=Path, help="replace the retrieval section of this Markdown file")
+    parser.add_argument("--session-dates", action="store_true",
+                        help="also store each set with every turn at its session's first time (LoCoMo's shape)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -175,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no sets: run `python -m bench.retrieval.fetch` first, or pass --data")
     name = "vectors-int8.sqlite" if args.runtime == "onnx-int8" else "vectors.sqlite"
     cache = None if args.no_cache or args.embedding != "local" else DATA_DIR / "cache" / name
-    results = run(paths, args.embedding, cache=cache, runtime=args.runtime)
+    results = run(paths, args.embedding, cache=cache, runtime=args.runtime, session_dates=args.session_dates)
     tables = []
     for name, r in results.items():
         extra = f", {r['turns']} turns; ingest {r['ingest_seconds']:.1f} s"

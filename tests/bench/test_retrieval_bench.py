@@ -55,6 +55,7 @@ def test_realtalk_converter_skips_the_held_out_copy(tmp_path: Path) -> None:
     assert [c["id"] for c in data["conversations"]] == ["Chat_1_A_B"]  # the LoCoMo copy is never read
     conv = data["conversations"][0]
     assert [t["id"] for t in conv["turns"]] == ["D1:1", "D1:3"]  # the empty photo turn is dropped
+    assert [t["session"] for t in conv["turns"]] == [1, 1]
     assert conv["questions"] == [{"id": "Chat_1_A_B:0", "question": "Where did A move?", "evidence": ["D1:1"],
                                   "category": "fact"}]
     with pytest.raises(ValueError, match="held out"):
@@ -78,6 +79,17 @@ def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
     run.write_section(doc, "one")
     run.write_section(doc, "two")
     assert doc.read_text("utf-8") == f"# B\n\nbefore\n\n{run.START}\ntwo\n{run.END}\n"
+
+
+def test_session_dates_stamp_every_turn_at_its_sessions_first_time() -> None:
+    data = {"name": "s", "conversations": [{"id": "c", "questions": [], "turns": [
+        {"id": "D1:1", "time": 100.0, "session": 1}, {"id": "D1:2", "time": 160.0, "session": 1},
+        {"id": "D2:1", "time": 9000.0, "session": 2}, {"id": "D2:2", "time": 9100.0, "session": 2},
+        {"id": "m", "time": 50.0}]}]}
+    dated = run.session_dated(data)
+    assert dated["name"] == "s@session"
+    assert [t["time"] for t in dated["conversations"][0]["turns"]] == [100.0, 100.0, 9000.0, 9000.0, 50.0]
+    assert data["conversations"][0]["turns"][1]["time"] == 160.0  # the set itself is left as it was
 
 
 def test_a_question_is_swapped_to_the_other_speaker() -> None:
