@@ -60,6 +60,10 @@ def session_dated(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "name": f"{data['name']}@session", "conversations": conversations}
 
 
+def _has_sessions(data: dict[str, Any]) -> bool:
+    return any("session" in t for conv in data["conversations"] for t in conv["turns"])
+
+
 def template(speaker: str, text: str) -> str:
     return f"{speaker}: {text}"
 
@@ -159,11 +163,12 @@ def write_section(path: Path, text: str) -> None:
 def run(paths: Sequence[Path], embedding: str = "local", progress: Callable[[str], None] = print,
         cache: Path | None = None, runtime: str = "auto", session_dates: bool = False) -> dict[str, Any]:
     """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}. ``session_dates``: each
-    set is stored again with :func:`session_dated` times, beside the set as it is."""
+    set whose turns name their session is stored again with :func:`session_dated` times, beside itself."""
     out: dict[str, Any] = {}
     sets = load(paths)
     if session_dates:
-        sets = [variant for data in sets for variant in (data, session_dated(data))]
+        sets = [variant for data in sets
+                for variant in ((data, session_dated(data)) if _has_sessions(data) else (data,))]
     for data in sets:
         with tempfile.TemporaryDirectory(prefix="ltm-retrieval-") as tmp:
             started = time.perf_counter()

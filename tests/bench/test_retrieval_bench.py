@@ -90,6 +90,7 @@ def test_session_dates_stamp_every_turn_at_its_sessions_first_time() -> None:
     assert dated["name"] == "s@session"
     assert [t["time"] for t in dated["conversations"][0]["turns"]] == [100.0, 100.0, 9000.0, 9000.0, 50.0]
     assert data["conversations"][0]["turns"][1]["time"] == 160.0  # the set itself is left as it was
+    assert run._has_sessions(data) and not run._has_sessions(json.loads(FIXTURE.read_text("utf-8")))
 
 
 def test_a_question_is_swapped_to_the_other_speaker() -> None:
