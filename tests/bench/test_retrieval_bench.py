@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,7 +83,7 @@ def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
 
 
 def test_session_dates_stamp_every_turn_at_its_sessions_first_time() -> None:
-    data = {"name": "s", "conversations": [{"id": "c", "questions": [], "turns": [
+    data: dict[str, Any] = {"name": "s", "conversations": [{"id": "c", "questions": [], "turns": [
         {"id": "D1:1", "time": 100.0, "session": 1}, {"id": "D1:2", "time": 160.0, "session": 1},
         {"id": "D2:1", "time": 9000.0, "session": 2}, {"id": "D2:2", "time": 9100.0, "session": 2},
         {"id": "m", "time": 50.0}]}]}
