@@ -89,6 +89,12 @@ class Settings(BaseModel):
         None, description="postgresql://user:pass@host/db puts the long-term store (MemoryStorage) on PostgreSQL + "
         "pgvector (the pg extra); none keeps it embedded (SQLite + FAISS under storage_dir).",
     )
+    store_partitions: int = Field(
+        0, ge=0, le=1024, description="PostgreSQL store: a NEW database's message and history tables are "
+        "PARTITION BY HASH (namespace) into this many partitions (0: one plain table each). An existing database "
+        "keeps the layout it was created with; a different value is refused (StoreMismatch): set it to what the "
+        "database has, or `ltm migrate` into a new database (docs/DEPLOYMENT.md).",
+    )
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
     redis_wait_replicas: int = Field(

@@ -85,6 +85,23 @@ def pg_url(pg_server: PostgresServer) -> str:
 
 
 @pytest.fixture(scope="session")
+def _pg_partitioned_database(pg_server: PostgresServer) -> str:
+    """A second database on the private server, for ltm's tables partitioned by namespace; emptied of an
+    earlier run's tables once."""
+    url = pg_server.database("ltm_partitioned")
+    pg_server.reset(url)
+    return url
+
+
+@pytest.fixture
+def pg_partitioned_url(pg_server: PostgresServer, _pg_partitioned_database: str) -> str:
+    """The URL of a database whose tables are (or will be, at the first open with ``store_partitions =
+    PARTITIONS``) hash-partitioned by namespace, emptied before the test."""
+    pg_server.truncate(_pg_partitioned_database)
+    return _pg_partitioned_database
+
+
+@pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisCluster]:
     """One private Redis Cluster (3 masters, 3 replicas) for the run; tests must not kill its nodes (the
     failover tests start their own)."""

@@ -1,4 +1,5 @@
-"""``ltm migrate``: move every namespace between the embedded store (a data root) and PostgreSQL, either way.
+"""``ltm migrate``: move every namespace between the embedded store (a data root) and PostgreSQL, either way, or
+from one PostgreSQL database into another (into a database partitioned by namespace: ``--to-partitions N``).
 
 Streaming: each namespace is read with :meth:`MemoryStorage.export` in pages and written with ``add_batch``
 (one transaction per page), so memory stays flat whatever the size. Resumable: ``add_batch`` skips ids the
@@ -50,8 +51,15 @@ def _is_url(place: str) -> bool:
     return place.split("://", 1)[0] in ("postgresql", "postgres")
 
 
-def _settings_for(place: str, base: Settings) -> Settings:
+def _settings_for(place: str, base: Settings, *, source: bool = False) -> Settings:
+    """Settings on ``place``. A source database is read with the layout it has (plain or partitioned by
+    namespace); a destination database is created with ``store_partitions`` (and refused when an existing one
+    has another layout)."""
     if _is_url(place):
+        if source:
+            from ltm.store.pg.catalog import pg_partitions
+
+            return base.with_(store_url=place, store_partitions=pg_partitions(place))
         return base.with_(store_url=place)
     return base.with_(storage_dir=Path(place).expanduser(), store_url=None)
 
@@ -133,12 +141,16 @@ def _verify(a: Any, b: Any, message_id: str, carry: bool) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    if _is_url(args.source) == _is_url(args.target):
-        raise InvalidInput("migrate copies between a data root and a postgresql:// URL: give one of each "
-                           "(--from DIR --to postgresql://... or --from postgresql://... --to DIR)")
+    if not (_is_url(args.source) or _is_url(args.target)) or args.source == args.target:
+        raise InvalidInput("migrate copies between a data root and a postgresql:// URL, or between two PostgreSQL "
+                           "databases (--from DIR --to postgresql://..., --from postgresql://... --to DIR, or "
+                           "--from postgresql://old --to postgresql://new)")
     base = settings_from(args)
-    src = _settings_for(args.source, base)
-    dst = _settings_for(args.target, base.with_(embedding=args.to_embedding) if args.to_embedding else base)
+    src = _settings_for(args.source, base, source=True)
+    target = base.with_(embedding=args.to_embedding) if args.to_embedding else base
+    if args.to_partitions is not None:
+        target = target.with_(store_partitions=args.to_partitions)
+    dst = _settings_for(args.target, target)
     moved = 0
     for source in _sources(args.source, args.only_kind):
         summary = migrate_namespace(source, src, dst, sample=args.verify)
@@ -165,4 +177,6 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("--verify", type=int, default=5, help="sampled searches per namespace (default 5)")
     p.add_argument("--to-embedding", choices=["local", "openai", "hash"],
                    help="the destination's embedding when it differs (the messages are then re-embedded)")
+    p.add_argument("--to-partitions", type=int, metavar="N",
+                   help="a new destination database's hash partitions by namespace (default LTM_STORE_PARTITIONS)")
     p.set_defaults(func=cmd_migrate)

@@ -59,7 +59,7 @@ def namespace_exists(settings: Settings, kind: str, namespace: str) -> bool:
     if settings.store_url:
         from ltm.store.pg.catalog import pg_namespace_exists
 
-        return pg_namespace_exists(settings.store_url, kind, namespace)
+        return pg_namespace_exists(settings.store_url, kind, namespace, settings.store_partitions)
     directory = namespace_path(settings, kind, namespace)
     return os.path.isfile(directory / _MANIFEST) or os.path.isfile(directory / _LOG)
 

@@ -1,5 +1,7 @@
 """The store contract runs on every backend: ``settings`` here is parametrised over the embedded engine
-(SQLite + FAISS) and PostgreSQL + pgvector (a private server, see tests/support/postgres.py).
+(SQLite + FAISS), PostgreSQL + pgvector (a private server, see tests/support/postgres.py), and PostgreSQL with
+the message and history tables hash-partitioned by namespace (``Settings.store_partitions``, a second database
+on the same server).
 
 A test about one engine's own machinery (snapshot files, SQLite pragmas, FAISS compaction) says so with
 ``@pytest.mark.embedded_only``; it runs once, on the embedded engine.
@@ -14,10 +16,11 @@ from typing import Any
 import pytest
 
 from ltm.config import Settings
+from tests.support.postgres import PARTITIONS
 
 # LTM_TEST_BACKENDS narrows the engines (scripts/test-metagpt runs the contract at MetaGPT's pins, where the
 # PostgreSQL client is not installed); CI's main run always has both.
-BACKENDS = os.environ.get("LTM_TEST_BACKENDS", "embedded,postgres").split(",")
+BACKENDS = os.environ.get("LTM_TEST_BACKENDS", "embedded,postgres,partitioned").split(",")
 
 # The PostgreSQL engine's own tests (test_pg_*.py) import its client at module level: without the ``pg`` extra
 # they are not collected, and only when PostgreSQL was narrowed away (a missing client in CI's main run, where
@@ -34,6 +37,8 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
         return base
     if request.node.get_closest_marker("embedded_only"):
         pytest.skip("about the embedded engine's own files")
+    if request.param == "partitioned":
+        return base.with_(store_url=request.getfixturevalue("pg_partitioned_url"), store_partitions=PARTITIONS)
     return base.with_(store_url=request.getfixturevalue("pg_url"))
 
 

@@ -59,7 +59,7 @@ class PgBackend(PgDocuments):
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
         self.url, self.kind, self.name, self.model, self.settings = url, kind, name, model, settings
-        self.pool = pool_for(url)
+        self.pool = pool_for(url, settings.store_partitions)
         with translate(url), self.pool.connection() as conn:
             conn.execute("INSERT INTO ltm_namespaces(kind, name, embedding_model) VALUES (%s, %s, %s) "
                          "ON CONFLICT (kind, name) DO NOTHING", (kind, name, model))

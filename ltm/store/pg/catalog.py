@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ltm.store.pg.pool import pool_for, translate
+from ltm.store.pg.schema import partitions_of
 
-__all__ = ["PgNamespace", "pg_namespace_exists", "pg_namespaces"]
+__all__ = ["PgNamespace", "pg_namespace_exists", "pg_namespaces", "pg_partitions"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,16 @@ def pg_namespaces(url: str) -> Iterator[PgNamespace]:
         yield PgNamespace(str(kind), str(name), str(model), None if dim is None else int(dim), int(live))
 
 
-def pg_namespace_exists(url: str, kind: str, name: str) -> bool:
-    """Whether the database at ``url`` holds namespace ``kind/name`` (reads only: creates nothing)."""
-    with translate(url), pool_for(url).connection() as conn:
+def pg_namespace_exists(url: str, kind: str, name: str, partitions: int | None = None) -> bool:
+    """Whether the database at ``url`` holds namespace ``kind/name`` (reads only: creates nothing). ``partitions``:
+    the layout expected (``Settings.store_partitions``; StoreMismatch for another), None: any."""
+    with translate(url), pool_for(url, partitions).connection() as conn:
         return conn.execute("SELECT 1 FROM ltm_namespaces WHERE kind = %s AND name = %s",
                             (kind, name)).fetchone() is not None
+
+
+def pg_partitions(url: str) -> int:
+    """How many hash partitions by namespace the database at ``url`` has (0: plain tables), as ``ltm migrate``
+    opens a source database with whatever layout it has."""
+    with translate(url), pool_for(url).connection() as conn:
+        return partitions_of(conn)

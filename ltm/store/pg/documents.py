@@ -50,8 +50,8 @@ def _append(conn: Any, ns: int, events: Sequence[tuple[str, str, str | None, flo
     total = conn.execute("UPDATE ltm_namespaces SET events = events + %s WHERE id = %s RETURNING events",
                          (len(events), ns)).fetchone()[0]
     if total > limit:  # the oldest go first
-        conn.execute("DELETE FROM ltm_history WHERE hseq IN (SELECT hseq FROM ltm_history WHERE ns = %s "
-                     "ORDER BY hseq LIMIT %s)", (ns, total - limit))
+        conn.execute("DELETE FROM ltm_history WHERE ns = %s AND hseq IN (SELECT hseq FROM ltm_history WHERE ns = %s "
+                     "ORDER BY hseq LIMIT %s)", (ns, ns, total - limit))  # ns twice: one partition, if partitioned
         conn.execute("UPDATE ltm_namespaces SET events = %s WHERE id = %s", (limit, ns))
 
 

@@ -21,12 +21,13 @@ from psycopg_pool import ConnectionPool
 
 from ltm.config import mask_url
 from ltm.errors import BackendUnavailable, ConfigError
-from ltm.store.pg.schema import migrate
+from ltm.store.pg.schema import check_partitions, migrate, partitions_of
 
 __all__ = ["POOL_SIZE", "close_pools", "is_postgres_url", "pool_for", "redact", "translate"]
 
 POOL_SIZE = 4  # connections per URL per process: a store call holds one for its duration
 _POOLS: dict[str, ConnectionPool] = {}
+_LAYOUTS: dict[str, int] = {}  # url -> hash partitions by namespace of its database (0: plain), read at migration
 _LOCK = threading.Lock()
 
 
@@ -64,19 +65,24 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.commit()  # register_vector reads the catalog: end that transaction before the pool hands it out
 
 
-def pool_for(url: str) -> ConnectionPool:
-    """The process's pool for ``url``, created (and the schema migrated) on first use."""
+def pool_for(url: str, partitions: int | None = None) -> ConnectionPool:
+    """The process's pool for ``url``, created (and the schema migrated) on first use. ``partitions``: the
+    layout the caller expects (``Settings.store_partitions``; a new database is created with it), StoreMismatch
+    when the database has another; None: whatever it has (a new database: plain)."""
     with _LOCK:
         pool = _POOLS.get(url)
         if pool is not None and not pool.closed:
+            check_partitions(redact(url), partitions, _LAYOUTS[url])
             return pool
         with translate(url):
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-                migrate(conn)
+                migrate(conn, partitions or 0)
+                layout = partitions_of(conn)
+            check_partitions(redact(url), partitions, layout)
             pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, configure=_configure, open=False,
                                   kwargs={"connect_timeout": 10}, name="ltm")
             pool.open(wait=True, timeout=30)
-        _POOLS[url] = pool
+        _POOLS[url], _LAYOUTS[url] = pool, layout
         return pool
 
 
@@ -87,3 +93,4 @@ def close_pools() -> None:
         for pool in _POOLS.values():
             pool.close()
         _POOLS.clear()
+        _LAYOUTS.clear()

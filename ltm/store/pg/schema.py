@@ -29,7 +29,8 @@ import psycopg
 from ltm.errors import ConfigError, StoreMismatch
 
 __all__ = ["BUILD_LOCK_CLASS", "BUILD_MEMORY_MAX", "LOCK_CLASS", "MIGRATIONS", "SCHEMA_VERSION", "build_memory",
-           "drop_hnsw", "ensure_hnsw", "hnsw_index", "migrate"]
+           "check_partitions", "drop_hnsw", "ensure_hnsw", "hnsw_index", "home_table", "migrate", "partitioned_schema",
+           "partitions_of"]
 
 LOCK_CLASS = 0x17E  # first key of every advisory lock ltm takes (the second: 0 = schema, else a namespace id)
 BUILD_LOCK_CLASS = 0x17F  # (this, namespace id): held by the one process building a namespace's HNSW index
@@ -136,9 +137,110 @@ UPDATE ltm_namespaces n SET
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
+# The partitioned layout (Settings.store_partitions > 0), created whole at SCHEMA_VERSION in a NEW database, in
+# place of MIGRATIONS 1..4: the same tables, columns (in the same order), storage and index names, except that the
+# two per-namespace tables are PARTITION BY HASH (ns) and their primary keys hold the partition key ((ns, seq),
+# (ns, hseq): which also makes ltm_messages_ns_seq and ltm_history_ns redundant, so they are not built).
+# tests/store/test_pg_partitions.py compares the two layouts column by column and index by index. Every migration
+# appended after version 4 runs on both layouts and must be written for both (DDL on the parent recurses;
+# storage parameters and CONCURRENTLY do not).
+_PARTITIONED = """
+CREATE TABLE ltm_namespaces(
+    id bigserial PRIMARY KEY,
+    kind text NOT NULL,
+    name text NOT NULL,
+    embedding_model text NOT NULL,
+    dim integer,
+    live bigint NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    events bigint NOT NULL DEFAULT 0,
+    contexts bigint NOT NULL DEFAULT 0,
+    UNIQUE (kind, name)
+);
+CREATE TABLE ltm_messages(
+    seq bigserial NOT NULL,
+    ns bigint NOT NULL REFERENCES ltm_namespaces(id) ON DELETE CASCADE,
+    id text NOT NULL,
+    role text NOT NULL,
+    cause_by text NOT NULL,
+    sent_from text NOT NULL,
+    created_at double precision NOT NULL,
+    metadata jsonb NOT NULL,
+    body text NOT NULL,
+    text_key bytea NOT NULL,
+    dim integer NOT NULL,
+    embedding vector NOT NULL,
+    context_embedding vector,
+    fts tsvector NOT NULL,
+    user_id text,
+    agent_id text,
+    run_id text,
+    expires_at double precision,
+    send_to text[] NOT NULL DEFAULT '{}',
+    PRIMARY KEY (ns, seq),
+    UNIQUE (ns, id)
+) PARTITION BY HASH (ns);
+CREATE TABLE ltm_history(
+    hseq bigserial NOT NULL,
+    ns bigint NOT NULL REFERENCES ltm_namespaces(id) ON DELETE CASCADE,
+    id text NOT NULL,
+    event text NOT NULL,
+    old text,
+    at double precision NOT NULL,
+    PRIMARY KEY (ns, hseq)
+) PARTITION BY HASH (ns);
+{partitions}
+ALTER TABLE ltm_messages ALTER COLUMN embedding SET STORAGE MAIN, ALTER COLUMN context_embedding SET STORAGE MAIN;
+CREATE INDEX ltm_messages_ns_key ON ltm_messages(ns, text_key);
+CREATE INDEX ltm_messages_fts ON ltm_messages USING gin(fts);
+CREATE INDEX ltm_messages_user_id ON ltm_messages(ns, user_id, seq) WHERE user_id IS NOT NULL;
+CREATE INDEX ltm_messages_agent_id ON ltm_messages(ns, agent_id, seq) WHERE agent_id IS NOT NULL;
+CREATE INDEX ltm_messages_run_id ON ltm_messages(ns, run_id, seq) WHERE run_id IS NOT NULL;
+CREATE INDEX ltm_messages_expires_at ON ltm_messages(ns, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX ltm_messages_cause_by ON ltm_messages(ns, cause_by, seq);
+CREATE INDEX ltm_messages_created_at ON ltm_messages(ns, created_at);
+CREATE INDEX ltm_messages_ns_context ON ltm_messages(ns, seq) WHERE context_embedding IS NOT NULL;
+CREATE INDEX ltm_history_id ON ltm_history(ns, id, hseq);
+"""
+# toast_tuple_target is a storage parameter: PostgreSQL takes it on each partition, not on the parent
+_PARTITION = ("CREATE TABLE ltm_messages_p{i} PARTITION OF ltm_messages FOR VALUES WITH (MODULUS {n}, REMAINDER {i}) "
+              "WITH (toast_tuple_target = 8160);\n"
+              "CREATE TABLE ltm_history_p{i} PARTITION OF ltm_history FOR VALUES WITH (MODULUS {n}, REMAINDER {i});")
 
-def migrate(conn: Any) -> int:
-    """Bring the database to :data:`SCHEMA_VERSION` (``conn`` in autocommit mode); the version it is at."""
+
+def partitioned_schema(partitions: int) -> str:
+    """The DDL of a new database at :data:`SCHEMA_VERSION` with ``partitions`` hash partitions by namespace."""
+    n = int(partitions)
+    return _PARTITIONED.replace("{partitions}", "\n".join(_PARTITION.format(i=i, n=n) for i in range(n)))
+
+
+def partitions_of(conn: Any) -> int:
+    """How many hash partitions by namespace the database's ``ltm_messages`` has: 0 for the plain table (or
+    none yet)."""
+    found = conn.execute(
+        "SELECT count(i.inhrelid) FROM pg_partitioned_table p LEFT JOIN pg_inherits i ON i.inhparent = p.partrelid "
+        "WHERE p.partrelid = to_regclass('ltm_messages')").fetchone()
+    return int(found[0]) if found else 0
+
+
+def check_partitions(url: str, wanted: int | None, found: int) -> None:
+    """StoreMismatch unless the database's layout (``found`` partitions, 0: plain) is the one asked for
+    (``wanted``; None: whatever it has)."""
+    if wanted is None or int(wanted) == found:
+        return
+    has = f"its message table in {found} hash partitions by namespace" if found else "a plain (unpartitioned) message table"
+    raise StoreMismatch(
+        f"the PostgreSQL database at {url} has {has}, but Settings.store_partitions (LTM_STORE_PARTITIONS) is "
+        f"{wanted}; the setting only shapes a new database. Set LTM_STORE_PARTITIONS={found} to use this one, or "
+        f"copy it into a new database created with {wanted}: LTM_STORE_PARTITIONS={wanted} ltm migrate --from "
+        f"{url} --to postgresql://.../new_db (docs/DEPLOYMENT.md)"
+    )
+
+
+def migrate(conn: Any, partitions: int = 0) -> int:
+    """Bring the database to :data:`SCHEMA_VERSION` (``conn`` in autocommit mode); the version it is at. A new
+    database (no ltm schema yet) with ``partitions`` > 0 gets the partitioned layout (:func:`partitioned_schema`)
+    instead of running version 1..4 one by one."""
     conn.execute("SELECT pg_advisory_lock(%s, 0)", (LOCK_CLASS,))
     try:
         try:
@@ -154,6 +256,11 @@ def migrate(conn: Any) -> int:
         if current > SCHEMA_VERSION:
             raise StoreMismatch(f"the database's ltm schema is version {current}, newer than this ltm's "
                                 f"{SCHEMA_VERSION}; upgrade ltm to use it")
+        if current == 0 and partitions > 0:
+            with conn.transaction():
+                conn.execute(partitioned_schema(partitions))
+                conn.execute("INSERT INTO ltm_schema(version) SELECT generate_series(1, %s)", (SCHEMA_VERSION,))
+            return SCHEMA_VERSION
         for version, sql in MIGRATIONS:
             if version > current:
                 with conn.transaction():
@@ -185,7 +292,8 @@ def ensure_hnsw(conn: Any, ns: int, dim: int) -> bool:
     if not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (BUILD_LOCK_CLASS, ns)).fetchone()[0]:
         return False
     try:
-        create = (f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON ltm_messages "
+        table = home_table(conn, ns)
+        create = (f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} "
                   f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE ns = {ns} AND dim = {dim}")
         if _valid(conn, name) is False:  # an earlier build was cut off
             conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
@@ -205,10 +313,23 @@ def ensure_hnsw(conn: Any, ns: int, dim: int) -> bool:
         finally:
             if before is not None:  # pooled connections keep session settings: put it back
                 conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (before,))
-        conn.execute("ANALYZE ltm_messages")  # the planner's count of the namespace's rows: without it, a fresh
-        return bool(_valid(conn, name))      # namespace looks tiny and its lookups sort a scan instead
+        conn.execute(f"ANALYZE {table}")  # the planner's count of the namespace's rows: without it, a fresh
+        return bool(_valid(conn, name))  # namespace looks tiny and its lookups sort a scan instead
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s, %s)", (BUILD_LOCK_CLASS, ns))
+
+
+def home_table(conn: Any, ns: int) -> str:
+    """The table that holds namespace ``ns``'s rows: its hash partition of ``ltm_messages`` (the server's own hash,
+    ``satisfies_hash_partition``, against each partition's bound), or ``ltm_messages`` when not partitioned.
+    A per-namespace index goes there: ``CREATE INDEX CONCURRENTLY`` is refused on a partitioned table, and a
+    partial index on the partition is what the planner uses once it has pruned a ``ns = <id>`` query to it."""
+    found = conn.execute(
+        "SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'modulus (\\d+), remainder (\\d+)') AS b(m) "
+        "WHERE i.inhparent = to_regclass('ltm_messages') "
+        "AND satisfies_hash_partition(i.inhparent, b.m[1]::int, b.m[2]::int, %s::bigint)", (int(ns),)).fetchall()
+    return str(found[0][0]) if found else "ltm_messages"
 
 
 def build_memory(rows: int, dim: int) -> int:

@@ -13,6 +13,10 @@
 - hybrid: each signal's top ``max(3k, 50)`` candidates with their scores, all in ONE statement (a CTE per
   signal), fused by the embedded engine's calibrated fusion (:func:`ltm.store.fusion.fuse`), so both engines
   rank alike; the query verbatim first.
+
+Every statement, down to the join that fetches the candidates' bodies, says ``m.ns = ...``: on a database
+partitioned by namespace (``Settings.store_partitions``) the planner then reads one partition, not all of them
+(``seq`` is unique only within a namespace's partition there: the primary key is ``(ns, seq)``).
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bo
         return ""
     return (
         f"WITH {', '.join(ctes)} SELECT m.body, u.s, ARRAY[u.sig] FROM ({' UNION ALL '.join(parts)}) u "
-        "JOIN ltm_messages m ON m.seq = u.seq ORDER BY u.s DESC, u.seq LIMIT %(k)s"
+        "JOIN ltm_messages m ON m.ns = %(ns)s AND m.seq = u.seq ORDER BY u.s DESC, u.seq LIMIT %(k)s"
     )
 
 
@@ -122,5 +126,5 @@ def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim
         return ""
     return (
         f"WITH {', '.join(ctes)} SELECT u.sig, u.seq, u.s, m.body FROM ({' UNION ALL '.join(parts)}) u "
-        "JOIN ltm_messages m ON m.seq = u.seq ORDER BY u.o, u.r"
+        "JOIN ltm_messages m ON m.ns = %(ns)s AND m.seq = u.seq ORDER BY u.o, u.r"
     )
