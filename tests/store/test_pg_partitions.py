@@ -193,7 +193,9 @@ def test_migrate_moves_a_plain_database_into_a_partitioned_one(pg_url: str, pg_p
     plain = _settings(pg_url, tmp_path, 0)
     for name, n in (("big", HNSW_ROWS + 50), ("small", 40)):
         store = MemoryStorage(name, settings=plain)  # vectors of the hash embedding: migrate checks them by search
-        store.add_batch([Message(f"{name} note {i} on topic{i % 13}", id=f"{name}{i}") for i in range(n)])
+        words = np.random.default_rng(n).integers(0, 5000, (n, 6))  # varied texts: distinct hash vectors
+        store.add_batch([Message(f"{name} note {i} " + " ".join(f"w{w}" for w in words[i]), id=f"{name}{i}")
+                         for i in range(n)])
         store.delete(f"{name}3")  # a trail with a DELETE in it
     before = {name: MemoryStorage(name, settings=plain).history(f"{name}3") for name in ("big", "small")}
 
