@@ -5,6 +5,8 @@
     python -m bench.backends --sizes 1000000 --writers --budget 1800   # 1M, each engine's load cut at 30 min
     python -m bench.backends --dsn postgresql://...           # an external server instead of pgserver
     python -m bench.backends --sizes 1000000 --writers --load bulk     # 1M loaded inside bulk_load
+    python -m bench.backends --sizes 10000 --writers --engines postgres partitioned --partitions 16 \
+        --namespaces 300 --ns-rows 1000 --load batched     # plain vs partitioned, among 300 indexed namespaces
 
 Content vectors are precomputed unit vectors passed to ``add_batch(vectors=...)`` (no model: this measures
 the engines), clustered so that nearest neighbours mean something; contents carry rare tokens so a keyword
@@ -20,6 +22,11 @@ its batch), inside ``bulk_load`` ("bulk": PostgreSQL builds a new namespace's in
 or "both" (default): batched, then the same corpus bulk-loaded into a second namespace, timed and dropped
 (PostgreSQL only; the embedded engine's bulk_load is its batched path). Prints Markdown tables and writes
 bench/results/backends-<sizes>.json. Timings are printed, never asserted.
+
+``--partitions N`` adds the engine "partitioned": PostgreSQL with its tables hash-partitioned by namespace into N
+(``Settings.store_partitions``), in a second database of the same server. ``--namespaces K`` first fills K other
+namespaces of ``--ns-rows`` rows each (inside ``bulk_load``: each gets its own HNSW index from 1,000 rows) in
+every PostgreSQL engine, so the measured namespace is one among many; the fill's rows/s is reported too.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -81,6 +89,35 @@ def load(store: MemoryStorage, label: str, messages: list[Message], vectors: np.
     out["load_s"] = time.perf_counter() - start
     out["per_s"] = n / out["load_s"]
     return out
+
+
+def fill(label: str, settings: Settings, namespaces: int, rows: int) -> dict[str, Any]:
+    """``namespaces`` namespaces of ``rows`` rows each (one bulk_load each, batches of 1,000): the crowd the
+    measured namespace sits in. Timed as a whole (index builds included)."""
+    start = time.perf_counter()
+    for i in range(namespaces):
+        messages, vectors = corpus(rows, seed=1000 + i)
+        store = MemoryStorage(f"crowd{i}", settings=settings, embedding=Precomputed())
+        load(store, label, messages, vectors, None, bulk=True)
+        store.close()
+        if i % 50 == 49:
+            print(f"{label}: {i + 1} crowd namespaces in {time.perf_counter() - start:.0f} s", file=sys.stderr,
+                  flush=True)
+    spent = time.perf_counter() - start
+    return {"engine": label, "namespaces": namespaces, "rows": rows, "fill_s": spent,
+            "fill_rows_s": namespaces * rows / spent}
+
+
+def partitioned_database(dsn: str, server: Any) -> str:
+    """The URL of an empty database ``ltm_partitioned`` beside ``dsn``'s (created)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS ltm_partitioned")
+        conn.execute("CREATE DATABASE ltm_partitioned")
+    if server is not None:
+        return str(server.get_uri(database="ltm_partitioned"))
+    return urlunsplit(urlsplit(dsn)._replace(path="/ltm_partitioned"))
 
 
 def measure(label: str, settings: Settings, n: int, budget: float | None = None,
@@ -195,6 +232,7 @@ def writers(label: str, settings: Settings, procs: int, each: int) -> dict[str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
     if settings.store_url:
         env["LTM_STORE_URL"] = settings.store_url
+        env["LTM_STORE_PARTITIONS"] = str(settings.store_partitions)
     namespace = f"w{procs}-{time.time_ns()}"
     cmd = [sys.executable, "-m", "bench.backend_writer", str(settings.storage_dir), namespace, str(each)]
     running = [subprocess.Popen([*cmd, f"p{i}"], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE)
@@ -228,6 +266,10 @@ def main() -> None:
     parser.add_argument("--efs", type=int, nargs="*", default=[], help="also dense p50 / recall@10 at these ef_search")
     parser.add_argument("--load", choices=("batched", "bulk", "both"), default="both",
                         help="how the measured namespace is loaded (see measure)")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="add the engine 'partitioned': PostgreSQL hash-partitioned by namespace into N")
+    parser.add_argument("--namespaces", type=int, default=0, help="other namespaces filled first (PostgreSQL)")
+    parser.add_argument("--ns-rows", type=int, default=1000, help="rows of each of those namespaces")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # kill: still stop the private server, drop the files
     tmp = Path(tempfile.mkdtemp(prefix="ltm-bench-backends-"))
@@ -239,9 +281,18 @@ def main() -> None:
         server = get_server(tmp / "pg", cleanup_mode="delete")
         dsn = str(server.get_uri())
     base = Settings(storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000)
-    engines = {k: v for k, v in {"embedded": base, "postgres": base.with_(store_url=dsn)}.items() if k in args.engines}
-    results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": []}
+    every = {"embedded": base, "postgres": base.with_(store_url=dsn)}
+    if args.partitions:
+        every["partitioned"] = base.with_(store_url=partitioned_database(dsn, server), store_partitions=args.partitions)
+    engines = {k: v for k, v in every.items() if k in args.engines}
+    results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": [],
+                               "crowds": []}
     try:
+        for label, settings in engines.items():
+            if args.namespaces and settings.store_url:
+                row = fill(label, settings, args.namespaces, args.ns_rows)
+                results["crowds"].append(row)
+                print(json.dumps(row), flush=True)
         for n in args.sizes:
             for label, settings in engines.items():
                 row = measure(label, settings, n, args.budget, tuple(args.efs), args.load)
@@ -282,8 +333,19 @@ def loads(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def crowds(results: dict[str, Any]) -> list[str]:
+    """The fill of the other namespaces (``--namespaces``), per engine."""
+    if not results.get("crowds"):
+        return []
+    lines = ["| engine | namespaces x rows filled | rows/s (bulk_load, index builds included) | s |",
+             "|---|---|---|---|"]
+    lines += [f"| {r['engine']} | {r['namespaces']:,} x {r['rows']:,} | {r['fill_rows_s']:,.0f} | {r['fill_s']:.0f} |"
+              for r in results["crowds"]]
+    return [*lines, ""]
+
+
 def table(results: dict[str, Any]) -> str:
-    lines = [*loads(results),
+    lines = [*crowds(results), *loads(results),
              "| engine | n | add batched /s | add one p50 ms | dense p50/p95 ms | dense recall@10 | keyword p50/p95 ms "
              "| keyword hit@10 | hybrid p50/p95 ms | hybrid hit@10 | find_news(100) ms (exact share) | recover ms |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

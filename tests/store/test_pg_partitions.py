@@ -46,6 +46,14 @@ def _filled(settings: Settings, name: str, n: int, seed: int) -> MemoryStorage:
     return store
 
 
+def _ns(url: str, name: str) -> int:
+    """Namespace ``name``'s id (its ``ns`` value)."""
+    with psycopg.connect(url) as conn:
+        found = conn.execute("SELECT id FROM ltm_namespaces WHERE name = %s", (name,)).fetchone()
+    assert found is not None
+    return int(found[0])
+
+
 def _columns(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Per ltm table: its columns (name, type, not null, default, storage) in order."""
     with psycopg.connect(url) as conn:
@@ -91,7 +99,8 @@ def test_the_partitioned_layout_is_the_plain_one_with_the_namespace_in_each_key(
             "ON c.oid = i.inhrelid WHERE i.inhparent = 'ltm_messages'::regclass ORDER BY c.relname").fetchall()
         history = conn.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'ltm_history'::regclass").fetchone()
         versions = conn.execute("SELECT array_agg(version ORDER BY version) FROM ltm_schema").fetchone()
-    assert [p[1] for p in parts] == [f"FOR VALUES WITH (modulus {PARTITIONS}, remainder {i})" for i in range(PARTITIONS)]
+    bounds = [f"FOR VALUES WITH (modulus {PARTITIONS}, remainder {i})" for i in range(PARTITIONS)]
+    assert [p[1] for p in parts] == bounds
     assert all(p[2] == ["toast_tuple_target=8160"] and p[3] == "m" for p in parts), parts
     assert history is not None and history[0] == PARTITIONS
     with psycopg.connect(pg_url) as conn:
@@ -143,14 +152,14 @@ def test_each_search_of_a_namespace_reads_its_one_partition(pg_partitioned_url: 
                                                            executed: list[tuple[str, Any]]) -> None:
     settings = _settings(pg_partitioned_url, tmp_path)
     stores = [_filled(settings, f"ns{i}", HNSW_ROWS + 20 if i == 0 else 300, seed=i) for i in range(6)]
-    big = stores[0]
+    big, ns = stores[0], _ns(pg_partitioned_url, "ns0")
     assert big.stats().index == "hnsw"
     with psycopg.connect(pg_partitioned_url) as conn:
-        home = home_table(conn, big._backend.ns)  # type: ignore[union-attr]
+        home = home_table(conn, ns)
         where = conn.execute("SELECT DISTINCT tableoid::regclass::text FROM ltm_messages WHERE ns = %s",
-                             (big._backend.ns,)).fetchall()  # type: ignore[union-attr]
+                             (ns,)).fetchall()
         indexed = conn.execute("SELECT tablename FROM pg_indexes WHERE indexname = %s",
-                               (hnsw_index(big._backend.ns),)).fetchone()  # type: ignore[union-attr]
+                               (hnsw_index(ns),)).fetchone()
         used = conn.execute("SELECT count(DISTINCT tableoid) FROM ltm_messages").fetchone()
     assert where == [(home,)] and indexed == (home,)  # the index is on the partition that holds the rows
     assert used is not None and used[0] > 1  # the other namespaces are elsewhere: there is something to prune
@@ -163,7 +172,7 @@ def test_each_search_of_a_namespace_reads_its_one_partition(pg_partitioned_url: 
         plan = _plan(pg_partitioned_url, *asked[-1])
         assert set(_PART.findall(plan)) == {home}, (mode, plan)  # one partition, the namespace's own
         if mode == "dense":
-            assert f"Index Scan using {hnsw_index(big._backend.ns)}" in plan, plan  # type: ignore[union-attr]
+            assert f"Index Scan using {hnsw_index(ns)}" in plan, plan
 
     executed.clear()
     big.best_similarities(_unit(np.random.default_rng(9).standard_normal((3, 384))))  # find_news's lookup

@@ -228,7 +228,8 @@ def check_partitions(url: str, wanted: int | None, found: int) -> None:
     (``wanted``; None: whatever it has)."""
     if wanted is None or int(wanted) == found:
         return
-    has = f"its message table in {found} hash partitions by namespace" if found else "a plain (unpartitioned) message table"
+    has = (f"its message table in {found} hash partitions by namespace" if found
+           else "a plain (unpartitioned) message table")
     raise StoreMismatch(
         f"the PostgreSQL database at {url} has {has}, but Settings.store_partitions (LTM_STORE_PARTITIONS) is "
         f"{wanted}; the setting only shapes a new database. Set LTM_STORE_PARTITIONS={found} to use this one, or "
@@ -326,7 +327,8 @@ def home_table(conn: Any, ns: int) -> str:
     partial index on the partition is what the planner uses once it has pruned a ``ns = <id>`` query to it."""
     found = conn.execute(
         "SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-        "CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'modulus (\\d+), remainder (\\d+)') AS b(m) "
+        "CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), "
+        "'modulus (\\d+), remainder (\\d+)') AS b(m) "
         "WHERE i.inhparent = to_regclass('ltm_messages') "
         "AND satisfies_hash_partition(i.inhparent, b.m[1]::int, b.m[2]::int, %s::bigint)", (int(ns),)).fetchall()
     return str(found[0][0]) if found else "ltm_messages"
