@@ -15,16 +15,17 @@ import pytest
 
 from ltm import MemoryStorage, Message, Settings, StoreCorrupted
 from tests.support.embeddings import CountingEmbedding
+from tests.support.postgres import store_env
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def _worker(*args: str, store_url: str | None = None) -> subprocess.Popen[str]:
-    """A store worker process; with ``store_url`` it uses that PostgreSQL (LTM_STORE_URL), else ``DIR``."""
+def _worker(*args: str, store_url: str | None = None, partitions: int = 0) -> subprocess.Popen[str]:
+    """A store worker process; with ``store_url`` it uses that PostgreSQL (LTM_STORE_URL, of ``partitions``),
+    else ``DIR``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
-    if store_url:
-        env["LTM_STORE_URL"] = store_url
+    env.update(store_env(store_url, partitions))
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.store_worker", *args], cwd=ROOT, text=True, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -63,7 +64,8 @@ def test_kill_9_during_acknowledged_adds_loses_nothing(settings: Settings, threa
     every add that returned survives kill -9."""
     rng = random.Random(1234)
     # snapshot every 7 adds
-    server = _worker("forkserver", str(settings.storage_dir), "crash", "7", store_url=settings.store_url)
+    server = _worker("forkserver", str(settings.storage_dir), "crash", "7", store_url=settings.store_url,
+                     partitions=settings.store_partitions)
     acked: dict[str, str] = {}
     try:
         assert _line(server) == "READY"
@@ -94,10 +96,12 @@ def test_kill_9_during_acknowledged_adds_loses_nothing(settings: Settings, threa
 
 
 def test_two_writers_and_a_live_reader(settings: Settings) -> None:
-    reader = _worker("read", str(settings.storage_dir), "busy", store_url=settings.store_url)
+    reader = _worker("read", str(settings.storage_dir), "busy", store_url=settings.store_url,
+                     partitions=settings.store_partitions)
     try:
         assert _line(reader) == "READY"
-        writers = [_worker("write", str(settings.storage_dir), "busy", prefix, "60", store_url=settings.store_url)
+        writers = [_worker("write", str(settings.storage_dir), "busy", prefix, "60", store_url=settings.store_url,
+                           partitions=settings.store_partitions)
                    for prefix in ("wa", "wb")]
         acked: dict[str, str] = {}
         for writer in writers:

@@ -99,7 +99,7 @@ _UPDATER = """
 import sys
 from ltm import MemoryStorage, Settings
 store = MemoryStorage("api", settings=Settings(storage_dir=sys.argv[1], embedding="hash",
-                                               store_url=sys.argv[2] or None))
+                                               store_url=sys.argv[2] or None, store_partitions=int(sys.argv[3])))
 for round_ in range(10_000):
     for i in range(20):
         store.update(f"m{i}", content=f"message {i} version {round_ + 1}")
@@ -111,7 +111,8 @@ def test_kill_9_during_updates_leaves_old_or_new_never_neither(settings: Setting
     store = _store(settings)
     store.add_batch([Message(f"message {i} version 0", id=f"m{i}") for i in range(20)])
     store.close()
-    proc = subprocess.Popen([sys.executable, "-c", _UPDATER, str(settings.storage_dir), settings.store_url or ""],
+    proc = subprocess.Popen([sys.executable, "-c", _UPDATER, str(settings.storage_dir), settings.store_url or "",
+                             str(settings.store_partitions)],
                             stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert proc.stdout is not None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ltm import MemoryStorage, Settings
+from tests.support.postgres import store_env
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -21,8 +22,7 @@ WRITERS, EACH = 4, 60
 
 def _writer(settings: Settings, prefix: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
-    if settings.store_url:
-        env["LTM_STORE_URL"] = settings.store_url
+    env.update(store_env(settings.store_url, settings.store_partitions))
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.store_worker", "write", str(settings.storage_dir), "many", prefix,
          str(EACH)], cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)

@@ -18,6 +18,14 @@ TABLES = ("ltm_history", "ltm_messages", "ltm_namespaces", "ltm_schema")
 PARTITIONS = 4  # hash partitions by namespace of the partitioned test database (Settings.store_partitions)
 
 
+def store_env(store_url: str | None, partitions: int = 0) -> dict[str, str]:
+    """The ``LTM_*`` variables that put a worker process on the test's store: its PostgreSQL URL and layout
+    (none for the embedded store)."""
+    if not store_url:
+        return {}
+    return {"LTM_STORE_URL": store_url, "LTM_STORE_PARTITIONS": str(partitions)}
+
+
 class PostgresServer:
     """``start()`` a private server (or adopt ``LTM_PG_DSN``); ``url`` is a ``postgresql://`` URL."""
 
