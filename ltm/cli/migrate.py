@@ -32,7 +32,8 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, StoreCorrupted
 
 COMMANDS = {
-    "migrate": "copy every namespace between a data root and postgresql:// (either way); resumable, verified",
+    "migrate": "copy every namespace between a data root and postgresql:// (either way) or two PostgreSQL "
+               "databases; resumable, verified",
 }
 
 _PAGE = 1000

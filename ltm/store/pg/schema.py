@@ -11,8 +11,18 @@ graph search (a small namespace among big ones would get nothing back), so :func
 partial expression index per namespace once it is big enough (``(embedding::vector(384)) ... WHERE ns = 7
 AND dim = 384``), built ``CONCURRENTLY``: writers of every namespace go on while it builds. Small namespaces
 have none and are searched exactly; each index costs the planner a little on every statement, so a database
-of many thousands of *big* namespaces wants partitioning by namespace instead (docs/DEPLOYMENT.md). The
-context signal of hybrid search reads the rows that have a context vector through ``ltm_messages_ns_context``
+of many thousands of *big* namespaces wants partitioning by namespace (docs/DEPLOYMENT.md).
+
+Partitioning (``Settings.store_partitions`` = N > 0, for a NEW database only): ``ltm_messages`` and
+``ltm_history`` are created ``PARTITION BY HASH (ns)`` with N partitions each (:func:`partitioned_schema`, the
+layout of version 4 in one go), their primary keys ``(ns, seq)`` and ``(ns, hseq)`` as PostgreSQL requires of a
+key on a partitioned table. Every statement ltm runs says ``ns = ...`` so the planner reads one partition; a
+namespace's HNSW index is built on the partition that holds it (:func:`home_table`: ``CREATE INDEX
+CONCURRENTLY`` is refused on a partitioned table). The layout is read from the catalog (:func:`partitions_of`),
+never stored twice; a process whose setting disagrees is refused (:func:`check_partitions`, StoreMismatch)
+rather than served a layout it did not ask for.
+
+The context signal of hybrid search reads the rows that have a context vector through ``ltm_messages_ns_context``
 (a namespace without any: no scan at all).
 
 :data:`MIGRATIONS` is append-only: version N's statements run once, in one transaction, recorded in
