@@ -112,3 +112,11 @@ def test_the_generated_section_of_benchmarks_md_is_replaced_in_place(tmp_path: P
     bench_report.write_section(doc, bench_report.section(results, "Machine: y\n### Add\n| 2 |", "bench/results"))
     second = doc.read_text()
     assert "| 2 |" in second and "| 1 |" not in second and second.count(bench_report.START) == 1
+
+
+def test_ivf_probe_runs_and_reports_recall(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import ivf_probe
+
+    assert ivf_probe.main(["--n", "3000", "--nlist", "16", "--nprobe", "4,16", "--queries", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "nlist 16: train" in out and out.count("recall@10 (20 rescored)") == 2
