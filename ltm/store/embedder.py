@@ -103,10 +103,15 @@ class Embedder:
         dim: int | None,
         known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None = None,
         purpose: str = TEXT,
+        before_model: Callable[[], None] | None = None,
     ) -> np.ndarray:
-        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model."""
+        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model.
+        ``before_model()`` runs once the stored vectors were looked up and just before the model call, only
+        when there is one (a default add starts its durable write there: :mod:`ltm.store.overlap`)."""
         keys, have, todo = self._plan(texts, known, purpose)
         if todo:
+            if before_model is not None:
+                before_model()
             self._store(keys, todo, self._call(purpose, [texts[i] for i in todo]), dim, have, purpose)
         return self._gather(keys, have, dim)
 

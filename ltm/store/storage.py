@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -41,6 +41,8 @@ from ltm.store.group import GroupCommit
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
+from ltm.store.overlap import MAX_MESSAGES as OVERLAP_MAX
+from ltm.store.overlap import Overlap
 from ltm.store.pool import POOL, PooledNamespace
 from ltm.store.query import compile_filters, query_lines
 from ltm.store.records import StoreStats
@@ -80,6 +82,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
 
     _behind: WriteBehind | None = None  # with Settings.write_behind (the embedded store only)
+    _overlaps = False  # adds commit durably while the model runs (ltm.store.overlap; the embedded store only)
 
     def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
         """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
@@ -102,6 +105,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
         self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.behind
+        self._overlaps = self._behind is None and self.settings.sqlite_synchronous == "full"
         if namespace is not None:  # the engine (log + FAISS mirror) is shared with other handles on it
             self._open(namespace)
 
@@ -256,6 +260,13 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
                                 history_limit=self.settings.history_limit)
 
+    def _overlap(self, items: builtins.list[builtins.list[Message]]) -> Overlap | None:
+        """How add_groups commits ``items`` (each caller's new messages): in two steps, the durable one while
+        the model runs (:mod:`ltm.store.overlap`), or None: in one transaction after it. Not from a thread that
+        holds the store's lock (the stager thread needs it)."""
+        small = 0 < sum(len(messages) for messages in items) <= OVERLAP_MAX
+        return Overlap(self, items) if self._overlaps and small and not self._lock._is_owned() else None
+
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
         with self._lock:
             log, mirror = self._require()
@@ -359,8 +370,10 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             log, mirror = self._synced()
             return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
 
-    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose)
+    def _embed(self, texts: builtins.list[str], purpose: str,
+               before_model: Callable[[], None] | None = None) -> np.ndarray:
+        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose,
+                                   before_model)
 
     async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
         dim, known = await self._off(self._known_dim), partial(self._logged, "vectors_by_key")
