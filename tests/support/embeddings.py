@@ -128,3 +128,51 @@ class ConceptEmbedding(HashEmbedding):
             vec[CONCEPTS.get(word, 0)] += 1.0
         norm = math.sqrt(sum(v * v for v in vec)) or 1.0
         return [v / norm for v in vec]
+
+
+class StageWatchingEmbedding(HashEmbedding):
+    """A hash embedding whose model call first waits (up to ``wait_s``) until the messages it embeds are
+    committed to the ``staged`` table of the namespace under ``storage`` (read through a connection of its own),
+    recording what it saw in :attr:`seen`; then it answers, raises (``then="fail"``) or reports ``STAGED`` on
+    stdout and never returns (``then="hang"``, for a process killed -9 there): for tests/store/test_overlap.py."""
+
+    storage: str = ""
+    wait_s: float = 10.0
+    then: str = "answer"
+    _seen: list[set[str]] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "StageWatchingEmbedding"
+
+    @property
+    def seen(self) -> list[set[str]]:
+        """Per model call: the ids staged (committed) when the model ran."""
+        return self._seen
+
+    def staged_ids(self) -> set[str]:
+        """The ids in the namespace's ``staged`` table now, as another connection (or process) sees them."""
+        import contextlib
+        import sqlite3
+        from pathlib import Path
+
+        found: set[str] = set()
+        for path in Path(self.storage).rglob("memory.sqlite"):
+            with contextlib.suppress(sqlite3.OperationalError), contextlib.closing(sqlite3.connect(path)) as db:
+                found |= {str(row[0]) for row in db.execute("SELECT id FROM staged")}
+        return found
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        import os
+        import time
+
+        deadline = time.monotonic() + self.wait_s
+        while not (staged := self.staged_ids()) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self._seen.append(staged)
+        if self.then == "fail":
+            raise RuntimeError("the model server went away")
+        if self.then == "hang":
+            os.write(1, b"STAGED\n")
+            time.sleep(3600)
+        return [self._vector(t) for t in texts]
