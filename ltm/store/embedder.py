@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,7 @@ class Embedder:
         self._factory = factory
         self.model = model
         self.calls = 0  # model calls made (one per batch), for tests and stats
+        self.call_s: float | None = None  # how long the last model call took (None before the first)
         self._caches: dict[str, OrderedDict[bytes, np.ndarray]] = {TEXT: OrderedDict(), QUERY: OrderedDict()}
         self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
@@ -196,6 +198,7 @@ class Embedder:
     # -- the only I/O ------------------------------------------------------------------------------------
     def _call(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1
+        started = time.perf_counter()
         try:
             if purpose == QUERY and len(texts) == 1:
                 return [self.embedding.get_query_embedding(texts[0])]
@@ -204,6 +207,8 @@ class Embedder:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
             raise self._failed(exc, len(texts)) from exc
+        finally:
+            self.call_s = time.perf_counter() - started
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1

@@ -21,8 +21,10 @@ add still in flight).
 Only rows this add staged and that are still staged when step 2 runs are moved (another process opening the
 namespace may have embedded and moved them already: the add still counts them as new, which they were).
 Used by the embedded store with ``sqlite_synchronous="full"`` (with ``normal`` no commit waits for an fsync)
-for groups of up to :data:`MAX_MESSAGES` messages: a large batch pays its one fsync once per many model runs,
-and staging it would write every body twice.
+when it pays (:func:`worth_it`): for groups of up to :data:`MAX_MESSAGES` messages (a large batch pays its one
+fsync once per many model runs, and staging it would write every body twice), and unless the model answered
+its last call in under :data:`MIN_MODEL_S` (a lookup or a cache: no model time to hide the fsync behind, and the
+second transaction would be pure cost).
 """
 
 from __future__ import annotations
@@ -41,12 +43,20 @@ from ltm.store.locks import namespace_lock
 from ltm.store.log import MessageLog, translate
 from ltm.store.writes import insert_groups
 
-__all__ = ["MAX_MESSAGES", "Overlap"]
+__all__ = ["MAX_MESSAGES", "MIN_MODEL_S", "Overlap", "worth_it"]
 
 MAX_MESSAGES = 64  # groups above this commit in one transaction as before (see the module docstring)
+MIN_MODEL_S = 0.001  # a model answering faster leaves no time to hide an fsync (2-5 ms here) behind
 _WORKERS = 4  # stagers of different stores at once; one store stages one group at a time
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def worth_it(items: Sequence[list[Message]], last_model_s: float | None) -> bool:
+    """Whether to add ``items`` in two steps: a small group, and a model that is not known to answer in less
+    than MIN_MODEL_S (``last_model_s``: its last call's duration, None before the first)."""
+    small = 0 < sum(len(messages) for messages in items) <= MAX_MESSAGES
+    return small and (last_model_s is None or last_model_s >= MIN_MODEL_S)
 
 
 def _stagers() -> ThreadPoolExecutor:

@@ -41,8 +41,7 @@ from ltm.store.group import GroupCommit
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
-from ltm.store.overlap import MAX_MESSAGES as OVERLAP_MAX
-from ltm.store.overlap import Overlap
+from ltm.store.overlap import Overlap, worth_it
 from ltm.store.pool import POOL, PooledNamespace
 from ltm.store.query import compile_filters, query_lines
 from ltm.store.records import StoreStats
@@ -263,9 +262,11 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def _overlap(self, items: builtins.list[builtins.list[Message]]) -> Overlap | None:
         """How add_groups commits ``items`` (each caller's new messages): in two steps, the durable one while
         the model runs (:mod:`ltm.store.overlap`), or None: in one transaction after it. Not from a thread that
-        holds the store's lock (the stager thread needs it)."""
-        small = 0 < sum(len(messages) for messages in items) <= OVERLAP_MAX
-        return Overlap(self, items) if self._overlaps and small and not self._lock._is_owned() else None
+        holds the store's lock (the stager thread needs it), nor when the model answered its last call too fast
+        to hide an fsync (see :func:`~ltm.store.overlap.worth_it`)."""
+        if not self._overlaps or self._lock._is_owned() or not worth_it(items, self.embedder.call_s):
+            return None
+        return Overlap(self, items)
 
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
         with self._lock:

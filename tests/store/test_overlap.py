@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ltm import InvalidInput, LLMError, MemoryStorage, Message, NotFound, Settings
+from ltm.store import overlap
 from ltm.store.overlap import MAX_MESSAGES
 from tests.support.embeddings import StageWatchingEmbedding
 
@@ -180,7 +181,8 @@ def test_a_message_moved_by_another_process_meanwhile_is_neither_doubled_nor_res
 def test_concurrent_callers_each_get_their_answer(plain: Settings) -> None:
     """8 threads adding one message per call (ids shared between threads): each id stored once, exactly one
     caller told it was new, nothing left staged."""
-    store = MemoryStorage("ns", settings=plain, embedding=_model(plain, wait_s=0.0))
+    model = _model(plain)
+    store = MemoryStorage("ns", settings=plain, embedding=model)
     news: list[str] = []
     lock = threading.Lock()
 
@@ -197,6 +199,7 @@ def test_concurrent_callers_each_get_their_answer(plain: Settings) -> None:
             t.start()
         for t in threads:
             t.join()
+        assert model.seen and all(model.seen)  # every group was staged while the model ran
         assert sorted(news) == sorted(f"m{i}" for i in range(120))
         stats = store.stats()
         assert (stats.messages, stats.vectors) == (120, 120)
@@ -229,5 +232,28 @@ def test_synchronous_normal_needs_no_overlap(tmp_path: Path) -> None:
         assert store.add(Message(id="a", content="no fsync to hide"))
         assert model.seen == [set()]
         assert store.get("a").content == "no fsync to hide"
+    finally:
+        store.close()
+
+
+def test_a_model_too_fast_to_hide_an_fsync_gets_one_transaction(plain: Settings,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a model call shorter than MIN_MODEL_S (a lookup, a cache) the next add commits once after the model;
+    a slow call turns the overlap back on."""
+    monkeypatch.setattr(overlap, "MIN_MODEL_S", 0.05)  # far from both calls' durations, whatever the load
+    model = _model(plain)
+    store = MemoryStorage("ns", settings=plain, embedding=model)
+    try:
+        assert store.add(Message(id="a", content="first: the model's speed is unknown"))
+        assert model.seen == [{"a"}]
+        model.wait_s = 0.0
+        assert store.add(Message(id="b", content="overlapped still, and answered at once"))
+        assert store.embedder.call_s is not None and store.embedder.call_s < overlap.MIN_MODEL_S
+        model.wait_s = 0.2
+        assert store.add(Message(id="c", content="one transaction after the fast call"))
+        assert model.seen[-1] == set()
+        assert store.add(Message(id="d", content="overlapped again after the slow call"))
+        assert model.seen[-1] == {"d"}
+        assert [m.id for m in store.recent(10)] == ["a", "b", "c", "d"]
     finally:
         store.close()
