@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,16 +100,27 @@ def test_an_id_stored_or_staged_is_not_added_twice(behind: Settings) -> None:
 
 
 def test_a_background_failure_reaches_the_next_call_and_loses_nothing(behind: Settings) -> None:
-    model = GatedEmbedding(wait_s=0.0, failing=True)
+    """In steps that leave no race: the thread's model call fails (gate opened), the failure is kept, the next
+    call raises it; with the model back, nothing was lost. (It looped adds and reads until one raised, and a
+    later background failure could then reach the read meant to find the messages: flaky under load.)"""
+    model = GatedEmbedding(wait_s=10.0, failing=True)
     store = MemoryStorage("ns", settings=behind, embedding=model)
     try:
         assert store.add(Message(id="a", content="the model is down"))
-        with pytest.raises(WriteBehindFailed) as caught:
-            for _ in range(200):  # the next call after the thread failed raises; the one waiting may too
-                store.add(Message(id="b", content="another"))
-                store.count()
+        assert _staged(behind.storage_dir) == 1
+        model.gate.set()  # the background call fails now
+        behind_ = store._behind
+        assert behind_ is not None
+        deadline = time.monotonic() + 10
+        while behind_._failure is None and time.monotonic() < deadline:  # kept for the next call
+            time.sleep(0.005)
+        assert behind_._failure is not None
+        with pytest.raises(WriteBehindFailed, match="in the background") as caught:
+            store.count()
         assert "went away" in str(caught.value.__cause__)
+        assert _staged(behind.storage_dir) == 1  # the failed message stays stored
         model.failing = False  # the model is back: the kept messages are embedded by the next read
+        assert store.add(Message(id="b", content="another"))
         assert {m.id for m in store.recent(10)} == {"a", "b"}
         assert store.search("the model is down", k=1, mode="dense")[0].message.id == "a"
     finally:
