@@ -91,7 +91,8 @@ class Overlap:
             return stage(self._log(), self._items)
 
     def _log(self) -> MessageLog:
-        return self._store._parts()[0]  # not _require(): that would embed what is staged (ours included)
+        log: MessageLog = self._store._parts()[0]  # not _require(): that would embed what is staged (ours too)
+        return log
 
     def finish(self, planned: Sequence[tuple[rowplan.Pending, np.ndarray]]) -> list[int]:
         """Step 2: move ``planned`` (one (pending, vectors) per item, as for ``insert_groups``) once step 1 is
