@@ -29,6 +29,7 @@ second transaction would be pure cost).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,6 +51,16 @@ MIN_MODEL_S = 0.001  # a model answering faster leaves no time to hide an fsync 
 _WORKERS = 4  # stagers of different stores at once; one store stages one group at a time
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_stagers() -> None:
+    """In a forked child: the parent's stager threads do not exist there, but its pool would think an idle one
+    does and queue the child's first stage forever. The child makes its own pool on first use."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_stagers)
 
 
 def worth_it(items: Sequence[list[Message]], last_model_s: float | None) -> bool:

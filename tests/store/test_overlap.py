@@ -257,3 +257,39 @@ def test_a_model_too_fast_to_hide_an_fsync_gets_one_transaction(plain: Settings,
         assert [m.id for m in store.recent(10)] == ["a", "b", "c", "d"]
     finally:
         store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_process_forked_after_an_add_still_adds(plain: Settings) -> None:
+    """The stager threads are the parent's: a child forked after an add makes its own (else its first add would
+    wait forever for a thread that does not exist in it)."""
+    store = MemoryStorage("ns", settings=plain, embedding=_model(plain))
+    try:
+        assert store.add(Message(id="parent", content="added before the fork"))
+    finally:
+        store.close()
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its own overlapped add went through
+        code = 1
+        try:
+            child = MemoryStorage("ns", settings=plain, embedding=_model(plain))
+            code = 0 if child.add(Message(id="child", content="added after the fork")) else 2
+            child.close()
+        finally:
+            os._exit(code)
+    deadline = 30
+    for _ in range(deadline * 20):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        threading.Event().wait(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's add never returned")
+    assert os.waitstatus_to_exitcode(status) == 0
+    reopened = MemoryStorage("ns", settings=plain)
+    try:
+        assert {m.id for m in reopened.recent(10)} == {"parent", "child"}
+    finally:
+        reopened.close()
