@@ -44,7 +44,7 @@ from ltm.store.writes import insert_groups
 if TYPE_CHECKING:
     from ltm.store.mirror import IndexMirror
 
-__all__ = ["WriteBehind", "has_staged", "stage"]
+__all__ = ["WriteBehind", "has_staged"]
 
 BATCH = 64  # staged messages embedded per model call (sorted by length inside it: see OnnxEmbedding)
 _DDL = "CREATE TABLE IF NOT EXISTS staged(sid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, " \
@@ -63,14 +63,7 @@ def has_staged(log: MessageLog) -> bool:
 def _stage(log: MessageLog, items: Sequence[list[Message]]) -> list[int]:
     """Commit each item's messages whose id is neither stored nor staged into ``staged``, in ONE transaction;
     how many of each item's were new. Under the store's lock."""
-    return [len(ids) for ids in stage(log, items)]
-
-
-def stage(log: MessageLog, items: Sequence[list[Message]]) -> list[list[str]]:
-    """Commit each item's messages whose id is neither stored nor staged into ``staged``, in ONE transaction
-    (durable as the log's ``synchronous`` makes it); the ids of each item's that were new. Under the store's
-    lock."""
-    staged: list[list[str]] = []
+    counts = []
     with namespace_lock(log.path).held(), log.transaction(write=True):
         log.db.execute(_DDL)
         for messages in items:
@@ -81,8 +74,8 @@ def stage(log: MessageLog, items: Sequence[list[Message]]) -> list[list[str]]:
                 (*ids, *ids))}
             fresh = [m for m in {m.id: m for m in reversed(messages) if m.id not in known}.values()][::-1]
             log.db.executemany("INSERT INTO staged(id, body) VALUES (?, ?)", [(m.id, m.dump()) for m in fresh])
-            staged.append([m.id for m in fresh])
-    return staged
+            counts.append(len(fresh))
+    return counts
 
 
 def _taken(log: MessageLog, limit: int) -> list[tuple[int, str]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -81,7 +80,6 @@ class Embedder:
         self._factory = factory
         self.model = model
         self.calls = 0  # model calls made (one per batch), for tests and stats
-        self.call_s: float | None = None  # how long the last model call took (None before the first)
         self._caches: dict[str, OrderedDict[bytes, np.ndarray]] = {TEXT: OrderedDict(), QUERY: OrderedDict()}
         self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
@@ -105,15 +103,10 @@ class Embedder:
         dim: int | None,
         known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None = None,
         purpose: str = TEXT,
-        before_model: Callable[[], None] | None = None,
     ) -> np.ndarray:
-        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model.
-        ``before_model()`` runs once the stored vectors were looked up and just before the model call, only
-        when there is one (a default add starts its durable write there: :mod:`ltm.store.overlap`)."""
+        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model."""
         keys, have, todo = self._plan(texts, known, purpose)
         if todo:
-            if before_model is not None:
-                before_model()
             self._store(keys, todo, self._call(purpose, [texts[i] for i in todo]), dim, have, purpose)
         return self._gather(keys, have, dim)
 
@@ -198,7 +191,6 @@ class Embedder:
     # -- the only I/O ------------------------------------------------------------------------------------
     def _call(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1
-        started = time.perf_counter()
         try:
             if purpose == QUERY and len(texts) == 1:
                 return [self.embedding.get_query_embedding(texts[0])]
@@ -207,8 +199,6 @@ class Embedder:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
             raise self._failed(exc, len(texts)) from exc
-        finally:
-            self.call_s = time.perf_counter() - started
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1

@@ -109,7 +109,6 @@ class MessageLog:
         self._df_rows = 0
         if synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
-        self.synchronous = synchronous
         with translate(path):
             if read_only:
                 self.db = _open_read_only(path, busy_timeout_ms)
@@ -140,28 +139,6 @@ class MessageLog:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
-
-    @contextmanager
-    def unsynced(self) -> Iterator[None]:
-        """The transactions run inside commit without an fsync (``PRAGMA synchronous=NORMAL``); the log's own
-        level is back on exit. Call outside a transaction: SQLite refuses to change the level inside one.
-
-        In WAL mode a commit appends its frames to the WAL; FULL also fsyncs the WAL at each commit, NORMAL
-        leaves that to the next checkpoint (which syncs the WAL first) or to the next FULL commit (an fsync of the
-        WAL file covers every frame before it). A kill -9 loses no commit either way; an OS crash or power loss
-        can lose commits made here, never an earlier one (later frames cannot damage earlier ones: each frame's
-        checksum chains on the ones before, recovery stops at the first that fails). So a caller only commits
-        here what an earlier durable commit can rebuild (:mod:`ltm.store.overlap`)."""
-        if self.synchronous == "normal":
-            yield
-            return
-        with translate(self.path):
-            self.db.execute("PRAGMA synchronous=NORMAL")
-        try:
-            yield
-        finally:
-            with translate(self.path):
-                self.db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
 
     # -- change detection --------------------------------------------------------------------------------
     def data_version(self) -> int:

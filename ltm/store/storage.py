@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -41,7 +41,6 @@ from ltm.store.group import GroupCommit
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
-from ltm.store.overlap import Overlap, worth_it
 from ltm.store.pool import POOL, PooledNamespace
 from ltm.store.query import compile_filters, query_lines
 from ltm.store.records import StoreStats
@@ -81,7 +80,6 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
 
     _behind: WriteBehind | None = None  # with Settings.write_behind (the embedded store only)
-    _overlaps = False  # adds commit durably while the model runs (ltm.store.overlap; the embedded store only)
 
     def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
         """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
@@ -104,7 +102,6 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
         self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.behind
-        self._overlaps = self._behind is None and self.settings.sqlite_synchronous == "full"
         if namespace is not None:  # the engine (log + FAISS mirror) is shared with other handles on it
             self._open(namespace)
 
@@ -259,15 +256,6 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
                                 history_limit=self.settings.history_limit)
 
-    def _overlap(self, items: builtins.list[builtins.list[Message]]) -> Overlap | None:
-        """How add_groups commits ``items`` (each caller's new messages): in two steps, the durable one while
-        the model runs (:mod:`ltm.store.overlap`), or None: in one transaction after it. Not from a thread that
-        holds the store's lock (the stager thread needs it), nor when the model answered its last call too fast
-        to hide an fsync (see :func:`~ltm.store.overlap.worth_it`)."""
-        if not self._overlaps or self._lock._is_owned() or not worth_it(items, self.embedder.call_s):
-            return None
-        return Overlap(self, items)
-
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
         with self._lock:
             log, mirror = self._require()
@@ -371,10 +359,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             log, mirror = self._synced()
             return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
 
-    def _embed(self, texts: builtins.list[str], purpose: str,
-               before_model: Callable[[], None] | None = None) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose,
-                                   before_model)
+    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose)
 
     async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
         dim, known = await self._off(self._known_dim), partial(self._logged, "vectors_by_key")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,12 +23,10 @@ Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages
 
 def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence[str]], list[bytes]],
                   items: Sequence[tuple[rowplan.Pending, np.ndarray]], history_limit: int,
-                  before: Callable[[Any], Any] | None = None,
-                  keep: Callable[[Any], Container[str]] | None = None) -> builtins.list[int]:
+                  before: Callable[[Any], Any] | None = None) -> builtins.list[int]:
     """Insert every item's rows in ONE write transaction the mirror follows; how many rows of each item were
     new. An id that two items both carry goes to the first (the second's add finds it stored, as it would have
-    one transaction later). ``before(db)`` runs first in the same transaction; ``keep(db)``, when given, then
-    names the ids to insert (the others are left out). Under the store's lock."""
+    one transaction later). ``before(db)`` runs first in the same transaction. Under the store's lock."""
     owner: dict[str, int] = {}
     rows: list[Row] = []
     for i, (pending, vectors) in enumerate(items):
@@ -40,10 +38,7 @@ def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence
     with mirror.writing(log) as write:
         if before is not None:
             before(log.db)
-        if keep is not None:
-            kept = keep(log.db)
-            rows = [row for row in rows if row.id in kept]
-        write.insert(log.insert(rows) if rows else [])
+        write.insert(log.insert(rows))
         trail.record(log.db, [(row.id, "ADD", None) for _, row in write.inserted], time.time(), history_limit)
     counts = [0] * len(items)
     for _, row in write.inserted:
@@ -74,27 +69,12 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     (:func:`insert_groups`); how many messages of each item were new. ``store`` is the MemoryStorage: its lock
     is held only for the lookups and the commit, never across the model call, so while a group commits (and
     fsyncs) the next callers embed nothing and wait in the queue to form the next group. The store's
-    ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item), unless the store's
-    ``_overlap`` gives an :class:`~ltm.store.overlap.Overlap`: the embedded store commits the messages durably
-    while the model runs, then moves them with their vectors."""
+    ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item)."""
     known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])
     pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids)) for messages, _ in items]
     texts = [rowplan.texts_to_embed(p, given) for p, (_, given) in zip(pendings, items, strict=True)]
     flat = [t for part in texts for t in part]
-    overlap = store._overlap([p.messages for p in pendings])
-    try:
-        counts = _embed_and_commit(store, items, pendings, texts, flat, overlap)
-    except BaseException:
-        if overlap is not None:
-            overlap.cancel()
-        raise
-    return counts
-
-
-def _embed_and_commit(store: Any, items: Sequence[tuple[list[Any], Given]], pendings: list[rowplan.Pending],
-                      texts: list[list[str]], flat: list[str], overlap: Any) -> builtins.list[int]:
-    before_model = overlap.start if overlap is not None else None
-    embedded = store._embed(flat, "text", before_model=before_model) if flat else np.zeros((0, 0), dtype=np.float32)
+    embedded = store._embed(flat, "text") if flat else np.zeros((0, 0), dtype=np.float32)
     planned: list[tuple[rowplan.Pending, np.ndarray]] = []
     start = 0
     for pending, part, (_, given) in zip(pendings, texts, items, strict=True):
@@ -103,8 +83,6 @@ def _embed_and_commit(store: Any, items: Sequence[tuple[list[Any], Given]], pend
         else:
             planned.append((pending, embedded[:0]))
         start += len(part)
-    if overlap is not None and overlap.started:
-        return overlap.finish(planned)  # type: ignore[no-any-return]
     fresh = [i for i, (pending, _) in enumerate(planned) if pending.messages]
     counts = [0] * len(items)
     if fresh:
