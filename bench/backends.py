@@ -268,6 +268,9 @@ def main() -> None:
                         help="how the measured namespace is loaded (see measure)")
     parser.add_argument("--partitions", type=int, default=0,
                         help="add the engine 'partitioned': PostgreSQL hash-partitioned by namespace into N")
+    parser.add_argument("--pg-graph", type=int, nargs=2, metavar=("M", "EF_CONSTRUCTION"),
+                        help="PostgreSQL HNSW build parameters (Settings.store_hnsw_m / store_hnsw_ef_construction; "
+                             "default pgvector's 16 64)")
     parser.add_argument("--namespaces", type=int, default=0, help="other namespaces filled first (PostgreSQL)")
     parser.add_argument("--ns-rows", type=int, default=1000, help="rows of each of those namespaces")
     args = parser.parse_args()
@@ -281,9 +284,11 @@ def main() -> None:
         server = get_server(tmp / "pg", cleanup_mode="delete")
         dsn = str(server.get_uri())
     base = Settings(storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000)
-    every = {"embedded": base, "postgres": base.with_(store_url=dsn)}
+    graph = {"store_hnsw_m": args.pg_graph[0], "store_hnsw_ef_construction": args.pg_graph[1]} if args.pg_graph else {}
+    every = {"embedded": base, "postgres": base.with_(store_url=dsn, **graph)}
     if args.partitions:
-        every["partitioned"] = base.with_(store_url=partitioned_database(dsn, server), store_partitions=args.partitions)
+        every["partitioned"] = base.with_(store_url=partitioned_database(dsn, server), store_partitions=args.partitions,
+                                          **graph)
     engines = {k: v for k, v in every.items() if k in args.engines}
     results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": [],
                                "crowds": []}

@@ -24,6 +24,7 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from ltm.errors import ConfigError
@@ -95,6 +96,15 @@ class Settings(BaseModel):
         "keeps the layout it was created with; a different value is refused (StoreMismatch): set it to what the "
         "database has, or `ltm migrate` into a new database (docs/DEPLOYMENT.md).",
     )
+    store_hnsw_m: int = Field(
+        16, ge=2, le=100, description="PostgreSQL store: HNSW graph degree (pgvector's m) of a namespace's index when "
+        "it is built; pgvector's default. Higher finds more true neighbours in large namespaces and costs build and "
+        "insert time (an index already built keeps its own; BENCHMARKS.md has the measured trade).",
+    )
+    store_hnsw_ef_construction: int = Field(
+        64, ge=4, le=1000, description="PostgreSQL store: HNSW ef_construction of a namespace's index when it is "
+        "built, at least 2 x store_hnsw_m (pgvector's rule); pgvector's default.",
+    )
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
     redis_wait_replicas: int = Field(
@@ -159,6 +169,13 @@ class Settings(BaseModel):
             raise ValueError("store_url takes a postgresql://user:password@host:port/database URL (or none for the "
                              "embedded store)")
         return value
+
+    @model_validator(mode="after")
+    def _hnsw_build(self) -> Settings:
+        if self.store_hnsw_ef_construction < 2 * self.store_hnsw_m:
+            raise ValueError(f"store_hnsw_ef_construction ({self.store_hnsw_ef_construction}) must be at least 2 x "
+                             f"store_hnsw_m ({self.store_hnsw_m}): raise it to {2 * self.store_hnsw_m} or more")
+        return self
 
     @field_validator("storage_dir", "model_cache_dir", mode="before")
     @classmethod

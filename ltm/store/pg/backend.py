@@ -78,6 +78,7 @@ class PgBackend(PgDocuments):
         self.keywords = KeywordPlanner(self.ns)  # which words a keyword search ranks (bounded past a budget)
         self._dim: int | None = None if dim is None else int(dim)
         self.hnsw_rows = min(settings.hnsw_threshold, HNSW_ROWS)
+        self._graph = (settings.store_hnsw_m, settings.store_hnsw_ef_construction)  # the index's build parameters
         self._indexed = False  # the namespace's HNSW index is known to be valid (it is only dropped with it)
         self._deferred = False  # inside bulk(): this process builds the index when the load ends, not before
         if self._dim is not None and not self._index_valid() and self.live() >= self.hnsw_rows:
@@ -118,7 +119,7 @@ class PgBackend(PgDocuments):
         with translate(self.url), self.pool.connection() as conn:
             conn.autocommit = True
             try:
-                self._indexed = ensure_hnsw(conn, self.ns, dim)
+                self._indexed = ensure_hnsw(conn, self.ns, dim, *self._graph)
             finally:
                 conn.autocommit = False
 
@@ -204,7 +205,7 @@ class PgBackend(PgDocuments):
         dim = self.dimension()
         if dim is not None and self.live() >= self.hnsw_rows:
             with translate(self.url):
-                self._indexed = ensure_hnsw(conn, self.ns, dim)
+                self._indexed = ensure_hnsw(conn, self.ns, dim, *self._graph)
 
     def delete(self, message_id: str, history_limit: int = 0) -> bool:
         """Delete one message (with its DELETE event); False when it was not stored."""

@@ -287,16 +287,18 @@ def hnsw_index(ns: int) -> str:
     return f"ltm_hnsw_ns{int(ns)}"
 
 
-def ensure_hnsw(conn: Any, ns: int, dim: int) -> bool:
-    """Build namespace ``ns``'s HNSW index (cosine, ``dim``-dimensional) unless it is there (autocommit
-    ``conn``); True once a valid one exists. Another process already building it: False at once, no wait.
+def ensure_hnsw(conn: Any, ns: int, dim: int, m: int = 16, ef_construction: int = 64) -> bool:
+    """Build namespace ``ns``'s HNSW index (cosine, ``dim``-dimensional, graph degree ``m`` and
+    ``ef_construction``: ``Settings.store_hnsw_m`` / ``store_hnsw_ef_construction``, pgvector's defaults unless
+    set) unless it is there (autocommit ``conn``); True once a valid one exists. Another process already building
+    it: False at once, no wait. An index built earlier keeps the parameters it was built with.
 
     ``CREATE INDEX CONCURRENTLY`` lets writers of every namespace go on meanwhile; one that was cut off
     leaves an invalid index, dropped and rebuilt here. The session's ``maintenance_work_mem`` is raised to
     :func:`build_memory` for the build (the whole graph in memory) and put back after; a server that cannot
     give a parallel build that much shared memory gets the build again with the session's own setting.
     """
-    ns, dim = int(ns), int(dim)  # ints from the code, never user text: DDL cannot take parameters
+    ns, dim, m, ef_construction = int(ns), int(dim), int(m), int(ef_construction)  # ints (DDL takes no parameters)
     name = hnsw_index(ns)
     if _valid(conn, name):
         return True
@@ -305,7 +307,8 @@ def ensure_hnsw(conn: Any, ns: int, dim: int) -> bool:
     try:
         table = home_table(conn, ns)
         create = (f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} "
-                  f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE ns = {ns} AND dim = {dim}")
+                  f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
+                  f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE ns = {ns} AND dim = {dim}")
         if _valid(conn, name) is False:  # an earlier build was cut off
             conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
         rows = conn.execute("SELECT live FROM ltm_namespaces WHERE id = %s", (ns,)).fetchone()
