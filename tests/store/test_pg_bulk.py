@@ -133,9 +133,9 @@ def test_import_jsonl_loads_in_bulk(pg_url: str, tmp_path: Path) -> None:
     builds: list[int] = []
     original = ensure_hnsw
 
-    def spy(conn: Any, ns: int, dim: int) -> bool:
+    def spy(conn: Any, ns: int, dim: int, *graph: int) -> bool:
         builds.append(int(conn.execute("SELECT count(*) FROM ltm_messages WHERE ns = %s", (ns,)).fetchone()[0]))
-        return original(conn, ns, dim)
+        return original(conn, ns, dim, *graph)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ltm.store.pg.backend.ensure_hnsw", spy)
