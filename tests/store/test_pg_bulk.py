@@ -28,6 +28,8 @@ from ltm.store.pg import schema
 from ltm.store.pg.backend import HNSW_ROWS
 from ltm.store.pg.schema import ensure_hnsw, hnsw_index
 
+_GRAPH = (Settings().store_hnsw_m, Settings().store_hnsw_ef_construction)  # the index build's defaults
+
 
 def _store(url: str, tmp_path: Path, name: str) -> MemoryStorage:
     return MemoryStorage(name, settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=url))
@@ -160,7 +162,7 @@ def test_an_index_build_gets_room_for_its_whole_graph(pg_url: str, tmp_path: Pat
         conn.execute(f"DROP INDEX {hnsw_index(ns)}")
         conn.execute("SET maintenance_work_mem = '1MB'")  # room for ~400 elements of 1,500
         assert schema.build_memory(1500, dim) > 1 << 20
-        assert ensure_hnsw(conn, ns, dim)
+        assert ensure_hnsw(conn, ns, dim, *_GRAPH)
         assert conn.execute("SHOW maintenance_work_mem").fetchone() == ("1MB",)  # put back
     assert not [n for n in notices if "no longer fits" in n], notices
 
@@ -187,7 +189,7 @@ def test_an_index_build_refused_its_memory_builds_with_the_servers_setting(
                              f"((embedding::vector({dim})) vector_cosine_ops) WHERE ns = {ns} AND dim = {dim}")
             finally:
                 conn.execute("RESET maintenance_work_mem")
-        assert ensure_hnsw(conn, ns, dim)
+        assert ensure_hnsw(conn, ns, dim, *_GRAPH)
     assert _index(pg_url, "refused") is True
 
 

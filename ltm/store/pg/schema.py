@@ -287,11 +287,11 @@ def hnsw_index(ns: int) -> str:
     return f"ltm_hnsw_ns{int(ns)}"
 
 
-def ensure_hnsw(conn: Any, ns: int, dim: int, m: int = 16, ef_construction: int = 64) -> bool:
+def ensure_hnsw(conn: Any, ns: int, dim: int, m: int, ef_construction: int) -> bool:
     """Build namespace ``ns``'s HNSW index (cosine, ``dim``-dimensional, graph degree ``m`` and
-    ``ef_construction``: ``Settings.store_hnsw_m`` / ``store_hnsw_ef_construction``, pgvector's defaults unless
-    set) unless it is there (autocommit ``conn``); True once a valid one exists. Another process already building
-    it: False at once, no wait. An index built earlier keeps the parameters it was built with.
+    ``ef_construction``: ``Settings.store_hnsw_m`` / ``store_hnsw_ef_construction``) unless it is there
+    (autocommit ``conn``); True once a valid one exists. Another process already building it: False at once, no
+    wait. An index built earlier keeps the parameters it was built with.
 
     ``CREATE INDEX CONCURRENTLY`` lets writers of every namespace go on meanwhile; one that was cut off
     leaves an invalid index, dropped and rebuilt here. The session's ``maintenance_work_mem`` is raised to
