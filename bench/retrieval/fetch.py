@@ -4,7 +4,8 @@ Each set comes from a public GitHub repository, read from a local clone (``--fro
 work tree or a bare git directory) or cloned with ``git clone --depth 1`` when none is given::
 
     python -m bench.retrieval.fetch                      # clones what is missing (needs github.com)
-    python -m bench.retrieval.fetch --from realtalk=/path/to/REALTALK --from madial=/path/to/MADial-Bench
+    python -m bench.retrieval.fetch --from realtalk=/path/to/REALTALK --from madial=/path/to/MADial-Bench \
+        --from friendsqa=/path/to/FriendsQA
 
 Sets (see ``SOURCES``):
 
@@ -14,6 +15,10 @@ Sets (see ``SOURCES``):
   The repository also carries a copy of LoCoMo under ``data/locomo/``: it is skipped (LoCoMo is held out).
 - ``madial``: MADial-Bench (He et al., NAACL 2025, github.com/hejunqing/MADial-Bench, MIT): the English
   memory-recall task: 160 dialogues whose history must recall the right ones of 160 dated memory events.
+- ``friendsqa``: FriendsQA (Yang & Choi, SIGDIAL 2019, github.com/emorynlp/FriendsQA, Apache-2.0): questions on
+  transcripts of the TV show Friends, each answer a span of one utterance. One conversation per episode (all its
+  scenes in order), the questions of every scene asked against the whole episode, the utterances holding the
+  answer spans as evidence; categories by the question's wh-word. See :func:`friendsqa`.
 
 The common format: ``{"name", "source", "conversations": [{"id", "turns": [{"id", "speaker", "text",
 "time"}], "questions": [{"id", "question", "evidence": [turn ids], "category"}]}]}``, ``time`` in unix seconds.
@@ -38,6 +43,7 @@ HELD_OUT = ("locomo",)  # never read, whatever a repository ships
 SOURCES = {
     "realtalk": "https://github.com/danny911kr/REALTALK",
     "madial": "https://github.com/hejunqing/MADial-Bench",
+    "friendsqa": "https://github.com/emorynlp/FriendsQA",
 }
 _REALTALK_CATEGORY = {1: "fact", 2: "date", 3: "inference"}
 
@@ -121,7 +127,84 @@ def madial(repo: Repo) -> dict[str, Any]:
             "conversations": [{"id": "madial-en", "turns": turns, "questions": questions}]}
 
 
-CONVERTERS: dict[str, Callable[[Repo], dict[str, Any]]] = {"realtalk": realtalk, "madial": madial}
+# FriendsQA's files, each with the half its questions belong to (bench.retrieval.explore.is_dev: the question id
+# starts with it). The repository's README says dev holds episodes 21-22 and test 23-25; its files hold the reverse
+# (friendsqa_dev.json: e23-e25; friendsqa_tst.json: e21-e22): each file keeps the name it has. The training file
+# is listed but its object is absent from some clones (it is the largest): read when present, in the dev half.
+_FRIENDSQA_SPLITS = (("dat/friendsqa_trn.json", "dev"), ("dat/friendsqa_dev.json", "dev"),
+                     ("dat/friendsqa_tst.json", "test"))
+_WH = {"who": "who", "whom": "who", "whose": "who", "what": "what", "which": "what", "when": "when",
+       "where": "where", "why": "why", "how": "how"}
+_DETOKENIZE = ((re.compile(r" (n't|'s|'re|'m|'ve|'ll|'d)\b", re.IGNORECASE), r"\1"),
+               (re.compile(r"\b(gon|wan|got) (na|ta)\b", re.IGNORECASE), r"\1\2"),
+               (re.compile(r" ([.,!?;:%)\]])"), r"\1"), (re.compile(r"([(\[]) "), r"\1"),
+               (re.compile(r"`` ?| ?''"), '"'))
+
+
+def detokenized(text: str) -> str:
+    """FriendsQA's tokenised text as written ("You 're gon na kill me !" -> "You're gonna kill me!")."""
+    for pattern, replacement in _DETOKENIZE:
+        text = pattern.sub(replacement, text)
+    return text.strip()
+
+
+def wh_word(question: str) -> str:
+    """The question's first wh-word (whom / whose -> who, which -> what), else "other"."""
+    return next((_WH[w] for w in re.findall(r"[a-z]+", question.lower()) if w in _WH), "other")
+
+
+def friendsqa(repo: Repo) -> dict[str, Any]:
+    """FriendsQA: one conversation per episode, as an agent present at every scene would hold it.
+
+    Scenes are sittings: scene ``c`` of an episode starts 8 hours after scene ``c - 1`` (so apart for the neighbour
+    rule, ``ltm.store.fusion.NEIGHBOUR_GAP``), its turns 5 seconds apart; episode ``e`` of season ``s`` starts on
+    22 September of 1993 + s (the show's first air date, 1994) plus 14 days per episode, so times rise through the
+    seasons. A turn's speaker is as given (several speakers joined by " and "; stage directions are "#NOTE#"), its
+    text detokenised (:func:`detokenized`). Every question of the episode's scenes is asked against the whole
+    episode; its evidence is the utterance(s) holding its answer spans (deduplicated); a question none of whose
+    answers names an utterance is dropped (counted in ``dropped``). Category: :func:`wh_word`."""
+    episodes: dict[str, dict[str, Any]] = {}
+    dropped = 0
+    for path, half in _FRIENDSQA_SPLITS:
+        try:
+            scenes = json.loads(repo.read(path))["data"]
+        except subprocess.CalledProcessError:
+            continue  # listed but absent from this clone (the training file): see _FRIENDSQA_SPLITS
+        for scene in scenes:
+            title = scene["title"]
+            match = re.fullmatch(r"s(\d+)_e(\d+)_c(\d+)", title)
+            if match is None:
+                raise ValueError(f"unexpected FriendsQA scene title {title!r}")
+            season, number, cut = (int(g) for g in match.groups())
+            episode = episodes.setdefault(title.rsplit("_", 1)[0], {"scenes": []})
+            start = (datetime(1993 + season, 9, 22, 8, tzinfo=timezone.utc).timestamp()
+                     + 14 * 86400 * (number - 1) + 8 * 3600 * (cut - 1))
+            for paragraph in scene["paragraphs"]:
+                turns = [{"id": f"{title}:{u['uid']}", "speaker": " and ".join(u["speakers"]) or "unknown",
+                          "text": detokenized(u["utterance"]), "time": start + 5.0 * u["uid"], "session": cut}
+                         for u in paragraph["utterances:"] if u["utterance"].strip()]
+                known = {t["id"] for t in turns}
+                questions = []
+                for qa in paragraph["qas"]:
+                    evidence = [e for e in dict.fromkeys(f"{title}:{a['utterance_id']}" for a in qa["answers"]
+                                                         if a.get("utterance_id") is not None) if e in known]
+                    if not evidence or not qa["question"].strip():
+                        dropped += 1
+                        continue
+                    question = detokenized(qa["question"])
+                    questions.append({"id": f"{half}:{qa['id']}", "question": question, "evidence": evidence,
+                                      "category": wh_word(question)})
+                episode["scenes"].append((cut, turns, questions))
+    conversations = []
+    for name in sorted(episodes):
+        scenes = sorted(episodes[name]["scenes"], key=lambda s: s[0])
+        conversations.append({"id": name, "turns": [t for _, turns, _ in scenes for t in turns],
+                              "questions": [q for _, _, qs in scenes for q in qs]})
+    return {"name": "friendsqa", "source": SOURCES["friendsqa"], "dropped": dropped, "conversations": conversations}
+
+
+CONVERTERS: dict[str, Callable[[Repo], dict[str, Any]]] = {"realtalk": realtalk, "madial": madial,
+                                                           "friendsqa": friendsqa}
 
 
 def fetch(name: str, source: Path | None, out_dir: Path = DATA_DIR) -> Path:
@@ -154,7 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(path.read_text("utf-8"))
         turns = sum(len(c["turns"]) for c in data["conversations"])
         questions = sum(len(c["questions"]) for c in data["conversations"])
-        print(f"{name}: {len(data['conversations'])} conversations, {turns} turns, {questions} questions -> {path}")
+        dropped = f" ({data['dropped']} dropped)" if data.get("dropped") else ""
+        print(f"{name}: {len(data['conversations'])} conversations, {turns} turns, {questions} questions{dropped}"
+              f" -> {path}")
     return 0
 
 

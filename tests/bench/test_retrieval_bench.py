@@ -110,3 +110,53 @@ def test_the_harness_reads_name_words_as_the_store_would() -> None:
     from bench.retrieval.harness import name_words
 
     assert name_words(["Bob the Builder", "J R", "Ann"]) == {"bob", "builder", "ann"}
+
+
+def _scene(title: str, utterances: list[tuple[list[str], str]], qas: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"title": title, "paragraphs": [{
+        "utterances:": [{"uid": i, "speakers": who, "utterance": text} for i, (who, text) in enumerate(utterances)],
+        "qas": qas}]}
+
+
+def _answer(uid: int | None, text: str = "x") -> dict[str, Any]:
+    return {"answer_text": text, "utterance_id": uid, "inner_start": 0, "inner_end": 0, "is_speaker": False}
+
+
+def test_friendsqa_converter_holds_an_episode_as_one_conversation(tmp_path: Path) -> None:
+    dev = {"version": "2.0", "data": [
+        # scene 3 comes first in the file: the episode is put in scene order
+        _scene("s01_e23_c03", [(["#NOTE#"], "[ Scene : Central Perk . ]"),
+                               (["Ross Geller", "Rachel Green"], "We 're gon na be late !")],
+               [{"id": "s01_e23_c03_Where", "question": "Where are they ?", "answers": [_answer(0), _answer(0, "y")]},
+                {"id": "s01_e23_c03_Why", "question": "Why did it happen ?", "answers": [_answer(None)]}]),
+        _scene("s01_e23_c01", [(["Joey Tribbiani"], "I do n't know ."), (["Monica Geller"], "Which one ?")],
+               [{"id": "s01_e23_c01_Who_Paraphrased", "question": "By whom was it said ?",
+                 "answers": [_answer(1), _answer(0)]}]),
+    ]}
+    test = {"version": "2.0", "data": [
+        _scene("s01_e21_c01", [(["Chandler Bing"], "Hi .")],
+               [{"id": "s01_e21_c01_How", "question": "Is that so ?", "answers": [_answer(0)]}])]}
+    repo = _git_repo(tmp_path / "fqa", {"dat/friendsqa_dev.json": json.dumps(dev),
+                                        "dat/friendsqa_tst.json": json.dumps(test)})  # no training file
+    data = json.loads(fetch.fetch("friendsqa", repo, tmp_path / "out").read_text("utf-8"))
+    assert data["dropped"] == 1  # its only answer names no utterance
+    assert [c["id"] for c in data["conversations"]] == ["s01_e21", "s01_e23"]
+    episode = data["conversations"][1]
+    assert [t["id"] for t in episode["turns"]] == ["s01_e23_c01:0", "s01_e23_c01:1", "s01_e23_c03:0", "s01_e23_c03:1"]
+    assert [t["text"] for t in episode["turns"]] == ["I don't know.", "Which one?", "[Scene: Central Perk.]",
+                                                     "We're gonna be late!"]
+    assert [t["speaker"] for t in episode["turns"]][1:] == ["Monica Geller", "#NOTE#", "Ross Geller and Rachel Green"]
+    times = [t["time"] for t in episode["turns"]]
+    assert times[1] - times[0] == 5.0 and times[2] - times[0] == 16 * 3600.0  # scenes apart, turns seconds apart
+    assert [t["session"] for t in episode["turns"]] == [1, 1, 3, 3]
+    assert data["conversations"][0]["turns"][0]["time"] < times[0]  # an earlier episode is earlier
+    assert episode["questions"] == [
+        {"id": "dev:s01_e23_c01_Who_Paraphrased", "question": "By whom was it said?",
+         "evidence": ["s01_e23_c01:1", "s01_e23_c01:0"], "category": "who"},
+        {"id": "dev:s01_e23_c03_Where", "question": "Where are they?", "evidence": ["s01_e23_c03:0"],
+         "category": "where"}]
+    assert data["conversations"][0]["questions"][0]["category"] == "other"
+    from bench.retrieval.explore import is_dev
+
+    assert is_dev("friendsqa", "s01_e23", "dev:s01_e23_c03_Where")
+    assert not is_dev("friendsqa", "s01_e21", "test:s01_e21_c01_How")
