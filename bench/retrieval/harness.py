@@ -178,17 +178,23 @@ def spoken(q: Question) -> Question:
     return Question(q.conv, q.text, embed(MODEL[0], [text])[0], q.evidence, q.category, q.dev)
 
 
-def shipped(q: Question) -> list[int]:
+def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
+            neighbours: float = fusion.NEIGHBOUR_SHARE, speaker: bool = True,
+            weights: Mapping[str, float] | None = None, keyword: Callable[[Question], Cand] | None = None) -> list[int]:
     """What search ships now: a pasted conversation's lines, else the question's names in the first person,
-    Rocchio feedback and the named speaker's boost."""
-    c, q = q.conv, spoken(q)
+    Rocchio feedback and the named speaker's boost. Each switch takes one of them away (the sixth round's rows);
+    ``keyword`` gives the keyword candidates from another index."""
+    c, original = q.conv, q
+    q = spoken(q) if first_person else q
+    kw = (keyword or (lambda q: c.keyword(match_of(q))[:50]))(original)
     if len(line_vectors(q)) > 1:
-        return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(q))[:50]})
-    signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(q))[:50]}
-    seeds = fused(q, signals, k=fusion.FEEDBACK_SEEDS)
-    centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
-    signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)
-    return fused(q, signals, named=named_turns(q))
+        return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}, weights, neighbours=neighbours)
+    signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}
+    if feedback:
+        seeds = fused(q, signals, weights, k=fusion.FEEDBACK_SEEDS, neighbours=neighbours)
+        centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
+        signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)
+    return fused(q, signals, weights, neighbours=neighbours, named=named_turns(q) if speaker else ())
 
 
 def named_turns(q: Question) -> set[int]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,10 +34,12 @@ from bench.retrieval.harness import (
     match_of,
     only,
     shipped,
+    spoken,
     weights_for,
 )
 from bench.retrieval.run import DATA_DIR
 from ltm.store import fusion
+from ltm.store.log import BM25_WEIGHTS
 from ltm.store.query import query_terms
 
 
@@ -256,6 +259,80 @@ def speaker_boost(boost: float, who: str = "0.6") -> Lever:
     return run
 
 
+_INDEXES: dict[tuple[int, str], sqlite3.Connection] = {}
+
+
+def other_index(tokenize: str, days: str = "kept") -> Callable[[Question], Cand]:
+    """Keyword candidates from a copy of the conversation's FTS5 index (same columns and rows) built with another
+    tokenizer, or with its *at* column (the message's day in words) emptied (``days="none"``) or replaced by as many
+    words that match no question (``"filler"``: FTS5's bm25 normalises by the length of all columns together, so
+    this keeps the lengths and takes only the dates away): the stemming and day-word levers."""
+    def at(text: str) -> str:
+        return text if days == "kept" else "" if days == "none" else " ".join("qqzx" for _ in text.split())
+
+    def run(q: Question) -> Cand:
+        key = (id(q.conv), f"{tokenize}/{days}")
+        if key not in _INDEXES:
+            db = sqlite3.connect(":memory:")
+            db.execute(f"CREATE VIRTUAL TABLE fts USING fts5(content, who, at, context, tokenize='{tokenize}')")
+            rows = q.conv.log.db.execute("SELECT rowid, content, who, at, context FROM fts").fetchall()
+            db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?, ?, ?, ?, ?)",
+                           [(r, c, w, at(a), x) for r, c, w, a, x in rows])
+            _INDEXES[key] = db
+        match = match_of(q)
+        if match is None:
+            return []
+        sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT 50"
+        return [(int(r), float(v)) for r, v in _INDEXES[key].execute(sql, [match])]
+    return run
+
+
+def rrf_of_shipped(q: Question) -> list[int]:
+    """Shipped's signals (first-person dense, keyword) fused by equal-weight reciprocal ranks (k = 60), as at
+    fb8cae6: no neighbour share, no speaker bonus, no feedback."""
+    c, q2 = q.conv, spoken(q)
+    lists = [[s for s, _ in dense_scores(q2, fusion.LINE_WHOLE)], [s for s, _ in c.keyword(match_of(q))[:50]]]
+    score: dict[int, float] = {}
+    for ranking in lists:
+        for rank, s in enumerate(ranking, 1):
+            score[s] = score.get(s, 0.0) + 1.0 / (60 + rank)
+    return sorted(score, key=lambda s: (-score[s], -s))[:10]
+
+
+PORTER = "porter unicode61 remove_diacritics 2"  # the store's own tokenizer (ltm.store.log.FTS_SPEC)
+
+
+def sixth_round() -> dict[str, Lever]:
+    """Shipped with one lever taken away (or varied), to see what each does on a set none was tuned on (FriendsQA)."""
+    out: dict[str, Lever] = {
+        "shipped": shipped,
+        "shipped, no stemming (unicode61)": lambda q: shipped(q, keyword=other_index("unicode61 remove_diacritics 2")),
+        "shipped, no day words": lambda q: shipped(q, keyword=other_index(PORTER, days="none")),
+        "shipped, day words as filler": lambda q: shipped(q, keyword=other_index(PORTER, days="filler")),
+        "shipped, equal RRF (fb8cae6 fusion)": rrf_of_shipped,
+        "shipped, no neighbour share": lambda q: shipped(q, neighbours=0.0),
+        "shipped, no Rocchio": lambda q: shipped(q, feedback=False),
+        "shipped, no speaker bonus": lambda q: shipped(q, speaker=False),
+        "shipped, no first person": lambda q: shipped(q, first_person=False),
+        "keyword": only("keyword"),
+        "dense": only("dense"),
+        "dense first person": lambda q: [s for s, _ in dense_scores(spoken(q), fusion.LINE_WHOLE)[:10]],
+    }
+    def weighted(**changed: float) -> Lever:
+        return lambda q: shipped(q, weights={**weights_for(q), **changed})
+
+    def shared(share: float) -> Lever:
+        return lambda q: shipped(q, neighbours=share)
+
+    for dense in (0.3, 0.4, 0.6, 0.7):
+        out[f"shipped, dense {dense} / keyword {1 - dense:.1f}"] = weighted(dense=dense, keyword=round(1 - dense, 2))
+    for share in (0.15, 0.5):
+        out[f"shipped, neighbour share {share}"] = shared(share)
+    for bonus in (0.1, 0.5):
+        out[f"shipped, speaker bonus {bonus}"] = weighted(speaker=bonus)
+    return out
+
+
 def levers() -> dict[str, Lever]:
     """Every lever docs/RETRIEVAL.md reports (third round), by name."""
     out: dict[str, Lever] = {"base": base, "shipped": shipped, "keyword": only("keyword"), "dense": only("dense")}
@@ -297,7 +374,7 @@ def levers() -> dict[str, Lever]:
     for width in (1, 2, 3):
         for weight in (0.1, 0.2):
             out[f"segment w={width} weight={weight}"] = segment(width, weight)
-    return out
+    return {**out, **sixth_round()}
 
 
 def main() -> int:
