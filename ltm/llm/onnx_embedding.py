@@ -24,10 +24,12 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from llama_index.core.base.embeddings import base as llama_embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
@@ -168,18 +170,32 @@ class OnnxEmbedding(BaseEmbedding):
                                  "exported again on the next use") from exc
         self._tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         self._tokenizer.enable_truncation(_max_tokens(source))
-        self._tokenizer.no_padding()  # each run is padded to its own longest text (see _embed)
+        self._tokenizer.no_padding()  # each run is padded to its own longest text (see vectors)
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
 
     @classmethod
     def class_name(cls) -> str:
         return "OnnxEmbedding"
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        """Vectors for ``texts`` in their order. The texts are run shortest first in small groups of similar
-        length, each padded only to its own longest (measured on the bench's chat texts, one thread: 1.7x the
-        texts/s of running them in arrival order 32 at a time, where most of each batch is padding)."""
-        encodings = self._tokenizer.encode_batch(texts)
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts`` in their order, as an (n, dim) float32 array: the model run without
+        llama-index's dispatch around it (span ids, events, callbacks, batching: ~0.5 ms a call on this
+        machine, as much as tokenising). ltm's store calls it when nothing listens to those (:meth:`unobserved`);
+        the llama-index entry points (``get_text_embedding_batch`` ...) give the same vectors as lists.
+
+        The texts are run shortest first in small groups of similar length, each padded only to its own
+        longest (measured on the bench's chat texts, one thread: 1.7x the texts/s of running them in arrival
+        order 32 at a time, where most of each batch is padding). One text, the common add, skips the
+        planning: tokenised alone, fed unpadded; the same input a run of one gets, so the same vector."""
+        if len(texts) == 1:
+            return self._run_one(texts[0])
+        if len(texts) > self.embed_batch_size:  # the windows llama-index's batching hands over
+            return np.concatenate([self._embed_sorted(texts[i:i + self.embed_batch_size])
+                                   for i in range(0, len(texts), self.embed_batch_size)])
+        return self._embed_sorted(texts)
+
+    def _embed_sorted(self, texts: Sequence[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(texts), 0), dtype=np.float32)
         start = 0
@@ -197,25 +213,64 @@ class OnnxEmbedding(BaseEmbedding):
                 size = len(encoding.ids)
                 for name, attr in zip(_INPUTS, ("ids", "attention_mask", "type_ids"), strict=True):
                     feed[name][row, :size] = getattr(encoding, attr)
-            with self._lock:  # one session, one run at a time: the graph already uses the threads it was given
-                vectors = np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+            vectors = self._run(feed)
             if not out.shape[1]:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
             out[order[start:stop]] = vectors
             start = stop
-        return out.tolist()
+        return out
+
+    def _run_one(self, text: str) -> np.ndarray:
+        encoding = self._tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        return self._run({"input_ids": ids, "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+                          "token_type_ids": np.array([encoding.type_ids], dtype=np.int64)})
+
+    def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        with self._lock:  # one session, one run at a time: the graph already uses the threads it was given
+            return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+
+    def unobserved(self) -> bool:
+        """True when a llama-index call on this embedding would report to nobody: no callback handler, only
+        llama-index's null instrumentation handlers on the dispatchers its events go to, no rate limiter and no
+        embeddings cache. Then :meth:`vectors` is the same call without the dispatch; once anyone attaches a
+        handler (checked on every call), ltm's store goes through the public entry points again."""
+        if self.callback_manager.handlers or getattr(self, "rate_limiter", None) is not None or \
+                getattr(self, "embeddings_cache", None) is not None:
+            return False
+        return _unobserved_dispatch()
 
     def _get_text_embedding(self, text: str) -> list[float]:
-        return self._embed([text])[0]
+        vector: list[float] = self.vectors([text])[0].tolist()
+        return vector
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._embed(texts)
+        vectors: list[list[float]] = self.vectors(texts).tolist()
+        return vectors
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._embed([query])[0]
+        return self._get_text_embedding(query)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
+
+
+def _unobserved_dispatch() -> bool:
+    """True when the llama-index dispatchers that BaseEmbedding's spans and events go to (its module's, then
+    each parent while it propagates) hold only the null handlers llama-index installs by default."""
+    dispatcher: Any = getattr(llama_embeddings, "dispatcher", None)
+    if dispatcher is None:  # llama-index-core before 0.10.20 (MetaGPT's pin): callbacks were all there was
+        return True
+    from llama_index.core.instrumentation.event_handlers import NullEventHandler
+    from llama_index.core.instrumentation.span_handlers import NullSpanHandler
+
+    while True:
+        if any(type(h) is not NullEventHandler for h in dispatcher.event_handlers) or \
+                any(type(h) is not NullSpanHandler for h in dispatcher.span_handlers):
+            return False
+        if not dispatcher.propagate or not dispatcher.parent_name:
+            return True
+        dispatcher = dispatcher.parent
 
 
 def _max_tokens(model_dir: Path) -> int:

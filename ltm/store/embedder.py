@@ -11,6 +11,7 @@ out the queries. Sync and async paths share everything but the model call.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,6 +26,8 @@ from ltm.store.validation import normalise
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    from ltm.llm.onnx_embedding import OnnxEmbedding
 
 __all__ = ["Embedder", "content_key", "make_embedder"]
 
@@ -56,6 +59,14 @@ def make_embedder(settings: Settings, embedding: Any = None) -> Embedder:
     return Embedder(None, configured_model_name(settings), factory=load, query_cache_size=settings.query_cache_size)
 
 
+def _own_onnx(embedding: object) -> OnnxEmbedding | None:
+    """``embedding`` when it is ltm's own :class:`~ltm.llm.onnx_embedding.OnnxEmbedding` (that very class: a
+    subclass may override what calling it directly would skip), else None. Any other embedding, a caller's own
+    included, is only ever called through llama-index's public entry points."""
+    own = sys.modules.get("ltm.llm.onnx_embedding")  # an OnnxEmbedding exists only once its module is imported
+    return embedding if own is not None and type(embedding) is own.OnnxEmbedding else None  # type: ignore[return-value]
+
+
 class Embedder:
     """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors.
 
@@ -83,6 +94,7 @@ class Embedder:
         self._caches: dict[str, OrderedDict[bytes, np.ndarray]] = {TEXT: OrderedDict(), QUERY: OrderedDict()}
         self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
+        self._own = _own_onnx(embedding)
 
     @property
     def embedding(self) -> BaseEmbedding:
@@ -90,7 +102,9 @@ class Embedder:
         if self._embedding is None:
             with self._lock:
                 if self._embedding is None and self._factory is not None:
-                    self._embedding = self._factory()
+                    loaded = self._factory()
+                    self._own = _own_onnx(loaded)  # before the embedding shows: no call sees one without it
+                    self._embedding = loaded
         assert self._embedding is not None
         return self._embedding
 
@@ -150,7 +164,7 @@ class Embedder:
         return keys, have, todo
 
     def _store(
-        self, keys: list[bytes], todo: list[int], raw: list[list[float]], dim: int | None,
+        self, keys: list[bytes], todo: list[int], raw: list[list[float]] | np.ndarray, dim: int | None,
         have: dict[bytes, np.ndarray], purpose: str,
     ) -> None:
         if len(raw) != len(todo):
@@ -189,12 +203,15 @@ class Embedder:
             cache.popitem(last=False)
 
     # -- the only I/O ------------------------------------------------------------------------------------
-    def _call(self, purpose: str, texts: list[str]) -> list[list[float]]:
+    def _call(self, purpose: str, texts: list[str]) -> list[list[float]] | np.ndarray:
         self.calls += 1
         try:
+            embedding, own = self.embedding, self._own
+            if own is not None and own.unobserved():  # ltm's own model, nobody listening: no dispatch around it
+                return own.vectors(texts)
             if purpose == QUERY and len(texts) == 1:
-                return [self.embedding.get_query_embedding(texts[0])]
-            return self.embedding.get_text_embedding_batch(texts)
+                return [embedding.get_query_embedding(texts[0])]
+            return embedding.get_text_embedding_batch(texts)
         except LTMError:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error

@@ -92,3 +92,50 @@ def test_int8_is_opt_in_cached_beside_fp32_and_close_to_it(cache: Path) -> None:
     q = np.array(int8.get_query_embedding("where are the scores stored?"))
     assert int(np.argmax(b[-2:] @ q)) == 0  # same meaning: SQLite answers where scores are stored
     assert model_name(int8) == LOCAL_MODEL_NAME  # same model: stores written by either open with the other
+
+
+def test_one_text_runs_unpadded_and_gives_the_vector_of_a_run_of_one(cache: Path) -> None:
+    onnx = resolve_embedding(Settings(embedding="local", local_runtime="onnx", model_cache_dir=cache))
+    assert isinstance(onnx, OnnxEmbedding)
+    together = onnx.vectors(TEXTS)  # sorted runs, padded to each run's longest text
+    for row, text in enumerate(TEXTS):
+        alone = onnx.vectors([text])
+        assert alone.shape == (1, 384) and alone.dtype == np.float32
+        assert np.array_equal(alone, onnx._embed_sorted([text]))  # the planned path for one text: same input
+        assert float(alone[0] @ together[row]) >= 0.99999  # beside other texts only the padding differs
+        assert onnx.get_text_embedding(text) == alone[0].tolist() == onnx.get_query_embedding(text)
+
+
+def test_vectors_are_what_llama_index_batching_returns(cache: Path) -> None:
+    onnx = resolve_embedding(Settings(embedding="local", local_runtime="onnx", model_cache_dir=cache))
+    assert isinstance(onnx, OnnxEmbedding)
+    onnx.embed_batch_size = 2  # llama-index hands over windows of 2, 2 and 1: vectors() sorts the same windows
+    try:
+        assert np.array_equal(onnx.vectors(TEXTS), np.array(onnx.get_text_embedding_batch(TEXTS), dtype=np.float32))
+    finally:
+        onnx.embed_batch_size = 512
+
+
+def test_unobserved_until_a_callback_or_an_instrumentation_handler_listens(cache: Path) -> None:
+    from llama_index.core.callbacks import CallbackManager, LlamaDebugHandler
+    from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    class Seen(BaseEventHandler):
+        def handle(self, event: object, **kwargs: object) -> None:
+            pass
+
+    onnx = OnnxEmbedding(local_model_path(), str(cache))
+    assert onnx.unobserved()
+    onnx.callback_manager = CallbackManager([LlamaDebugHandler()])
+    assert not onnx.unobserved()
+    onnx.callback_manager = CallbackManager([])
+    assert onnx.unobserved()
+    root = get_dispatcher()
+    handler = Seen()
+    root.add_event_handler(handler)
+    try:
+        assert not onnx.unobserved()
+    finally:
+        root.event_handlers.remove(handler)
+    assert onnx.unobserved()
