@@ -37,7 +37,6 @@ from ltm.errors import LTMError, WriteBehindFailed
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.group import GroupCommit
-from ltm.store.locks import namespace_lock
 from ltm.store.log import MessageLog, translate
 from ltm.store.writes import insert_groups
 
@@ -64,7 +63,7 @@ def _stage(log: MessageLog, items: Sequence[list[Message]]) -> list[int]:
     """Commit each item's messages whose id is neither stored nor staged into ``staged``, in ONE transaction;
     how many of each item's were new. Under the store's lock."""
     counts = []
-    with namespace_lock(log.path).held(), log.transaction(write=True):
+    with log.write_lock.held(), log.transaction(write=True):
         log.db.execute(_DDL)
         for messages in items:
             ids = [m.id for m in messages]

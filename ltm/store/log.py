@@ -24,6 +24,7 @@ import numpy as np
 from ltm.errors import BackendUnavailable, StoreCorrupted
 from ltm.store import history
 from ltm.store.filters import casefold
+from ltm.store.locks import FairLock, namespace_lock
 from ltm.store.scopes import SCOPE_DDL, add_scope_columns
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
@@ -105,6 +106,9 @@ class MessageLog:
                  *, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
+        # this process's writers of the namespace queue here before SQLite's lock (ltm.store.locks); looked up
+        # once: the lookup resolves the path (an lstat per component), which every add paid for
+        self.write_lock: FairLock = namespace_lock(path)
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
         self._df_rows = 0
         if synchronous not in ("full", "normal"):

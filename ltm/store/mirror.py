@@ -34,7 +34,6 @@ from ltm.config import Settings
 from ltm.errors import BackendUnavailable
 from ltm.message import Message
 from ltm.store import identity, migrations
-from ltm.store.locks import namespace_lock
 from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row, decode
 from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.query import keyword_columns
@@ -232,7 +231,7 @@ class IndexMirror:
         # writers of this process queue first come first served before SQLite's lock (issue 13: two handles
         # on one namespace starved each other through SQLite's sleeping busy handler)
         loaded = self.loaded
-        with namespace_lock(log.path).held(), log.transaction(write=True):
+        with log.write_lock.held(), log.transaction(write=True):
             version = self._write_catch_up(log) if loaded else -1
             yield write
             tseq = log.heads()[1] if write.removed and loaded else 0
