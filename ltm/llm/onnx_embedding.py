@@ -255,19 +255,24 @@ class OnnxEmbedding(BaseEmbedding):
         return self._get_query_embedding(query)
 
 
+_NULL_HANDLERS: list[type] = []  # llama-index's do-nothing event and span handlers, imported on first use
+
+
 def _unobserved_dispatch() -> bool:
     """True when the llama-index dispatchers that BaseEmbedding's spans and events go to (its module's, then
     each parent while it propagates) hold only the null handlers llama-index installs by default."""
     dispatcher: Any = getattr(llama_embeddings, "dispatcher", None)
     if dispatcher is None:  # llama-index-core before 0.10.20 (MetaGPT's pin): callbacks were all there was
         return True
-    from llama_index.core.instrumentation.event_handlers import NullEventHandler
-    from llama_index.core.instrumentation.span_handlers import NullSpanHandler
+    if not _NULL_HANDLERS:
+        from llama_index.core.instrumentation.event_handlers import NullEventHandler
+        from llama_index.core.instrumentation.span_handlers import NullSpanHandler
 
+        _NULL_HANDLERS.extend((NullEventHandler, NullSpanHandler))
     while True:
-        if any(type(h) is not NullEventHandler for h in dispatcher.event_handlers) or \
-                any(type(h) is not NullSpanHandler for h in dispatcher.span_handlers):
-            return False
+        for handler in (*dispatcher.event_handlers, *dispatcher.span_handlers):
+            if type(handler) not in _NULL_HANDLERS:
+                return False
         if not dispatcher.propagate or not dispatcher.parent_name:
             return True
         dispatcher = dispatcher.parent

@@ -35,21 +35,23 @@ class Pending:
 
 
 def prepare(
-    messages: Iterable[Message], max_bytes: int, existing: Callable[[list[str]], set[str]] | None
+    messages: Iterable[Message], max_bytes: int, existing: Callable[[list[str]], set[str]] | None, *,
+    checked: bool = False,
 ) -> Pending:
     """Check ``messages`` (InvalidInput before anything is written) and plan their embedding.
 
     With ``existing`` (ids already stored), those messages are left out, and of several with one id the
     first is kept: the ``add`` semantics. Without it every message is kept, the last of an id winning
-    (``replace``)."""
+    (``replace``). ``checked``: the caller ran this very check on these messages already (``add_batch``
+    does, so that bad input fails in its own call, not in a group's), so only the planning is left."""
     if isinstance(messages, Message):
         messages = [messages]
-    checked = [check_message(m, max_bytes) for m in messages]
-    known = existing([m.id for m in checked]) if existing is not None else set()
+    ready = list(messages) if checked else [check_message(m, max_bytes) for m in messages]
+    known = existing([m.id for m in ready]) if existing is not None else set()
     if existing is not None:
-        fresh = list({m.id: m for m in reversed(checked) if m.id not in known}.values())[::-1]
+        fresh = list({m.id: m for m in reversed(ready) if m.id not in known}.values())[::-1]
     else:
-        fresh = list({m.id: m for m in checked}.values())
+        fresh = list({m.id: m for m in ready}.values())
     found = [(i, context_text(m, max_bytes)) for i, m in enumerate(fresh)]
     contexts = [(i, text) for i, text in found if text is not None]
     return Pending(fresh, [m.content for m in fresh] + [t for _, t in contexts], [i for i, _ in contexts])

@@ -71,7 +71,9 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     fsyncs) the next callers embed nothing and wait in the queue to form the next group. The store's
     ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item)."""
     known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])
-    pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids)) for messages, _ in items]
+    # every item comes from add_batch, which checked its messages before queueing them
+    pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True)
+                for messages, _ in items]
     texts = [rowplan.texts_to_embed(p, given) for p, (_, given) in zip(pendings, items, strict=True)]
     flat = [t for part in texts for t in part]
     embedded = store._embed(flat, "text") if flat else np.zeros((0, 0), dtype=np.float32)
