@@ -120,3 +120,25 @@ def test_ivf_probe_runs_and_reports_recall(capsys: pytest.CaptureFixture[str]) -
     assert ivf_probe.main(["--n", "3000", "--nlist", "16", "--nprobe", "4,16", "--queries", "20"]) == 0
     out = capsys.readouterr().out
     assert "nlist 16: train" in out and out.count("recall@10 (20 rescored)") == 2
+
+
+def test_hnsw_real_fills_through_the_store_and_compares_with_exact_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import hnsw_real
+
+    rng = np.random.default_rng(3)
+    rows = 10_000 + hnsw_real.HELD_OUT
+    vecs = rng.standard_normal((rows, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    np.save(tmp_path / "v_0000000.npy", vecs.astype(np.float16))
+    (tmp_path / "texts.txt").write_text("\n".join(f"text number {i}" for i in range(rows)), "utf-8")
+    args = ["--texts", str(tmp_path / "texts.txt"), "--work", str(tmp_path), "--n", "10000", "--ef", "16",
+            "--questions", "0", "--threshold", "9000"]  # the graph holds 9,000 rows, the fresh segment the rest
+    assert hnsw_real.main(args) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 10_000
+    default = result[f"ef{result['default_ef']} held-out texts"]
+    assert default["recall10"] >= 0.95, default  # a graph search at the default ef
+    assert result["graph_bytes"] > 0  # the namespace searched an HNSW graph, not a flat index
+    assert 0.0 < result["ef16 held-out texts"]["recall10"] < default["recall10"]  # ef 16 misses some: a graph
