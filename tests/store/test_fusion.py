@@ -263,3 +263,47 @@ def test_a_question_naming_a_speaker_favours_what_they_said(settings: Settings) 
         assert store.search("Where did Fahim eat sushi?", k=3)[0].message.sent_from == "Fahim Khan"
         assert store.search("Where did they eat sushi?", k=3)[0].message.sent_from == "elise"
         assert store.search("Where did Kevin eat sushi?", k=3, mode="keyword")[0].message.sent_from == "elise"
+
+
+@pytest.mark.embedded_only
+def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_scan_would(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hybrid question's feedback search over a flat index ranks the first search's nearest (4 x 50) instead
+    of scanning every vector again. Where the pool holds the whole namespace the two give the same hits and
+    scores (ties aside: a float's last bits may order two equal scores the other way), with a filter and after a
+    delete too; and the flat index is searched once per question, not twice."""
+    from ltm.store import retrieval
+    from ltm.store.vectors import VectorIndex
+
+    words = ["storm", "trophy", "rain", "medal", "garden", "river", "train", "coffee", "violin", "winter"]
+    rng = np.random.default_rng(5)
+    notes = [" ".join(rng.choice(words, size=4)) + f" note {i}" for i in range(180)]
+    questions = ["storm trophy", "coffee in winter", "the violin by the river", "medal garden rain"]
+    with MemoryStorage("pool", settings=settings) as store:
+        store.add_batch([Message(content=n, role="user", cause_by="even" if i % 2 else "odd",
+                                 created_at=1000.0 + 60 * i) for i, n in enumerate(notes)])
+        store.delete(store.search("storm trophy", k=1, mode="dense")[0].message.id)
+
+        def ranked(pool: int, **kw: object) -> list[list[tuple[float, str]]]:
+            monkeypatch.setattr(retrieval, "FEEDBACK_POOL", pool)  # 0: the second full scan
+            return [sorted((round(-h.score, 5), h.message.id) for h in store.search(q, k=10, **kw))  # type: ignore[arg-type]
+                    for q in questions]
+
+        assert ranked(4) == ranked(0)
+        filtered = ranked(4, filters={"cause_by": "even"})
+        assert filtered == ranked(0, filters={"cause_by": "even"}) and all(len(r) == 10 for r in filtered)
+
+        calls: list[int] = []
+        search = VectorIndex.search
+
+        def counted(self: VectorIndex, *args: object, **kwargs: object) -> object:
+            calls.append(1)
+            return search(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(VectorIndex, "search", counted)
+        for pool, scans in ((4, 1), (0, 2)):  # the pool ranked: no second scan
+            monkeypatch.setattr(retrieval, "FEEDBACK_POOL", pool)
+            calls.clear()
+            store.search("coffee in winter", k=10)
+            assert len(calls) == scans
