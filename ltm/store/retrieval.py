@@ -119,10 +119,10 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     bodies of the candidates looked at (read once: the near-exact test needs their content).
 
     ``pool``: the query's :data:`FEEDBACK_POOL` x ``fetch`` nearest in a flat index, of which ``signals["dense"]``
-    is the head. The feedback search then ranks the pool by the moved vector instead of scanning the whole index
-    a second time (a flat scan costs ~0.12 us per stored vector: 12 ms at 100,000): the moved vector is the query
-    plus 0.3 x the mean of its 5 best, so what it ranks first is near the query too (checked against the full
-    second scan: bench/retrieval/pool_check.py)."""
+    is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
+    computes only the pool's inner products) instead of a second scan of every vector (~0.12 us per stored vector:
+    12 ms at 100,000): the moved vector is the query plus 0.3 x the mean of its 5 best, so what it ranks first is
+    near the query too (checked against the full second scan: bench/retrieval/pool_check.py)."""
     k, vector, where, params = query.k, query.vector, query.where, list(query.params)
     weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
     window = query_window(query.text, _now(log, query)) if weights["time"] else None
@@ -140,8 +140,8 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         stored = log.vectors_of([s for s, _, _ in seeds])
         if stored:  # Rocchio: the dense side again, towards what the best hits share
             moved = feedback_vector(vector, np.stack(list(stored.values())))
-            signals["dense"] = (_ranked_pool(log, pool, moved, fetch) if pool is not None
-                                else _search(log, content, moved, fetch, allowed))
+            within = allowed if pool is None else np.array(sorted(s for s, _ in pool), dtype=np.int64)
+            signals["dense"] = _search(log, content, moved, fetch, within)
             times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
     named = spoken_by_named(query.text, message_speakers(log, sorted(times))) if weights["speaker"] else set()
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named)
@@ -152,19 +152,6 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
                       named=named)
     return ranked[:k], bodies
-
-
-def _ranked_pool(log: MessageLog, pool: Sequence[tuple[int, float]], vector: np.ndarray,
-                 fetch: int) -> list[tuple[int, float]]:
-    """The ``fetch`` best of ``pool``'s seqs by cosine to ``vector``, over the stored vectors (the values a flat
-    index holds); ties by seq, as the index breaks them."""
-    stored = log.vectors_of(sorted(s for s, _ in pool))
-    if not stored:
-        return []
-    seqs = np.fromiter(stored, dtype=np.int64, count=len(stored))
-    scores = np.stack(list(stored.values())) @ np.asarray(vector, dtype=np.float32).reshape(-1)
-    order = np.lexsort((seqs, -scores))[:fetch]
-    return [(int(seqs[i]), float(scores[i])) for i in order]
 
 
 def _now(log: MessageLog, query: SearchQuery) -> float:

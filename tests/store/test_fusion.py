@@ -272,7 +272,7 @@ def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_sca
     """A hybrid question's feedback search over a flat index ranks the first search's nearest (4 x 50) instead
     of scanning every vector again. Where the pool holds the whole namespace the two give the same hits and
     scores (ties aside: a float's last bits may order two equal scores the other way), with a filter and after a
-    delete too; and the flat index is searched once per question, not twice."""
+    delete too; and the second search computes the pool's scores only, not every vector's."""
     from ltm.store import retrieval
     from ltm.store.vectors import VectorIndex
 
@@ -294,16 +294,18 @@ def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_sca
         filtered = ranked(4, filters={"cause_by": "even"})
         assert filtered == ranked(0, filters={"cause_by": "even"}) and all(len(r) == 10 for r in filtered)
 
-        calls: list[int] = []
+        store.add_batch([Message(content=" ".join(rng.choice(words, size=4)) + f" more {i}", role="user")
+                         for i in range(300)])
+        scanned: list[int | None] = []  # per search of the content index: the seqs it was restricted to
         search = VectorIndex.search
 
-        def counted(self: VectorIndex, *args: object, **kwargs: object) -> object:
-            calls.append(1)
-            return search(self, *args, **kwargs)  # type: ignore[arg-type]
+        def counted(self: VectorIndex, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> object:
+            scanned.append(None if allowed is None else len(allowed))
+            return search(self, queries, k, allowed)
 
         monkeypatch.setattr(VectorIndex, "search", counted)
-        for pool, scans in ((4, 1), (0, 2)):  # the pool ranked: no second scan
+        for pool, second in ((4, 200), (0, None)):  # the pool of 4 x 50: no second scan of the 479 vectors
             monkeypatch.setattr(retrieval, "FEEDBACK_POOL", pool)
-            calls.clear()
+            scanned.clear()
             store.search("coffee in winter", k=10)
-            assert len(calls) == scans
+            assert scanned == [None, second]
