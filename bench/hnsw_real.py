@@ -81,6 +81,18 @@ def questions(limit: int) -> list[str]:
     return list(dict.fromkeys(out))[:limit]
 
 
+def embedded_questions(limit: int, dim: int) -> tuple[list[str], np.ndarray]:
+    """:func:`questions` and their unit vectors from the local model ((0, dim) when none)."""
+    asked = questions(limit)
+    if not asked:
+        return [], np.zeros((0, dim), dtype=np.float32)
+    from ltm.config import Settings
+    from ltm.llm.embeddings import resolve_embedding
+
+    vecs = np.asarray(resolve_embedding(Settings(embedding="local")).get_text_embedding_batch(asked), dtype=np.float32)
+    return asked, vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
 def exact_top10(stored: np.ndarray, queries: np.ndarray) -> np.ndarray:
     out = np.empty((len(queries), 10), dtype=np.int64)
     for start in range(0, len(queries), 64):
@@ -123,14 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.data import lookup_embedding
     from ltm.config import Settings
 
-    qtexts = questions(args.questions)
-    qvecs = np.zeros((0, vecs.shape[1]), dtype=np.float32)
-    if qtexts:
-        from ltm.llm.embeddings import resolve_embedding
-
-        model = resolve_embedding(Settings(embedding="local"))
-        qvecs = np.asarray(model.get_text_embedding_batch(qtexts), dtype=np.float32)
-        qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    qtexts, qvecs = embedded_questions(args.questions, vecs.shape[1])
     emb = lookup_embedding()
     emb.register(texts[:args.n], vecs[:args.n])
     emb.register(held_texts, held)

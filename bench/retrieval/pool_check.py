@@ -21,9 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from bench.hnsw_real import HELD_OUT, ROLE, load_vectors, questions
+from bench.hnsw_real import HELD_OUT, ROLE, embedded_questions, load_vectors
 from bench.ltm_runner import KIND, NAMESPACE, add_batches, messages
 
 
@@ -56,13 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     emb = lookup_embedding()
     emb.register(texts[:args.n + HELD_OUT], vecs)
     queries = texts[args.n:args.n + min(args.held_out, HELD_OUT)]
-    asked = questions(args.questions)
+    asked, asked_vecs = embedded_questions(args.questions, vecs.shape[1])
     if asked:
-        from ltm.llm.embeddings import resolve_embedding
-
-        model = resolve_embedding(Settings(embedding="local"))
-        qv = np.asarray(model.get_text_embedding_batch(asked), dtype=np.float32)
-        emb.register(asked, qv / np.linalg.norm(qv, axis=1, keepdims=True))
+        emb.register(asked, asked_vecs)
     out: dict[str, Any] = {"n": args.n, "pool": retrieval.FEEDBACK_POOL}
     pool = retrieval.FEEDBACK_POOL
     with tempfile.TemporaryDirectory(prefix="ltm-pool-check-") as tmp:

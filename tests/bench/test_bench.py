@@ -142,3 +142,24 @@ def test_hnsw_real_fills_through_the_store_and_compares_with_exact_search(
     assert default["recall10"] >= 0.95, default  # a graph search at the default ef
     assert result["graph_bytes"] > 0  # the namespace searched an HNSW graph, not a flat index
     assert 0.0 < result["ef16 held-out texts"]["recall10"] < default["recall10"]  # ef 16 misses some: a graph
+
+
+def test_pool_check_compares_the_pooled_feedback_search_with_a_second_full_scan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import hnsw_real
+    from bench.retrieval import pool_check
+
+    rng = np.random.default_rng(4)
+    rows = 1_200 + hnsw_real.HELD_OUT
+    vecs = rng.standard_normal((rows, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    np.save(tmp_path / "v_0000000.npy", vecs.astype(np.float16))
+    (tmp_path / "texts.txt").write_text("\n".join(f"text number {i}" for i in range(rows)), "utf-8")
+    args = ["--texts", str(tmp_path / "texts.txt"), "--work", str(tmp_path), "--n", "1200", "--questions", "0",
+            "--held-out", "30"]
+    assert pool_check.main(args) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    held = result["held-out texts"]
+    assert held["queries"] == 30 and "questions" not in result
+    assert held["top10_overlap"] >= 0.9 and 0.0 <= held["same_top10"] <= 1.0
