@@ -122,17 +122,20 @@ def test_ivf_probe_runs_and_reports_recall(capsys: pytest.CaptureFixture[str]) -
     assert "nlist 16: train" in out and out.count("recall@10 (20 rescored)") == 2
 
 
+def corpus(folder: Path, rows: int, seed: int) -> None:
+    """``rows`` random unit vectors and their texts, as ``bench.hnsw_real --embed`` leaves them in ``folder``."""
+    vecs = np.random.default_rng(seed).standard_normal((rows, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    np.save(folder / "v_0000000.npy", vecs.astype(np.float16))
+    (folder / "texts.txt").write_text("\n".join(f"text number {i}" for i in range(rows)), "utf-8")
+
+
 def test_hnsw_real_fills_through_the_store_and_compares_with_exact_search(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bench import hnsw_real
 
-    rng = np.random.default_rng(3)
-    rows = 10_000 + hnsw_real.HELD_OUT
-    vecs = rng.standard_normal((rows, 384)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    np.save(tmp_path / "v_0000000.npy", vecs.astype(np.float16))
-    (tmp_path / "texts.txt").write_text("\n".join(f"text number {i}" for i in range(rows)), "utf-8")
+    corpus(tmp_path, 10_000 + hnsw_real.HELD_OUT, seed=3)
     args = ["--texts", str(tmp_path / "texts.txt"), "--work", str(tmp_path), "--n", "10000", "--ef", "16",
             "--questions", "0", "--threshold", "9000"]  # the graph holds 9,000 rows, the fresh segment the rest
     assert hnsw_real.main(args) == 0
@@ -150,12 +153,7 @@ def test_pool_check_compares_the_pooled_feedback_search_with_a_second_full_scan(
     from bench import hnsw_real
     from bench.retrieval import pool_check
 
-    rng = np.random.default_rng(4)
-    rows = 1_200 + hnsw_real.HELD_OUT
-    vecs = rng.standard_normal((rows, 384)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    np.save(tmp_path / "v_0000000.npy", vecs.astype(np.float16))
-    (tmp_path / "texts.txt").write_text("\n".join(f"text number {i}" for i in range(rows)), "utf-8")
+    corpus(tmp_path, 1_200 + hnsw_real.HELD_OUT, seed=4)
     args = ["--texts", str(tmp_path / "texts.txt"), "--work", str(tmp_path), "--n", "1200", "--questions", "0",
             "--held-out", "30"]
     assert pool_check.main(args) == 0
