@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -75,6 +76,8 @@ def load_vectors(work: Path, rows: int) -> np.ndarray:
 def questions(limit: int) -> list[str]:
     path = Path(__file__).resolve().parent / "data" / "realtalk.json"
     if not path.exists():
+        if limit:
+            print(f"no questions: {path} is missing (python -m bench.retrieval.fetch brings it)", file=sys.stderr)
         return []
     data = json.loads(path.read_text("utf-8"))
     out = [q["question"] for c in data["conversations"] for q in c["questions"]]
