@@ -96,6 +96,24 @@ def embedded_questions(limit: int, dim: int) -> tuple[list[str], np.ndarray]:
     return asked, vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
 
+def corpus_embedding(texts: list[str], vecs: np.ndarray, qtexts: list[str], qvecs: np.ndarray) -> Any:
+    """A lookup embedding serving ``vecs`` for the first ``len(vecs)`` of ``texts`` and ``qvecs`` for ``qtexts``."""
+    from bench.data import lookup_embedding
+
+    emb = lookup_embedding()
+    emb.register(texts[:len(vecs)], vecs)
+    if qtexts:
+        emb.register(qtexts, qvecs)
+    return emb
+
+
+def fill(store: Any, texts: list[str], n: int) -> float:
+    """Seconds to store ``texts[:n]`` through ``add_batch`` of 1,000, each spoken by :data:`ROLE`."""
+    t0 = time.perf_counter()
+    add_batches(store, messages(texts[:n], [ROLE] * n, [""] * n))
+    return time.perf_counter() - t0
+
+
 def exact_top10(stored: np.ndarray, queries: np.ndarray) -> np.ndarray:
     out = np.empty((len(queries), 10), dtype=np.int64)
     for start in range(0, len(queries), 64):
@@ -135,15 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     stored, held = vecs[:args.n], vecs[args.n:]
     held_texts = texts[args.n:rows]
 
-    from bench.data import lookup_embedding
     from ltm.config import Settings
 
     qtexts, qvecs = embedded_questions(args.questions, vecs.shape[1])
-    emb = lookup_embedding()
-    emb.register(texts[:args.n], vecs[:args.n])
-    emb.register(held_texts, held)
-    if qtexts:
-        emb.register(qtexts, qvecs)
+    emb = corpus_embedding(texts, vecs, qtexts, qvecs)
     sets = {"held-out texts": (held_texts, exact_top10(stored, held))}
     if qtexts:
         sets["questions"] = (qtexts, exact_top10(stored, qvecs))
@@ -163,10 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             return MemoryStorage(NAMESPACE, kind=KIND, embedding=emb, settings=settings)
 
         store = opened()
-        n_roles = [ROLE] * args.n
-        t0 = time.perf_counter()
-        add_batches(store, messages(texts[:args.n], n_roles, [""] * args.n))
-        out["fill_ms_per_msg"] = (time.perf_counter() - t0) * 1e3 / args.n
+        out["fill_ms_per_msg"] = fill(store, texts, args.n) * 1e3 / args.n
         store.close()
         # the HNSW snapshot: written only once the namespace holds a graph (a flat index is replayed from SQLite)
         out["graph_bytes"] = sum(f.stat().st_size for f in Path(tmp).rglob("index.faiss"))

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.hnsw_real import HELD_OUT, ROLE, embedded_questions, load_vectors
-from bench.ltm_runner import KIND, NAMESPACE, add_batches, messages
+from bench.hnsw_real import HELD_OUT, corpus_embedding, embedded_questions, fill, load_vectors
+from bench.ltm_runner import KIND, NAMESPACE
 
 
 def ask(store: Any, texts: list[str]) -> tuple[list[list[str]], float]:
@@ -45,24 +45,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from bench.data import lookup_embedding
     from ltm.config import Settings
     from ltm.store import MemoryStorage, retrieval
 
     texts = args.texts.read_text("utf-8").split("\n")
     vecs = load_vectors(args.work, args.n + HELD_OUT)
-    emb = lookup_embedding()
-    emb.register(texts[:args.n + HELD_OUT], vecs)
     queries = texts[args.n:args.n + min(args.held_out, HELD_OUT)]
     asked, asked_vecs = embedded_questions(args.questions, vecs.shape[1])
-    if asked:
-        emb.register(asked, asked_vecs)
+    emb = corpus_embedding(texts, vecs, asked, asked_vecs)
     out: dict[str, Any] = {"n": args.n, "pool": retrieval.FEEDBACK_POOL}
     pool = retrieval.FEEDBACK_POOL
     with tempfile.TemporaryDirectory(prefix="ltm-pool-check-") as tmp:
         settings = Settings(storage_dir=Path(tmp), embedding="hash")
         store = MemoryStorage(NAMESPACE, kind=KIND, embedding=emb, settings=settings)
-        add_batches(store, messages(texts[:args.n], [ROLE] * args.n, [""] * args.n))
+        fill(store, texts, args.n)
         for name, qs in (("held-out texts", queries), ("questions", asked)):
             if not qs:
                 continue
