@@ -40,6 +40,7 @@ from ltm.errors import ConfigError, InvalidInput
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.backend import DocumentBackend, open_backend
+from ltm.store.behind import Staging
 from ltm.store.explain import explained
 from ltm.store.filters import Filter
 from ltm.store.history import HistoryEvent
@@ -154,9 +155,14 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().bulk()
 
-    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
+    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]],
+                       staging: Staging | None = None) -> builtins.list[int]:
         """The adds of several callers (ltm.store.writes.add_groups): one server transaction each."""
         return [self._commit(pending, vectors, replace=False) for pending, vectors in items]
+
+    def _staging(self, messages: builtins.list[Message]) -> Staging | None:
+        """None: the server commits each add in one transaction after the model (there is no staged table)."""
+        return None
 
     # -- the document API's engine hooks (see ltm.store.documents), on the server ---------------------------
     def _listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:

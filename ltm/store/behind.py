@@ -25,6 +25,7 @@ The embedded (SQLite) store only: the PostgreSQL-backed store embeds every add b
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -43,12 +44,13 @@ from ltm.store.writes import insert_groups
 if TYPE_CHECKING:
     from ltm.store.mirror import IndexMirror
 
-__all__ = ["WriteBehind", "has_staged"]
+__all__ = ["Staging", "WriteBehind", "has_staged"]
 
 BATCH = 64  # staged messages embedded per model call (sorted by length inside it: see OnnxEmbedding)
 _DDL = "CREATE TABLE IF NOT EXISTS staged(sid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, " \
        "body TEXT NOT NULL)"
 Parts = Callable[[], "tuple[MessageLog, IndexMirror]"]
+_LOG = logging.getLogger("ltm.store")
 
 
 def has_staged(log: MessageLog) -> bool:
@@ -75,6 +77,66 @@ def _stage(log: MessageLog, items: Sequence[list[Message]]) -> list[int]:
             log.db.executemany("INSERT INTO staged(id, body) VALUES (?, ?)", [(m.id, m.dump()) for m in fresh])
             counts.append(len(fresh))
     return counts
+
+
+class Staging:
+    """An ordinary add's new messages, committed to ``staged`` on a helper thread while the model embeds them
+    (:func:`ltm.store.writes.add_groups`), so the commit's fsync overlaps the model run instead of following it.
+
+    The write after the model moves them into ``messages`` with their vectors in ONE transaction that deletes
+    the staged rows (:meth:`delete`) and is not fsynced: the staged rows already make the add durable. A crash
+    of the process keeps that write (WAL); a crash of the machine may lose it, and then the next open embeds
+    what is staged, as after a write-behind crash. Nothing is acknowledged before both commits. A failure of
+    the model or of the move takes the staged rows back (:meth:`undo`), so a failed add stores nothing.
+    Other handles do not settle these rows (the store's ``staged`` flag is not raised for them)."""
+
+    def __init__(self, store: Any, messages: list[Message]) -> None:
+        self._store, self._messages = store, messages
+        self.sids: list[int] | None = None  # staged and committed (None: the model was not called)
+        self._ids: dict[int, str] = {}  # message id by sid
+        self.moved_by_others: set[str] = set()  # ids a reader embedded and stored before this add's move
+
+    def __call__(self) -> None:
+        """Commit the messages to ``staged`` (on the helper thread, under the store's lock); those whose id is
+        stored or staged already are left out (the move's insert skips them too)."""
+        store = self._store
+        with store._lock:
+            log = store._parts()[0]
+            with log.write_lock.held(), log.transaction(write=True):
+                log.db.execute(_DDL)
+                ids = {}
+                for m in self._messages:
+                    cursor = log.db.execute("INSERT OR IGNORE INTO staged(id, body) VALUES (?, ?)", (m.id, m.dump()))
+                    if cursor.rowcount == 1 and cursor.lastrowid:
+                        ids[int(cursor.lastrowid)] = m.id
+            self._ids, self.sids = ids, list(ids)
+
+    def delete(self, db: Any) -> None:
+        """In the move's transaction: delete this add's staged rows; those already gone were moved by a reader
+        that settled them (another process opening the namespace), and count as stored by this add."""
+        assert self.sids
+        marks = ",".join("?" * len(self.sids))
+        gone = set(self.sids) - {int(r[0]) for r in db.execute(f"DELETE FROM staged WHERE sid IN ({marks}) "
+                                                               "RETURNING sid", self.sids)}
+        self.moved_by_others = {self._ids[sid] for sid in gone}
+
+    def undo(self) -> None:
+        """Take the staged rows back (the add failed): best effort; if this fails too, the next open embeds them
+        and the message the failed add carried is stored after all."""
+        if not self.sids:
+            return
+        store = self._store
+        marks = ",".join("?" * len(self.sids))
+        try:
+            with store._lock:
+                log = store._parts()[0]
+                with log.write_lock.held(), log.transaction(write=True):
+                    log.db.execute(f"DELETE FROM staged WHERE sid IN ({marks})", self.sids)
+        except Exception as exc:  # noqa: BLE001 - the add's own error is what the caller must see
+            _LOG.warning("could not take back %d staged message(s) of a failed add (%s): the next open of the "
+                         "namespace stores them", len(self.sids), type(exc).__name__)
+            return
+        self.sids = None
 
 
 def _taken(log: MessageLog, limit: int) -> list[tuple[int, str]]:

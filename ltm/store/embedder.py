@@ -11,6 +11,8 @@ out the queries. Sync and async paths share everything but the model call.
 from __future__ import annotations
 
 import hashlib
+import os
+import queue
 import sys
 import threading
 from collections import OrderedDict
@@ -29,11 +31,95 @@ if TYPE_CHECKING:
 
     from ltm.llm.onnx_embedding import OnnxEmbedding
 
-__all__ = ["Embedder", "content_key", "make_embedder"]
+__all__ = ["Embedder", "beside", "content_key", "make_embedder"]
 
 # "text" vectors are what stored messages get; "query" vectors serve free-text search. Models such as
 # instruction-tuned ones embed the two differently, so they are cached apart.
 TEXT, QUERY = "text", "query"
+class _OwnVectors(np.ndarray):
+    """The vectors of ltm's own ONNX model, straight from its graph (mean pooling and L2 normalisation inside
+    it): C-contiguous float32 unit rows, so the store takes them without the check any other model's get."""
+
+
+_HELPERS_MAX = 8  # threads for work beside model runs; a job waits only when this many are busy
+
+
+class Beside:
+    """Work handed to the helper threads by :func:`beside`: :meth:`result` waits for it and returns its value or
+    raises its error. A plain queue and a lock per job: a ThreadPoolExecutor's futures cost ~60 us more per
+    hand-off on this machine, a tenth of what an add overlaps."""
+
+    __slots__ = ("_done", "_error", "_result", "_work")
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        self._work = work
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._result: object = None
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self._result = self._work()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
+            self._error = exc
+        finally:
+            self._done.release()
+
+    def wait(self) -> None:
+        """Until the work is done (however it ended)."""
+        with self._done:
+            pass
+
+    def result(self) -> object:
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class _Helpers:
+    """The process's helper threads (daemons, started on demand, at most _HELPERS_MAX)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Beside] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = self._idle = 0
+
+    def submit(self, job: Beside) -> None:
+        with self._lock:
+            if self._idle == 0 and self._threads < _HELPERS_MAX:
+                self._threads += 1
+                self._idle += 1
+                threading.Thread(target=self._serve, name="ltm-beside", daemon=True).start()
+            self._idle -= 1
+        self._jobs.put(job)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            job._run()
+            with self._lock:
+                self._idle += 1
+
+
+_HELPERS = _Helpers()
+
+
+def beside(work: Callable[[], object]) -> Beside:
+    """Run ``work`` on the process's helper threads and return at once: what the store does while the caller's
+    thread waits for the model (the add's staging commit, ltm.store.behind.Staging)."""
+    job = Beside(work)
+    _HELPERS.submit(job)
+    return job
+
+
+def _forget_helpers() -> None:
+    global _HELPERS
+    _HELPERS = _Helpers()  # its threads did not survive the fork: a child that adds starts its own
+
+
+os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def content_key(model: str, text: str, purpose: str = TEXT) -> bytes:
@@ -117,11 +203,24 @@ class Embedder:
         dim: int | None,
         known: Callable[[list[bytes]], dict[bytes, np.ndarray]] | None = None,
         purpose: str = TEXT,
+        during: Callable[[], object] | None = None,
     ) -> np.ndarray:
-        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model."""
+        """Unit vectors for ``texts`` as an (n, dim) float32 array; only unseen content reaches the model.
+
+        ``during`` runs on a helper thread while the model runs, and only if the model is called: the call
+        returns (or raises the model's error) once it is done too, and raises its error if only it failed."""
         keys, have, todo = self._plan(texts, known, purpose)
         if todo:
-            self._store(keys, todo, self._call(purpose, [texts[i] for i in todo]), dim, have, purpose)
+            helper = beside(during) if during is not None else None
+            try:
+                got = self._call(purpose, [texts[i] for i in todo])
+            except BaseException:
+                if helper is not None:
+                    helper.wait()  # finished before the caller undoes what it did
+                raise
+            if helper is not None:
+                helper.result()
+            self._store(keys, todo, got, dim, have, purpose)
         return self._gather(keys, have, dim)
 
     async def aembed(
@@ -169,7 +268,10 @@ class Embedder:
     ) -> None:
         if len(raw) != len(todo):
             raise LLMError(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")
-        vectors = normalise(raw, dim, f"embedding {self.model!r}")
+        if isinstance(raw, _OwnVectors) and (dim is None or raw.shape[1] == dim):
+            vectors: np.ndarray = raw  # ltm's own model: unit float32 rows by construction (its graph normalises)
+        else:
+            vectors = normalise(raw, dim, f"embedding {self.model!r}")
         with self._lock:
             for i, vec in zip(todo, vectors, strict=True):
                 have[keys[i]] = vec
@@ -208,7 +310,7 @@ class Embedder:
         try:
             embedding, own = self.embedding, self._own
             if own is not None and own.unobserved():  # ltm's own model, nobody listening: no dispatch around it
-                return own.vectors(texts)
+                return own.vectors(texts).view(_OwnVectors)
             if purpose == QUERY and len(texts) == 1:
                 return [embedding.get_query_embedding(texts[0])]
             return embedding.get_text_embedding_batch(texts)

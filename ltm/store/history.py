@@ -58,7 +58,12 @@ def record(db: sqlite3.Connection, events: Sequence[tuple[str, Event, str | None
     if limit <= 0 or not events:
         return
     events = events[-limit:]  # a delete of more than the limit keeps only the newest events anyway
-    db.executemany("INSERT INTO history(id, event, old, at) VALUES (?,?,?,?)", [(*e, at) for e in events])
+    if len(events) == 1:  # one add at a time: hseqs start at 1, so a new one <= limit means nothing to trim
+        hseq = db.execute("INSERT INTO history(id, event, old, at) VALUES (?,?,?,?)", (*events[0], at)).lastrowid
+        if hseq is not None and hseq <= limit:
+            return
+    else:
+        db.executemany("INSERT INTO history(id, event, old, at) VALUES (?,?,?,?)", [(*e, at) for e in events])
     trim(db, limit)
 
 

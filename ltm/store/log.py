@@ -78,6 +78,7 @@ _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, create
            "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
 NAME_ROWS = 8  # messages read per word by speaker_names (their names, in the stored case)
+_NAMES_KEPT = 4096  # words whose speaker_names answer is kept between writes
 _DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
 
@@ -111,8 +112,12 @@ class MessageLog:
         self.write_lock: FairLock = namespace_lock(path)
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
         self._df_rows = 0
+        # speaker_names' answers, valid while nothing was written (by this connection or another)
+        self._names: dict[str, set[str]] = {}
+        self._names_state: tuple[int, int] = (-1, -1)
         if synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
+        self.synchronous = synchronous
         with translate(path):
             if read_only:
                 self.db = _open_read_only(path, busy_timeout_ms)
@@ -133,16 +138,27 @@ class MessageLog:
         self.db.close()
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
-        """One transaction: ``BEGIN IMMEDIATE`` (takes the write lock now) or a deferred read snapshot."""
+    def transaction(self, write: bool = True, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction: ``BEGIN IMMEDIATE`` (takes the write lock now) or a deferred read snapshot.
+
+        ``durable=False``: the commit is not fsynced even with ``synchronous=FULL`` (WAL mode keeps it through a
+        crash of the process, not of the machine): for a write whose content an earlier fsynced commit already
+        holds (ltm.store.behind.Staging)."""
+        relaxed = write and not durable and self.synchronous == "full"
         with translate(self.path):
-            self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if relaxed:
+                self.db.execute("PRAGMA synchronous=NORMAL")
             try:
-                yield self.db
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
+                self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield self.db
+                except BaseException:
+                    self.db.execute("ROLLBACK")
+                    raise
+                self.db.execute("COMMIT")
+            finally:
+                if relaxed:
+                    self.db.execute("PRAGMA synchronous=FULL")
 
     # -- change detection --------------------------------------------------------------------------------
     def data_version(self) -> int:
@@ -316,15 +332,18 @@ class MessageLog:
         """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` live messages whose keyword
         index's *who* column holds it} for each of ``words`` (lower case) some message's names hold (one indexed
         lookup each; :mod:`ltm.store.speakers`)."""
-        found: dict[str, set[str]] = {}
         sql = (f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
                f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid")
         with translate(self.path):
+            # answers are kept until a write: one by this connection moves total_changes, another's data_version
+            state = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
+            if state != self._names_state or len(self._names) > _NAMES_KEPT:
+                self._names, self._names_state = {}, state
             for word in dict.fromkeys(words):
-                rows = self.db.execute(sql, ['who : "' + word.replace('"', '""') + '"']).fetchall()
-                if rows:
-                    found[word] = {str(v) for row in rows for v in row if v}
-        return found
+                if word not in self._names:
+                    rows = self.db.execute(sql, ['who : "' + word.replace('"', '""') + '"']).fetchall()
+                    self._names[word] = {str(v) for row in rows for v in row if v}
+        return {word: self._names[word] for word in words if self._names[word]}
 
     def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
         """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0).

@@ -217,21 +217,22 @@ class IndexMirror:
             self.context = VectorIndex(dim)
 
     @contextmanager
-    def writing(self, log: MessageLog) -> Iterator[Write]:
+    def writing(self, log: MessageLog, *, durable: bool = True) -> Iterator[Write]:
         """One write transaction on ``log`` whose changes the indexes follow once it commits.
 
         ``with mirror.writing(log) as write: write.insert(log.insert(rows))``. On entry: ``BEGIN IMMEDIATE``
         and, when another connection committed since the mirror last looked, a catch-up under the write lock
         (so the seqs this block gets come right after what the indexes hold). After the commit: the recorded
         inserts and deletes are applied and :meth:`maintain` runs. An exception rolls the transaction back
-        and leaves the mirror stale: the next :meth:`sync` replays from SQLite.
+        and leaves the mirror stale: the next :meth:`sync` replays from SQLite. ``durable``: as in
+        :meth:`MessageLog.transaction`.
         """
         self.writable()
         write = Write()
         # writers of this process queue first come first served before SQLite's lock (issue 13: two handles
         # on one namespace starved each other through SQLite's sleeping busy handler)
         loaded = self.loaded
-        with log.write_lock.held(), log.transaction(write=True):
+        with log.write_lock.held(), log.transaction(write=True, durable=durable):
             version = self._write_catch_up(log) if loaded else -1
             yield write
             tseq = log.heads()[1] if write.removed and loaded else 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import shutil
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -31,7 +31,7 @@ from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.behind import WriteBehind
+from ltm.store.behind import Staging, WriteBehind
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.engine import HandleLock
@@ -256,10 +256,19 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
                                 history_limit=self.settings.history_limit)
 
-    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]]) -> builtins.list[int]:
+    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]],
+                       staging: Staging | None = None) -> builtins.list[int]:
+        """One write transaction for the adds of several callers (ltm.store.writes.add_groups); ``staging``: their
+        messages are committed in ``staged`` already, so this write moves them and needs no fsync."""
         with self._lock:
             log, mirror = self._require()
-            return insert_groups(log, mirror, self.embedder.keys, items, self.settings.history_limit)
+            return insert_groups(log, mirror, self.embedder.keys, items, self.settings.history_limit,
+                                 before=None if staging is None else staging.delete, durable=staging is None)
+
+    def _staging(self, messages: builtins.list[Message]) -> Staging | None:
+        """What commits an add's new messages while the model embeds them (ltm.store.behind.Staging); None with
+        ``sqlite_synchronous="normal"``, whose commits have no fsync to hide."""
+        return Staging(self, messages) if self.settings.sqlite_synchronous == "full" else None
 
     def _dim(self) -> int | None:
         with self._lock:  # the manifest's once recorded: no need to load the vector indexes
@@ -359,8 +368,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             log, mirror = self._synced()
             return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
 
-    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose)
+    def _embed(self, texts: builtins.list[str], purpose: str, during: Callable[[], object] | None = None) -> np.ndarray:
+        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose, during)
 
     async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
         dim, known = await self._off(self._known_dim), partial(self._logged, "vectors_by_key")

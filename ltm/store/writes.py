@@ -23,10 +23,11 @@ Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages
 
 def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence[str]], list[bytes]],
                   items: Sequence[tuple[rowplan.Pending, np.ndarray]], history_limit: int,
-                  before: Callable[[Any], Any] | None = None) -> builtins.list[int]:
+                  before: Callable[[Any], Any] | None = None, *, durable: bool = True) -> builtins.list[int]:
     """Insert every item's rows in ONE write transaction the mirror follows; how many rows of each item were
     new. An id that two items both carry goes to the first (the second's add finds it stored, as it would have
-    one transaction later). ``before(db)`` runs first in the same transaction. Under the store's lock."""
+    one transaction later). ``before(db)`` runs first in the same transaction; ``durable=False`` when an
+    fsynced commit already holds the messages (the staged rows ``before`` deletes). Under the store's lock."""
     owner: dict[str, int] = {}
     rows: list[Row] = []
     for i, (pending, vectors) in enumerate(items):
@@ -35,7 +36,7 @@ def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence
             if row.id not in owner:
                 owner[row.id] = i
                 rows.append(row)
-    with mirror.writing(log) as write:
+    with mirror.writing(log, durable=durable) as write:
         if before is not None:
             before(log.db)
         write.insert(log.insert(rows))
@@ -67,16 +68,36 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     """The whole add of several callers' ``(messages, given vectors)`` as one: which ids are stored (one
     query), ONE embedding call for every text none of them has stored yet, then ONE write transaction
     (:func:`insert_groups`); how many messages of each item were new. ``store`` is the MemoryStorage: its lock
-    is held only for the lookups and the commit, never across the model call, so while a group commits (and
+    is held only for the lookups and the commits, never across the model call, so while a group commits (and
     fsyncs) the next callers embed nothing and wait in the queue to form the next group. The store's
-    ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item)."""
+    ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item).
+
+    While the model runs, ``store._staging`` (the embedded store's; ltm.store.behind.Staging) commits the new
+    messages durably on a helper thread, so the write after the model needs no fsync of its own; should that
+    write fail, or the model, the staged rows are taken back and the add raises with nothing stored."""
     known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])
     # every item comes from add_batch, which checked its messages before queueing them
     pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True)
                 for messages, _ in items]
     texts = [rowplan.texts_to_embed(p, given) for p, (_, given) in zip(pendings, items, strict=True)]
     flat = [t for part in texts for t in part]
-    embedded = store._embed(flat, "text") if flat else np.zeros((0, 0), dtype=np.float32)
+    if not flat:
+        return _write_groups(store, items, pendings, texts, np.zeros((0, 0), dtype=np.float32), None)
+    # given vectors are not staged: a crash's recovery would embed their content with the model instead
+    staging = store._staging([m for p in pendings for m in p.messages]) \
+        if all(given is None for _, given in items) else None
+    try:
+        embedded = store._embed(flat, "text", during=staging)
+        return _write_groups(store, items, pendings, texts, embedded, staging if staging and staging.sids else None)
+    except BaseException:
+        if staging is not None:
+            staging.undo()
+        raise
+
+
+def _write_groups(store: Any, items: Sequence[tuple[list[Any], Given]], pendings: list[rowplan.Pending],
+                  texts: list[list[str]], embedded: np.ndarray, staging: Any) -> builtins.list[int]:
+    """:func:`add_groups`' write, once the vectors are known; ``staging`` holds the messages committed already."""
     planned: list[tuple[rowplan.Pending, np.ndarray]] = []
     start = 0
     for pending, part, (_, given) in zip(pendings, texts, items, strict=True):
@@ -88,6 +109,10 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     fresh = [i for i, (pending, _) in enumerate(planned) if pending.messages]
     counts = [0] * len(items)
     if fresh:
-        for i, count in zip(fresh, store._insert_groups([planned[i] for i in fresh]), strict=True):
+        written = store._insert_groups([planned[i] for i in fresh], staging)
+        for i, count in zip(fresh, written, strict=True):
             counts[i] = count
+    if staging is not None and staging.moved_by_others:  # a reader embedded them first: stored, and ours
+        for i, pending in enumerate(pendings):
+            counts[i] += len(staging.moved_by_others & {m.id for m in pending.messages})
     return counts

@@ -7,6 +7,11 @@ column on the embedded engine, the rows' own names on PostgreSQL."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -100,6 +105,24 @@ def test_a_deleted_speaker_is_no_longer_a_name(settings: Settings) -> None:
             if hit.message.sent_from == "Fahim Khan":
                 store.delete(hit.message.id)
         assert set(store._speaker_names(["fahim", "elise"])) == {"elise"}
+
+
+@pytest.mark.embedded_only
+def test_names_looked_up_before_a_write_are_looked_up_again_after_it(settings: Settings) -> None:
+    """The answers are kept between searches, never across a write: this handle's, or another process's."""
+    with MemoryStorage("chat", settings=settings) as store:
+        _chat(store)
+        assert set(store._speaker_names(["zara", "quinn", "elise"])) == {"elise"}  # zara and quinn: no one, kept
+        store.add(Message(content="hello there", role="Zara", sent_from="Zara"))
+        assert set(store._speaker_names(["zara", "quinn"])) == {"zara"}
+        code = ("import sys; from ltm import MemoryStorage, Message, Settings; "
+                "s = MemoryStorage('chat', settings=Settings(storage_dir=sys.argv[1], embedding='hash')); "
+                "s.add(Message(content='hi all', role='Quinn', sent_from='Quinn')); s.close()")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
+        subprocess.run([sys.executable, "-c", code, str(settings.storage_dir)], check=True, env=env, timeout=120,
+                       cwd=Path(__file__).resolve().parents[2])
+        assert set(store._speaker_names(["zara", "quinn"])) == {"zara", "quinn"}
+        assert store._dense_text("What did Quinn say?") == "What did I say?"
 
 
 def test_search_embeds_the_first_person_question(settings: Settings) -> None:

@@ -1,6 +1,8 @@
 """A process adding messages with write_behind while its model never answers, killed -9 by
 tests/store/test_write_behind.py: ``python -m tests.support.behind_worker DIR``. Each acknowledged add is
-reported as one ``ACK <id> <content>`` line written with ONE os.write (a kill cannot cut it in half)."""
+reported as one ``ACK <id> <content>`` line written with ONE os.write (a kill cannot cut it in half).
+``python -m tests.support.behind_worker DIR plain``: without write_behind, so the first add waits for the model
+with its message staged (ltm.store.behind.Staging; tests/store/test_staged_add.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from ltm import MemoryStorage, Message, Settings
 from tests.support.embeddings import GatedEmbedding
 
 
-def main(storage_dir: str) -> None:
-    settings = Settings(storage_dir=storage_dir, embedding="hash", write_behind=True)
+def main(storage_dir: str, mode: str = "behind") -> None:
+    settings = Settings(storage_dir=storage_dir, embedding="hash", write_behind=mode == "behind")
     store = MemoryStorage("crash", settings=settings, embedding=GatedEmbedding(wait_s=3600.0))
     for i in range(10_000):
         content = f"note {i} about the parser of module {i % 13}"
@@ -21,4 +23,4 @@ def main(storage_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

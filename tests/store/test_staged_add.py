@@ -1,0 +1,193 @@
+"""The ordinary add commits its new messages to the ``staged`` table on a helper thread while the model embeds
+them (ltm/store/behind.py, Staging; ltm/store/writes.py, add_groups), then moves them into ``messages`` in a
+write that needs no fsync of its own. What a caller can observe: the message is on disk before the model
+answers, a failed model or move stores nothing, a crash during the model leaves a message the next open embeds,
+a reader in another process that embeds the staged row first does not make the add report it as known, and the
+connection's fsync policy is back to FULL after every add. The embedded engine's own machinery."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ltm import MemoryStorage, Message, Settings
+from ltm.errors import LTMError
+from ltm.store import writes
+from tests.support.embeddings import BrokenEmbedding, GatedEmbedding
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _count(root: Path, table: str) -> int:
+    (path,) = root.rglob("memory.sqlite")
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None:
+            return 0
+        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def _wait_for(check: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Settings:
+    return Settings(storage_dir=tmp_path / "storage", embedding="hash")
+
+
+def _gated_add(store: MemoryStorage, message: Message) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(store.add(message))
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            out.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def test_the_message_is_on_disk_before_the_model_answers_and_moved_after(plain: Settings) -> None:
+    model = GatedEmbedding(wait_s=10.0)
+    store = MemoryStorage("ns", settings=plain, embedding=model)
+    try:
+        message = Message(id="a", content="the parser drops trailing commas", role="user")
+        thread, out = _gated_add(store, message)
+        _wait_for(lambda: _count(plain.storage_dir, "staged") == 1)  # committed while the model still runs
+        assert _count(plain.storage_dir, "messages") == 0 and not out
+        model.gate.set()
+        thread.join(10)
+        assert out == [True]
+        assert (_count(plain.storage_dir, "staged"), _count(plain.storage_dir, "messages")) == (0, 1)
+        assert store.search(message.content, k=1, mode="dense")[0].message.id == "a"
+        assert store.add(message) is False  # stored: the second add is a no-op
+        assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again
+    finally:
+        model.gate.set()
+        store.close()
+
+
+def test_a_failed_model_stores_nothing(plain: Settings) -> None:
+    store = MemoryStorage("ns", settings=plain, embedding=BrokenEmbedding())
+    try:
+        with pytest.raises(LTMError):
+            store.add(Message(id="a", content="a poison pill: NaN vectors", role="user"))
+        assert len(store) == 0
+    finally:
+        store.close()
+    assert (_count(plain.storage_dir, "staged"), _count(plain.storage_dir, "messages")) == (0, 0)
+    again = MemoryStorage("ns", settings=plain)
+    try:
+        assert len(again) == 0  # nothing left for the next open to embed
+    finally:
+        again.close()
+
+
+def test_a_failed_move_stores_nothing_and_the_next_add_works(plain: Settings,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStorage("ns", settings=plain)
+    real = writes.insert_groups
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    try:
+        monkeypatch.setattr("ltm.store.storage.insert_groups", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            store.add(Message(id="a", content="lost in the move", role="user"))
+        assert _count(plain.storage_dir, "staged") == 0
+        monkeypatch.setattr("ltm.store.storage.insert_groups", real)
+        assert store.add(Message(id="b", content="after the failure", role="user"))
+        assert [m.id for m in store.recent(10)] == ["b"]
+    finally:
+        store.close()
+
+
+def test_a_crash_while_the_model_runs_leaves_a_message_the_next_open_stores(tmp_path: Path) -> None:
+    """kill -9 with the first add waiting for its model: the add never returned, its message is staged, and the
+    next open embeds and stores it (an add cut off by a crash may be stored or not; a returned one always is)."""
+    storage = tmp_path / "storage"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.behind_worker", str(storage), "plain"], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: storage.exists() and any(storage.rglob("memory.sqlite"))
+                  and _count(storage, "staged") == 1, 60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.stdout is not None and proc.stdout.read() == ""  # never acknowledged
+    store = MemoryStorage("crash", settings=Settings(storage_dir=storage, embedding="hash"))
+    try:
+        assert store.get("m0").content == "note 0 about the parser of module 0"
+        assert store.search("note 0 about the parser of module 0", k=1, mode="dense")[0].message.id == "m0"
+    finally:
+        store.close()
+    assert _count(storage, "staged") == 0
+
+
+def test_a_reader_that_embeds_the_staged_row_first_leaves_one_copy_and_the_add_true(plain: Settings) -> None:
+    """Another process opening the namespace while the add waits for its model embeds what is staged (a crash's
+    leftovers look the same); the add then finds its row moved, stores no second copy and still returns True."""
+    model = GatedEmbedding(wait_s=20.0)
+    store = MemoryStorage("ns", settings=plain, embedding=model)
+    try:
+        thread, out = _gated_add(store, Message(id="a", content="raced by a reader", role="user"))
+        _wait_for(lambda: _count(plain.storage_dir, "staged") == 1)
+        code = ("import sys; from ltm import MemoryStorage, Settings; "
+                "s = MemoryStorage('ns', settings=Settings(storage_dir=sys.argv[1], embedding='hash')); "
+                "print(len(s)); s.close()")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
+        reader = subprocess.run([sys.executable, "-c", code, str(plain.storage_dir)], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert reader.stdout.strip() == "1", reader.stderr
+        model.gate.set()
+        thread.join(10)
+        assert out == [True]
+        assert (_count(plain.storage_dir, "staged"), _count(plain.storage_dir, "messages")) == (0, 1)
+        assert store.stats().vectors == 1
+    finally:
+        model.gate.set()
+        store.close()
+
+
+def test_concurrent_adds_each_stage_and_store_once(plain: Settings) -> None:
+    store = MemoryStorage("ns", settings=plain)
+    messages = [Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user") for i in range(200)]
+    try:
+        results: list[bool] = []
+        lock = threading.Lock()
+
+        def add(part: list[Message]) -> None:
+            for m in part:
+                ok = store.add(m)
+                with lock:
+                    results.append(ok)
+
+        threads = [threading.Thread(target=add, args=(messages[i::8],)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results.count(True) == 200
+        stats = store.stats()
+        assert stats.messages == stats.vectors == 200
+    finally:
+        store.close()
+    assert _count(plain.storage_dir, "staged") == 0
