@@ -19,6 +19,7 @@ from ltm.store.mirror import IndexMirror
 __all__ = ["add_groups", "insert_groups", "replace_rows"]
 
 Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages' content, by message id
+STAGE_MAX = 64  # adds of up to this many new messages commit them while the model runs (add_groups)
 
 
 def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence[str]], list[bytes]],
@@ -72,9 +73,9 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     fsyncs) the next callers embed nothing and wait in the queue to form the next group. The store's
     ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item).
 
-    While the model runs, ``store._staging`` (the embedded store's; ltm.store.behind.Staging) commits the new
-    messages durably on a helper thread, so the write after the model needs no fsync of its own; should that
-    write fail, or the model, the staged rows are taken back and the add raises with nothing stored."""
+    While the model runs, ``store._staging`` (the embedded store's; ltm.store.behind.Staging) commits up to
+    STAGE_MAX new messages durably on a helper thread, so the write after the model needs no fsync of its own;
+    should that write fail, or the model, the staged rows are taken back and the add raises with nothing stored."""
     known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])
     # every item comes from add_batch, which checked its messages before queueing them
     pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True)
@@ -83,9 +84,10 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     flat = [t for part in texts for t in part]
     if not flat:
         return _write_groups(store, items, pendings, texts, np.zeros((0, 0), dtype=np.float32), None)
-    # given vectors are not staged: a crash's recovery would embed their content with the model instead
-    staging = store._staging([m for p in pendings for m in p.messages]) \
-        if all(given is None for _, given in items) else None
+    # given vectors are not staged (a crash's recovery would embed their content with the model instead), nor
+    # big groups: they pay one fsync for many model runs, and staging would write every body twice
+    fresh = [m for p in pendings for m in p.messages]
+    staging = store._staging(fresh) if len(fresh) <= STAGE_MAX and all(g is None for _, g in items) else None
     try:
         embedded = store._embed(flat, "text", during=staging)
         return _write_groups(store, items, pendings, texts, embedded, staging if staging and staging.sids else None)

@@ -191,3 +191,24 @@ def test_concurrent_adds_each_stage_and_store_once(plain: Settings) -> None:
     finally:
         store.close()
     assert _count(plain.storage_dir, "staged") == 0
+
+
+def test_a_big_batch_commits_once_after_the_model(plain: Settings) -> None:
+    """Above STAGE_MAX new messages an add_batch is not staged: its one fsync is shared by many model runs, and
+    staging would write every body twice."""
+    model = GatedEmbedding(wait_s=10.0)
+    store = MemoryStorage("ns", settings=plain, embedding=model)
+    batch = [Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user")
+             for i in range(writes.STAGE_MAX + 1)]
+    out: list[int] = []
+    thread = threading.Thread(target=lambda: out.append(store.add_batch(batch)))
+    try:
+        thread.start()
+        time.sleep(0.3)  # the model is held: a staged group would be on disk by now
+        assert _count(plain.storage_dir, "staged") == 0 and not out
+        model.gate.set()
+        thread.join(10)
+        assert out == [writes.STAGE_MAX + 1]
+    finally:
+        model.gate.set()
+        store.close()
