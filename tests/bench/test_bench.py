@@ -161,3 +161,18 @@ def test_pool_check_compares_the_pooled_feedback_search_with_a_second_full_scan(
     held = result["held-out texts"]
     assert held["queries"] == 30 and "questions" not in result
     assert held["top10_overlap"] >= 0.9 and 0.0 <= held["same_top10"] <= 1.0
+
+
+@pytest.mark.timeout(300)
+def test_one_add_splits_an_add_into_the_model_and_the_rest() -> None:
+    """bench/one_add.py: the model's share and the store's, for a few adds, with the real model and with the sleep
+    standing in for it (which must then be most of each add)."""
+    for extra in ([], ["--sleep-ms", "20"]):
+        proc = subprocess.run([sys.executable, "-m", "bench.one_add", "--n", "5", *extra], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        line = proc.stdout.strip().splitlines()[-1]
+        assert line.startswith("5 adds: ") and "outside" in line and "pre p50" in line, line
+        if extra:
+            model_ms = float(line.split("sleep 20 ms ")[1].split(" ms")[0])
+            assert 20 <= model_ms < 40, line
