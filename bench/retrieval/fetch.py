@@ -5,7 +5,7 @@ work tree or a bare git directory) or cloned with ``git clone --depth 1`` when n
 
     python -m bench.retrieval.fetch                      # clones what is missing (needs github.com)
     python -m bench.retrieval.fetch --from realtalk=/path/to/REALTALK --from madial=/path/to/MADial-Bench \
-        --from friendsqa=/path/to/FriendsQA
+        --from friendsqa=/path/to/FriendsQA --from qmsum=/path/to/QMSum
 
 Sets (see ``SOURCES``):
 
@@ -19,6 +19,11 @@ Sets (see ``SOURCES``):
   transcripts of the TV show Friends, each answer a span of one utterance. One conversation per episode (all its
   scenes in order), the questions of every scene asked against the whole episode, the utterances holding the
   answer spans as evidence; categories by the question's wh-word. See :func:`friendsqa`.
+- ``qmsum``: QMSum (Zhong et al., NAACL 2021, github.com/Yale-LILY/QMSum, MIT): 232 transcribed meetings (AMI
+  product-design meetings, ICSI research meetings, Welsh and Canadian parliamentary committees), people's queries
+  labelled with the utterance ranges that answer them. One conversation per meeting, one turn per utterance; only
+  the "specific" queries whose ranges cover at most 10 utterances (``QMSUM_MAX_SPAN``) are kept, evidence = those
+  utterances, category = the meeting's domain (academic / committee / product). See :func:`qmsum`.
 
 The common format: ``{"name", "source", "conversations": [{"id", "turns": [{"id", "speaker", "text",
 "time"}], "questions": [{"id", "question", "evidence": [turn ids], "category"}]}]}``, ``time`` in unix seconds.
@@ -44,6 +49,7 @@ SOURCES = {
     "realtalk": "https://github.com/danny911kr/REALTALK",
     "madial": "https://github.com/hejunqing/MADial-Bench",
     "friendsqa": "https://github.com/emorynlp/FriendsQA",
+    "qmsum": "https://github.com/Yale-LILY/QMSum",
 }
 _REALTALK_CATEGORY = {1: "fact", 2: "date", 3: "inference"}
 
@@ -203,8 +209,74 @@ def friendsqa(repo: Repo) -> dict[str, Any]:
     return {"name": "friendsqa", "source": SOURCES["friendsqa"], "dropped": dropped, "conversations": conversations}
 
 
+# QMSum: a query is kept when its relevant_text_span ranges cover at most this many utterances (as annotated):
+# recall@10 can then reach 1, and the query asks about a passage rather than a long stretch of the meeting.
+QMSUM_MAX_SPAN = 10
+_QMSUM_SPLITS = ("train", "val", "test")
+_QMSUM_DOMAINS = ("Academic", "Committee", "Product")
+_QMSUM_NOISE = re.compile(r"\{(?:disfmarker|vocalsound|pause|gap|comment|nonvocalsound)\}")
+_QMSUM_LETTERS = re.compile(r"\b((?:[A-Za-z]_)+)")  # spelt-out letters: "L_C_D_s" -> "LCDs"
+_QMSUM_START = datetime(2020, 1, 6, 9, tzinfo=timezone.utc).timestamp()
+
+
+def qmsum_text(text: str) -> str:
+    """One QMSum utterance as written: the transcribers' noise marks ({disfmarker}, {vocalsound}, {pause}, {gap},
+    {comment}, {nonvocalsound}) removed, spelt-out letters joined ("T_V_" -> "TV"), tokenised text detokenised
+    (:func:`detokenized`), runs of spaces closed."""
+    text = _QMSUM_LETTERS.sub(lambda m: m.group(1).replace("_", ""), _QMSUM_NOISE.sub(" ", text))
+    return detokenized(re.sub(r"\s+", " ", text))
+
+
+def qmsum(repo: Repo) -> dict[str, Any]:
+    """QMSum: one conversation per meeting, as an agent that sat through it would hold it.
+
+    Meetings are the files ``data/ALL/{train,val,test}/<meeting>.json`` (the per-domain folders hold the same
+    meetings again: they are read only for the domain). A turn is one entry of ``meeting_transcripts``: id
+    ``<meeting>:<index>`` (the index the spans count in), speaker as given, text cleaned by :func:`qmsum_text`;
+    an entry left empty (only noise marks) is dropped. There are no dates: meeting ``i`` (in name order) starts at
+    09:00 UTC on 6 January 2020 + ``i`` days, its turn ``j`` at ``5 j`` seconds after (one sitting).
+
+    Questions: the ``specific_query_list`` entries only (the general queries, "Summarize the whole meeting", have
+    no span, and the ``topic_list`` entries are topics, not queries). Evidence: the utterances of the query's
+    ``relevant_text_span`` ranges (inclusive, deduplicated, in order), less the ones dropped as empty. A query is
+    kept only when its ranges cover at most ``QMSUM_MAX_SPAN`` (10) utterances as annotated; longer ones (most of
+    them, up to whole stretches of a meeting) are dropped, as are queries left with no evidence: both counted in
+    ``dropped``. Question id ``<split>:<meeting>:<n>`` (n = the query's place in the list). Category: the meeting's
+    domain, lower case (``academic`` = ICSI, ``committee`` = parliamentary committees, ``product`` = AMI)."""
+    domain: dict[str, str] = {}
+    for name in _QMSUM_DOMAINS:
+        for path in repo.files(f"data/{name}/all/"):
+            domain[Path(path).stem] = name.lower()
+    meetings = sorted((Path(p).stem, split, p) for split in _QMSUM_SPLITS
+                      for p in repo.files(f"data/ALL/{split}/") if p.endswith(".json"))
+    conversations = []
+    dropped = 0
+    for number, (meeting, split, path) in enumerate(meetings):
+        data = json.loads(repo.read(path))
+        start = _QMSUM_START + 86400 * number
+        turns = []
+        for j, entry in enumerate(data["meeting_transcripts"]):
+            text = qmsum_text(entry["content"])
+            if text.strip(" .,"):
+                turns.append({"id": f"{meeting}:{j}", "speaker": entry["speaker"].strip() or "unknown", "text": text,
+                              "time": start + 5.0 * j})
+        known = {t["id"] for t in turns}
+        questions = []
+        for n, query in enumerate(data.get("specific_query_list") or []):
+            covered = list(dict.fromkeys(i for first, last in query.get("relevant_text_span") or []
+                                         for i in range(int(first), int(last) + 1)))
+            evidence = [e for e in (f"{meeting}:{i}" for i in covered) if e in known]
+            if not evidence or len(covered) > QMSUM_MAX_SPAN or not query["query"].strip():
+                dropped += 1
+                continue
+            questions.append({"id": f"{split}:{meeting}:{n}", "question": query["query"].strip(),
+                              "evidence": evidence, "category": domain.get(meeting, "other")})
+        conversations.append({"id": meeting, "turns": turns, "questions": questions})
+    return {"name": "qmsum", "source": SOURCES["qmsum"], "dropped": dropped, "conversations": conversations}
+
+
 CONVERTERS: dict[str, Callable[[Repo], dict[str, Any]]] = {"realtalk": realtalk, "madial": madial,
-                                                           "friendsqa": friendsqa}
+                                                           "friendsqa": friendsqa, "qmsum": qmsum}
 
 
 def fetch(name: str, source: Path | None, out_dir: Path = DATA_DIR) -> Path:

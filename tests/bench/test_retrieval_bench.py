@@ -160,3 +160,48 @@ def test_friendsqa_converter_holds_an_episode_as_one_conversation(tmp_path: Path
 
     assert is_dev("friendsqa", "s01_e23", "dev:s01_e23_c03_Where")
     assert not is_dev("friendsqa", "s01_e21", "test:s01_e21_c01_How")
+
+
+def _meeting(utterances: list[tuple[str, str]], spans: list[list[list[str]]]) -> dict[str, Any]:
+    return {"topic_list": [{"topic": "everything", "relevant_text_span": [["0", str(len(utterances) - 1)]]}],
+            "general_query_list": [{"query": "Summarize the whole meeting.", "answer": "-"}],
+            "specific_query_list": [{"query": f"What was said about {i}? ", "answer": "-", "relevant_text_span": s}
+                                    for i, s in enumerate(spans)],
+            "meeting_transcripts": [{"speaker": who, "content": text} for who, text in utterances]}
+
+
+def test_qmsum_converter_keeps_the_specific_queries_with_short_spans(tmp_path: Path) -> None:
+    utterances = [("Project Manager", "So {disfmarker} we need a T_V_ remote ."), ("Marketing", "{vocalsound}"),
+                  ("Industrial Designer", "The L_C_D_s are n't cheap ."), ("Marketing", "Mm - hmm .")]
+    product = _meeting(
+        utterances + [("User Interface", "Right .")] * 8,
+        [[["0", "2"]],               # kept: the noise-only utterance 1 is no turn, so no evidence
+         [["1", "1"]],               # dropped: its only utterance is empty
+         [["0", "5"], ["4", "7"]],   # kept: 8 utterances once the overlap is counted once
+         [["0", "10"]]])             # dropped: 11 utterances
+    committee = _meeting([("The Chair", "I call the meeting to order."), ("Hon. A B", "Seniors first.")],
+                         [[["1", "1"]]])
+    repo = _git_repo(tmp_path / "qms", {
+        "data/ALL/test/ES2004a.json": json.dumps(product), "data/ALL/train/covid_1.json": json.dumps(committee),
+        "data/Product/all/ES2004a.json": json.dumps(product), "data/Committee/all/covid_1.json": json.dumps(committee),
+        "data/Product/test/ES2004a.json": json.dumps(product), "data/ALL/jsonl/test.jsonl": json.dumps(product)})
+    data = json.loads(fetch.fetch("qmsum", repo, tmp_path / "out").read_text("utf-8"))
+    assert data["name"] == "qmsum" and data["dropped"] == 2
+    assert [c["id"] for c in data["conversations"]] == ["ES2004a", "covid_1"]  # each meeting once, in name order
+    meeting = data["conversations"][0]
+    assert [t["id"] for t in meeting["turns"]][:4] == ["ES2004a:0", "ES2004a:2", "ES2004a:3", "ES2004a:4"]
+    assert [t["text"] for t in meeting["turns"]][:3] == ["So we need a TV remote.", "The LCDs aren't cheap.",
+                                                        "Mm - hmm."]
+    assert meeting["turns"][0]["speaker"] == "Project Manager"
+    times = [t["time"] for t in meeting["turns"]]
+    assert times[1] - times[0] == 10.0  # turn j at 5 j seconds: the dropped utterance keeps its place
+    assert data["conversations"][1]["turns"][0]["time"] - times[0] == 86400.0  # the next meeting, a day later
+    assert meeting["questions"] == [
+        {"id": "test:ES2004a:0", "question": "What was said about 0?", "evidence": ["ES2004a:0", "ES2004a:2"],
+         "category": "product"},
+        {"id": "test:ES2004a:2", "question": "What was said about 2?",
+         "evidence": ["ES2004a:0", "ES2004a:2", "ES2004a:3", "ES2004a:4", "ES2004a:5", "ES2004a:6", "ES2004a:7"],
+         "category": "product"}]
+    assert data["conversations"][1]["questions"] == [
+        {"id": "train:covid_1:0", "question": "What was said about 0?", "evidence": ["covid_1:1"],
+         "category": "committee"}]
