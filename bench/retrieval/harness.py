@@ -115,10 +115,11 @@ def weights_for(q: Question) -> Mapping[str, float]:
 
 
 def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
-          k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE, named: Collection[int] = ()) -> list[int]:
+          k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE, named: Collection[int] = (),
+          sitting: float | None = None) -> list[int]:
     times = q.conv.times
     ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times,
-                         named=named)
+                         named=named, sitting=fusion.SITTING_SHARE if sitting is None else sitting)
     return [s for s, _, _ in ranked]
 
 
@@ -180,7 +181,8 @@ def spoken(q: Question) -> Question:
 
 def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
             neighbours: float = fusion.NEIGHBOUR_SHARE, speaker: bool = True,
-            weights: Mapping[str, float] | None = None, keyword: Callable[[Question], Cand] | None = None) -> list[int]:
+            weights: Mapping[str, float] | None = None, keyword: Callable[[Question], Cand] | None = None,
+            sitting: float | None = None) -> list[int]:
     """What search ships now: a pasted conversation's lines, else the question's names in the first person,
     Rocchio feedback and the named speaker's boost. Each switch takes one of them away (the sixth round's rows);
     ``keyword`` gives the keyword candidates from another index."""
@@ -188,13 +190,14 @@ def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
     q = spoken(q) if first_person else q
     kw = (keyword or (lambda q: c.keyword(match_of(q))[:50]))(original)
     if len(line_vectors(q)) > 1:
-        return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}, weights, neighbours=neighbours)
+        return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}, weights, neighbours=neighbours,
+                     sitting=sitting)
     signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}
     if feedback:
-        seeds = fused(q, signals, weights, k=fusion.FEEDBACK_SEEDS, neighbours=neighbours)
+        seeds = fused(q, signals, weights, k=fusion.FEEDBACK_SEEDS, neighbours=neighbours, sitting=sitting)
         centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
         signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)
-    return fused(q, signals, weights, neighbours=neighbours, named=named_turns(q) if speaker else ())
+    return fused(q, signals, weights, neighbours=neighbours, sitting=sitting, named=named_turns(q) if speaker else ())
 
 
 def named_turns(q: Question) -> set[int]:

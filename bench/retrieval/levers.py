@@ -379,7 +379,8 @@ def levers() -> dict[str, Lever]:
     return {**out, **sixth_round()}
 
 
-def main() -> int:
+def main(table: Callable[[], dict[str, Lever]] | None = None) -> int:
+    """Measure ``table()``'s levers (default: :func:`levers`) on every set, or those ``LEVERS`` / ``SETS`` name."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from bench.retrieval.cache import CachedEmbedding
     from ltm.config import Settings
@@ -387,7 +388,7 @@ def main() -> int:
 
     model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
     MODEL.append(model)
-    chosen = levers()
+    chosen = (table or levers)()
     pattern = os.environ.get("LEVERS")
     if pattern:
         chosen = {k: v for k, v in chosen.items() if re.search(pattern, k)}

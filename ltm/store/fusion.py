@@ -28,6 +28,12 @@ A question that names a person who spoke (a word of a candidate's speaker, ``sen
 dense vector is computed with those names in the first person ("What are my hobbies?": stored turns are embedded
 without their speaker; :func:`ltm.store.speakers.first_person`).
 
+Last, a candidate gets :data:`SITTING_SHARE` of the best score among the *other* candidates written within
+:data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN` messages of it (the same sitting, as far as the candidates tell): a
+turn of the sitting where the question's topic came up is likelier to be part of the answer than an equally
+scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.633, FriendsQA 0.663 -> 0.678;
+docs/RETRIEVAL.md, seventh round).
+
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
 """
@@ -40,8 +46,8 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
-           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores",
-           "normalised_text"]
+           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "SITTING_SHARE", "SITTING_SPAN", "WEIGHTS", "Candidates",
+           "feedback_vector", "fuse", "line_scores", "normalised_text"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -65,6 +71,15 @@ LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0
 # memories, days apart) lend nothing. 97.6% of REALTALK's consecutive turns are within 6 hours, none of MADial's.
 NEIGHBOUR_SHARE = 0.3
 NEIGHBOUR_GAP = 6 * 3600.0
+# A share of the best score among the other candidates written within NEIGHBOUR_GAP (seventh round, chosen on
+# REALTALK's dev half: 0.1 / 0.15 / 0.2 / 0.25 give 0.651 / 0.655 / 0.657 / 0.654 against 0.647 without).
+SITTING_SHARE = 0.2
+# "The same sitting" as far as the candidates tell: written within NEIGHBOUR_GAP of each other AND at most this many
+# messages apart. Time alone joins notes of the same day that were added far apart (MADial-Bench: 17 such pairs
+# among 160 memories cost it 0.9 points); a conversation's sitting is a run of messages (REALTALK's median 27,
+# FriendsQA's scenes 19). Spans 8 / 16 / 32 / 64 / none: REALTALK dev 0.650 / 0.654 / 0.655 / 0.656 / 0.656,
+# MADial 0.765 / 0.763 / 0.763 / 0.759 / 0.756.
+SITTING_SPAN = 32
 # A multi-line long query's dense score: (best line's cosine + LINE_WHOLE x the whole query's) / (1 + LINE_WHOLE),
 # so it stays on the cosine scale. Chosen on MADial-Bench's dev half (0.5 / 1.0 / 2.0: 0.803 / 0.812 / 0.798).
 LINE_WHOLE = 1.0
@@ -110,10 +125,26 @@ def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
     return {seq: (score - floor) / (top - floor) for seq, score in hits}
 
 
+def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
+    """``score`` plus ``share`` x the best score among the other candidates of the same sitting: written within
+    NEIGHBOUR_GAP of it and at most SITTING_SPAN messages away (a candidate whose time is unknown lends and gets
+    nothing)."""
+    seqs = list(score)
+    when = np.array([times.get(s, np.nan) for s in seqs], dtype=np.float64)
+    value = np.array([score[s] for s in seqs], dtype=np.float64)
+    order = np.array(seqs, dtype=np.int64)
+    near = np.abs(when[:, None] - when[None, :]) <= NEIGHBOUR_GAP  # NaN compares False
+    near &= np.abs(order[:, None] - order[None, :]) <= SITTING_SPAN
+    np.fill_diagonal(near, False)
+    best = np.where(near, value[None, :], -np.inf).max(axis=1)
+    bonus = share * np.where(np.isfinite(best), best, 0.0)
+    return {s: float(v + b) for s, v, b in zip(seqs, value, bonus, strict=True)}
+
+
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
          neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
-         times: Mapping[int, float] | None = None,
-         named: Collection[int] = ()) -> list[tuple[int, float, tuple[str, ...]]]:
+         times: Mapping[int, float] | None = None, named: Collection[int] = (),
+         sitting: float = SITTING_SHARE) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
@@ -122,7 +153,9 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
     the dense scale. ``times`` ({seq: created_at} of the candidates; None: unknown) limits the neighbours' share
     to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
-    query names: :mod:`ltm.store.speakers`) get ``weights["speaker"]`` added, after the neighbours' share.
+    query names: :mod:`ltm.store.speakers`) get ``weights["speaker"]`` added, after the neighbours' share; then
+    each candidate gets ``sitting`` x the best score of another candidate of its sitting (written within
+    ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None).
     """
     timed = signals.get("time", ())
     signals = {name: hits for name, hits in signals.items() if name != "time"}
@@ -152,6 +185,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
         score = {s: v + neighbours * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
     if named and weights.get("speaker", 0.0):
         score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
+    if sitting and times is not None and len(score) > 1:
+        score = _with_sitting(score, times, sitting)
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0

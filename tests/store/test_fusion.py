@@ -10,7 +10,17 @@ import numpy as np
 import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.fusion import LINE_WHOLE, LONG_QUERY_WEIGHTS, NEIGHBOUR_GAP, WEIGHTS, fuse, line_scores, normalised_text
+from ltm.store.fusion import (
+    LINE_WHOLE,
+    LONG_QUERY_WEIGHTS,
+    NEIGHBOUR_GAP,
+    SITTING_SHARE,
+    SITTING_SPAN,
+    WEIGHTS,
+    fuse,
+    line_scores,
+    normalised_text,
+)
 from ltm.store.query import MAX_LINES, query_lines
 from tests.support.embeddings import ConceptEmbedding
 
@@ -68,8 +78,31 @@ def test_only_a_neighbour_from_the_same_sitting_lends() -> None:
     alone = dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.0))
     chat = {1: 1000.0, 2: 1000.0 + NEIGHBOUR_GAP}  # the reply came within the gap
     notes = {1: 1000.0, 2: 1000.0 + NEIGHBOUR_GAP + 1}
-    assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.2, times=chat))[2] == alone[2] + 0.2 * alone[1]
-    assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.2, times=notes))[2] == alone[2]
+    shared = dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.2, times=chat, sitting=0.0))
+    assert shared[2] == alone[2] + 0.2 * alone[1]
+    assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.2, times=notes, sitting=0.0))[2] == alone[2]
+
+
+def test_a_candidate_gets_a_share_of_the_best_other_candidate_of_its_sitting() -> None:
+    """Seventh round of issue 15: of two turns that score alike, the one said in the sitting where the question's
+    topic came up ranks first; a candidate whose time is unknown lends and gets nothing."""
+    dense = [(1, 0.9), (5, 0.6), (9, 0.6)] + [(20 + i, 0.2) for i in range(47)]
+    signals = {"dense": dense}
+    alone = dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.0, sitting=0.0))
+    assert [s for s, _, _ in fuse(signals, 3, neighbours=0.0, sitting=0.0)] == [1, 9, 5]  # tie: the newer first
+    times = {1: 1000.0, 5: 1000.0 + NEIGHBOUR_GAP, 9: 1000.0 + 3 * NEIGHBOUR_GAP}
+    ranked = fuse(signals, 50, neighbours=0.0, times=times, sitting=SITTING_SHARE)
+    scores = {s: v for s, v, _ in ranked}
+    assert [s for s, _, _ in ranked[:3]] == [1, 5, 9]
+    assert scores[5] == pytest.approx(alone[5] + SITTING_SHARE * alone[1])
+    assert scores[1] == pytest.approx(alone[1] + SITTING_SHARE * alone[5])
+    assert scores[9] == pytest.approx(alone[9])  # nothing else within the gap
+    assert scores[20] == pytest.approx(alone[20])  # time unknown
+    assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.0, sitting=SITTING_SHARE)) == alone  # no times
+    far = {1: 1000.0, 5 + SITTING_SPAN: 1000.0}  # same time, too many messages apart (notes of one day)
+    dense = [(1, 0.9), (5 + SITTING_SPAN, 0.6)] + [(100 + i, 0.2) for i in range(48)]
+    assert dict((s, v) for s, v, _ in fuse({"dense": dense}, 50, neighbours=0.0, times=far)) == \
+        dict((s, v) for s, v, _ in fuse({"dense": dense}, 50, neighbours=0.0, sitting=0.0))
 
 
 def test_days_apart_notes_lend_nothing_through_the_store(settings: Settings) -> None:
