@@ -122,6 +122,33 @@ def short_turns(penalty: float, words: int = 4) -> Callable[[Question], Bonus]:
     return make
 
 
+_WHEN_Q = re.compile(r"^\W*(when|what (time|day|date|month|year))\b|\bhow long ago\b", re.IGNORECASE)
+_TIME_WORDS = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|ago|this (morning|afternoon|evening|week|weekend|month|year)|"
+    r"(last|next|past) (night|week|weekend|month|year|summer|winter|spring|fall|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday)|(on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(january|february|march|april|may|june|july|august|september|october|november|december)|"
+    r"\d{1,2}(st|nd|rd|th)|(19|20)\d\d|a (few|couple of) (days|weeks|months|years))\b", re.IGNORECASE)
+
+
+def time_words(delta: float) -> Callable[[Question], Bonus]:
+    """After the sitting share: a "When ..." question adds ``delta`` to candidates that say when (a relative or
+    named time: "yesterday", "last week", "in May", "ago")."""
+    def make(q: Question) -> Bonus:
+        c = q.conv
+        if "timed" not in c.extra:
+            rows = dict(c.log.db.execute("SELECT rowid, content FROM fts").fetchall())
+            c.extra["timed"] = np.array([bool(_TIME_WORDS.search(rows.get(i + 1, ""))) for i in range(len(c.vectors))])
+        timed, asks = c.extra["timed"], bool(_WHEN_Q.search(q.text))
+        shared = fusion._with_sitting
+
+        def bonus(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
+            out = shared(score, times, share)
+            return {s: v + (delta if asks and timed[s - 1] else 0.0) for s, v in out.items()} if asks else out
+        return bonus
+    return make
+
+
 def _quoted(t: str) -> str:
     return '"' + t.replace('"', '""') + '"'
 
@@ -178,6 +205,8 @@ def seventh_round() -> dict[str, Lever]:
         out[f"sitting centroid {w}"] = with_bonus(centroid(w))
     for penalty in (0.05, 0.1, 0.2):
         out[f"short turns -{penalty}"] = with_bonus(short_turns(penalty))
+    for delta in (0.05, 0.1, 0.2):
+        out[f"time words +{delta}"] = with_bonus(time_words(delta))
     for kind in ("phrase", "near3", "near6"):
         out[f"phrases {kind}"] = phrases(kind)
     out["dbsf"] = dbsf

@@ -124,7 +124,7 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
             questions.append({"id": q["id"], "category": q["category"], "evidence": q["evidence"]})
     return {"questions": questions, "ranked": ranked, "ingest_seconds": ingest,
             "search_ms_p50": {m: float(np.median(v)) if v else 0.0 for m, v in search_ms.items()},
-            "turns": sum(len(c["turns"]) for c in data["conversations"])}
+            "turns": sum(len(c["turns"]) for c in data["conversations"] if c["questions"])}  # the turns stored
 
 
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
