@@ -78,7 +78,8 @@ SITTING_SHARE = 0.2
 # messages apart. Time alone joins notes of the same day that were added far apart (MADial-Bench: 17 such pairs
 # among 160 memories cost it 0.9 points); a conversation's sitting is a run of messages (REALTALK's median 27,
 # FriendsQA's scenes 19). Spans 8 / 16 / 32 / 64 / none: REALTALK dev 0.650 / 0.654 / 0.655 / 0.656 / 0.656,
-# MADial 0.765 / 0.763 / 0.763 / 0.759 / 0.756.
+# MADial 0.765 / 0.763 / 0.763 / 0.759 / 0.756. On PostgreSQL seqs come from one sequence for every namespace, so
+# writers to other namespaces at the same time widen a conversation's gaps: fewer pairs qualify, never two namespaces.
 SITTING_SPAN = 32
 # A multi-line long query's dense score: (best line's cosine + LINE_WHOLE x the whole query's) / (1 + LINE_WHOLE),
 # so it stays on the cosine scale. Chosen on MADial-Bench's dev half (0.5 / 1.0 / 2.0: 0.803 / 0.812 / 0.798).
