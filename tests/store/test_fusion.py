@@ -342,3 +342,20 @@ def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_sca
             scanned.clear()
             store.search("coffee in winter", k=10)
             assert scanned == [None, second]
+
+
+def test_the_sitting_share_matches_its_definition_on_random_candidates() -> None:
+    """The share is computed over a band of seqs (O(n x SITTING_SPAN) for any k); it must equal the definition: the
+    best score among the other candidates within NEIGHBOUR_GAP and SITTING_SPAN messages, none for an unknown time."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 120))
+        seqs = [int(s) for s in rng.choice(np.arange(1, 400), size=n, replace=False)]
+        dense = sorted(((s, float(rng.random())) for s in seqs), key=lambda h: -h[1])
+        times = {s: float(rng.choice([0.0, 1e4, 3e4, 9e4]) + 100 * rng.random()) for s in seqs if rng.random() < 0.9}
+        alone = {s: v for s, v, _ in fuse({"dense": dense}, n, neighbours=0.0, sitting=0.0)}
+        shared = {s: v for s, v, _ in fuse({"dense": dense}, n, neighbours=0.0, times=times, sitting=0.2)}
+        for s in seqs:
+            others = [alone[o] for o in seqs if o != s and s in times and o in times
+                      and abs(times[s] - times[o]) <= NEIGHBOUR_GAP and abs(s - o) <= SITTING_SPAN]
+            assert shared[s] == pytest.approx(alone[s] + 0.2 * max(others, default=0.0))
