@@ -21,9 +21,11 @@ from contextlib import contextmanager
 import numpy as np
 
 from bench.retrieval import levers as lv
-from bench.retrieval.harness import Cand, Lever, Question, shipped, spoken
+from bench.retrieval.explore import embed
+from bench.retrieval.harness import MODEL, Cand, Lever, Question, line_vectors, name_words, shipped, spoken
 from ltm.store import fusion
 from ltm.store.query import STOPWORDS
+from ltm.store.speakers import dense_query
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 Bonus = Callable[[dict[int, float], Mapping[int, float], float], dict[int, float]]
@@ -194,6 +196,30 @@ def blend(alpha: float) -> Lever:
     return run
 
 
+_THIRD = [(re.compile(r"\b(he|she)\b", re.I), "I"), (re.compile(r"\bhis\b", re.I), "my"),
+          (re.compile(r"\bhim\b", re.I), "me"), (re.compile(r"\b(himself|herself)\b", re.I), "myself")]
+
+
+def pronouns(her: str) -> Lever:
+    """A question naming one speaker, put in the first person, also gets its third-person pronouns in the first
+    person ("What issues did I have with his girlfriend?" -> "... my girlfriend?"); "her" becomes ``her``
+    ("my" or "me": it is both)."""
+    def run(q: Question) -> list[int]:
+        fp = spoken(q)
+        if fp is q or len(line_vectors(q)) > 1:
+            return shipped(q)
+        held = {sp: name_words([sp]) for sp in set(q.conv.speakers)}
+        text = dense_query(q.text, lambda words: {w: {sp for sp, ws in held.items() if w in ws} for w in words
+                                                  if any(w in ws for ws in held.values())})
+        if re.search(r"\b(we|our)\b", text):
+            return shipped(q)
+        for pattern, word in [*_THIRD, (re.compile(r"\bher\b", re.I), her)]:
+            text = pattern.sub(word, text)
+        v = embed(MODEL[0], [text])[0]
+        return shipped(Question(q.conv, q.text, v, q.evidence, q.category, q.dev), first_person=False)
+    return run
+
+
 def seventh_round() -> dict[str, Lever]:
     out: dict[str, Lever] = {"shipped": shipped, "no sitting share": lambda q: shipped(q, sitting=0.0)}
     for share in (0.1, 0.15, 0.25, 0.3):
@@ -210,6 +236,8 @@ def seventh_round() -> dict[str, Lever]:
     for kind in ("phrase", "near3", "near6"):
         out[f"phrases {kind}"] = phrases(kind)
     out["dbsf"] = dbsf
+    out["pronouns her=my"] = pronouns("my")
+    out["pronouns her=me"] = pronouns("me")
     for alpha in (0.25, 0.5):
         out[f"blend {alpha}"] = blend(alpha)
     return out

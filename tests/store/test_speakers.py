@@ -29,6 +29,10 @@ NAMES = frozenset({"fahim", "khan", "elise", "kevin", "user"})  # the lower-case
     ("What games do Kevin and Elise play together?", "What games do we play together?"),
     ("Do Kevin and Elise's parents meet?", "Do I and my parents meet?"),
     ("What did Kevin tell Elise about sushi?", "What did I tell I about sushi?"),
+    ("What issues did Fahim have with his girlfriend?", "What issues did I have with my girlfriend?"),
+    ("How did Elise feel after she moved? Did it suit her?", "How did I feel after I moved? Did it suit my?"),
+    ("Who did Kevin tell about himself and him?", "Who did I tell about myself and me?"),
+    ("Do Kevin and Elise like his dog?", "Do we like his dog?"),  # two people: whose dog is unknown
 ])
 def test_names_become_the_first_person(query: str, dense: str) -> None:
     assert first_person(query, NAMES) == dense
