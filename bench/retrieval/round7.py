@@ -5,11 +5,13 @@ Run like :mod:`bench.retrieval.levers` (same harness, dev / test halves, ``LEVER
     python -m bench.retrieval.round7
     LEVERS='^(shipped|no sitting|span)' SETS=realtalk python -m bench.retrieval.round7
 
-The shipped lever of this round is the *sitting share* (:data:`ltm.store.fusion.SITTING_SHARE`): each candidate
-gets a share of the best score among the other candidates of its sitting. The rows vary it, replace "the same
-sitting" (time and position, as the store sees its candidates) by the exact one (runs of turns without a gap past
-``NEIGHBOUR_GAP``), or try the other families of the round (phrases, a sitting's centroid, distribution-based
-fusion, a blended dense query), none of which paid.
+Two levers of this round shipped: the *sitting share* (:data:`ltm.store.fusion.SITTING_SHARE`: each candidate gets
+a share of the best score among the other candidates of its sitting) and the *pronouns* of a question about one
+named person put in the first person with the name (:func:`ltm.store.speakers.first_person`; "no pronouns" takes
+them away). The rows vary the share, replace "the same sitting" (time and position, as the store sees its
+candidates) by the exact one (runs of turns without a gap past ``NEIGHBOUR_GAP``), or try the other families of the
+round (phrases, a sitting's centroid, distribution-based fusion, a blended dense query, a length prior, a "when"
+bonus), none of which paid.
 """
 
 from __future__ import annotations
@@ -21,11 +23,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from bench.retrieval import levers as lv
-from bench.retrieval.explore import embed
-from bench.retrieval.harness import MODEL, Cand, Lever, Question, line_vectors, name_words, shipped, spoken
-from ltm.store import fusion
+from bench.retrieval.harness import Cand, Lever, Question, shipped, spoken
+from ltm.store import fusion, speakers
 from ltm.store.query import STOPWORDS
-from ltm.store.speakers import dense_query
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 Bonus = Callable[[dict[int, float], Mapping[int, float], float], dict[int, float]]
@@ -196,28 +196,15 @@ def blend(alpha: float) -> Lever:
     return run
 
 
-_THIRD = [(re.compile(r"\b(he|she)\b", re.I), "I"), (re.compile(r"\bhis\b", re.I), "my"),
-          (re.compile(r"\bhim\b", re.I), "me"), (re.compile(r"\b(himself|herself)\b", re.I), "myself")]
-
-
-def pronouns(her: str) -> Lever:
-    """A question naming one speaker, put in the first person, also gets its third-person pronouns in the first
-    person ("What issues did I have with his girlfriend?" -> "... my girlfriend?"); "her" becomes ``her``
-    ("my" or "me": it is both)."""
-    def run(q: Question) -> list[int]:
-        fp = spoken(q)
-        if fp is q or len(line_vectors(q)) > 1:
-            return shipped(q)
-        held = {sp: name_words([sp]) for sp in set(q.conv.speakers)}
-        text = dense_query(q.text, lambda words: {w: {sp for sp, ws in held.items() if w in ws} for w in words
-                                                  if any(w in ws for ws in held.values())})
-        if re.search(r"\b(we|our)\b", text):
-            return shipped(q)
-        for pattern, word in [*_THIRD, (re.compile(r"\bher\b", re.I), her)]:
-            text = pattern.sub(word, text)
-        v = embed(MODEL[0], [text])[0]
-        return shipped(Question(q.conv, q.text, v, q.evidence, q.category, q.dev), first_person=False)
-    return run
+def no_pronouns(q: Question) -> list[int]:
+    """Shipped without the pronouns of a question about one named person put in the first person (names only, as
+    before the seventh round; ``ltm.store.speakers._THIRD_PERSON`` emptied)."""
+    saved = speakers._THIRD_PERSON
+    speakers._THIRD_PERSON = []
+    try:
+        return shipped(q)
+    finally:
+        speakers._THIRD_PERSON = saved
 
 
 def seventh_round() -> dict[str, Lever]:
@@ -236,8 +223,7 @@ def seventh_round() -> dict[str, Lever]:
     for kind in ("phrase", "near3", "near6"):
         out[f"phrases {kind}"] = phrases(kind)
     out["dbsf"] = dbsf
-    out["pronouns her=my"] = pronouns("my")
-    out["pronouns her=me"] = pronouns("me")
+    out["no pronouns"] = no_pronouns
     for alpha in (0.25, 0.5):
         out[f"blend {alpha}"] = blend(alpha)
     return out
