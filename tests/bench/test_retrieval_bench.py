@@ -205,3 +205,23 @@ def test_qmsum_converter_keeps_the_specific_queries_with_short_spans(tmp_path: P
     assert data["conversations"][1]["questions"] == [
         {"id": "train:covid_1:0", "question": "What was said about 0?", "evidence": ["covid_1:1"],
          "category": "committee"}]
+
+
+def test_the_seventh_rounds_keyword_phrases_and_patched_fusion() -> None:
+    import sqlite3
+
+    from bench.retrieval import round7
+    from ltm.store import fusion
+
+    match = round7.phrase_match("When did Kate visit New York?", "phrase")
+    assert match == '"kate" OR "visit" OR "new" OR "york" OR "kate visit" OR "visit new" OR "new york"'
+    near = round7.phrase_match("When did Kate visit New York?", "near3")
+    assert near is not None and 'NEAR("new" "york", 3)' in near
+    db = sqlite3.connect(":memory:")  # both shapes are queries FTS5 accepts
+    db.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='porter unicode61')")
+    db.executemany("INSERT INTO fts(content) VALUES (?)", [("Kate flew to New York",), ("York is old",)])
+    assert [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rank", [match])][0] == 1
+    assert db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [near]).fetchone()[0] == 2
+    with round7.patched(SITTING_SPAN=8):
+        assert fusion.SITTING_SPAN == 8
+    assert fusion.SITTING_SPAN == 32  # restored
