@@ -25,7 +25,7 @@ import numpy as np
 from bench.retrieval import levers as lv
 from bench.retrieval.harness import Cand, Lever, Question, shipped, spoken
 from ltm.store import fusion, speakers
-from ltm.store.query import STOPWORDS
+from ltm.store.query import STOPWORDS, query_terms
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 Bonus = Callable[[dict[int, float], Mapping[int, float], float], dict[int, float]]
@@ -107,14 +107,19 @@ def centroid(weight: float) -> Callable[[Question], Bonus]:
     return make
 
 
+def per_turn(q: Question, key: str, feature: Callable[[str], float]) -> np.ndarray:
+    """``feature`` of each stored turn's content (row i = seq i + 1), computed once per conversation."""
+    c = q.conv
+    if key not in c.extra:
+        rows = dict(c.log.db.execute("SELECT rowid, content FROM fts").fetchall())
+        c.extra[key] = np.array([feature(rows.get(i + 1, "")) for i in range(len(c.vectors))])
+    return c.extra[key]
+
+
 def short_turns(penalty: float, words: int = 4) -> Callable[[Question], Bonus]:
     """After the sitting share: a candidate of fewer than ``words`` words loses ``penalty`` (a length prior)."""
     def make(q: Question) -> Bonus:
-        c = q.conv
-        if "lengths" not in c.extra:
-            rows = dict(c.log.db.execute("SELECT rowid, content FROM fts").fetchall())
-            c.extra["lengths"] = np.array([len(_WORD.findall(rows.get(i + 1, ""))) for i in range(len(c.vectors))])
-        n = c.extra["lengths"]
+        n = per_turn(q, "lengths", lambda text: len(_WORD.findall(text)))
         shared = fusion._with_sitting
 
         def bonus(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
@@ -137,11 +142,8 @@ def time_words(delta: float) -> Callable[[Question], Bonus]:
     """After the sitting share: a "When ..." question adds ``delta`` to candidates that say when (a relative or
     named time: "yesterday", "last week", "in May", "ago")."""
     def make(q: Question) -> Bonus:
-        c = q.conv
-        if "timed" not in c.extra:
-            rows = dict(c.log.db.execute("SELECT rowid, content FROM fts").fetchall())
-            c.extra["timed"] = np.array([bool(_TIME_WORDS.search(rows.get(i + 1, ""))) for i in range(len(c.vectors))])
-        timed, asks = c.extra["timed"], bool(_WHEN_Q.search(q.text))
+        timed = per_turn(q, "timed", lambda text: bool(_TIME_WORDS.search(text)))
+        asks = bool(_WHEN_Q.search(q.text))
         shared = fusion._with_sitting
 
         def bonus(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
@@ -159,8 +161,7 @@ def phrase_match(text: str, kind: str) -> str | None:
     """The keyword query's terms OR-ed, plus each pair of words adjacent in the question (neither a stopword) as a
     phrase (``kind="phrase"``) or within a NEAR window (``"near5"``: at most 5 tokens apart)."""
     words = [w.lower() for w in _WORD.findall(text)]
-    terms = list(dict.fromkeys(w for w in words if w not in STOPWORDS)) or list(dict.fromkeys(words))
-    parts = [_quoted(t) for t in terms[:64]]
+    parts = [_quoted(t) for t in query_terms(text)]  # the store's own keyword terms
     pairs = dict.fromkeys((a, b) for a, b in zip(words, words[1:], strict=False)
                           if a not in STOPWORDS and b not in STOPWORDS and a != b)
     for a, b in pairs:
