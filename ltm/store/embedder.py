@@ -15,6 +15,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,10 @@ class _OwnVectors(np.ndarray):
 
 
 _HELPERS_MAX = 8  # threads for work beside model runs; a job waits only when this many are busy
+# A model whose recent calls took less than this is "fast" (lookup tables, hashes, a cache in front of the
+# model): work handed beside its runs cannot overlap them and only adds its hand-off (see Embedder.slow).
+SLOW_RUN_S = 0.001
+_RUN_WEIGHT = 0.2  # weight of the newest call in the running mean of the model's call time
 
 
 class Beside:
@@ -181,6 +186,7 @@ class Embedder:
         self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
         self._own = _own_onnx(embedding)
+        self._run_s: float | None = None  # running mean of a successful model call's seconds (None: no call yet)
 
     @property
     def embedding(self) -> BaseEmbedding:
@@ -193,6 +199,13 @@ class Embedder:
                     self._embedding = loaded
         assert self._embedding is not None
         return self._embedding
+
+    def slow(self) -> bool:
+        """True unless the model's recent calls each took less than SLOW_RUN_S (or none was made yet): whether
+        work run beside the next call (``embed``'s ``during``) can hide behind it. An add stages its messages
+        only then (ltm.store.writes.add_groups): against a model that answers in microseconds the staged
+        commit's fsync overlaps nothing, and its second transaction and hand-off cost ~13% of an add."""
+        return self._run_s is None or self._run_s >= SLOW_RUN_S
 
     def keys(self, texts: Sequence[str], purpose: str = TEXT) -> list[bytes]:
         return [content_key(self.model, t, purpose) for t in texts]
@@ -309,26 +322,38 @@ class Embedder:
         self.calls += 1
         try:
             embedding, own = self.embedding, self._own
+            start = time.perf_counter()
             if own is not None and own.unobserved():  # ltm's own model, nobody listening: no dispatch around it
-                return own.vectors(texts).view(_OwnVectors)
-            if purpose == QUERY and len(texts) == 1:
-                return [embedding.get_query_embedding(texts[0])]
-            return embedding.get_text_embedding_batch(texts)
+                out: list[list[float]] | np.ndarray = own.vectors(texts).view(_OwnVectors)
+            elif purpose == QUERY and len(texts) == 1:
+                out = [embedding.get_query_embedding(texts[0])]
+            else:
+                out = embedding.get_text_embedding_batch(texts)
         except LTMError:
             raise
         except Exception as exc:  # the model is caller-supplied: any failure becomes one clear error
             raise self._failed(exc, len(texts)) from exc
+        self._timed(time.perf_counter() - start)
+        return out
+
+    def _timed(self, seconds: float) -> None:
+        last = self._run_s  # a race between two threads loses one sample of a running mean: harmless
+        self._run_s = seconds if last is None else last + _RUN_WEIGHT * (seconds - last)
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1
         try:
+            start = time.perf_counter()
             if purpose == QUERY and len(texts) == 1:
-                return [await self.embedding.aget_query_embedding(texts[0])]
-            return await self.embedding.aget_text_embedding_batch(texts)
+                out = [await self.embedding.aget_query_embedding(texts[0])]
+            else:
+                out = await self.embedding.aget_text_embedding_batch(texts)
         except LTMError:
             raise
         except Exception as exc:
             raise self._failed(exc, len(texts)) from exc
+        self._timed(time.perf_counter() - start)
+        return out
 
     def _failed(self, exc: Exception, count: int) -> LTMError:
         """A failed model call is never the caller's input: an outage -> BackendUnavailable, else LLMError."""

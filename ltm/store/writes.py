@@ -85,9 +85,11 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     if not flat:
         return _write_groups(store, items, pendings, texts, np.zeros((0, 0), dtype=np.float32), None)
     # given vectors are not staged (a crash's recovery would embed their content with the model instead), nor
-    # big groups: they pay one fsync for many model runs, and staging would write every body twice
+    # big groups: they pay one fsync for many model runs, and staging would write every body twice; nor adds
+    # to a model that answers in microseconds: there is nothing for the staged commit to overlap
     fresh = [m for p in pendings for m in p.messages]
-    staging = store._staging(fresh) if len(fresh) <= STAGE_MAX and all(g is None for _, g in items) else None
+    stage = len(fresh) <= STAGE_MAX and all(g is None for _, g in items) and store.embedder.slow()
+    staging = store._staging(fresh) if stage else None
     try:
         embedded = store._embed(flat, "text", during=staging)
         return _write_groups(store, items, pendings, texts, embedded, staging if staging and staging.sids else None)

@@ -23,7 +23,7 @@ import pytest
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError
 from ltm.store import writes
-from tests.support.embeddings import BrokenEmbedding, GatedEmbedding
+from tests.support.embeddings import BrokenEmbedding, GatedEmbedding, SlowEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,7 +168,8 @@ def test_a_reader_that_embeds_the_staged_row_first_leaves_one_copy_and_the_add_t
 
 
 def test_concurrent_adds_each_stage_and_store_once(plain: Settings) -> None:
-    store = MemoryStorage("ns", settings=plain)
+    store = MemoryStorage("ns", settings=plain, embedding=SlowEmbedding(delay_s=0.002))
+    staged = _spy_staging(store)
     messages = [Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user") for i in range(200)]
     try:
         results: list[bool] = []
@@ -188,6 +189,7 @@ def test_concurrent_adds_each_stage_and_store_once(plain: Settings) -> None:
         assert results.count(True) == 200
         stats = store.stats()
         assert stats.messages == stats.vectors == 200
+        assert sum(staged) == 200  # every add was staged, in the groups the model calls formed
     finally:
         store.close()
     assert _count(plain.storage_dir, "staged") == 0
@@ -212,3 +214,36 @@ def test_a_big_batch_commits_once_after_the_model(plain: Settings) -> None:
     finally:
         model.gate.set()
         store.close()
+
+
+def _spy_staging(store: MemoryStorage) -> list[int]:
+    """How many messages each staging the store makes carries (appended as they are made)."""
+    made: list[int] = []
+    real = store._staging
+
+    def spy(messages: list[Message]) -> Any:
+        made.append(len(messages))
+        return real(messages)
+
+    store._staging = spy  # type: ignore[method-assign]
+    return made
+
+
+def test_adds_to_a_fast_model_are_not_staged_and_to_a_slow_one_are(plain: Settings) -> None:
+    """Staging hides the commit's fsync behind the model run: against a model that answers in microseconds (a
+    lookup table, a hash) there is nothing to hide behind, so once the model's calls are seen to be that fast an
+    add commits once after it, fsynced; a slow model's adds keep staging. Either way the add is durable when it
+    returns and the connection is back to FULL."""
+    for model, expected in ((None, [1]), (SlowEmbedding(delay_s=0.004), [1] * 6)):
+        root = plain.storage_dir / ("slow" if model else "fast")
+        store = MemoryStorage("ns", settings=plain.with_(storage_dir=root), embedding=model)
+        staged = _spy_staging(store)
+        try:
+            for i in range(6):
+                assert store.add(Message(id=f"m{i}", content=f"note {i}", role="user"))
+            assert staged == expected, model  # the first add stages: no call was timed yet
+            assert store.embedder.slow() is (model is not None)
+            assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2
+            assert len(store) == 6 and store.search("note 4", k=1, mode="keyword")[0].message.id == "m4"
+        finally:
+            store.close()

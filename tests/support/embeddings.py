@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr  # pydantic v1 models at MetaGPT's pins, v2 after
 
@@ -58,6 +59,20 @@ class CountingEmbedding(HashEmbedding):
     def _vector(self, text: str) -> list[float]:
         self.texts_embedded += 1
         return super()._vector(text)
+
+
+class SlowEmbedding(HashEmbedding):
+    """A hash embedding whose batch calls take ``delay_s`` (a model's run time, without a model)."""
+
+    delay_s: float = 0.005
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SlowEmbedding"
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        time.sleep(self.delay_s)
+        return [self._vector(t) for t in texts]
 
 
 class BrokenEmbedding(HashEmbedding):
