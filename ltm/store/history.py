@@ -77,8 +77,9 @@ def append(db: sqlite3.Connection, rows: Sequence[tuple[str, str, str | None, fl
 
 
 def trim(db: sqlite3.Connection, limit: int) -> int:
-    """Drop the oldest events beyond ``limit``; how many went. Costs one index probe when under the limit."""
-    row = db.execute("SELECT min(hseq), max(hseq) FROM history").fetchone()
+    """Drop the oldest events beyond ``limit``; how many went. Costs two rowid probes when under the limit:
+    min and max in one SELECT would scan the whole table (SQLite's min/max shortcut takes one aggregate alone)."""
+    row = db.execute("SELECT (SELECT min(hseq) FROM history), (SELECT max(hseq) FROM history)").fetchone()
     if row[0] is None or row[1] - row[0] + 1 <= limit:
         return 0
     return db.execute("DELETE FROM history WHERE hseq <= ?", (row[1] - limit,)).rowcount

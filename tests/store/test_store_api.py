@@ -172,6 +172,25 @@ def test_history_is_bounded_by_a_setting(settings: Settings) -> None:
     assert off.history("x") == []
 
 
+def test_trimming_the_history_probes_its_ends_instead_of_scanning_it() -> None:
+    """Every group commit and batch trims the history: a whole-table scan there grew each add with the table
+    (min and max in one SELECT defeat SQLite's min/max shortcut: 14% of concurrent adds at 10k)."""
+    from ltm.store import history
+
+    db = sqlite3.connect(":memory:")
+    db.executescript(history.DDL)
+    history.append(db, [(f"m{i}", "ADD", None, float(i)) for i in range(50)], limit=1000)
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    assert history.trim(db, 40) == 10
+    db.set_trace_callback(None)
+    assert db.execute("SELECT min(hseq), count(*) FROM history").fetchone() == (11, 40)
+    for sql in statements:
+        plan = " | ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SCAN history" not in plan, (sql, plan)
+    assert history.trim(db, 40) == 0
+
+
 # -- filters everywhere --------------------------------------------------------------------------------------
 def test_scopes_search_and_list_across_roles(settings: Settings) -> None:
     store = _store(settings)
