@@ -95,18 +95,21 @@ class Staging:
         self.sids: list[int] | None = None  # staged and committed (None: the model was not called)
         self._ids: dict[int, str] = {}  # message id by sid
         self.moved_by_others: set[str] = set()  # ids a reader embedded and stored before this add's move
+        self.bodies: dict[str, str] = {}  # message bodies made already (Message.dump), by id
 
     def __call__(self) -> None:
         """Commit the messages to ``staged`` (on the helper thread, under the store's lock); those whose id is
         stored or staged already are left out (the move's insert skips them too)."""
         store = self._store
         with store._lock:
-            log = store._parts()[0]
+            log, mirror = store._parts()
+            mirror.settle(log)  # the previous staged add's vectors into the indexes, while this model runs
             with log.write_lock.held(), log.transaction(write=True):
                 log.db.execute(_DDL)
                 ids = {}
                 for m in self._messages:
-                    cursor = log.db.execute("INSERT OR IGNORE INTO staged(id, body) VALUES (?, ?)", (m.id, m.dump()))
+                    body = self.bodies.get(m.id) or m.dump()
+                    cursor = log.db.execute("INSERT OR IGNORE INTO staged(id, body) VALUES (?, ?)", (m.id, body))
                     if cursor.rowcount == 1 and cursor.lastrowid:
                         ids[int(cursor.lastrowid)] = m.id
             self._ids, self.sids = ids, list(ids)

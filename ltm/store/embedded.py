@@ -122,9 +122,12 @@ class EmbeddedBackend:
         return mirror.stats(namespace, log, model, embedding_calls)
 
     def save(self) -> None:
-        self._synced()[1].save()
+        log, mirror = self._synced()
+        mirror.settle(log)
+        mirror.save()
 
     def close(self) -> None:
+        self.mirror.settle(self.log)
         if self.mirror.unsaved:
             self.mirror.save()
         self.log.close()

@@ -115,6 +115,8 @@ class Engine:
         if log is None:
             return
         try:
+            if mirror is not None:
+                mirror.settle(log)  # a staged add's deferred vectors, and the upkeep after them
             if mirror is not None and mirror.unsaved:
                 mirror.save()
         finally:

@@ -70,8 +70,10 @@ class IndexMirror:
     def __init__(self, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None) -> None:
         self.dir, self.manifest, self.settings, self.log = directory, manifest, settings, log
         self.read_only = log is not None and log.read_only  # read-only media: nothing is ever written
-        self.content: VectorIndex | None = None  # search_similar, find_news, dense search
-        self.context: VectorIndex | None = None  # conversation-context vectors (always flat): hybrid search only
+        self._content: VectorIndex | None = None  # search_similar, find_news, dense search
+        self._context: VectorIndex | None = None  # conversation-context vectors (always flat): hybrid search only
+        self._deferred: list[tuple[Write, int]] = []  # committed writes not applied yet (see writing's defer)
+        self._upkeep = False  # a deferred write was applied without the maintain() that follows a write
         self.version = -1  # the log's data_version the indexes were last brought to
         self.stale = False  # a write began and did not finish: replay before trusting the indexes
         self.unsaved = 0  # changes since the last snapshot
@@ -111,6 +113,45 @@ class IndexMirror:
         elif content is not None:  # a flat index has no snapshot (see save): the first sync replays it
             self.content, self.context = content, context
 
+    # -- the indexes, with the writes deferred by writing(defer=True) applied before anyone looks ---------------
+    @property
+    def content(self) -> VectorIndex | None:
+        if self._deferred:
+            self._apply_deferred()
+        return self._content
+
+    @content.setter
+    def content(self, index: VectorIndex | None) -> None:
+        self._deferred = []  # a new index (a rebuild from the log, a snapshot and its replay) holds them already
+        self._content = index
+
+    @property
+    def context(self) -> VectorIndex | None:
+        if self._deferred:
+            self._apply_deferred()
+        return self._context
+
+    @context.setter
+    def context(self, index: VectorIndex | None) -> None:
+        self._deferred = []
+        self._context = index
+
+    def _apply_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        for write, tseq in deferred:
+            if not self._apply(write, tseq):
+                self.stale = True  # no indexes to apply it to: the next sync replays from the log
+        self._upkeep = True
+
+    def settle(self, log: MessageLog) -> None:
+        """Apply the deferred writes, then the upkeep a write is followed by (:meth:`maintain`). Outside any
+        transaction, under the store's lock: the add's staging helper calls it while the model runs."""
+        if self._deferred:
+            self._apply_deferred()
+        if self._upkeep:
+            self._upkeep = False
+            self.maintain(log)
+
     @property
     def dim(self) -> int | None:
         """The vectors' dimension once any is known."""
@@ -139,6 +180,7 @@ class IndexMirror:
     def sync(self, log: MessageLog, *, verify: bool = False) -> None:
         """Apply rows and tombstones committed since the mirror last looked (by anyone). ``verify`` also
         compares the live counts with SQLite's and rebuilds on a mismatch (done when a namespace opens)."""
+        self.settle(log)  # our own deferred writes first, with the upkeep (growth, compaction) they call for
         if not self.loaded:
             with log.transaction(write=False):  # the snapshots' check against the log sees one state of it
                 self.load()
@@ -217,7 +259,7 @@ class IndexMirror:
             self.context = VectorIndex(dim)
 
     @contextmanager
-    def writing(self, log: MessageLog, *, durable: bool = True) -> Iterator[Write]:
+    def writing(self, log: MessageLog, *, durable: bool = True, defer: bool = False) -> Iterator[Write]:
         """One write transaction on ``log`` whose changes the indexes follow once it commits.
 
         ``with mirror.writing(log) as write: write.insert(log.insert(rows))``. On entry: ``BEGIN IMMEDIATE``
@@ -238,9 +280,14 @@ class IndexMirror:
             tseq = log.heads()[1] if write.removed and loaded else 0
         if not loaded:  # SQLite only: the first sync loads the snapshots and replays this from the log
             return
+        if defer and self._content is not None and self._context is not None:
+            self._deferred.append((write, tseq))  # applied by settle(), or by whoever reads the indexes first
+            self.version, self.stale = version, False  # as if applied: nothing else may replay these rows
+            return
         if self._apply(write, tseq):
             self.version, self.stale = version, False  # our own commit leaves data_version as it was
         self.maintain(log)
+        self._upkeep = False
 
     def _write_catch_up(self, log: MessageLog) -> int:
         """Inside a write transaction: catch up unless nothing was committed since the mirror last looked;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,8 @@ from ltm.store.query import keyword_columns
 from ltm.store.scopes import scope_values
 from ltm.store.validation import check_message, context_text, normalise
 
-__all__ = ["Pending", "build_rows", "given_vectors", "prepare", "texts_to_embed", "with_given"]
+__all__ = ["Pending", "build_rows", "draft_rows", "finish_rows", "given_vectors", "prepare", "texts_to_embed",
+           "with_given"]
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Pending:
     messages: list[Message]
     texts: list[str]  # every message's content, then the context texts of those that have one
     with_context: list[int]  # positions in ``messages`` of the messages that have a context text
+    drafts: list[Row] | None = None  # draft_rows', made while the model embeds the texts (add_groups)
 
 
 def prepare(
@@ -88,17 +90,23 @@ def with_given(pending: Pending, given: dict[str, np.ndarray] | None, embedded: 
 def build_rows(pending: Pending, keys: Sequence[bytes], vectors: np.ndarray) -> list[Row]:
     """One row per pending message. Rows keep the stored (float16) form and FAISS gets decode() of it, as a
     rebuild from SQLite would: search results and find_news decisions are the same before and after a restart."""
+    return finish_rows(pending, draft_rows(pending, keys), vectors)
+
+
+def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
+    """Every column but the vectors (JSON, the body, keyword texts, scopes): what can be made before the model
+    answers. ``keys``: the content keys of the messages' texts."""
+    empty = np.zeros(0, dtype=VECTOR_DTYPE)
+    return [Row(id=m.id, role=m.role, cause_by=m.cause_by, sent_from=m.sent_from, created_at=float(m.created_at),
+                metadata=json.dumps(m.metadata, default=str, ensure_ascii=False), body=m.dump(), text_key=key,
+                vector=empty, fts=keyword_columns(m), scopes=scope_values(m))
+            for m, key in zip(pending.messages, keys, strict=True)]
+
+
+def finish_rows(pending: Pending, drafts: list[Row], vectors: np.ndarray) -> list[Row]:
+    """``drafts`` (of ``pending``, in order) with their vectors set: ``vectors`` in ``pending.texts`` order."""
     vectors = vectors.astype(VECTOR_DTYPE)
     n = len(pending.messages)
     context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
-    return [_row(m, key, vec, context_of.get(i))
-            for i, (m, key, vec) in enumerate(zip(pending.messages, keys, vectors[:n], strict=True))]
-
-
-def _row(message: Message, key: bytes, vector: np.ndarray, context_vector: np.ndarray | None) -> Row:
-    return Row(
-        id=message.id, role=message.role, cause_by=message.cause_by, sent_from=message.sent_from,
-        created_at=float(message.created_at), metadata=json.dumps(message.metadata, default=str, ensure_ascii=False),
-        body=message.dump(), text_key=key, vector=vector, fts=keyword_columns(message), context_vector=context_vector,
-        scopes=scope_values(message),
-    )
+    return [replace(row, vector=vec, context_vector=context_of.get(i))
+            for i, (row, vec) in enumerate(zip(drafts, vectors[:n], strict=True))]

@@ -169,7 +169,9 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
         with self._lock:
-            self._synced()[1].save()
+            log, mirror = self._synced()
+            mirror.settle(log)  # a staged add's deferred vectors and upkeep first
+            mirror.save()
 
     def clean(self) -> None:
         """Delete this namespace's data from disk; ``is_initialized`` becomes False. A later use starts empty."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,16 +29,21 @@ def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence
     """Insert every item's rows in ONE write transaction the mirror follows; how many rows of each item were
     new. An id that two items both carry goes to the first (the second's add finds it stored, as it would have
     one transaction later). ``before(db)`` runs first in the same transaction; ``durable=False`` when an
-    fsynced commit already holds the messages (the staged rows ``before`` deletes). Under the store's lock."""
+    fsynced commit already holds the messages (the staged rows ``before`` deletes): a staged add, whose
+    vectors then go into the indexes when they are next read or by the next add's staging helper while its
+    model runs (IndexMirror.writing's ``defer``), not on the caller's thread. Under the store's lock."""
     owner: dict[str, int] = {}
     rows: list[Row] = []
     for i, (pending, vectors) in enumerate(items):
         mirror.ensure_dim(vectors.shape[1])
-        for row in rowplan.build_rows(pending, keys(pending.texts[:len(pending.messages)]), vectors):
+        drafts = pending.drafts
+        if drafts is None:
+            drafts = rowplan.draft_rows(pending, keys(pending.texts[:len(pending.messages)]))
+        for row in rowplan.finish_rows(pending, drafts, vectors):
             if row.id not in owner:
                 owner[row.id] = i
                 rows.append(row)
-    with mirror.writing(log, durable=durable) as write:
+    with mirror.writing(log, durable=durable, defer=not durable) as write:
         if before is not None:
             before(log.db)
         write.insert(log.insert(rows))
@@ -90,13 +96,25 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     fresh = [m for p in pendings for m in p.messages]
     stage = len(fresh) <= STAGE_MAX and all(g is None for _, g in items) and store.embedder.slow()
     staging = store._staging(fresh) if stage else None
+    during = None if staging is None else partial(_beside_the_model, store.embedder.keys, pendings, staging)
     try:
-        embedded = store._embed(flat, "text", during=staging)
+        embedded = store._embed(flat, "text", during=during)
         return _write_groups(store, items, pendings, texts, embedded, staging if staging and staging.sids else None)
     except BaseException:
         if staging is not None:
             staging.undo()
         raise
+
+
+def _beside_the_model(keys: Callable[[Sequence[str]], list[bytes]], pendings: list[rowplan.Pending],
+                      staging: Any) -> None:
+    """A staged add's work on the helper thread while the model runs: its rows drafted (everything but the
+    vectors, so the write after the model only sets them), then the staging commit with the drafts' bodies."""
+    for pending in pendings:
+        if pending.messages:
+            pending.drafts = rowplan.draft_rows(pending, keys(pending.texts[:len(pending.messages)]))
+    staging.bodies = {row.id: row.body for p in pendings for row in p.drafts or ()}
+    staging()
 
 
 def _write_groups(store: Any, items: Sequence[tuple[list[Any], Given]], pendings: list[rowplan.Pending],

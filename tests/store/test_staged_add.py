@@ -23,7 +23,7 @@ import pytest
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError
 from ltm.store import writes
-from tests.support.embeddings import BrokenEmbedding, GatedEmbedding, SlowEmbedding
+from tests.support.embeddings import BrokenEmbedding, CountingEmbedding, GatedEmbedding, SlowEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -247,3 +247,36 @@ def test_adds_to_a_fast_model_are_not_staged_and_to_a_slow_one_are(plain: Settin
             assert len(store) == 6 and store.search("note 4", k=1, mode="keyword")[0].message.id == "m4"
         finally:
             store.close()
+
+
+def test_a_staged_adds_vectors_reach_the_indexes_off_the_callers_thread(plain: Settings) -> None:
+    """After a staged add's move the FAISS add waits (IndexMirror.writing's defer): the next staged add's helper
+    applies it while that add's model runs, and any read applies it first, so no search, count or snapshot
+    ever misses an acknowledged message; growth to HNSW follows as it would after the write itself."""
+    settings = plain.with_(hnsw_threshold=5)
+    store = MemoryStorage("ns", settings=settings, embedding=SlowEmbedding(delay_s=0.003))
+    notes = [Message(id=f"m{i}", content=f"note {i} about the {word} module", role="user")
+             for i, word in enumerate(["parser", "lexer", "cache", "router", "scheduler", "logger"])]
+    try:
+        mirror = store._parts()[1]
+        assert store.add(notes[0])
+        assert len(mirror._deferred) == 1  # committed; its vector not in FAISS yet
+        assert store.add(notes[1])  # this add's helper applied notes[0]'s while the model ran
+        assert len(mirror._deferred) == 1 and mirror._content is not None and mirror._content.live == 1
+        assert store.search(notes[1].content, k=1, mode="dense")[0].message.id == "m1"  # a read applies it
+        assert not mirror._deferred
+        for note in notes[2:]:
+            assert store.add(note)
+        stats = store.stats()
+        assert (stats.index, stats.vectors, stats.messages) == ("hnsw", 6, 6)
+        assert store.add(Message(id="m6", content="note 6 about the tracer module", role="user"))
+    finally:
+        store.close()  # the last add's vector is deferred: closing applies it before the snapshot
+    counting = CountingEmbedding()
+    again = MemoryStorage("ns", settings=settings, embedding=counting)
+    try:
+        assert again.stats().vectors == 7
+        assert [m.id for m in again.search_similar("note 6 about the tracer module", k=1)] == ["m6"]
+        assert counting.texts_embedded == 0  # every vector came from the snapshot and SQLite
+    finally:
+        again.close()
