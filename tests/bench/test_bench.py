@@ -164,6 +164,19 @@ def test_pool_check_compares_the_pooled_feedback_search_with_a_second_full_scan(
 
 
 @pytest.mark.timeout(300)
+def test_group_add_times_concurrent_single_adds() -> None:
+    """bench/group_add.py: every add is stored, concurrent callers share commits, and the figures are printed."""
+    proc = subprocess.run([sys.executable, "-m", "bench.group_add", "--n", "400", "--callers", "4", "--repeats", "2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("median: "), lines
+    for line in lines[:2]:
+        assert "400 adds from 4 callers" in line, line
+        assert 1.0 <= float(line.split(" ms per add, ")[1].split(" adds per commit")[0]) <= 4.0, line
+
+
+@pytest.mark.timeout(300)
 def test_one_add_splits_an_add_into_the_model_and_the_rest() -> None:
     """bench/one_add.py: the model's share and the store's, for a few adds, with the real model and with the sleep
     standing in for it (which must then be most of each add)."""
