@@ -103,7 +103,11 @@ class Staging:
         store = self._store
         with store._lock:
             log, mirror = store._parts()
-            mirror.settle(log)  # the previous staged add's vectors into the indexes, while this model runs
+            try:
+                mirror.settle(log)  # the previous staged add's vectors into the indexes, while this model runs
+            except Exception as exc:  # noqa: BLE001 - not this add's failure: the mirror replays from the log
+                _LOG.warning("applying an earlier add's vectors to the index failed (%s: %s); the next read "
+                             "replays them from memory.sqlite", type(exc).__name__, exc)
             with log.write_lock.held(), log.transaction(write=True):
                 log.db.execute(_DDL)
                 ids = {}

@@ -138,9 +138,13 @@ class IndexMirror:
 
     def _apply_deferred(self) -> None:
         deferred, self._deferred = self._deferred, []
-        for write, tseq in deferred:
-            if not self._apply(write, tseq):
-                self.stale = True  # no indexes to apply it to: the next sync replays from the log
+        try:
+            for write, tseq in deferred:
+                if not self._apply(write, tseq):
+                    self.stale = True  # no indexes to apply it to: the next sync replays from the log
+        except BaseException:
+            self.stale = True  # the rest are in the log: the next sync replays what the indexes miss
+            raise
         self._upkeep = True
 
     def settle(self, log: MessageLog) -> None:

@@ -280,3 +280,30 @@ def test_a_staged_adds_vectors_reach_the_indexes_off_the_callers_thread(plain: S
         assert counting.texts_embedded == 0  # every vector came from the snapshot and SQLite
     finally:
         again.close()
+
+
+def test_a_failed_deferred_index_add_fails_no_add_and_loses_no_vector(plain: Settings,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The FAISS add a staged add left behind fails on the next add's helper: that add still succeeds (it is
+    not its failure), and the next read replays both messages from memory.sqlite into the indexes."""
+    from ltm.store.vectors import VectorIndex
+
+    store = MemoryStorage("ns", settings=plain, embedding=SlowEmbedding(delay_s=0.003))
+    try:
+        assert store.add(Message(id="a", content="the parser drops trailing commas", role="user"))
+        real_add, failures = VectorIndex.add, []
+
+        def failing_add(self: VectorIndex, seqs: Any, vectors: Any) -> None:
+            if not failures:
+                failures.append(len(seqs))
+                raise MemoryError("no room for the vectors")
+            real_add(self, seqs, vectors)
+
+        monkeypatch.setattr(VectorIndex, "add", failing_add)
+        assert store.add(Message(id="b", content="the lexer splits unicode identifiers", role="user"))
+        assert failures == [1]  # the helper's apply of a's vector failed
+        assert {h.message.id for h in store.search("parser commas lexer identifiers", k=5, mode="dense")} == {"a", "b"}
+        stats = store.stats()
+        assert stats.vectors == stats.messages == 2
+    finally:
+        store.close()
