@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,7 @@ _HELPERS_MAX = 8  # threads for work beside model runs; a job waits only when th
 # A model whose recent calls took less than this is "fast" (lookup tables, hashes, a cache in front of the
 # model): work handed beside its runs cannot overlap them and only adds its hand-off (see Embedder.slow).
 SLOW_RUN_S = 0.001
-_RUN_WEIGHT = 0.2  # weight of the newest call in the running mean of the model's call time
+_RUNS_KEPT = 8  # the model's recent call times Embedder.slow looks at (their minimum: load only adds to it)
 
 
 class Beside:
@@ -186,7 +186,7 @@ class Embedder:
         self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
         self._own = _own_onnx(embedding)
-        self._run_s: float | None = None  # running mean of a successful model call's seconds (None: no call yet)
+        self._runs: deque[float] = deque(maxlen=_RUNS_KEPT)  # seconds of the recent successful model calls
 
     @property
     def embedding(self) -> BaseEmbedding:
@@ -201,11 +201,13 @@ class Embedder:
         return self._embedding
 
     def slow(self) -> bool:
-        """True unless the model's recent calls each took less than SLOW_RUN_S (or none was made yet): whether
+        """False once one of the model's recent calls took less than SLOW_RUN_S (True before any call): whether
         work run beside the next call (``embed``'s ``during``) can hide behind it. An add stages its messages
         only then (ltm.store.writes.add_groups): against a model that answers in microseconds the staged
-        commit's fsync overlaps nothing, and its second transaction and hand-off cost ~13% of an add."""
-        return self._run_s is None or self._run_s >= SLOW_RUN_S
+        commit's fsync overlaps nothing, and its second transaction and hand-off cost ~13% of an add. The
+        minimum, not a mean: a first call's warm-up or a loaded machine only ever makes a call slower."""
+        runs = self._runs
+        return not runs or min(runs) >= SLOW_RUN_S
 
     def keys(self, texts: Sequence[str], purpose: str = TEXT) -> list[bytes]:
         return [content_key(self.model, t, purpose) for t in texts]
@@ -337,8 +339,7 @@ class Embedder:
         return out
 
     def _timed(self, seconds: float) -> None:
-        last = self._run_s  # a race between two threads loses one sample of a running mean: harmless
-        self._run_s = seconds if last is None else last + _RUN_WEIGHT * (seconds - last)
+        self._runs.append(seconds)  # deque.append is atomic: threads calling the model at once lose nothing
 
     async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
         self.calls += 1

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -64,14 +65,41 @@ class Write:
             self.removed.append(seq)
 
 
+class _Settled:
+    """An index attribute of :class:`IndexMirror` (``content``, ``context``): reading it applies the writes
+    deferred by ``writing(defer=True)`` first; setting it drops them, since a new index (a rebuild from the log,
+    a snapshot and its replay) holds them already."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    @overload
+    def __get__(self, mirror: None, owner: type) -> _Settled: ...
+
+    @overload
+    def __get__(self, mirror: IndexMirror, owner: type) -> VectorIndex | None: ...
+
+    def __get__(self, mirror: IndexMirror | None, owner: type) -> VectorIndex | None | _Settled:
+        if mirror is None:
+            return self
+        if mirror._deferred:
+            mirror._apply_deferred()
+        index: VectorIndex | None = getattr(mirror, self._slot)
+        return index
+
+    def __set__(self, mirror: IndexMirror, index: VectorIndex | None) -> None:
+        mirror._deferred = []
+        setattr(mirror, self._slot, index)
+
+
 class IndexMirror:
     """The content and context indexes of one namespace directory, and how far they follow its log."""
 
     def __init__(self, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None) -> None:
         self.dir, self.manifest, self.settings, self.log = directory, manifest, settings, log
         self.read_only = log is not None and log.read_only  # read-only media: nothing is ever written
-        self._content: VectorIndex | None = None  # search_similar, find_news, dense search
-        self._context: VectorIndex | None = None  # conversation-context vectors (always flat): hybrid search only
+        self._content: VectorIndex | None = None  # the indexes behind .content and .context (see _Settled)
+        self._context: VectorIndex | None = None
         self._deferred: list[tuple[Write, int]] = []  # committed writes not applied yet (see writing's defer)
         self._upkeep = False  # a deferred write was applied without the maintain() that follows a write
         self.version = -1  # the log's data_version the indexes were last brought to
@@ -114,27 +142,8 @@ class IndexMirror:
             self.content, self.context = content, context
 
     # -- the indexes, with the writes deferred by writing(defer=True) applied before anyone looks ---------------
-    @property
-    def content(self) -> VectorIndex | None:
-        if self._deferred:
-            self._apply_deferred()
-        return self._content
-
-    @content.setter
-    def content(self, index: VectorIndex | None) -> None:
-        self._deferred = []  # a new index (a rebuild from the log, a snapshot and its replay) holds them already
-        self._content = index
-
-    @property
-    def context(self) -> VectorIndex | None:
-        if self._deferred:
-            self._apply_deferred()
-        return self._context
-
-    @context.setter
-    def context(self, index: VectorIndex | None) -> None:
-        self._deferred = []
-        self._context = index
+    content = _Settled()  # search_similar, find_news, dense search
+    context = _Settled()  # conversation-context vectors (always flat): hybrid search only
 
     def _apply_deferred(self) -> None:
         deferred, self._deferred = self._deferred, []

@@ -234,14 +234,17 @@ def test_adds_to_a_fast_model_are_not_staged_and_to_a_slow_one_are(plain: Settin
     lookup table, a hash) there is nothing to hide behind, so once the model's calls are seen to be that fast an
     add commits once after it, fsynced; a slow model's adds keep staging. Either way the add is durable when it
     returns and the connection is back to FULL."""
-    for model, expected in ((None, [1]), (SlowEmbedding(delay_s=0.004), [1] * 6)):
+    for model in (None, SlowEmbedding(delay_s=0.004)):
         root = plain.storage_dir / ("slow" if model else "fast")
         store = MemoryStorage("ns", settings=plain.with_(storage_dir=root), embedding=model)
         staged = _spy_staging(store)
         try:
             for i in range(6):
                 assert store.add(Message(id=f"m{i}", content=f"note {i}", role="user"))
-            assert staged == expected, model  # the first add stages: no call was timed yet
+            if model is None:  # the first add stages (no call was timed yet); a first call slowed by warm-up or
+                assert staged in ([1], [1, 1])  # load may make the second stage too, never the ones after
+            else:
+                assert staged == [1] * 6
             assert store.embedder.slow() is (model is not None)
             assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2
             assert len(store) == 6 and store.search("note 4", k=1, mode="keyword")[0].message.id == "m4"
@@ -291,7 +294,7 @@ def test_a_failed_deferred_index_add_fails_no_add_and_loses_no_vector(plain: Set
     store = MemoryStorage("ns", settings=plain, embedding=SlowEmbedding(delay_s=0.003))
     try:
         assert store.add(Message(id="a", content="the parser drops trailing commas", role="user"))
-        real_add, failures = VectorIndex.add, []
+        real_add, failures = VectorIndex.add, list[int]()
 
         def failing_add(self: VectorIndex, seqs: Any, vectors: Any) -> None:
             if not failures:
