@@ -295,6 +295,8 @@ class Embedder:
     def _gather(self, keys: list[bytes], have: dict[bytes, np.ndarray], dim: int | None) -> np.ndarray:
         if not keys:
             return np.zeros((0, dim or 0), dtype=np.float32)
+        if len(keys) == 1:  # one add, one query: a copy of the row, without stack's machinery
+            return np.array(have[keys[0]], dtype=np.float32, ndmin=2)
         return np.ascontiguousarray(np.stack([have[k] for k in keys]), dtype=np.float32)
 
     def drop_cache(self) -> None:

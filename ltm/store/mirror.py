@@ -264,6 +264,8 @@ class IndexMirror:
     def ensure_dim(self, dim: int) -> None:
         """Record the dimension on the first vector (refusing another one later: StoreMismatch)."""
         self.writable()
+        if self.manifest.dim == dim and self._content is not None and self._context is not None:
+            return  # every add after the first: nothing to record or create
         if self.manifest.check_dim(dim, self.dir / "manifest.json"):
             self.manifest.write(self.dir / "manifest.json")
         if self.content is None and self.loaded:  # not loaded: the first sync builds them from the log
