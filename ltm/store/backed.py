@@ -147,7 +147,7 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
-            rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
+            rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
             return backend.write(rows, replace=replace, update=update, history_limit=self.settings.history_limit)
 
     def _bulk(self) -> AbstractContextManager[None]:

@@ -122,9 +122,7 @@ class EmbeddedBackend:
         return mirror.stats(namespace, log, model, embedding_calls)
 
     def save(self) -> None:
-        log, mirror = self._synced()
-        mirror.settle(log)
-        mirror.save()
+        self._synced()[1].save()  # sync applied a staged add's deferred vectors and their upkeep first
 
     def close(self) -> None:
         self.mirror.settle(self.log)

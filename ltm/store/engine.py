@@ -117,8 +117,8 @@ class Engine:
         try:
             if mirror is not None:
                 mirror.settle(log)  # a staged add's deferred vectors, and the upkeep after them
-            if mirror is not None and mirror.unsaved:
-                mirror.save()
+                if mirror.unsaved:
+                    mirror.save()
         finally:
             log.close()
 

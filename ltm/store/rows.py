@@ -35,6 +35,11 @@ class Pending:
     with_context: list[int]  # positions in ``messages`` of the messages that have a context text
     drafts: list[Row] | None = None  # draft_rows', made while the model embeds the texts (add_groups)
 
+    @property
+    def contents(self) -> list[str]:
+        """The messages' own texts (``texts`` without the context texts): what their content keys are of."""
+        return self.texts[:len(self.messages)]
+
 
 def prepare(
     messages: Iterable[Message], max_bytes: int, existing: Callable[[list[str]], set[str]] | None, *,

@@ -169,9 +169,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
         with self._lock:
-            log, mirror = self._synced()
-            mirror.settle(log)  # a staged add's deferred vectors and upkeep first
-            mirror.save()
+            self._synced()[1].save()  # sync applied a staged add's deferred vectors and their upkeep first
 
     def clean(self) -> None:
         """Delete this namespace's data from disk; ``is_initialized`` becomes False. A later use starts empty."""
@@ -254,7 +252,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         with self._lock:
             log, mirror = self._require()
             mirror.ensure_dim(vectors.shape[1])
-            rows = rowplan.build_rows(pending, self.embedder.keys(pending.texts[:len(pending.messages)]), vectors)
+            rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
             return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
                                 history_limit=self.settings.history_limit)
 

@@ -38,7 +38,7 @@ def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence
         mirror.ensure_dim(vectors.shape[1])
         drafts = pending.drafts
         if drafts is None:
-            drafts = rowplan.draft_rows(pending, keys(pending.texts[:len(pending.messages)]))
+            drafts = rowplan.draft_rows(pending, keys(pending.contents))
         for row in rowplan.finish_rows(pending, drafts, vectors):
             if row.id not in owner:
                 owner[row.id] = i
@@ -112,7 +112,7 @@ def _beside_the_model(keys: Callable[[Sequence[str]], list[bytes]], pendings: li
     vectors, so the write after the model only sets them), then the staging commit with the drafts' bodies."""
     for pending in pendings:
         if pending.messages:
-            pending.drafts = rowplan.draft_rows(pending, keys(pending.texts[:len(pending.messages)]))
+            pending.drafts = rowplan.draft_rows(pending, keys(pending.contents))
     staging.bodies = {row.id: row.body for p in pendings for row in p.drafts or ()}
     staging()
 
