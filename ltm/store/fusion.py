@@ -34,20 +34,29 @@ turn of the sitting where the question's topic came up is likelier to be part of
 scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.632, FriendsQA 0.663 -> 0.678, QMSum
 0.549 -> 0.566; docs/RETRIEVAL.md, seventh round).
 
+Then a one-vector question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
+query's cosine to each candidate on its own scale (the fused dense score is relative to the best and the floor, and a
+candidate only the keyword side found gets none of it), the candidate's length (a longer turn holds more that can
+be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
+of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
+score on REALTALK's dev half, rounded (REALTALK 0.636 -> 0.649, FriendsQA 0.679 -> 0.695; docs/RETRIEVAL.md,
+eighth round).
+
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
-           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "SITTING_SHARE", "SITTING_SPAN", "WEIGHTS", "Candidates",
-           "feedback_vector", "fuse", "line_scores", "normalised_text"]
+           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "SITTING_SHARE", "SITTING_SPAN", "STEM", "WEIGHTS",
+           "Candidates", "feedback_vector", "fuse", "line_scores", "normalised_text", "prior", "priors", "stems"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -88,16 +97,46 @@ LINE_WHOLE = 1.0
 # Not after a multi-line query: its lines already widen it, and feedback on top cost MADial 0.8 points (dev).
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_SEEDS = 5
+# The prior of a one-vector question's candidate (eighth round; :func:`prior`): a logistic regression of "is evidence"
+# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5, 340 questions, every
+# candidate of the shipped search), divided by the fused score's coefficient and rounded: 0.47 / 0.14 / -0.19 / 0.10.
+# Each alone does nothing or costs (cosine alone: REALTALK 0.636 -> 0.633); together they pay on both halves of
+# REALTALK and of FriendsQA, which had no part in the fit (bench/retrieval/round8.py).
+PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.1}
+# Words are compared by their first STEM letters: "recipe" and "recipes", "travel", "travelled" and "traveling" alike.
+STEM = 5
 # A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
 # must not become 0 and 1, so the dense floor is at least this far below the best.
 MIN_COSINE_SPREAD = 0.1
 Candidates = Sequence[tuple[int, float]]  # (seq, raw score), best first
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def normalised_text(text: str) -> str:
     """Text compared for a near-exact match: case-folded, punctuation and runs of spaces dropped."""
     return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def stems(words: Iterable[str]) -> frozenset[str]:
+    """The words' stems as :func:`prior` compares them: lower-cased, their first :data:`STEM` letters."""
+    return frozenset(w.lower()[:STEM] for w in words)
+
+
+def prior(cosine: float, content: str, terms: Collection[str]) -> float:
+    """What a candidate earns beside its fused score (:data:`PRIOR`): ``cosine`` (the query's cosine to its content
+    vector), log(1 + its words), -1 when it ends with a question mark, and the share of ``terms`` (the question's
+    :func:`stems`) that a word of it starts with."""
+    words = _WORD.findall(content)
+    covered = len(stems(words).intersection(terms)) / len(terms) if terms else 0.0
+    asks = content.rstrip().endswith("?")
+    return (PRIOR["cosine"] * cosine + PRIOR["length"] * math.log1p(len(words)) + PRIOR["question"] * asks
+            + PRIOR["coverage"] * covered)
+
+
+def priors(cosines: Mapping[int, float], contents: Mapping[int, str], terms: Collection[str]) -> dict[int, float]:
+    """:func:`prior` of every candidate with both a cosine and a content (others were deleted meanwhile)."""
+    return {s: prior(cosines[s], contents[s], terms) for s in cosines.keys() & contents.keys()}
 
 
 def line_scores(vectors: np.ndarray, whole: np.ndarray, lines: np.ndarray) -> np.ndarray:
@@ -146,7 +185,8 @@ def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: fl
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
          neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
          times: Mapping[int, float] | None = None, named: Collection[int] = (),
-         sitting: float = SITTING_SHARE) -> list[tuple[int, float, tuple[str, ...]]]:
+         sitting: float = SITTING_SHARE, priors: Mapping[int, float] | None = None,
+         ) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
@@ -157,7 +197,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
     query names: :mod:`ltm.store.speakers`) get ``weights["speaker"]`` added, after the neighbours' share; then
     each candidate gets ``sitting`` x the best score of another candidate of its sitting (written within
-    ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None).
+    ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None). Last, ``priors``
+    ({seq: :func:`prior`}) are added: a candidate without one gets none.
     """
     timed = signals.get("time", ())
     signals = {name: hits for name, hits in signals.items() if name != "time"}
@@ -189,6 +230,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
         score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
     if sitting and times is not None and len(score) > 1:
         score = _with_sitting(score, times, sitting)
+    if priors:
+        score = {s: v + priors.get(s, 0.0) for s, v in score.items()}
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0

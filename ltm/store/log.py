@@ -264,6 +264,11 @@ class MessageLog:
         rows = self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
         return {int(seq): unpack(blob) for seq, blob in rows}
 
+    def contents(self, seqs: Sequence[int]) -> dict[int, str]:
+        """Message contents by seq, as the keyword index holds them (absent seqs were deleted meanwhile)."""
+        return {int(seq): str(text) for seq, text in self.where_in("SELECT rowid, content FROM fts WHERE rowid IN "
+                                                                     "({marks})", [int(s) for s in seqs])}
+
     def body_of(self, message_id: str) -> str | None:
         with translate(self.path):
             row = self.db.execute("SELECT body FROM messages WHERE id=?", (message_id,)).fetchone()

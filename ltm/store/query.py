@@ -25,10 +25,10 @@ from typing import Any
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store.filters import Filter, compile_sql, parse
-from ltm.store.fusion import LONG_QUERY_TERMS
+from ltm.store.fusion import LONG_QUERY_TERMS, stems
 
 __all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "checked_filters", "compile_filters", "keyword_columns",
-           "keyword_plan", "keyword_terms", "query_lines", "query_terms"]
+           "keyword_plan", "keyword_terms", "query_lines", "query_terms", "question_stems"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -63,6 +63,15 @@ def checked_filters(filters: Mapping[str, Any] | None) -> Filter | None:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
+
+
+def question_stems(query: str) -> frozenset[str] | None:
+    """The stems of the query's words (:func:`ltm.store.fusion.stems` of :func:`query_terms`) when it is one
+    question: one line of at most LONG_QUERY_TERMS distinct words. None for a pasted conversation or a long query,
+    whose candidates get no :func:`ltm.store.fusion.prior` (it was fitted on questions)."""
+    if "\n" in query.strip() or len(query_terms(query)) > LONG_QUERY_TERMS:
+        return None
+    return stems(query_terms(query))
 
 
 # A keyword query scores every row holding any of its terms, so its cost is the sum of the terms' document

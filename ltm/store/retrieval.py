@@ -25,9 +25,10 @@ from ltm.store.fusion import (
     line_scores,
     normalised_text,
 )
+from ltm.store.fusion import priors as fused_priors
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
-from ltm.store.query import keyword_plan, query_terms
+from ltm.store.query import keyword_plan, query_terms, question_stems
 from ltm.store.speakers import message_speakers, spoken_by_named
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import message_times, newest_time, query_window
@@ -135,6 +136,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
     times = message_times(log, sorted({s for hits in signals.values() for s, _ in hits}))
+    known = dict(pool if pool is not None else signals.get("dense", ()))  # the query's cosines, before feedback
     if FEEDBACK_WEIGHT and query.lines is None and signals.get("dense") and content is not None and vector is not None:
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
         stored = log.vectors_of([s for s, _, _ in seeds])
@@ -144,14 +146,29 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
             signals["dense"] = _search(log, content, moved, fetch, within)
             times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
     named = spoken_by_named(query.text, message_speakers(log, sorted(times))) if weights["speaker"] else set()
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named)
+    terms = question_stems(query.text) if query.lines is None else None
+    priors = None
+    if terms is not None and vector is not None and content is not None and content.live:
+        candidates = sorted({s for hits in signals.values() for s, _ in hits})
+        priors = fused_priors(_cosines(log, content, vector, candidates, known), log.contents(candidates), terms)
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
+                  priors=priors)
     target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
     near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
-                      named=named)
+                      named=named, priors=priors)
     return ranked[:k], bodies
+
+
+def _cosines(log: MessageLog, content: VectorIndex, vector: np.ndarray, seqs: Sequence[int],
+             known: dict[int, float]) -> dict[int, float]:
+    """The query vector's cosine to each of ``seqs``: ``known`` ones from the first dense search, the others computed
+    over them alone."""
+    missing = np.array([s for s in seqs if s not in known], dtype=np.int64)
+    found = dict(_search(log, content, vector, len(missing), missing)) if len(missing) else {}
+    return {s: known[s] if s in known else found[s] for s in seqs if s in known or s in found}
 
 
 def _now(log: MessageLog, query: SearchQuery) -> float:

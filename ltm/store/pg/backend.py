@@ -44,6 +44,7 @@ from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
+from ltm.store.query import question_stems
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit
 
@@ -319,9 +320,14 @@ class PgBackend(PgDocuments):
             exact = [] if exact_key is None or not hybrid else conn.execute(
                 f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
                 "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
+            cosines = None
+            if hybrid and dense and not by_lines and question_stems(text) is not None:  # the fusion's priors
+                cosines = dict(conn.execute(
+                    "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages WHERE ns = %(ns)s AND seq = ANY(%(seqs)s)",
+                    {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})}).fetchall())
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
-        return fused(text, k, fetch, rows, exact)
+        return fused(text, k, fetch, rows, exact, cosines)
 
     def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
                        hnsw: bool) -> list[Any]:

@@ -9,29 +9,38 @@ from typing import Any
 
 from ltm.message import Message
 from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
-from ltm.store.query import query_terms
+from ltm.store.fusion import priors as fused_priors
+from ltm.store.query import query_terms, question_stems
 from ltm.store.retrieval import MemoryHit
 from ltm.store.speakers import body_speakers, spoken_by_named
 
 __all__ = ["candidates", "fused", "weights_for"]
 
 
-def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any]) -> list[MemoryHit]:
+def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any],
+          cosines: Mapping[int, float] | None = None) -> list[MemoryHit]:
     """Hybrid hits from the candidates of :func:`ltm.store.pg.search.candidates_sql` (signal, seq, score, body),
-    fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies)."""
+    fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies, and
+    for one question each candidate's prior from ``cosines``, its query vector's cosine: :func:`question_stems`)."""
     signals, bodies = candidates(rows)
     bodies.update((int(seq), str(body)) for seq, body in exact)
     weights = weights_for(text)
     exact_seqs = [int(seq) for seq, _ in exact]
-    times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}  # neighbours' gap
+    loaded = {seq: json.loads(body) for seq, body in bodies.items()}
+    times = {seq: float(data["created_at"]) for seq, data in loaded.items()}  # neighbours' gap
     candidates_ = {seq for hits in signals.values() for seq, _ in hits}
     named = spoken_by_named(text, {s: body_speakers(bodies[s]) for s in candidates_}) if weights["speaker"] else set()
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named)
+    terms = question_stems(text)
+    priors = None if terms is None or cosines is None else fused_priors(
+        {s: cosines[s] for s in candidates_ if s in cosines}, {s: str(loaded[s]["content"]) for s in candidates_},
+        terms)
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named,
+                  priors=priors)
     target = normalised_text(text)
     near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times,
-                      named=named)
+                      named=named, priors=priors)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 
