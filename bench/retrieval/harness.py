@@ -22,7 +22,7 @@ from bench.retrieval.explore import embed, is_dev
 from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR, template
 from ltm.store import fusion
-from ltm.store.query import STOPWORDS, query_terms
+from ltm.store.query import STOPWORDS, query_terms, question_stems
 from ltm.store.speakers import dense_query
 
 STORES = DATA_DIR / "stores"
@@ -39,6 +39,7 @@ class Conversation:
     times: dict[int, float]
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # other vector sets, same rows
     speakers: list[str] = field(default_factory=list)  # row i = seq i + 1
+    texts: list[str] = field(default_factory=list)  # row i = seq i + 1
     _kw: dict[tuple[str, str], Cand] = field(default_factory=dict)
 
     def keyword(self, match: str | None, weights: str = "1.0, 0.6, 0.6, 0.3", limit: int = 100) -> Cand:
@@ -97,7 +98,7 @@ def build(data: dict[str, Any], model: Any) -> list[Question]:
                  "ctx": embed(model, [p + template(t["speaker"], t["text"]) for p, t in zip(prev, turns, strict=True)])}
         assert np.allclose(stored, vectors, atol=2e-3), "stored vectors are the cached bare-text ones"
         c = Conversation(log, [t["id"] for t in turns], vectors, {i + 1: t["time"] for i, t in enumerate(turns)}, extra,
-                         [t["speaker"] for t in turns])
+                         [t["speaker"] for t in turns], [t["text"] for t in turns])
         qvecs = embed(model, [q["question"] for q in qs])
         for q, qv in zip(qs, qvecs, strict=True):
             dev = is_dev(data["name"], conv["id"], q["id"])
@@ -116,10 +117,10 @@ def weights_for(q: Question) -> Mapping[str, float]:
 
 def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
           k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE, named: Collection[int] = (),
-          sitting: float | None = None) -> list[int]:
+          sitting: float | None = None, priors: Mapping[int, float] | None = None) -> list[int]:
     times = q.conv.times
     ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times,
-                         named=named, sitting=fusion.SITTING_SHARE if sitting is None else sitting)
+                         named=named, sitting=fusion.SITTING_SHARE if sitting is None else sitting, priors=priors)
     return [s for s, _, _ in ranked]
 
 
@@ -182,10 +183,10 @@ def spoken(q: Question) -> Question:
 def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
             neighbours: float = fusion.NEIGHBOUR_SHARE, speaker: bool = True,
             weights: Mapping[str, float] | None = None, keyword: Callable[[Question], Cand] | None = None,
-            sitting: float | None = None) -> list[int]:
+            sitting: float | None = None, prior: bool = True) -> list[int]:
     """What search ships now: a pasted conversation's lines, else the question's names in the first person,
-    Rocchio feedback and the named speaker's boost. Each switch takes one of them away (the sixth round's rows);
-    ``keyword`` gives the keyword candidates from another index."""
+    Rocchio feedback, the named speaker's boost and each candidate's prior (eighth round). Each switch takes one of
+    them away (the sixth round's rows); ``keyword`` gives the keyword candidates from another index."""
     c, original = q.conv, q
     q = spoken(q) if first_person else q
     kw = (keyword or (lambda q: c.keyword(match_of(q))[:50]))(original)
@@ -194,10 +195,28 @@ def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
                      sitting=sitting)
     signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}
     if feedback:
-        seeds = fused(q, signals, weights, k=fusion.FEEDBACK_SEEDS, neighbours=neighbours, sitting=sitting)
-        centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
-        signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)
-    return fused(q, signals, weights, neighbours=neighbours, sitting=sitting, named=named_turns(q) if speaker else ())
+        signals = with_feedback(q, signals, weights, neighbours, sitting)
+    return fused(q, signals, weights, neighbours=neighbours, sitting=sitting, named=named_turns(q) if speaker else (),
+                 priors=priors_of(q, original.text, signals) if prior else None)
+
+
+def with_feedback(q: Question, signals: dict[str, Cand], weights: Mapping[str, float] | None = None,
+                  neighbours: float = fusion.NEIGHBOUR_SHARE, sitting: float | None = None) -> dict[str, Cand]:
+    """``signals`` with the dense side searched again by the Rocchio vector (the first fusion's best 5)."""
+    seeds = fused(q, signals, weights, k=fusion.FEEDBACK_SEEDS, neighbours=neighbours, sitting=sitting)
+    centroid = q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
+    return {**signals, "dense": dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)}
+
+
+def priors_of(q: Question, text: str, signals: Mapping[str, Cand]) -> dict[int, float] | None:
+    """:func:`ltm.store.fusion.prior` of every candidate, as search computes it for a one-line question ``text``
+    (``q`` holds the vector search used: the question in the first person)."""
+    terms = question_stems(text)
+    if terms is None:
+        return None
+    seqs = sorted({s for hits in signals.values() for s, _ in hits})
+    cosines = q.conv.vectors[[s - 1 for s in seqs]] @ q.vector
+    return fusion.priors(dict(zip(seqs, cosines.tolist(), strict=True)), {s: q.conv.texts[s - 1] for s in seqs}, terms)
 
 
 def named_turns(q: Question) -> set[int]:

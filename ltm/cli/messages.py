@@ -45,14 +45,20 @@ def _ingest(store: Any, lines: Iterator[Line], label: str, total: int | None = N
     running the same input again continues where it stopped (stored ids are skipped)."""
     added = seen = 0
     foreign: dict[str, int] = {}
+    before = store.count()
+    chunk: list[Line] = []
     try:
         with Progress(label, total) as progress:
             while chunk := list(islice(lines, INGEST_CHUNK)):
                 added += _flush(store, chunk, foreign)
                 seen += len(chunk)
                 progress.advance(len(chunk))
+                chunk = []
     except KeyboardInterrupt:
-        raise KeyboardInterrupt(f"{added} new messages of the first {seen} read were stored; run the same "
+        # Ctrl-C can land after a chunk's commit and before add_batch returns: the store says what it holds
+        stored = store.count() - before
+        seen += len(chunk) if stored > added else 0
+        raise KeyboardInterrupt(f"{stored} new messages of the first {seen} read were stored; run the same "
                                 "command again to continue (stored ids are skipped)") from None
     except InvalidInput as exc:
         raise InvalidInput(f"{exc}; {added} stored before it (run again once fixed: stored ids are skipped)") from exc

@@ -97,12 +97,12 @@ LINE_WHOLE = 1.0
 # Not after a multi-line query: its lines already widen it, and feedback on top cost MADial 0.8 points (dev).
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_SEEDS = 5
-# The prior of a one-vector question's candidate (eighth round; :func:`prior`): a logistic regression of "is evidence"
-# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5, 340 questions, every
-# candidate of the shipped search), divided by the fused score's coefficient and rounded: 0.47 / 0.14 / -0.19 / 0.10.
-# Each alone does nothing or costs (cosine alone: REALTALK 0.636 -> 0.633); together they pay on both halves of
-# REALTALK and of FriendsQA, which had no part in the fit (bench/retrieval/round8.py).
-PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.1}
+# The prior of a one-line question's candidate (eighth round; :func:`prior`): a logistic regression of "is evidence"
+# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, their 29,684
+# candidates; `python -m bench.retrieval.round8 fit`), divided by the fused score's coefficient (0.59 / 0.145 /
+# -0.205 / 0.154) and rounded to 0.05. Alone, a feature does little or costs; together they pay on both halves of
+# REALTALK and on FriendsQA and QMSum, which had no part in the fit (docs/RETRIEVAL.md, eighth round).
+PRIOR: Mapping[str, float] = {"cosine": 0.6, "length": 0.15, "question": -0.2, "coverage": 0.15}
 # Words are compared by their first STEM letters: "recipe" and "recipes", "travel", "travelled" and "traveling" alike.
 STEM = 5
 # A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
@@ -126,17 +126,17 @@ def stems(words: Iterable[str]) -> frozenset[str]:
 def prior(cosine: float, content: str, terms: Collection[str]) -> float:
     """What a candidate earns beside its fused score (:data:`PRIOR`): ``cosine`` (the query's cosine to its content
     vector), log(1 + its words), -1 when it ends with a question mark, and the share of ``terms`` (the question's
-    :func:`stems`) that a word of it starts with."""
-    words = _WORD.findall(content)
-    covered = len(stems(words).intersection(terms)) / len(terms) if terms else 0.0
-    asks = content.rstrip().endswith("?")
-    return (PRIOR["cosine"] * cosine + PRIOR["length"] * math.log1p(len(words)) + PRIOR["question"] * asks
-            + PRIOR["coverage"] * covered)
+    :func:`stems`) among its words' stems."""
+    words = _WORD.findall(content.lower())
+    covered = len(frozenset(terms).intersection([w[:STEM] for w in words])) / len(terms) if terms else 0.0
+    return (PRIOR["cosine"] * cosine + PRIOR["length"] * math.log1p(len(words))
+            + PRIOR["question"] * content.rstrip().endswith("?") + PRIOR["coverage"] * covered)
 
 
 def priors(cosines: Mapping[int, float], contents: Mapping[int, str], terms: Collection[str]) -> dict[int, float]:
     """:func:`prior` of every candidate with both a cosine and a content (others were deleted meanwhile)."""
-    return {s: prior(cosines[s], contents[s], terms) for s in cosines.keys() & contents.keys()}
+    terms = frozenset(terms)
+    return {seq: prior(cosines[seq], contents[seq], terms) for seq in cosines.keys() & contents.keys()}
 
 
 def line_scores(vectors: np.ndarray, whole: np.ndarray, lines: np.ndarray) -> np.ndarray:

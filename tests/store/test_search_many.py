@@ -10,6 +10,7 @@ import pytest
 from ltm import LTMError, Message, Settings
 from ltm.errors import InvalidInput
 from ltm.store import MemoryStorage, Mode, NamespaceHit, search_many
+from ltm.store.fusion import PRIOR
 from tests.support.embeddings import CountingEmbedding
 
 TEAM = {
@@ -134,8 +135,11 @@ def test_the_query_is_embedded_once_for_all_namespaces(settings: Settings, mode:
         store.close()
 
 
-def test_a_question_naming_a_speaker_favours_them_across_namespaces(tmp_path: Path) -> None:
-    """The fusion over several namespaces adds the named speaker's share as one namespace's search does."""
+def test_a_question_naming_a_speaker_favours_them_across_namespaces(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fusion over several namespaces adds the named speaker's share as one namespace's search does. (The
+    prior, whose length term favours the longer turn, is off: this is about the speaker bonus alone.)"""
+    monkeypatch.setattr("ltm.store.fusion.PRIOR", {name: 0.0 for name in PRIOR})
     settings = Settings(storage_dir=tmp_path / "storage", embedding="hash")
     filler = ["Good morning", "How was work", "The movie was long", "I walked the dog", "Traffic was bad"]
     with MemoryStorage("elise", settings=settings) as elise, MemoryStorage("kevin", settings=settings) as kevin:
