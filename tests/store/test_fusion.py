@@ -401,7 +401,7 @@ def test_priors_are_added_after_the_fusion() -> None:
 
 
 def test_only_a_one_line_question_has_stems() -> None:
-    assert question_stems("Which recipes did Elise share?") == {"recip", "elise", "share"}
+    assert question_stems("Which recipes did Elise share?") == frozenset({"recip", "elise", "share"})
     assert question_stems("Kevin: hi\nElise: which recipes?") is None  # a pasted conversation
     assert question_stems(" ".join(f"word{i}" for i in range(LONG_QUERY_TERMS + 1))) is None
 
