@@ -117,7 +117,8 @@ def weights_for(q: Question) -> Mapping[str, float]:
 
 def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
           k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE, named: Collection[int] = (),
-          sitting: float | None = None, priors: Mapping[int, float] | None = None) -> list[int]:
+          sitting: float | None = None, priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
+          ) -> list[int]:
     times = q.conv.times
     ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times,
                          named=named, sitting=fusion.SITTING_SHARE if sitting is None else sitting, priors=priors)
@@ -208,15 +209,17 @@ def with_feedback(q: Question, signals: dict[str, Cand], weights: Mapping[str, f
     return {**signals, "dense": dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)}
 
 
-def priors_of(q: Question, text: str, signals: Mapping[str, Cand]) -> dict[int, float] | None:
-    """:func:`ltm.store.fusion.prior` of every candidate, as search computes it for a one-line question ``text``
+def priors_of(q: Question, text: str, signals: Mapping[str, Cand],
+              ) -> Callable[[Sequence[int]], dict[int, float]] | None:
+    """:func:`ltm.store.fusion.prior` of the candidates, as search computes it for a one-line question ``text``
     (``q`` holds the vector search used: the question in the first person)."""
     terms = question_stems(text)
     if terms is None:
         return None
-    seqs = sorted({s for hits in signals.values() for s, _ in hits})
-    cosines = q.conv.vectors[[s - 1 for s in seqs]] @ q.vector
-    return fusion.priors(dict(zip(seqs, cosines.tolist(), strict=True)), {s: q.conv.texts[s - 1] for s in seqs}, terms)
+    c = q.conv
+    return fusion.prior_source(lambda seqs: dict(zip(seqs, (c.vectors[[s - 1 for s in seqs]] @ q.vector).tolist(),
+                                                          strict=True)),
+                               lambda seqs: {s: c.texts[s - 1] for s in seqs}, terms)
 
 
 def named_turns(q: Question) -> set[int]:

@@ -87,10 +87,12 @@ def features(q: Question) -> tuple[np.ndarray, np.ndarray]:
     ranked = fusion.fuse(signals, 1000, depth=50, weights=weights_for(q), times=c.times, named=named_turns(original))
     unit = {name: 0.0 for name in FEATURES}
     rows, labels = [], []
-    single = {}
+    single: dict[str, dict[int, float]] = {}
+    seqs = [s for s, _, _ in ranked]
     for name in FEATURES:  # each feature's value: the prior with that weight 1 and the others 0
+        source = priors_of(q, original.text, signals)
         with prior_weights({**unit, name: 1.0}):
-            single[name] = priors_of(q, original.text, signals) or {}
+            single[name] = source(seqs) if source is not None else {}
     evidence = set(original.evidence)
     for seq, score, _ in ranked:
         rows.append([score, *(single[name].get(seq, 0.0) for name in FEATURES)])

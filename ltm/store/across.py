@@ -34,8 +34,7 @@ from typing import Any
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.store.embedder import QUERY
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
-from ltm.store.fusion import priors as fused_priors
+from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text, prior_source
 from ltm.store.log import BM25_WEIGHTS, translate
 from ltm.store.query import query_terms, question_stems
 from ltm.store.retrieval import MemoryHit, Mode, check_query
@@ -187,8 +186,10 @@ def _fused(candidates: list[tuple[MemoryHit, MemoryStorage]], keyword: dict[int,
     names = {i: tuple(str(v) for v in (hit.message.metadata.get("speaker"), hit.message.sent_from, hit.message.role)
                       if v) for i, (hit, _) in enumerate(candidates)}
     terms = question_stems(query)
-    priors = None if terms is None else fused_priors(
-        {i: v for i, v in signals["dense"]}, {i: hit.message.content for i, (hit, _) in enumerate(candidates)}, terms)
+    cosines = dict(signals["dense"])
+    priors = None if terms is None else prior_source(
+        lambda ids: {i: cosines[i] for i in ids if i in cosines},
+        lambda ids: {i: candidates[i][0].message.content for i in ids}, terms)
     ranked = fuse({n: h for n, h in signals.items() if h}, k, depth=len(candidates) + 1, weights=weights,
                   neighbours=0.0, exact=exact, near_exact=near, named=spoken_by_named(query, names), priors=priors)
     out = []

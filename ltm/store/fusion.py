@@ -50,13 +50,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
-           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "SITTING_SHARE", "SITTING_SPAN", "STEM", "WEIGHTS",
-           "Candidates", "feedback_vector", "fuse", "line_scores", "normalised_text", "prior", "priors", "stems"]
+           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "PRIOR_DEPTH", "SITTING_SHARE", "SITTING_SPAN", "STEM",
+           "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores", "normalised_text", "prior",
+           "prior_source", "priors", "stems"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -103,6 +104,10 @@ FEEDBACK_SEEDS = 5
 # -0.205 / 0.154) and rounded to 0.05. Alone, a feature does little or costs; together they pay on both halves of
 # REALTALK and on FriendsQA and QMSum, which had no part in the fit (docs/RETRIEVAL.md, eighth round).
 PRIOR: Mapping[str, float] = {"cosine": 0.6, "length": 0.15, "question": -0.2, "coverage": 0.15}
+# The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
+# fused score): it reorders the head of the list, and costs ~8 us a candidate (REALTALK: 50 as 0.651, all ~95 as
+# 0.651; 30 as 0.648).
+PRIOR_DEPTH = 50
 # Words are compared by their first STEM letters: "recipe" and "recipes", "travel", "travelled" and "traveling" alike.
 STEM = 5
 # A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
@@ -127,16 +132,40 @@ def prior(cosine: float, content: str, terms: Collection[str]) -> float:
     """What a candidate earns beside its fused score (:data:`PRIOR`): ``cosine`` (the query's cosine to its content
     vector), log(1 + its words), -1 when it ends with a question mark, and the share of ``terms`` (the question's
     :func:`stems`) among its words' stems."""
-    words = _WORD.findall(content.lower())
-    covered = len(frozenset(terms).intersection([w[:STEM] for w in words])) / len(terms) if terms else 0.0
-    return (PRIOR["cosine"] * cosine + PRIOR["length"] * math.log1p(len(words))
-            + PRIOR["question"] * content.rstrip().endswith("?") + PRIOR["coverage"] * covered)
+    return priors({0: cosine}, {0: content}, terms)[0]
 
 
 def priors(cosines: Mapping[int, float], contents: Mapping[int, str], terms: Collection[str]) -> dict[int, float]:
     """:func:`prior` of every candidate with both a cosine and a content (others were deleted meanwhile)."""
-    terms = frozenset(terms)
-    return {seq: prior(cosines[seq], contents[seq], terms) for seq in cosines.keys() & contents.keys()}
+    wanted = frozenset(terms)
+    share = PRIOR["coverage"] / len(wanted) if wanted else 0.0
+    w_cosine, w_length, w_question = PRIOR["cosine"], PRIOR["length"], PRIOR["question"]
+    out = {}
+    for seq, cosine in cosines.items():
+        content = contents.get(seq)
+        if content is None:
+            continue
+        words = _WORD.findall(content.lower())
+        out[seq] = (w_cosine * cosine + w_length * math.log1p(len(words))
+                    + w_question * content.rstrip().endswith("?")
+                    + share * len(wanted.intersection([w[:STEM] for w in words])))
+    return out
+
+
+def prior_source(cosines: Callable[[list[int]], Mapping[int, float]],
+                 contents: Callable[[list[int]], Mapping[int, str]],
+                 terms: Collection[str]) -> Callable[[Sequence[int]], dict[int, float]]:
+    """What :func:`fuse` takes as ``priors``: given candidates, their :func:`priors`, each computed once (a second
+    fusion of the same search asks again) from ``cosines(seqs)`` and ``contents(seqs)`` of the new ones."""
+    known: dict[int, float] = {}
+
+    def of(seqs: Sequence[int]) -> dict[int, float]:
+        new = [s for s in seqs if s not in known]
+        if new:
+            known.update(priors(cosines(new), contents(new), terms))
+        return {s: known[s] for s in seqs if s in known}
+
+    return of
 
 
 def line_scores(vectors: np.ndarray, whole: np.ndarray, lines: np.ndarray) -> np.ndarray:
@@ -169,15 +198,19 @@ def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: fl
     """``score`` plus ``share`` x the best score among the other candidates of the same sitting: written within
     NEIGHBOUR_GAP of it and at most SITTING_SPAN messages away (a candidate whose time is unknown lends and gets
     nothing). Seqs are distinct, so a candidate's sitting holds at most the SITTING_SPAN candidates on either side of
-    it in seq order: O(n x SITTING_SPAN), whatever ``k`` made n."""
+    it in seq order: one (n, 2 x SITTING_SPAN) array of those, O(n x SITTING_SPAN) whatever ``k`` made n."""
     seqs = np.array(sorted(score), dtype=np.int64)
     value = np.array([score[int(s)] for s in seqs], dtype=np.float64)
     when = np.array([times.get(int(s), np.nan) for s in seqs], dtype=np.float64)
-    best = np.full(len(seqs), -np.inf)
-    for d in range(1, min(SITTING_SPAN, len(seqs) - 1) + 1):  # the pairs (i, i + d) in seq order
-        pair = (seqs[d:] - seqs[:-d] <= SITTING_SPAN) & (np.abs(when[d:] - when[:-d]) <= NEIGHBOUR_GAP)  # NaN: False
-        best[:-d] = np.where(pair, np.maximum(best[:-d], value[d:]), best[:-d])
-        best[d:] = np.where(pair, np.maximum(best[d:], value[:-d]), best[d:])
+    n = len(seqs)
+    reach = min(SITTING_SPAN, n - 1)
+    steps = np.concatenate([np.arange(-reach, 0), np.arange(1, reach + 1)])
+    other = np.arange(n)[:, None] + steps[None, :]  # positions of the candidates on either side, in seq order
+    inside = (other >= 0) & (other < n)
+    other = np.clip(other, 0, n - 1)
+    pair = inside & (np.abs(seqs[other] - seqs[:, None]) <= SITTING_SPAN) & (
+        np.abs(when[other] - when[:, None]) <= NEIGHBOUR_GAP)  # NaN: False
+    best = np.where(pair, value[other], -np.inf).max(axis=1, initial=-np.inf)
     bonus = share * np.where(np.isfinite(best), best, 0.0)
     return {int(s): float(v + b) for s, v, b in zip(seqs, value, bonus, strict=True)}
 
@@ -185,7 +218,7 @@ def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: fl
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
          neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
          times: Mapping[int, float] | None = None, named: Collection[int] = (),
-         sitting: float = SITTING_SHARE, priors: Mapping[int, float] | None = None,
+         sitting: float = SITTING_SHARE, priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
          ) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
@@ -197,8 +230,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
     query names: :mod:`ltm.store.speakers`) get ``weights["speaker"]`` added, after the neighbours' share; then
     each candidate gets ``sitting`` x the best score of another candidate of its sitting (written within
-    ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None). Last, ``priors``
-    ({seq: :func:`prior`}) are added: a candidate without one gets none.
+    ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None). Last, the
+    :data:`PRIOR_DEPTH` best get ``priors(their seqs)`` ({seq: :func:`prior`}, e.g. :func:`prior_source`) added.
     """
     timed = signals.get("time", ())
     signals = {name: hits for name, hits in signals.items() if name != "time"}
@@ -230,8 +263,9 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
         score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
     if sitting and times is not None and len(score) > 1:
         score = _with_sitting(score, times, sitting)
-    if priors:
-        score = {s: v + priors.get(s, 0.0) for s, v in score.items()}
+    if priors is not None and score:
+        bonus = priors(sorted(score, key=lambda s: (-score[s], -s))[:PRIOR_DEPTH])
+        score = {s: v + bonus.get(s, 0.0) for s, v in score.items()}
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0

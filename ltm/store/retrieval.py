@@ -24,8 +24,8 @@ from ltm.store.fusion import (
     fuse,
     line_scores,
     normalised_text,
+    prior_source,
 )
-from ltm.store.fusion import priors as fused_priors
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import keyword_plan, query_terms, question_stems
@@ -149,8 +149,8 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     terms = question_stems(query.text) if query.lines is None else None
     priors = None
     if terms is not None and vector is not None and content is not None and content.live:
-        candidates = sorted({s for hits in signals.values() for s, _ in hits})
-        priors = fused_priors(_cosines(log, content, vector, candidates, known), log.contents(candidates), terms)
+        index, query_vector = content, vector
+        priors = prior_source(lambda seqs: _cosines(log, index, query_vector, seqs, known), log.contents, terms)
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
                   priors=priors)
     target = normalised_text(query.text)

@@ -394,10 +394,10 @@ def test_the_prior_is_what_the_fusion_does_not_see() -> None:
 def test_priors_are_added_after_the_fusion() -> None:
     dense = [(1, 0.8), (2, 0.8), (3, 0.2)]
     assert [s for s, _, _ in fuse({"dense": dense}, 3, neighbours=0.0)] == [2, 1, 3]  # a tie: the newer first
-    ranked = fuse({"dense": dense}, 3, neighbours=0.0, priors={1: 0.05})
+    ranked = fuse({"dense": dense}, 3, neighbours=0.0, priors=lambda seqs: {1: 0.05})
     assert [s for s, _, _ in ranked] == [1, 2, 3]
     assert ranked[0][1] == pytest.approx(WEIGHTS["dense"] + 0.05)
-    assert [s for s, _, _ in fuse({"dense": dense}, 3, neighbours=0.0, priors={3: 0.6})][0] == 3
+    assert [s for s, _, _ in fuse({"dense": dense}, 3, neighbours=0.0, priors=lambda seqs: {3: 0.6})][0] == 3
 
 
 def test_only_a_one_line_question_has_stems() -> None:

@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ltm.message import Message
-from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text
-from ltm.store.fusion import priors as fused_priors
+from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text, prior_source
 from ltm.store.query import query_terms, question_stems
 from ltm.store.retrieval import MemoryHit
 from ltm.store.speakers import body_speakers, spoken_by_named
@@ -31,9 +30,10 @@ def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[An
     candidates_ = {seq for hits in signals.values() for seq, _ in hits}
     named = spoken_by_named(text, {s: body_speakers(bodies[s]) for s in candidates_}) if weights["speaker"] else set()
     terms = question_stems(text)
-    priors = None if terms is None or cosines is None else fused_priors(
-        {s: cosines[s] for s in candidates_ if s in cosines}, {s: str(loaded[s]["content"]) for s in candidates_},
-        terms)
+    given = cosines
+    priors = None if terms is None or given is None else prior_source(
+        lambda seqs: {s: given[s] for s in seqs if s in given},
+        lambda seqs: {s: str(loaded[s]["content"]) for s in seqs if s in loaded}, terms)
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named,
                   priors=priors)
     target = normalised_text(text)
