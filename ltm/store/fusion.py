@@ -254,9 +254,11 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
         score[seq] += weights["time"]
     if neighbours:
         def lent(seq: int, other: int) -> float:
-            if times is not None and abs(times.get(seq, 0.0) - times.get(other, float("inf"))) > NEIGHBOUR_GAP:
+            value = score.get(other)  # most neighbours are no candidate: no time to compare
+            if value is None or (times is not None
+                                 and abs(times.get(seq, 0.0) - times.get(other, float("inf"))) > NEIGHBOUR_GAP):
                 return 0.0
-            return score.get(other, 0.0)
+            return value
 
         score = {s: v + neighbours * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
     if named and weights.get("speaker", 0.0):

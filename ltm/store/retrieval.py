@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,9 +28,9 @@ from ltm.store.fusion import (
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.query import keyword_plan, query_terms, question_stems
-from ltm.store.speakers import message_speakers, spoken_by_named
+from ltm.store.speakers import message_facts, spoken_by_named
 from ltm.store.vectors import VectorIndex
-from ltm.store.when import message_times, newest_time, query_window
+from ltm.store.when import newest_time, query_window
 
 # A hybrid question's feedback search over a flat index ranks the first search's FEEDBACK_POOL x fetch nearest
 # (200 for k <= 16) instead of scanning the index again: see _hybrid.
@@ -135,7 +134,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
-    times = message_times(log, sorted({s for hits in signals.values() for s, _ in hits}))
+    times, names = message_facts(log, sorted({s for hits in signals.values() for s, _ in hits}))
     known = dict(pool if pool is not None else signals.get("dense", ()))  # the query's cosines, before feedback
     if FEEDBACK_WEIGHT and query.lines is None and signals.get("dense") and content is not None and vector is not None:
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
@@ -144,22 +143,38 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
             moved = feedback_vector(vector, np.stack(list(stored.values())))
             within = allowed if pool is None else np.array(sorted(s for s, _ in pool), dtype=np.int64)
             signals["dense"] = _search(log, content, moved, fetch, within)
-            times.update(message_times(log, sorted({s for s, _ in signals["dense"]} - set(times))))
-    named = spoken_by_named(query.text, message_speakers(log, sorted(times))) if weights["speaker"] else set()
+            more_times, more_names = message_facts(log, sorted({s for s, _ in signals["dense"]} - set(times)))
+            times.update(more_times)
+            names.update(more_names)
+    named = spoken_by_named(query.text, names) if weights["speaker"] else set()
+    texts: dict[int, str] = {}
+
+    def contents(seqs: Sequence[int]) -> dict[int, str]:  # read once, for the prior and the near-exact test
+        texts.update(log.contents([s for s in seqs if s not in texts]))
+        return {s: texts[s] for s in seqs if s in texts}
+
     terms = question_stems(query.text) if query.lines is None else None
     priors = None
     if terms is not None and vector is not None and content is not None and content.live:
         index, query_vector = content, vector
-        priors = prior_source(lambda seqs: _cosines(log, index, query_vector, seqs, known), log.contents, terms)
+        priors = prior_source(lambda seqs: _cosines(log, index, query_vector, seqs, known), contents, terms)
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
                   priors=priors)
-    target = normalised_text(query.text)
     bodies = log.bodies([s for s, _, _ in ranked])
-    near = [s for s, _, _ in ranked if s in bodies and normalised_text(_content(bodies[s])) == target]
+    near = _near_exact(query.text, contents([s for s, _, _ in ranked]))
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
                       named=named, priors=priors)
     return ranked[:k], bodies
+
+
+def _near_exact(query: str, contents: dict[int, str]) -> list[int]:
+    """The seqs (in ``contents``' order) whose content equals ``query`` once case, spacing and punctuation are ignored.
+    Only a content holding the query's longest word (a run of word characters of the case-folded text, so of its
+    normalised form too) is normalised."""
+    target = normalised_text(query)
+    word = max(target.split(), key=len, default="")
+    return [s for s, text in contents.items() if word in text.casefold() and normalised_text(text) == target]
 
 
 def _cosines(log: MessageLog, content: VectorIndex, vector: np.ndarray, seqs: Sequence[int],
@@ -178,12 +193,6 @@ def _now(log: MessageLog, query: SearchQuery) -> float:
         return query.now
     newest = newest_time(log)
     return time.time() if newest is None else float(newest)
-
-
-def _content(body: str) -> str:
-    """A stored body's content without building the Message (the near-exact test reads 20 of them)."""
-    value = json.loads(body).get("content")
-    return value if isinstance(value, str) else ""
 
 
 def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,

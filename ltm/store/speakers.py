@@ -25,7 +25,7 @@ from ltm.store.fusion import LONG_QUERY_TERMS
 from ltm.store.log import MessageLog
 from ltm.store.query import STOPWORDS, query_terms
 
-__all__ = ["body_speakers", "dense_query", "first_person", "message_speakers", "name_candidates", "spoken_by_named"]
+__all__ = ["body_speakers", "dense_query", "first_person", "message_facts", "name_candidates", "spoken_by_named"]
 
 _NAME = re.compile(r"\b(\w+)(?:'s|’s)?\b", re.UNICODE)
 _PLURAL_I = re.compile(r"\bI(?:(?:\s*,\s*|\s+and\s+|\s+)I\b)+")
@@ -56,14 +56,22 @@ def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]]) -> set[in
     return {seq for seq, names in speakers.items() if any(named(n) for n in names if n)}
 
 
-def message_speakers(log: MessageLog, seqs: Sequence[int]) -> dict[int, tuple[str, ...]]:
-    """{seq: (metadata speaker, sent_from, role)} of the live messages among ``seqs`` (the fusion's candidates)."""
-    sql = "SELECT seq, json_extract(metadata, '$.speaker'), sent_from, role FROM messages WHERE seq IN ({marks})"
-    return {int(seq): tuple(str(v) for v in names if v) for seq, *names in log.where_in(sql, list(seqs))}
+def message_facts(log: MessageLog, seqs: Sequence[int]) -> tuple[dict[int, float], dict[int, tuple[str, ...]]]:
+    """({seq: created_at}, {seq: (metadata speaker, sent_from, role)}) of the live messages among ``seqs`` (the
+    fusion's candidates: what the neighbours' gap and the sitting read, and the names a question can name), in one
+    read."""
+    sql = ("SELECT seq, created_at, json_extract(metadata, '$.speaker'), sent_from, role FROM messages "
+           "WHERE seq IN ({marks})")
+    times: dict[int, float] = {}
+    names: dict[int, tuple[str, ...]] = {}
+    for seq, at, *held in log.where_in(sql, list(seqs)):
+        times[int(seq)] = float(at)
+        names[int(seq)] = tuple(str(v) for v in held if v)
+    return times, names
 
 
 def body_speakers(body: str) -> tuple[str, ...]:
-    """A stored message body's names, as :func:`message_speakers` reads them from the columns."""
+    """A stored message body's names, as :func:`message_facts` reads them from the columns."""
     data = json.loads(body)
     speaker = (data.get("metadata") or {}).get("speaker")
     return tuple(str(v) for v in (speaker, data.get("sent_from"), data.get("role")) if v)

@@ -13,12 +13,11 @@ and often a number that is no year: "2666"), has no window. Days are UTC days, a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 from ltm.store.log import MessageLog, translate
 
-__all__ = ["message_times", "newest_time", "query_window"]
+__all__ = ["newest_time", "query_window"]
 
 _MONTHS = {name: i for i, names in enumerate(
     [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
@@ -118,12 +117,3 @@ def newest_time(log: MessageLog) -> float | None:
     return None if found is None else float(found)
 
 
-def message_times(log: MessageLog, seqs: Sequence[int]) -> dict[int, float]:
-    """{seq: created_at} of the live messages among ``seqs`` (the fusion's candidates: at most a few hundred)."""
-    found: dict[int, float] = {}
-    with translate(log.path):
-        for start in range(0, len(seqs), 500):  # below SQLite's host-parameter limit
-            part = list(seqs[start:start + 500])
-            sql = f"SELECT seq, created_at FROM messages WHERE seq IN ({','.join('?' * len(part))})"
-            found.update((int(seq), float(at)) for seq, at in log.db.execute(sql, part))
-    return found
