@@ -34,13 +34,14 @@ turn of the sitting where the question's topic came up is likelier to be part of
 scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.632, FriendsQA 0.663 -> 0.678, QMSum
 0.549 -> 0.566; docs/RETRIEVAL.md, seventh round).
 
-Then a one-vector question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
+Then a one-line question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
 query's cosine to each candidate on its own scale (the fused dense score is relative to the best and the floor, and a
 candidate only the keyword side found gets none of it), the candidate's length (a longer turn holds more that can
 be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
 of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
-score on REALTALK's dev half, rounded (REALTALK 0.636 -> 0.649, FriendsQA 0.679 -> 0.695; docs/RETRIEVAL.md,
-eighth round).
+score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
+whose long questions are evidence, lose: 0.566 -> 0.551; docs/RETRIEVAL.md, eighth round). Only the
+:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.query.question_stems`).
 
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
@@ -105,8 +106,8 @@ FEEDBACK_SEEDS = 5
 # REALTALK and on FriendsQA and QMSum, which had no part in the fit (docs/RETRIEVAL.md, eighth round).
 PRIOR: Mapping[str, float] = {"cosine": 0.6, "length": 0.15, "question": -0.2, "coverage": 0.15}
 # The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
-# fused score): it reorders the head of the list, and costs ~8 us a candidate (REALTALK: 50 as 0.651, all ~95 as
-# 0.651; 30 as 0.648).
+# fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95
+# candidates: REALTALK 0.651 / 0.651, FriendsQA 0.694 / 0.695).
 PRIOR_DEPTH = 50
 # Words are compared by their first STEM letters: "recipe" and "recipes", "travel", "travelled" and "traveling" alike.
 STEM = 5
