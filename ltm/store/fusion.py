@@ -239,10 +239,12 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     scaled = {name: _scaled(hits, depth, zero_floor=name == "keyword") for name, hits in signals.items()}
     raw = {name: dict(hits) for name, hits in signals.items()}
     found: dict[int, list[str]] = {}
+    score: dict[int, float] = {}
     for name, hits in signals.items():
+        weight, scale = weights.get(name, 0.0), scaled[name]
         for seq, _ in hits:
             found.setdefault(seq, []).append(name)
-    score = {seq: sum(weights.get(n, 0.0) * scaled[n].get(seq, 0.0) for n in names) for seq, names in found.items()}
+            score[seq] = score.get(seq, 0) + weight * scale.get(seq, 0.0)
     dense_hits = signals.get("dense", ())
     for seq, cosine in timed:  # inside the window the query names: a fixed boost, scored by meaning within it
         if seq not in found:
