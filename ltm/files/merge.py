@@ -93,7 +93,7 @@ class MergedFS(Generic[V]):
 
     def search(self, query: str, k: int = 5) -> list[SearchHit]:
         """Search every layer, keep chunks of visible files only, best score first (scores share one scale:
-        hybrid reciprocal-rank fusion)."""
+        the store's hybrid fusion)."""
         owners = self.owners()
         hits = [h for fs in self.layers for h in fs.search(query, k) if owners.get(h.path) is fs]
         return sorted(hits, key=lambda h: -h.score)[:k]

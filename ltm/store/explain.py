@@ -7,7 +7,7 @@ one FTS5 statement, whatever the mode:
 - ``context``: the same for the hit's context vector (conversation turns only);
 - ``keyword``: ``-bm25`` of the hit for the query's keyword match (absent when the hit holds none of the
   words kept for the query);
-- ``fusion``: the reciprocal-rank-fusion score, in hybrid mode (it is the hit's ``score``).
+- ``fusion``: the fused score, in hybrid mode (it is the hit's ``score``: :mod:`ltm.store.fusion`).
 
 ``threshold`` is a minimum on the scale users can reason about: the cosine similarity (``dense``) in dense and
 hybrid modes, ``-bm25`` in keyword mode. A hit below it is dropped, so fewer than k may come back.
