@@ -103,7 +103,8 @@ FEEDBACK_SEEDS = 5
 # on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, their 29,684
 # candidates; `python -m bench.retrieval.round8 fit`), divided by the fused score's coefficient (0.59 / 0.145 /
 # -0.205 / 0.154) and rounded to 0.05. Alone, a feature does little or costs; together they pay on both halves of
-# REALTALK and on FriendsQA and QMSum, which had no part in the fit (docs/RETRIEVAL.md, eighth round).
+# REALTALK and of FriendsQA, which had no part in the fit. QMSum's committee hearings, whose long questions are
+# evidence, lose 2.9 points: a model of chat turns (docs/RETRIEVAL.md, eighth round).
 PRIOR: Mapping[str, float] = {"cosine": 0.6, "length": 0.15, "question": -0.2, "coverage": 0.15}
 # The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
 # fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95

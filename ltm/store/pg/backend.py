@@ -323,7 +323,8 @@ class PgBackend(PgDocuments):
             cosines = None
             if hybrid and dense and not by_lines and question_stems(text) is not None:  # the fusion's priors
                 cosines = dict(conn.execute(
-                    "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages WHERE ns = %(ns)s AND seq = ANY(%(seqs)s)",
+                    "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages WHERE ns = %(ns)s AND seq = ANY(%(seqs)s) "
+                    "AND embedding IS NOT NULL",
                     {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})}).fetchall())
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
