@@ -195,7 +195,7 @@ def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
         return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}, weights, neighbours=neighbours,
                      sitting=sitting)
     signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}
-    if feedback:
+    if feedback and (not prior or question_stems(original.text) is None):  # a question gets the prior instead
         signals = with_feedback(q, signals, weights, neighbours, sitting)
     return fused(q, signals, weights, neighbours=neighbours, sitting=sitting, named=named_turns(q) if speaker else (),
                  priors=priors_of(q, original.text, signals) if prior else None)

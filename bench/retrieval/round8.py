@@ -77,13 +77,14 @@ def eighth_round() -> dict[str, Lever]:
     return out
 
 
-def features(q: Question) -> tuple[np.ndarray, np.ndarray]:
+def features(q: Question, feedback: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(rows: fused score without the prior and the four features, one per candidate; labels: evidence or not) of a
     one-line question, over every candidate of the shipped search."""
     c, original = q.conv, q
     q = spoken(q)
-    signals = with_feedback(q, {"dense": dense_scores(q, fusion.LINE_WHOLE),
-                                "keyword": c.keyword(match_of(original))[:50]})
+    signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(original))[:50]}
+    if feedback:  # as the search ran before this round: the prior was fitted on those candidates
+        signals = with_feedback(q, signals)
     ranked = fusion.fuse(signals, 1000, depth=50, weights=weights_for(q), times=c.times, named=named_turns(original))
     unit = {name: 0.0 for name in FEATURES}
     rows, labels = [], []
@@ -130,7 +131,7 @@ def fit() -> int:
     xs, ys = [], []
     for q in build(data, model):
         if q.dev and len(line_vectors(q)) == 1:
-            x, y = features(q)
+            x, y = features(q, feedback=os.environ.get("FEEDBACK", "1") == "1")
             xs.append(x)
             ys.append(y)
     x, y = np.vstack(xs), np.concatenate(ys)

@@ -105,7 +105,7 @@ FEEDBACK_SEEDS = 5
 # -0.205 / 0.154) and rounded to 0.05. Alone, a feature does little or costs; together they pay on both halves of
 # REALTALK and of FriendsQA, which had no part in the fit. QMSum's committee hearings, whose long questions are
 # evidence, lose 2.9 points: a model of chat turns (docs/RETRIEVAL.md, eighth round).
-PRIOR: Mapping[str, float] = {"cosine": 0.6, "length": 0.15, "question": -0.2, "coverage": 0.15}
+PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.2}
 # The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
 # fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95
 # candidates: REALTALK 0.651 / 0.651, FriendsQA 0.694 / 0.695).

@@ -315,7 +315,8 @@ class PgBackend(PgDocuments):
             if hnsw:
                 self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
-            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT:
+            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT and question_stems(text) is None:
+                # a question gets the prior instead (the embedded engine's retrieval._feedback)
                 rows = self._with_feedback(conn, text, rows, where, params, hnsw)
             exact = [] if exact_key is None or not hybrid else conn.execute(
                 f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
