@@ -18,7 +18,8 @@ by line, and its dense score for a message is :func:`line_scores`: the best of i
 the whole query's. One line that names what a memory is about reaches it even when the rest of the conversation
 is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/RETRIEVAL.md).
 
-A one-vector query then gets pseudo-relevance feedback (Rocchio): the dense side is searched again with the
+A one-vector query that gets no prior (below: a short pasted conversation, a long one-line query) then gets
+pseudo-relevance feedback (Rocchio): the dense side is searched again with the
 query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion's :data:`FEEDBACK_SEEDS` best
 (:func:`feedback_vector`), and fused again: what the best hits share (the topic of the conversation the question
 is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
@@ -40,8 +41,9 @@ candidate only the keyword side found gets none of it), the candidate's length (
 be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
 of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
 score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
-whose long questions are evidence, lose: 0.566 -> 0.551; docs/RETRIEVAL.md, eighth round). Only the
-:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.query.question_stems`).
+whose long questions are evidence, lose: 0.566 -> 0.545; docs/RETRIEVAL.md, eighth round). Only the
+:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.query.question_stems`), which then
+gets no Rocchio feedback: beside the prior it added nothing, for ~0.9 ms a search.
 
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
@@ -100,11 +102,12 @@ LINE_WHOLE = 1.0
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_SEEDS = 5
 # The prior of a one-line question's candidate (eighth round; :func:`prior`): a logistic regression of "is evidence"
-# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, their 29,684
-# candidates; `python -m bench.retrieval.round8 fit`), divided by the fused score's coefficient (0.59 / 0.145 /
-# -0.205 / 0.154) and rounded to 0.05. Alone, a feature does little or costs; together they pay on both halves of
-# REALTALK and of FriendsQA, which had no part in the fit. QMSum's committee hearings, whose long questions are
-# evidence, lose 2.9 points: a model of chat turns (docs/RETRIEVAL.md, eighth round).
+# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, the 29,750
+# candidates of the search as shipped, without feedback; `FEEDBACK=0 python -m bench.retrieval.round8 fit`), divided
+# by the fused score's coefficient (0.50 / 0.142 / -0.187 / 0.182) and rounded to 0.05. Alone, a feature does little
+# or costs; together they pay on both halves of REALTALK and of FriendsQA, which had no part in the fit. QMSum's
+# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/RETRIEVAL.md,
+# eighth round).
 PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.2}
 # The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
 # fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95
