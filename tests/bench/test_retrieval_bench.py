@@ -225,3 +225,26 @@ def test_the_seventh_rounds_keyword_phrases_and_patched_fusion() -> None:
     with round7.patched(SITTING_SPAN=8):
         assert fusion.SITTING_SPAN == 8
     assert fusion.SITTING_SPAN == 32  # restored
+
+
+def test_the_eighth_rounds_regression_solves_its_objective_and_restores_the_prior() -> None:
+    """bench.retrieval.round8: the Newton solver ends where the L2-penalised log-loss's gradient is zero (the intercept
+    unpenalised), and the prior's weights are put back after a lever."""
+    import numpy as np
+
+    from bench.retrieval import round8
+    from ltm.store import fusion
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 3))
+    y = (x @ np.array([1.5, -2.0, 0.5]) + 0.3 + rng.normal(size=400) > 0).astype(float)
+    w = round8.logistic(x, y, c=1.0)
+    x1 = np.hstack([x, np.ones((len(x), 1))])
+    p = 1.0 / (1.0 + np.exp(-(x1 @ w)))
+    gradient = x1.T @ (p - y) + np.append(w[:3], 0.0)
+    assert np.abs(gradient).max() < 1e-6
+    assert w[0] > 0 > w[1]
+    saved = dict(fusion.PRIOR)
+    with round8.prior_weights({"cosine": 0.0, "length": 0.0, "question": 0.0, "coverage": 1.0}):
+        assert fusion.prior(0.9, "recipes here", fusion.stems(["recipe"])) == 1.0
+    assert dict(fusion.PRIOR) == saved
