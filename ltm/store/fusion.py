@@ -59,7 +59,7 @@ import numpy as np
 
 __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
            "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "PRIOR_DEPTH", "SITTING_SHARE", "SITTING_SPAN", "STEM",
-           "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores", "normalised_text", "prior",
+           "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores", "near_exact", "normalised_text", "prior",
            "prior_source", "priors", "stems"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
@@ -126,6 +126,15 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def normalised_text(text: str) -> str:
     """Text compared for a near-exact match: case-folded, punctuation and runs of spaces dropped."""
     return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def near_exact(query: str, contents: Mapping[int, str]) -> list[int]:
+    """The seqs (in ``contents``' order) whose content equals ``query`` once case, spacing and punctuation are ignored
+    (:func:`normalised_text`). Only a content holding the query's longest word (a run of word characters of the
+    case-folded text, so of its normalised form too) is normalised."""
+    target = normalised_text(query)
+    word = max(target.split(), key=len, default="")
+    return [s for s, text in contents.items() if word in text.casefold() and normalised_text(text) == target]
 
 
 def stems(words: Iterable[str]) -> frozenset[str]:

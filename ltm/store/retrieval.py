@@ -22,7 +22,7 @@ from ltm.store.fusion import (
     feedback_vector,
     fuse,
     line_scores,
-    normalised_text,
+    near_exact,
     prior_source,
 )
 from ltm.store.log import MessageLog
@@ -89,7 +89,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
     sources = (("dense", mirror.content), ("context", mirror.context if hybrid else None))
     pool: list[tuple[int, float]] | None = None
-    feedback = hybrid and _feedback(query)
+    terms = question_stems(query.text) if hybrid and query.lines is None else None  # a question's: the prior's
+    feedback = hybrid and _feedback(query, terms)
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
             continue
@@ -106,7 +107,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, signals, allowed, fetch, pool)
+        ranked, bodies = _hybrid(log, mirror.content, query, signals, allowed, fetch, pool, terms)
         return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
     bodies = log.bodies([s for s, _, _ in ranked])
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
@@ -114,7 +115,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
 
 def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
             signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
-            fetch: int, pool: list[tuple[int, float]] | None = None,
+            fetch: int, pool: list[tuple[int, float]] | None = None, terms: frozenset[str] | None = None,
             ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
     """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and the
     bodies of the candidates looked at (read once: the near-exact test needs their content).
@@ -137,7 +138,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         exact = [s for s in exact if s in permitted]
     times, names = message_facts(log, sorted({s for hits in signals.values() for s, _ in hits}))
     known = dict(pool if pool is not None else signals.get("dense", ()))  # the query's cosines, before feedback
-    if _feedback(query) and signals.get("dense") and content is not None and vector is not None:
+    if _feedback(query, terms) and signals.get("dense") and content is not None and vector is not None:
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
         stored = log.vectors_of([s for s, _, _ in seeds])
         if stored:  # Rocchio: the dense side again, towards what the best hits share
@@ -154,7 +155,6 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         texts.update(log.contents([s for s in seqs if s not in texts]))
         return {s: texts[s] for s in seqs if s in texts}
 
-    terms = question_stems(query.text) if query.lines is None else None
     priors = None
     if terms is not None and vector is not None and content is not None and content.live:
         index, query_vector = content, vector
@@ -162,27 +162,19 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
                   priors=priors)
     bodies = log.bodies([s for s, _, _ in ranked])
-    near = _near_exact(query.text, contents([s for s, _, _ in ranked]))
+    near = near_exact(query.text, contents([s for s, _, _ in ranked]))
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
                       named=named, priors=priors)
     return ranked[:k], bodies
 
 
-def _feedback(query: SearchQuery) -> bool:
+def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
     """Whether a hybrid query's dense side is searched again by the Rocchio vector: a one-vector query that gets no
-    prior. With the prior, a one-line question gained nothing from it (REALTALK 0.652 without, 0.651 with; dev
-    0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms search at 10,000 messages (docs/RETRIEVAL.md, eighth round)."""
-    return bool(FEEDBACK_WEIGHT) and query.lines is None and question_stems(query.text) is None
-
-
-def _near_exact(query: str, contents: dict[int, str]) -> list[int]:
-    """The seqs (in ``contents``' order) whose content equals ``query`` once case, spacing and punctuation are ignored.
-    Only a content holding the query's longest word (a run of word characters of the case-folded text, so of its
-    normalised form too) is normalised."""
-    target = normalised_text(query)
-    word = max(target.split(), key=len, default="")
-    return [s for s, text in contents.items() if word in text.casefold() and normalised_text(text) == target]
+    prior (``terms``, its :func:`~ltm.store.query.question_stems`, is None). With the prior, a one-line question
+    gained nothing from it (REALTALK 0.652 without, 0.651 with; dev 0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms
+    search at 10,000 messages (docs/RETRIEVAL.md, eighth round)."""
+    return bool(FEEDBACK_WEIGHT) and query.lines is None and terms is None
 
 
 def _cosines(log: MessageLog, content: VectorIndex, vector: np.ndarray, seqs: Sequence[int],

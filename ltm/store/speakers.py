@@ -17,9 +17,9 @@ column.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 from ltm.store.fusion import LONG_QUERY_TERMS
 from ltm.store.log import MessageLog
@@ -70,9 +70,9 @@ def message_facts(log: MessageLog, seqs: Sequence[int]) -> tuple[dict[int, float
     return times, names
 
 
-def body_speakers(body: str) -> tuple[str, ...]:
-    """A stored message body's names, as :func:`message_facts` reads them from the columns."""
-    data = json.loads(body)
+def body_speakers(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """A stored message body's names (the body's parsed JSON), as :func:`message_facts` reads them from the
+    columns."""
     speaker = (data.get("metadata") or {}).get("speaker")
     return tuple(str(v) for v in (speaker, data.get("sent_from"), data.get("role")) if v)
 

@@ -315,21 +315,22 @@ class PgBackend(PgDocuments):
             if hnsw:
                 self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
-            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT and question_stems(text) is None:
+            terms = question_stems(text) if hybrid and dense and not by_lines else None  # a question's: the prior's
+            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT and terms is None:
                 # a question gets the prior instead (the embedded engine's retrieval._feedback)
                 rows = self._with_feedback(conn, text, rows, where, params, hnsw)
             exact = [] if exact_key is None or not hybrid else conn.execute(
                 f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
                 "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
             cosines = None
-            if hybrid and dense and not by_lines and question_stems(text) is not None:  # the fusion's priors
+            if terms is not None:  # the prior's cosines
                 cosines = dict(conn.execute(
                     "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages WHERE ns = %(ns)s AND seq = ANY(%(seqs)s) "
                     "AND embedding IS NOT NULL",
                     {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})}).fetchall())
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
-        return fused(text, k, fetch, rows, exact, cosines)
+        return fused(text, k, fetch, rows, exact, terms, cosines)
 
     def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
                        hnsw: bool) -> list[Any]:

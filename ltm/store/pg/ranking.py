@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ltm.message import Message
-from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text, prior_source
-from ltm.store.query import query_terms, question_stems
+from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, near_exact, prior_source
+from ltm.store.query import query_terms
 from ltm.store.retrieval import MemoryHit
 from ltm.store.speakers import body_speakers, spoken_by_named
 
@@ -17,10 +17,11 @@ __all__ = ["candidates", "fused", "weights_for"]
 
 
 def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any],
-          cosines: Mapping[int, float] | None = None) -> list[MemoryHit]:
+          terms: frozenset[str] | None = None, cosines: Mapping[int, float] | None = None) -> list[MemoryHit]:
     """Hybrid hits from the candidates of :func:`ltm.store.pg.search.candidates_sql` (signal, seq, score, body),
     fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies, and
-    for one question each candidate's prior from ``cosines``, its query vector's cosine: :func:`question_stems`)."""
+    for one question, ``terms`` its :func:`~ltm.store.query.question_stems`, each candidate's prior from ``cosines``,
+    its query vector's cosine)."""
     signals, bodies = candidates(rows)
     bodies.update((int(seq), str(body)) for seq, body in exact)
     weights = weights_for(text)
@@ -28,16 +29,14 @@ def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[An
     loaded = {seq: json.loads(body) for seq, body in bodies.items()}
     times = {seq: float(data["created_at"]) for seq, data in loaded.items()}  # neighbours' gap
     candidates_ = {seq for hits in signals.values() for seq, _ in hits}
-    named = spoken_by_named(text, {s: body_speakers(bodies[s]) for s in candidates_}) if weights["speaker"] else set()
-    terms = question_stems(text)
+    named = spoken_by_named(text, {s: body_speakers(loaded[s]) for s in candidates_}) if weights["speaker"] else set()
     given = cosines
     priors = None if terms is None or given is None else prior_source(
         lambda seqs: {s: given[s] for s in seqs if s in given},
         lambda seqs: {s: str(loaded[s]["content"]) for s in seqs if s in loaded}, terms)
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named,
                   priors=priors)
-    target = normalised_text(text)
-    near = [s for s, _, _ in ranked if normalised_text(Message.load(bodies[s]).content) == target]
+    near = near_exact(text, {s: str(loaded[s]["content"]) for s, _, _ in ranked})
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times,
                       named=named, priors=priors)
