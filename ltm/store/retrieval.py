@@ -137,7 +137,6 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
     times, names = message_facts(log, sorted({s for hits in signals.values() for s, _ in hits}))
-    known = dict(pool if pool is not None else signals.get("dense", ()))  # the query's cosines, before feedback
     if _feedback(query, terms) and signals.get("dense") and content is not None and vector is not None:
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
         stored = log.vectors_of([s for s, _, _ in seeds])
@@ -158,6 +157,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     priors = None
     if terms is not None and vector is not None and content is not None and content.live:
         index, query_vector = content, vector
+        known = dict(signals.get("dense", ()))  # the query's own cosines: a question gets no feedback search
         priors = prior_source(lambda seqs: _cosines(log, index, query_vector, seqs, known), contents, terms)
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
                   priors=priors)
