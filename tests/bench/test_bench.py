@@ -122,6 +122,22 @@ def test_ivf_probe_runs_and_reports_recall(capsys: pytest.CaptureFixture[str]) -
     assert "nlist 16: train" in out and out.count("recall@10 (20 rescored)") == 2
 
 
+def test_hnsw_pca_probe_builds_and_reports_recall(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import hnsw_pca
+    from bench.data import dataset, query_set, vectors
+
+    assert hnsw_pca.main(["--build", "--n", "3000", "--first", "2000", "--dims", "384,64"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("first add") == 2 and "d 64: first add" in out
+    vecs = vectors(dataset(2000, 3)[1], 3)
+    hnsw_pca.recall("synthetic", vecs, query_set(vecs, 30, 3)[1], [384, 32], [20, 80])
+    lines = capsys.readouterr().out.splitlines()
+    found = {(int(line.split(": d ")[1].split(",")[0]), int(line.split(", ")[2].split(" ")[0])):
+             float(line.split("recall@10 ")[1].split(",")[0]) for line in lines}
+    assert len(found) == 4 and found[384, 20] >= 0.95  # the full graph: recall as ltm's
+    assert found[32, 20] < found[384, 20] and found[32, 80] >= found[32, 20]  # fewer dims lose; rescoring mends
+
+
 def corpus(folder: Path, rows: int, seed: int) -> None:
     """``rows`` random unit vectors and their texts, as ``bench.hnsw_real --embed`` leaves them in ``folder``."""
     vecs = np.random.default_rng(seed).standard_normal((rows, 384)).astype(np.float32)
