@@ -164,6 +164,16 @@ def b_measure(vecs: np.ndarray, queries: np.ndarray, truth: np.ndarray, one_at_a
     return out
 
 
+def rescored_recall(ids: np.ndarray, vecs: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> float:
+    """recall@10 against ``truth`` of each query's candidates ``ids`` (rows of ``vecs``; -1 pads) rescored with
+    ``vecs``: what ltm's dense search answers from an approximate index's candidates."""
+    hits = 0
+    for row, query, true in zip(ids, queries, truth, strict=True):
+        cand = row[row >= 0]
+        hits += len(set(cand[np.argsort(-(vecs[cand] @ query))][:10].tolist()) & set(true.tolist()))
+    return hits / 10 / len(queries)
+
+
 def exact_top10(vecs: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Exact inner-product top-10 row indices per query (the ground truth for recall)."""
     import faiss

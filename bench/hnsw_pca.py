@@ -30,7 +30,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from bench.baselines import exact_top10
+from bench.baselines import exact_top10, rescored_recall
 from bench.data import DIM, dataset, query_set, vectors
 from ltm.store.vectors import quantizer_ranges
 
@@ -87,11 +87,8 @@ def recall(name: str, vecs: np.ndarray, queries: np.ndarray, dims: list[int], re
             t0 = time.perf_counter()
             _, ids = index.search(reduced, r)
             search = (time.perf_counter() - t0) / len(queries) * 1e3
-            hits = 0
-            for row, query, true in zip(ids, queries, truth, strict=True):
-                cand = row[row >= 0]
-                hits += len(set(cand[np.argsort(-(stored[cand] @ query))][:10].tolist()) & set(true.tolist()))
-            print(f"{name}, {len(stored)} vectors: d {d}, {r} rescored: recall@10 {hits / 10 / len(queries):.4f}, "
+            found = rescored_recall(ids, stored, queries, truth)
+            print(f"{name}, {len(stored)} vectors: d {d}, {r} rescored: recall@10 {found:.4f}, "
                   f"graph search {search:.2f} ms/query, build {build:.3f} ms/vector (2 threads)", flush=True)
 
 
