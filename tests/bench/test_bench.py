@@ -114,6 +114,21 @@ def test_the_generated_section_of_benchmarks_md_is_replaced_in_place(tmp_path: P
     assert "| 2 |" in second and "| 1 |" not in second and second.count(bench_report.START) == 1
 
 
+def test_targets_up_to_1m_are_not_met_by_a_run_that_stops_below_1m() -> None:
+    from bench import report as bench_report
+
+    def run(sizes: list[int], ms: float, disk: float) -> dict[str, str]:
+        per = {str(n): {"add_batch_ms_per_msg": ms, "disk_bytes_per_msg": disk} for n in sizes}
+        return {k: v for k, _, v in bench_report.verdicts({"sizes": sizes, "systems": {"ltm": per}})}
+
+    small = run([1000, 100_000], 0.09, 1900)
+    assert small["flat"] == small["disk"] == "MET to 100,000; 1M NOT MEASURED in this run"
+    assert small["recover"] == small["search"] == "NOT MEASURED"
+    assert run([1000, 100_000], 0.3, 1900)["flat"] == "NOT MET"  # a miss below 1M is a miss
+    big = run([1000, 1_000_000], 0.36, 2460)
+    assert big["flat"] == "NOT MET" and big["disk"] == "MET"
+
+
 def test_ivf_probe_runs_and_reports_recall(capsys: pytest.CaptureFixture[str]) -> None:
     from bench import ivf_probe
 
