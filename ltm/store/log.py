@@ -261,8 +261,13 @@ class MessageLog:
 
     def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
         """Content vectors by seq as an unquantized index holds them (absent seqs were deleted meanwhile)."""
-        rows = self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
-        return {int(seq): unpack(blob) for seq, blob in rows}
+        rows = list(self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs]))
+        if not rows:
+            return {}
+        # decoded together: one pass instead of one numpy round per vector (~10 us each; a dense search at 1M
+        # rescores 20, find_news hundreds), the same float32 rows as vectors_after gives the index
+        matrix = decode(np.frombuffer(b"".join(blob for _, blob in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
+        return {int(seq): matrix[i] for i, (seq, _) in enumerate(rows)}
 
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:
         """Message contents by seq, as the keyword index holds them (absent seqs were deleted meanwhile)."""
