@@ -315,8 +315,9 @@ class PgBackend(PgDocuments):
             if hnsw:
                 self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
-            terms = question_stems(text) if hybrid and dense and not by_lines else None  # a question's: the prior's
-            if hybrid and dense and not by_lines and FEEDBACK_WEIGHT and terms is None:
+            one_vector = hybrid and dense and not by_lines
+            terms = question_stems(text) if one_vector else None  # a question's: the prior's
+            if one_vector and FEEDBACK_WEIGHT and terms is None:
                 # a question gets the prior instead (the embedded engine's retrieval._feedback)
                 rows = self._with_feedback(conn, text, rows, where, params, hnsw)
             exact = [] if exact_key is None or not hybrid else conn.execute(
