@@ -38,7 +38,7 @@ _faiss: Any = faiss  # its bundled stubs miss IndexHNSWSQ's constructor with a q
 FOLD = 8192
 
 
-def graph(vecs: np.ndarray, d: int, train: np.ndarray) -> tuple[Any, Any]:
+def graph(d: int, train: np.ndarray) -> tuple[Any, Any]:
     """(PCA matrix or None, an empty HNSW-SQ8 graph over ``d`` dimensions trained on ``train``)."""
     pca: Any = None
     if d < DIM:
@@ -58,7 +58,7 @@ def reduce(pca: Any, x: np.ndarray) -> np.ndarray:
 def build_cost(n: int, first: int, dims: list[int], threads: int) -> None:
     vecs = vectors(dataset(n, 7)[1], 7)
     for d in dims:
-        pca, index = graph(vecs, d, vecs[:first])
+        pca, index = graph(d, vecs[:first])
         faiss.omp_set_num_threads(threads)
         t0 = time.perf_counter()
         index.add(reduce(pca, vecs[:first]))
@@ -75,7 +75,7 @@ def recall(name: str, vecs: np.ndarray, queries: np.ndarray, dims: list[int], re
     stored = vecs.astype(np.float16).astype(np.float32)  # what SQLite holds and ltm rescores with
     truth = exact_top10(stored, queries)
     for d in dims:
-        pca, index = graph(stored, d, stored)
+        pca, index = graph(d, stored)
         faiss.omp_set_num_threads(2)
         t0 = time.perf_counter()
         index.add(reduce(pca, stored))
@@ -94,12 +94,10 @@ def recall(name: str, vecs: np.ndarray, queries: np.ndarray, dims: list[int], re
 
 def real_corpus(limit: int) -> tuple[np.ndarray, np.ndarray]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from bench.retrieval.cache import CachedEmbedding
+    from bench.retrieval.cache import local_model
     from bench.retrieval.run import DATA_DIR
-    from ltm.config import Settings
-    from ltm.llm.embeddings import resolve_embedding
 
-    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), DATA_DIR / "cache" / "vectors.sqlite")
+    model = local_model()
     texts: list[str] = []
     asked: list[str] = []
     for path in sorted(DATA_DIR.glob("*.json")):

@@ -51,13 +51,11 @@ def realtalk(nlist: int) -> None:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from bench.retrieval import harness
-    from bench.retrieval.cache import CachedEmbedding
+    from bench.retrieval.cache import local_model
     from bench.retrieval.run import DATA_DIR
-    from ltm.config import Settings
-    from ltm.llm.embeddings import resolve_embedding
     MODEL = harness.MODEL
 
-    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), DATA_DIR / "cache" / "vectors.sqlite")
+    model = local_model()
     MODEL.append(model)  # harness.spoken embeds a question's first-person form with it
     questions = harness.build(json.loads((DATA_DIR / "realtalk.json").read_text("utf-8")), model)
     convs = list({id(q.conv): q.conv for q in questions}.values())

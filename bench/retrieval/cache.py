@@ -61,3 +61,13 @@ class CachedEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return self._many("text", texts)
+
+
+def local_model() -> CachedEmbedding:
+    """ltm's local model (all-MiniLM-L6-v2) behind the shared cache ``bench/data/cache/vectors.sqlite``: what the
+    retrieval scripts and the index probes embed the public sets with."""
+    from bench.retrieval.run import DATA_DIR
+    from ltm.config import Settings
+    from ltm.llm.embeddings import resolve_embedding
+
+    return CachedEmbedding(resolve_embedding(Settings(embedding="local")), DATA_DIR / "cache" / "vectors.sqlite")

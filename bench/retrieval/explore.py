@@ -154,11 +154,9 @@ def evaluate(rows: Sequence[dict[str, Any]], fuse: Callable[[dict[str, Cand]], l
 
 def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from bench.retrieval.cache import CachedEmbedding
-    from ltm.config import Settings
-    from ltm.llm.embeddings import resolve_embedding
+    from bench.retrieval.cache import local_model
 
-    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
+    model = local_model()
     systems: dict[str, Callable[[dict[str, Cand]], list[int]]] = {
         "bm25": single("kw"), "dense": single("dense"), "bare": single("bare"), "rrf60": wrrf(0.5, 60),
     }

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from bench.retrieval.explore import CACHE
 from bench.retrieval.harness import (
     MODEL,
     Cand,
@@ -382,11 +381,9 @@ def levers() -> dict[str, Lever]:
 def main(table: Callable[[], dict[str, Lever]] | None = None) -> int:
     """Measure ``table()``'s levers (default: :func:`levers`) on every set, or those ``LEVERS`` / ``SETS`` name."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from bench.retrieval.cache import CachedEmbedding
-    from ltm.config import Settings
-    from ltm.llm.embeddings import resolve_embedding
+    from bench.retrieval.cache import local_model
 
-    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
+    model = local_model()
     MODEL.append(model)
     chosen = (table or levers)()
     pattern = os.environ.get("LEVERS")

@@ -26,7 +26,6 @@ from contextlib import contextmanager
 import numpy as np
 
 from bench.retrieval import levers as lv
-from bench.retrieval.explore import CACHE
 from bench.retrieval.harness import (
     MODEL,
     Lever,
@@ -145,11 +144,9 @@ def logistic(x: np.ndarray, y: np.ndarray, c: float = 1.0, steps: int = 50) -> n
 
 def fit() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from bench.retrieval.cache import CachedEmbedding
-    from ltm.config import Settings
-    from ltm.llm.embeddings import resolve_embedding
+    from bench.retrieval.cache import local_model
 
-    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
+    model = local_model()
     MODEL.append(model)
     data = json.loads((DATA_DIR / "realtalk.json").read_text("utf-8"))
     xs, ys = [], []

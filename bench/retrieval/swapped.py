@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from bench.retrieval.explore import CACHE, embed
+from bench.retrieval.explore import embed
 from bench.retrieval.harness import MODEL, Question, build, evaluate, named_turns, shipped
 from bench.retrieval.run import DATA_DIR
 from ltm.store import fusion
@@ -52,11 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bonus", type=float, nargs="*", default=[], help="speaker bonus values to compare")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from bench.retrieval.cache import CachedEmbedding
-    from ltm.config import Settings
-    from ltm.llm.embeddings import resolve_embedding
+    from bench.retrieval.cache import local_model
 
-    model = CachedEmbedding(resolve_embedding(Settings(embedding="local")), CACHE / "vectors.sqlite")
+    model = local_model()
     MODEL.append(model)
     questions = build(json.loads((DATA_DIR / "realtalk.json").read_text("utf-8")), model)
     pairs = [(q, t) for q in questions if (t := swap(q.text, q.conv.speakers)) is not None]
