@@ -12,6 +12,7 @@ import argparse
 import json
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,16 @@ def _g(res: dict[str, Any], system: str, n: int, key: str) -> Any:
     return res["systems"].get(system, {}).get(str(n), {}).get(key)
 
 
+def _at(res: dict[str, Any], n: int, system: str, key: str) -> Any:
+    return _g(res, system, n, key)
+
+
+def _first_model(res: dict[str, Any]) -> dict[str, Any]:
+    """The model run's figures at its first size (the main run measures the model at one size)."""
+    runs: dict[str, dict[str, Any]] = res["systems"].get("model", {})
+    return next(iter(runs.values()), {})
+
+
 def _pair(a: Any, b: Any) -> str:
     return f"{_f(a)} / {_f(b)}"
 
@@ -129,7 +140,7 @@ def glance(res: dict[str, Any], peers: dict[str, Any], retrieval: dict[str, dict
     )
     ldk, adk = _g(res, "ltm", big, "disk_bytes_per_msg"), _g(res, "a", big, "disk_bytes_per_msg")
     rows.append([f"disk per message at {big:,}", f"{_f(ldk, '.0f')} B", f"A: {_f(adk, '.0f')} B", _ratio(adk, ldk)])
-    model = next(iter(res["systems"].get("model", {}).values()), {})
+    model = _first_model(res)
     if model:
         rows.append(
             [
@@ -212,7 +223,7 @@ def main_run(res: dict[str, Any]) -> list[str]:
     ]
     rows = []
     for n in sizes:
-        g = lambda s, k, n=n: _g(res, s, n, k)  # noqa: E731
+        g = partial(_at, res, n)
         rows.append(
             [
                 f"{n:,}",
@@ -243,7 +254,7 @@ def main_run(res: dict[str, Any]) -> list[str]:
     out += ["", "**Search**, ms per query without the query embedding (k=10):", ""]
     rows = []
     for n in sizes:
-        g = lambda s, k, n=n: _g(res, s, n, k)  # noqa: E731
+        g = partial(_at, res, n)
         rows.append(
             [
                 f"{n:,}",
@@ -271,7 +282,7 @@ def main_run(res: dict[str, Any]) -> list[str]:
         ],
         rows,
     )
-    q = next(iter(res["systems"].get("model", {}).values()), {}).get("query_embed_p50_ms")
+    q = _first_model(res).get("query_embed_p50_ms")
     if q is not None:
         out += [
             "",
@@ -281,7 +292,7 @@ def main_run(res: dict[str, Any]) -> list[str]:
     out += ["", "**find_news, delete, recovery, disk and memory:**", ""]
     rows = []
     for n in sizes:
-        g = lambda s, k, n=n: _g(res, s, n, k)  # noqa: E731
+        g = partial(_at, res, n)
         rows.append(
             [
                 f"{n:,}",
