@@ -1,4 +1,4 @@
-"""The MetaGPT page's example (docs/metagpt.md) runs, in a fresh process, against the real MetaGPT and the local OpenAI server."""
+"""The example of docs/metagpt.md runs, in a fresh process, against the real MetaGPT and the local OpenAI server."""
 
 from __future__ import annotations
 
