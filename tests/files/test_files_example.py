@@ -25,7 +25,7 @@ def test_page_block_is_the_script_output() -> None:
     block = re.search(r"<!-- files-example:start -->\n```text\n(.*?)```\n<!-- files-example:end -->", _section(),
                       re.DOTALL)
     assert block is not None, "docs/memory-files.md lacks the files-example block"
-    assert block.group(1) == result.stdout, "docs/memory-files.md is stale: python examples/memory_files.py --update-docs"
+    assert block.group(1) == result.stdout, "stale page: python examples/memory_files.py --update-docs"
     # the story the block tells: three edits, a validation error handed back, an approval and a rejection
     out = result.stdout
     assert out.count("$ edit ") == 3
