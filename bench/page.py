@@ -99,7 +99,7 @@ def head(res: dict[str, Any]) -> list[str]:
         "measures nothing and takes seconds):",
         "",
         "```bash",
-        "python -m bench.page",
+        "python -m bench.page           # --plots also redraws the PNGs from results.json",
         "```",
         "",
         "Each section names the run it comes from; the commands that measure again (each writes its file in "
