@@ -173,7 +173,8 @@ def glance(res: dict[str, Any], peers: dict[str, Any], retrieval: dict[str, dict
     return [
         "## At a glance",
         "",
-        "\"× faster\" is the peer's figure over ltm's (higher is better for ltm).",
+        "ltm's advantage: the peer's time or size over ltm's (higher is better for ltm); for recall, the points "
+        "ltm's hybrid search is above the best baseline of the run. mem0's search here is dense only.",
         "",
         *_table(["", "ltm", "peer, same run", "ltm's advantage"], rows),
         "",
