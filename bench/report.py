@@ -60,7 +60,7 @@ def tables(res: dict[str, Any]) -> str:
     if res["systems"].get("base") or res["systems"].get("model_base"):
         out += before_after(res, base)
     out.append("### Add: store work per message (precomputed vectors, embedding excluded)\n")
-    out.append(f"\"{base}\" is ltm at commit {base} (before this work), run by the same worker in the same run. "
+    out.append(f"\"{base}\" is ltm at commit {base} (the baseline), run by the same worker in the same run. "
                "\"8 threads\": the same N messages added by 8 concurrent callers, one message per call, each "
                "call returning once its message is durable.\n")
     rows = []
@@ -150,8 +150,8 @@ def tables(res: dict[str, Any]) -> str:
     if res["sizes"]:  # a --model-only run measures ingest alone: no store target to judge
         out.append("\n### Targets\n")
         if max(int(n) for n in res["sizes"]) < 1_000_000:
-            out.append("This run stops below 1M, so it judges no 1M figure: the last 1M runs are in the sections "
-                       "on issue 21 item 4 above (`python -m bench.run --worker ltm --size 1000000`).\n")
+            out.append("This run stops below 1M, so it judges no 1M figure (measure 1M with "
+                       "`python -m bench.run --worker ltm --size 1000000`).\n")
         out += _table(["target", "measured", "verdict"],
                       [[TARGETS[k], fig, verdict] for k, fig, verdict in verdicts(res)])
     return "\n".join(out)

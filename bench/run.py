@@ -267,8 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         for path in bench_plots.plot_all(results, args.plot.parent):
             print(f"plot: {path}", file=sys.stderr)
     if args.all:
-        bench_report.write_section(BENCHMARKS, bench_report.section(results, text, _relative(args.plot.parent)))
-        print(f"updated the generated section of {BENCHMARKS}", file=sys.stderr)
+        from bench import page
+
+        page.main(["--plots"])  # BENCHMARKS.md again, from the results.json just written
     return 0
 
 

@@ -1,7 +1,7 @@
-"""An agent's memory folder evolving over three edits: the README's "Memory as files" example.
+"""An agent's memory folder evolving over three edits: the example of docs/memory-files.md.
 
-Run it to see the output; ``--update-readme`` rewrites the README block between the files-example markers.
-tests/test_files_example.py runs this script and fails when the README block differs, so it cannot go stale.
+Run it to see the output; ``--update-docs`` rewrites the page's block between the files-example markers.
+tests/files/test_files_example.py runs this script and fails when the page's block differs, so it cannot go stale.
 Runs embedded (SQLite in a temp directory): no server, no model, no network.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ltm import MemoryFS, Settings, ValidationFailed
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "memory-files.md"
 START, END = "<!-- files-example:start -->", "<!-- files-example:end -->"
 
 SKILL_WRONG = """---
@@ -98,22 +98,22 @@ def run() -> str:
     return "\n".join(out) + "\n"
 
 
-def update_readme(output: str) -> None:
-    text = README.read_text(encoding="utf-8")
+def update_page(output: str) -> None:
+    text = PAGE.read_text(encoding="utf-8")
     block = f"{START}\n```text\n{output}```\n{END}"
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(text):
-        sys.exit(f"{README} has no {START} ... {END} block; add the markers first")
-    README.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+        sys.exit(f"{PAGE} has no {START} ... {END} block; add the markers first")
+    PAGE.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--update-readme", action="store_true", help="rewrite the README block with this output")
+    parser.add_argument("--update-docs", action="store_true", help="rewrite the block of docs/memory-files.md")
     args = parser.parse_args()
     output = run()
-    if args.update_readme:
-        update_readme(output)
+    if args.update_docs:
+        update_page(output)
     sys.stdout.write(output)
 
 

@@ -1,4 +1,4 @@
-"""The `ltm` command: every command run as a real subprocess or through main(), exit codes, README coverage."""
+"""The `ltm` command: every command run as a real subprocess or through main(), exit codes, docs/cli.md coverage."""
 
 from __future__ import annotations
 
@@ -140,5 +140,5 @@ def test_every_command_has_help_and_is_documented(command: str, capsys: pytest.C
         main([command, "--help"])
     assert exit_info.value.code == 0
     assert COMMANDS[command] in " ".join(capsys.readouterr().out.split())
-    readme = (ROOT / "README.md").read_text()
-    assert re.search(rf"`ltm {command}\b", readme), f"README.md does not document `ltm {command}`"
+    page = (ROOT / "docs" / "cli.md").read_text()
+    assert re.search(rf"`ltm {command}\b", page), f"docs/cli.md does not document `ltm {command}`"

@@ -1,12 +1,14 @@
-"""The documentation site: every setting and every command documented, and the site (with the API reference
-generated from the docstrings) builds with warnings as errors."""
+"""The documentation site: the generated references match the code, every setting and command is documented, and
+the site (with the API reference generated from the docstrings) builds with warnings as errors."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,6 +17,30 @@ from ltm.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+
+
+def _gen_ref() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_ref", DOCS / "gen_ref.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("page", ["cli.md", "configuration.md"])
+def test_generated_reference_matches_the_code(page: str) -> None:
+    gen = _gen_ref()
+    render = {gen.CLI_PAGE: gen.cli_page, gen.CONFIG_PAGE: gen.config_page}[DOCS / page]
+    assert (DOCS / page).read_text("utf-8") == render(), f"docs/{page} drifted: run `python docs/gen_ref.py`"
+
+
+def test_the_check_fails_on_a_drifted_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _gen_ref()
+    stale = tmp_path / "cli.md"
+    stale.write_text(gen.cli_page().replace("### `ltm add`", "### `ltm add-renamed`"), "utf-8")
+    monkeypatch.setattr(gen, "PAGES", {stale: gen.cli_page})
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    assert gen.main(["--check"]) == 1
 
 
 def test_configuration_page_lists_every_setting() -> None:
@@ -28,6 +54,12 @@ def test_cli_page_documents_every_command(command: str) -> None:
     assert f"### `ltm {command}`" in (DOCS / "cli.md").read_text(encoding="utf-8"), f"docs/cli.md misses {command}"
 
 
+def test_the_ci_script_builds_the_site_before_the_tests() -> None:
+    script = (ROOT / "scripts" / "test").read_text("utf-8")
+    assert "mkdocs build --strict" in script
+    assert script.index("mkdocs build --strict") < script.index("python -m pytest")
+
+
 @pytest.mark.slow
 def test_site_builds_strict(tmp_path: Path) -> None:
     if shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists():
@@ -36,3 +68,4 @@ def test_site_builds_strict(tmp_path: Path) -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "store" / "index.html").is_file()
+    assert not (tmp_path / "site" / "gen_ref.py").exists(), "the generator is not part of the site"

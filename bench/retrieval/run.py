@@ -8,7 +8,8 @@ for every question. Beside the store, in the same run: Okapi BM25 with Porter st
 
     python -m bench.retrieval.fetch                  # once: the public sets into bench/data/ (git-ignored)
     python -m bench.retrieval                        # every set in bench/data/, local MiniLM, prints tables
-    python -m bench.retrieval --write BENCHMARKS.md  # also replace the retrieval section of BENCHMARKS.md
+    python -m bench.retrieval --write bench/results/retrieval.md  # the tables BENCHMARKS.md is built from
+    python -m bench.page                             # then BENCHMARKS.md again
     python -m bench.retrieval --session-dates        # and each set again, every turn at its session's date
     python -m bench.retrieval --data tests/data/retrieval_fixture.json --embedding hash   # machinery check
 """

@@ -81,10 +81,10 @@ def test_unreachable_server_is_backend_unavailable(server: ServiceThread) -> Non
 
 
 def test_readme_client_example_runs(server: ServiceThread, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### The Python client"):]
-    block = re.search(r"```python\n(.*?)```", section, re.S)  # the block test_readme skips, naming this test
+    page = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
+    section = page[page.index("## The Python client"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S)  # the block test_docs_examples skips, naming this test
     assert block is not None
     key, _ = server.state.keys.create(["team-a/*"])
-    exec(compile(block.group(1), "README.md", "exec"), {"url": server.url, "key": key})
+    exec(compile(block.group(1), "docs/service.md", "exec"), {"url": server.url, "key": key})
     assert capsys.readouterr().out.splitlines() == ["[]", "Ship the release on Friday after the load test"]

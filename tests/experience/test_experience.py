@@ -256,14 +256,14 @@ def test_readme_example_runs(
 ) -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Experience memory") :]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "experience.md").read_text(encoding="utf-8")
+    section = page[page.index("# Experience memory") :]
     start = section.index("```python\n") + len("```python\n")
     code = section[start : section.index("```\n", start)]
     monkeypatch.setenv("LTM_STORAGE_DIR", str(tmp_path / "storage"))
     monkeypatch.setenv("LTM_EMBEDDING", "hash")
     monkeypatch.setenv("LTM_LLM", "none")
-    exec(compile(code, "README.md#experience-memory", "exec"), {"__name__": "readme_example"})
+    exec(compile(code, "docs/experience.md", "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out
     assert out.startswith("Before calling refund_order (Refund an order; only a delivered order can be refunded.)")
     assert "[offline]" in out.splitlines()[0]

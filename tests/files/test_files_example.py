@@ -1,4 +1,4 @@
-"""The README's "Memory as files" section is produced by running examples/memory_files.py, and stays so."""
+"""The "Memory as files" page (docs/memory-files.md) shows what examples/memory_files.py prints, and stays so."""
 
 from __future__ import annotations
 
@@ -10,22 +10,22 @@ from pathlib import Path
 from ltm.files.fs import MemoryFS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "memory-files.md"
 
 
 def _section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Memory as files")
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("# Memory as files")
     return text[start : text.index("<!-- files-example:end -->", start) + len("<!-- files-example:end -->")]
 
 
-def test_readme_block_is_the_script_output() -> None:
+def test_page_block_is_the_script_output() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "memory_files.py")], cwd=ROOT,
                             capture_output=True, text=True, timeout=300, check=True)
     block = re.search(r"<!-- files-example:start -->\n```text\n(.*?)```\n<!-- files-example:end -->", _section(),
                       re.DOTALL)
-    assert block is not None, "README lacks the files-example block"
-    assert block.group(1) == result.stdout, "README is stale: run python examples/memory_files.py --update-readme"
+    assert block is not None, "docs/memory-files.md lacks the files-example block"
+    assert block.group(1) == result.stdout, "stale page: python examples/memory_files.py --update-docs"
     # the story the block tells: three edits, a validation error handed back, an approval and a rejection
     out = result.stdout
     assert out.count("$ edit ") == 3
@@ -33,7 +33,7 @@ def test_readme_block_is_the_script_output() -> None:
     assert "AGENTS.md  (v3," in out and "SKILL.md  (v1," in out and "rejected 5" in out
 
 
-def test_readme_snippet_names_real_methods() -> None:
+def test_page_snippet_names_real_methods() -> None:
     code = re.search(r"```python\n(.*?)```", _section(), re.DOTALL)
     assert code is not None
     names = set(re.findall(r"\b(?:fs|MemoryFS)\.(\w+)\(", code.group(1)))

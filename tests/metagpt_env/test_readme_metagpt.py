@@ -1,4 +1,4 @@
-"""The README's MetaGPT example runs, in a fresh process, against the real MetaGPT and the local OpenAI server."""
+"""The example of docs/metagpt.md runs, in a fresh process, against the real MetaGPT and the local OpenAI server."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_readme_metagpt_example_runs(metagpt_home: dict[str, str], tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Using ltm from MetaGPT"):]
+    page = (ROOT / "docs" / "metagpt.md").read_text(encoding="utf-8")
+    section = page[page.index("# MetaGPT"):]
     assert 'pip install ".[metagpt]"' in section  # the line scripts/metagpt-env runs
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code

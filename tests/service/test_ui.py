@@ -1,7 +1,7 @@
 """The web inspector in headless Chromium (Debian's package, driven by Playwright): sign in, page through
 messages, search with the mode switch and per-signal scores, a chat's summary, approve and reject memory-file
 changes as diffs, lessons and policies. Screenshots go to tmp_path, or to docs/screenshots/ with
-LTM_SCREENSHOTS=1 (that is how the README's pictures are made)."""
+LTM_SCREENSHOTS=1 (that is how the pictures of docs/service.md are made)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,79 @@
+"""The project's Markdown reads as documentation, not as a work log, and the changelog goes by version.
+
+A work log shows as numbered work periods ("round 7", "the eighth round", "session 30", "stop 11"), references to
+issue numbers, dated entries ("## ... (2026-11-25)") and notes about the machine a run happened to be on. Each
+is refused in every Markdown file of the project (README.md, BENCHMARKS.md, CHANGELOG.md, docs/, the generated
+tables in bench/results/).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ltm
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted(p for p in ROOT.rglob("*.md")
+               if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+               and p.relative_to(ROOT).parts[:2] != ("bench", "data"))
+_ORDINALS = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
+WORK_LOG = {
+    "round N": re.compile(r"\bround \d+\b", re.I),
+    "an ordinal round": re.compile(rf"\b(?:{_ORDINALS}) round\b", re.I),
+    "an issue number": re.compile(r"\bissues? #?\d+\b", re.I),
+    "a session": re.compile(r"\b(?:session|stop|work period) #?\d+\b|\bthis session\b", re.I),
+    "a dated heading": re.compile(r"^#+ .*\b20\d\d-\d\d-\d\d\b", re.M),
+    "the machine of one run": re.compile(r"\bon this machine\b|\bthis machine's\b", re.I),
+}
+
+
+def offences(text: str) -> list[str]:
+    """Each work-log pattern ``text`` holds, with the line it is on."""
+    found = []
+    for what, pattern in WORK_LOG.items():
+        for m in pattern.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(f"line {line}: {what} ({m.group(0)!r})")
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_reads_as_a_work_log(page: Path) -> None:
+    found = offences(page.read_text("utf-8"))
+    assert not found, f"{page.relative_to(ROOT)} reads as a work log:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("text", ["## Eighth round (after 08f6fd4)", "measured in session 30", "issue 21 item 3",
+                                  "REALTALK 0.565 -> 0.572 (round 2)", "## HNSW recall (2026-11-25)",
+                                  "(load 11 on this machine)"])
+def test_each_work_log_pattern_is_caught(text: str) -> None:
+    assert offences(text)
+
+
+def test_documentation_text_passes() -> None:
+    assert not offences("ltm search --after 2026-11-01\n| round | success |\nthe first three rounds of the bench")
+
+
+def _versions() -> list[str]:
+    return re.findall(r"^## (\d+\.\d+\.\d+)\b", (ROOT / "CHANGELOG.md").read_text("utf-8"), re.M)
+
+
+def test_changelog_goes_by_version_newest_first() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text("utf-8")
+    assert re.search(r"^## Unreleased$", text, re.M), "CHANGELOG.md keeps an Unreleased section on top"
+    versions = _versions()
+    assert versions, "CHANGELOG.md has no version sections"
+    keys = [tuple(int(x) for x in v.split(".")) for v in versions]
+    assert keys == sorted(keys, reverse=True) and len(set(keys)) == len(keys)
+
+
+def test_the_newest_version_is_what_ltm_reports() -> None:
+    assert _versions()[0] == ltm.__version__, "the newest CHANGELOG version is ltm.__version__"
+    out = subprocess.run([sys.executable, "-m", "ltm.cli", "--version"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert ltm.__version__ in out.stdout
