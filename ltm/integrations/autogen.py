@@ -6,7 +6,8 @@ as its JSON text), its metadata as the message's metadata (so ``query(..., filte
 as SQL in the store) plus ``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword,
 fused); each result's metadata carries its ``id`` and ``score``, the cosine similarity of the memory to the query,
 which ``score_threshold`` bounds from below. :meth:`LtmMemory.update_context` does what AutoGen's vector memories
-do: it queries with the last message of the model context and appends the results as one ``SystemMessage``.
+do: it queries with the last message of the model context and appends the results as one ``SystemMessage``
+(a context with no message yet gets the ``k`` most recent memories, as ``ListMemory`` gives its memories).
 Memories are durable on every add: a new ``LtmMemory`` on the same namespace after a restart sees them all.
 """
 
@@ -97,12 +98,15 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
         return MemoryQueryResult(results=[_to_content(hit) for hit in hits])
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
-        """Query with the context's last message and append what was found as one ``SystemMessage``."""
+        """Query with the context's last message and append what was found as one ``SystemMessage`` (with an
+        empty context, the ``k`` most recent memories)."""
         messages = await model_context.get_messages()
-        if not messages:
-            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
-        last = messages[-1]
-        found = await self.query(last.content if isinstance(last.content, str) else str(last))
+        if messages:
+            last = messages[-1]
+            found = await self.query(last.content if isinstance(last.content, str) else str(last))
+        else:  # nothing to query with: the k most recent memories, oldest first (ListMemory gives them all)
+            recent = await asyncio.to_thread(self._store.recent, self._config.k)
+            found = MemoryQueryResult(results=[_to_content(message) for message in recent])
         if found.results:
             lines = [f"{i}. {memory.content}" for i, memory in enumerate(found.results, 1)]
             await model_context.add_message(SystemMessage(content="\nRelevant memory content:\n" + "\n".join(lines)))
@@ -156,12 +160,14 @@ def to_message(content: MemoryContent) -> Message:
     return Message(_text_of(content), role=_ROLE, metadata={**(content.metadata or {}), "mime_type": mime})
 
 
-def _to_content(hit: MemoryHit) -> MemoryContent:
-    message = hit.message
+def _to_content(found: MemoryHit | Message) -> MemoryContent:
+    """A stored memory as AutoGen's content; a search hit's metadata also has its ``score`` (cosine)."""
+    message = found.message if isinstance(found, MemoryHit) else found
     metadata = dict(message.metadata)
     mime = str(metadata.get("mime_type", MemoryMimeType.TEXT.value))
     value: str | dict[str, Any] = json.loads(message.content) if mime == MemoryMimeType.JSON.value \
         else message.content
-    cosine = (hit.explain or {}).get("dense", hit.score)
-    metadata.update(score=float(cosine), id=message.id)
+    if isinstance(found, MemoryHit):
+        metadata["score"] = float((found.explain or {}).get("dense", found.score))
+    metadata["id"] = message.id
     return MemoryContent(content=value, mime_type=mime, metadata=metadata)

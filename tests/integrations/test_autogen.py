@@ -82,9 +82,13 @@ async def test_score_threshold_is_a_minimum_cosine(local: Settings) -> None:
 async def test_update_context_adds_one_system_message_with_the_memories(local: Settings) -> None:
     memory = await filled(local, k=1)
     context = BufferedChatCompletionContext(buffer_size=5)
-    assert (await memory.update_context(context)).memories.results == []  # nothing to query with yet
+    assert (await LtmMemory("empty", settings=local).update_context(context)).memories.results == []
     assert await context.get_messages() == []
+    # nothing to query with yet: the most recent memory, as a chronological memory would give it
+    assert [r.content for r in (await memory.update_context(context)).memories.results] == [FACTS[2][0]]
+    assert [m.content for m in await context.get_messages()] == [f"\nRelevant memory content:\n1. {FACTS[2][0]}"]
 
+    context = BufferedChatCompletionContext(buffer_size=5)
     await context.add_message(UserMessage(content="Tell me about Jupiter", source="user"))
     result = await memory.update_context(context)
     assert [r.content for r in result.memories.results] == [FACTS[1][0]]
