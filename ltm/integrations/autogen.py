@@ -63,10 +63,12 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
     component_config_schema = LtmMemoryConfig
     component_provider_override = "ltm.integrations.autogen.LtmMemory"
 
-    def __init__(self, namespace: str, settings: Settings | None = None, k: int = 5,
-                 score_threshold: float | None = None) -> None:
-        self._config = LtmMemoryConfig(namespace=namespace, k=k, score_threshold=score_threshold,
-                                       settings=_shareable(settings))
+    def __init__(
+        self, namespace: str, settings: Settings | None = None, k: int = 5, score_threshold: float | None = None
+    ) -> None:
+        self._config = LtmMemoryConfig(
+            namespace=namespace, k=k, score_threshold=score_threshold, settings=_shareable(settings)
+        )
         self._store = MemoryStorage(namespace, kind="autogen", settings=settings)
 
     @property
@@ -83,8 +85,9 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
         """Store ``content`` (durable when this returns)."""
         await self._store.aadd(to_message(content))
 
-    async def query(self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None,
-                    **kwargs: Any) -> MemoryQueryResult:
+    async def query(
+        self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None, **kwargs: Any
+    ) -> MemoryQueryResult:
         """The memories most relevant to ``query``, best first; each one's metadata has ``id`` and ``score``."""
         unknown = set(kwargs) - set(_QUERY_KWARGS)
         if unknown:
@@ -93,8 +96,9 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
         if not text.strip():
             return MemoryQueryResult(results=[])
         filters: Mapping[str, Any] | None = kwargs.get("filters")
-        hits = await self._store.asearch(text, kwargs.get("k", self._config.k), filters=filters,
-                                         threshold=self._config.score_threshold, explain=True)
+        hits = await self._store.asearch(
+            text, kwargs.get("k", self._config.k), filters=filters, threshold=self._config.score_threshold, explain=True
+        )
         return MemoryQueryResult(results=[_to_content(hit) for hit in hits])
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
@@ -135,8 +139,11 @@ def _shareable(settings: Settings | None) -> dict[str, Any]:
     if settings is None:
         return {}
     shown, real = settings.model_dump(mode="json"), settings.model_dump()
-    return {name: shown[name] for name in sorted(settings.model_fields_set)
-            if name != "openai_api_key" and not (name.endswith("_url") and shown[name] != real[name])}
+    return {
+        name: shown[name]
+        for name in sorted(settings.model_fields_set)
+        if name != "openai_api_key" and not (name.endswith("_url") and shown[name] != real[name])
+    }
 
 
 def _text_of(content: MemoryContent) -> str:
@@ -165,8 +172,7 @@ def _to_content(found: MemoryHit | Message) -> MemoryContent:
     message = found.message if isinstance(found, MemoryHit) else found
     metadata = dict(message.metadata)
     mime = str(metadata.get("mime_type", MemoryMimeType.TEXT.value))
-    value: str | dict[str, Any] = json.loads(message.content) if mime == MemoryMimeType.JSON.value \
-        else message.content
+    value: str | dict[str, Any] = json.loads(message.content) if mime == MemoryMimeType.JSON.value else message.content
     if isinstance(found, MemoryHit):
         metadata["score"] = float((found.explain or {}).get("dense", found.score))
     metadata["id"] = message.id

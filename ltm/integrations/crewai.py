@@ -31,7 +31,8 @@ from ltm.store import MemoryStorage
 __all__ = ["GivenVectors", "LtmStorage"]
 
 _KEY = "crewai"  # the metadata key holding CrewAI's own fields of a record
-_ROLE = "memory"
+_ROLE = "crewai"  # the role of a record stored with its vector
+_UNEMBEDDED = "crewai-unembedded"  # a record stored without one: listed, counted, deleted, never found by search
 _PAGE = 10_000
 
 
@@ -45,14 +46,17 @@ class GivenVectors(BaseEmbedding):
     def class_name(cls) -> str:
         return "GivenVectors"
 
-    def _refuse(self, *_: Any) -> list[float]:
-        raise InvalidInput("this CrewAI namespace stores the vectors CrewAI computes and embeds no text itself: "
-                           "give each MemoryRecord its embedding (Memory(embedder=...) does)")
+    def _get_text_embedding(self, text: str) -> list[float]:
+        raise InvalidInput(
+            "this CrewAI namespace stores the vectors CrewAI computes and embeds no text itself: "
+            "give each MemoryRecord its embedding (Memory(embedder=...) does)"
+        )
 
-    _get_text_embedding = _get_query_embedding = _refuse
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._refuse()
+        return self._get_text_embedding(query)
 
 
 class LtmStorage:
@@ -72,23 +76,27 @@ class LtmStorage:
 
     # -- writing --------------------------------------------------------------------------------------------
     def save(self, records: list[MemoryRecord]) -> None:
-        """Store ``records`` (each with the vector CrewAI computed for it) in one transaction."""
+        """Store ``records`` (each with the vector CrewAI computed for it) in one transaction; a record with the id
+        of a stored one replaces it."""
         if records:
-            self._store.replace_batch([_to_message(r) for r in records], vectors=self._vectors(records))
+            messages, vectors = self._rows(records)
+            self._store.replace_batch(messages, vectors=vectors)
 
     def update(self, record: MemoryRecord) -> None:
-        """Replace the record with ``record.id`` (its vector too when ``record.embedding`` is given)."""
-        if record.embedding:
-            self._store.replace_batch([_to_message(record)], vectors=self._vectors([record]))
-            return
-        try:
-            old = self._store.get(record.id)
-        except NotFound:
-            raise InvalidInput(f"no record {record.id!r} to update, and no embedding to save it with") from None
-        new = _to_message(record)
-        metadata = {**{key: None for key in old.metadata}, **new.metadata}  # keys the record dropped go too
-        self._store.update(record.id, content=None if new.content == old.content else new.content,
-                           metadata=metadata)
+        """Replace the record with ``record.id``. Without ``record.embedding`` the stored vector stays while the
+        content does; a new content without a vector is stored unembedded (as CrewAI's LanceDB storage stores a
+        zero vector)."""
+        if not record.embedding:
+            try:
+                old = self._store.get(record.id)
+            except NotFound:
+                old = None
+            if old is not None and old.role == _ROLE and old.content == record.content:
+                new = _to_message(record, embedded=True)
+                dropped = {key: None for key in old.metadata if key not in new.metadata}  # removed, not merged
+                self._store.update(record.id, metadata={**dropped, **new.metadata})
+                return
+        self.save([record])
 
     def touch_records(self, record_ids: list[str]) -> None:
         """Set the records' last access to now."""
@@ -100,21 +108,37 @@ class LtmStorage:
                 continue
             self._store.update(record_id, metadata={_KEY: {**fields, "last_accessed": now}})
 
-    def delete(self, scope_prefix: str | None = None, categories: list[str] | None = None,
-               record_ids: list[str] | None = None, older_than: datetime | None = None,
-               metadata_filter: dict[str, Any] | None = None) -> int:
+    def delete(
+        self,
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        record_ids: list[str] | None = None,
+        older_than: datetime | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> int:
         """Delete the records matching every criterion given (all of them when none is); how many went."""
         filters = _filters(scope_prefix, categories, metadata_filter, record_ids, older_than)
         return self._store.delete_where(filters) if filters else self._store.delete_all()
 
     def reset(self, scope_prefix: str | None = None) -> None:
-        """Delete every record of the scope (of the whole namespace when None or ``/``)."""
-        self.delete(scope_prefix=scope_prefix)
+        """Delete every record of the scope; for the whole namespace (None or ``/``) drop it, so that the next
+        save may bring vectors of another dimension (a new embedder), as CrewAI's own storages allow."""
+        if _scope(scope_prefix):
+            self.delete(scope_prefix=scope_prefix)
+        else:
+            self._store.clean()
+            self._dim = None
 
     # -- reading --------------------------------------------------------------------------------------------
-    def search(self, query_embedding: list[float], scope_prefix: str | None = None,
-               categories: list[str] | None = None, metadata_filter: dict[str, Any] | None = None,
-               limit: int = 10, min_score: float = 0.0) -> list[tuple[MemoryRecord, float]]:
+    def search(
+        self,
+        query_embedding: list[float],
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        min_score: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float]]:
         """The ``limit`` records nearest to ``query_embedding`` among those matching the filters, with their
         cosine similarity (at least ``min_score``), best first."""
         dim = self._stored_dim()
@@ -122,9 +146,14 @@ class LtmStorage:
             raise EmbeddingDimensionMismatchError(dim, len(query_embedding))
         if dim is None or limit <= 0:
             return []
-        hits = self._store.search("", limit, mode="dense", vector=query_embedding,
-                                  filters=_filters(scope_prefix, categories, metadata_filter),
-                                  threshold=min_score)
+        hits = self._store.search(
+            "",
+            limit,
+            mode="dense",
+            vector=query_embedding,
+            filters=_filters(scope_prefix, categories, metadata_filter, embedded_only=True),
+            threshold=min_score,
+        )
         return [(_to_record(hit.message), float(hit.score)) for hit in hits]
 
     def get_record(self, record_id: str) -> MemoryRecord | None:
@@ -137,17 +166,21 @@ class LtmStorage:
     def list_records(self, scope_prefix: str | None = None, limit: int = 200, offset: int = 0) -> list[MemoryRecord]:
         """The scope's records, newest first (by ``created_at``), ``offset`` of them skipped."""
         records = sorted(self._records(scope_prefix), key=lambda r: r.created_at, reverse=True)
-        return records[offset:offset + limit]
+        return records[offset : offset + limit]
 
     def get_scope_info(self, scope: str) -> ScopeInfo:
         """How many records the scope (with its subscopes) holds, their categories, dates and child scopes."""
         path = _scope(scope) or "/"
         records = list(self._records(path))
         created = [r.created_at for r in records]
-        return ScopeInfo(path=path, record_count=len(records),
-                         categories=sorted({c for r in records for c in r.categories}),
-                         oldest_record=min(created, default=None), newest_record=max(created, default=None),
-                         child_scopes=_children(path, (r.scope for r in records)))
+        return ScopeInfo(
+            path=path,
+            record_count=len(records),
+            categories=sorted({c for r in records for c in r.categories}),
+            oldest_record=min(created, default=None),
+            newest_record=max(created, default=None),
+            child_scopes=_children(path, (r.scope for r in records)),
+        )
 
     def list_scopes(self, parent: str = "/") -> list[str]:
         """The immediate child scopes of ``parent`` that hold records."""
@@ -175,32 +208,52 @@ class LtmStorage:
         """Async twin of :meth:`save`."""
         await asyncio.to_thread(self.save, records)
 
-    async def asearch(self, query_embedding: list[float], scope_prefix: str | None = None,
-                      categories: list[str] | None = None, metadata_filter: dict[str, Any] | None = None,
-                      limit: int = 10, min_score: float = 0.0) -> list[tuple[MemoryRecord, float]]:
+    async def asearch(
+        self,
+        query_embedding: list[float],
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        min_score: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float]]:
         """Async twin of :meth:`search`."""
-        return await asyncio.to_thread(self.search, query_embedding, scope_prefix, categories, metadata_filter,
-                                       limit, min_score)
+        return await asyncio.to_thread(
+            self.search, query_embedding, scope_prefix, categories, metadata_filter, limit, min_score
+        )
 
-    async def adelete(self, scope_prefix: str | None = None, categories: list[str] | None = None,
-                      record_ids: list[str] | None = None, older_than: datetime | None = None,
-                      metadata_filter: dict[str, Any] | None = None) -> int:
+    async def adelete(
+        self,
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        record_ids: list[str] | None = None,
+        older_than: datetime | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> int:
         """Async twin of :meth:`delete`."""
-        return await asyncio.to_thread(self.delete, scope_prefix, categories, record_ids, older_than,
-                                       metadata_filter)
+        return await asyncio.to_thread(self.delete, scope_prefix, categories, record_ids, older_than, metadata_filter)
 
     # -- helpers -----------------------------------------------------------------------------------------------
-    def _vectors(self, records: list[MemoryRecord]) -> list[list[float]]:
-        dims = {len(r.embedding or ()) for r in records}
-        if 0 in dims:
-            missing = next(r.id for r in records if not r.embedding)
-            raise InvalidInput(f"record {missing!r} has no embedding: CrewAI's Memory computes one with its "
-                               "embedder; a record saved directly needs record.embedding")
+    def _rows(self, records: list[MemoryRecord]) -> tuple[list[Message], list[list[float]]]:
+        """The messages and vectors that store ``records``. A record without a vector (none, or all zeros: no
+        direction) is stored with a placeholder unit vector and the role that keeps it out of every search."""
         dim = self._stored_dim()
-        for new in sorted(dims):
-            if (dim if dim is not None else min(dims)) != new:
-                raise EmbeddingDimensionMismatchError(dim if dim is not None else min(dims), new)
-        return [list(r.embedding or ()) for r in records]
+        if dim is None:
+            dim = next((len(r.embedding) for r in records if r.embedding), None)
+        if dim is None:
+            raise InvalidInput(
+                "no record has an embedding and the namespace holds none yet, so the dimension of "
+                "its vectors is unknown: save a record with its embedding first"
+            )
+        messages, vectors = [], []
+        for record in records:
+            given = list(record.embedding or ())
+            if given and len(given) != dim:
+                raise EmbeddingDimensionMismatchError(dim, len(given))
+            embedded = any(given)
+            messages.append(_to_message(record, embedded=embedded))
+            vectors.append(given if embedded else [1.0] + [0.0] * (dim - 1))
+        return messages, vectors
 
     def _stored_dim(self) -> int | None:
         """The dimension of the stored vectors (None while the namespace has none); it never changes."""
@@ -237,15 +290,21 @@ def _children(parent: str, scopes: Iterator[str] | Any) -> list[str]:
     for scope in scopes:
         path = _scope(scope)
         if path.startswith(base + "/") and path != base:
-            found.add(base + "/" + path[len(base) + 1:].split("/", 1)[0])
+            found.add(base + "/" + path[len(base) + 1 :].split("/", 1)[0])
     return sorted(found)
 
 
-def _filters(scope_prefix: str | None = None, categories: list[str] | None = None,
-             metadata_filter: Mapping[str, Any] | None = None, record_ids: list[str] | None = None,
-             older_than: datetime | None = None) -> dict[str, Any] | None:
+def _filters(
+    scope_prefix: str | None = None,
+    categories: list[str] | None = None,
+    metadata_filter: Mapping[str, Any] | None = None,
+    record_ids: list[str] | None = None,
+    older_than: datetime | None = None,
+    *,
+    embedded_only: bool = False,
+) -> dict[str, Any] | None:
     """The criteria as one filter of the store's language (None when there is none)."""
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = [{"role": _ROLE}] if embedded_only else []
     scope = _scope(scope_prefix)
     if scope:
         parts.append({f"metadata.{_KEY}.scopes": {"contains": scope}})
@@ -269,27 +328,45 @@ def _iso(moment: datetime) -> str:
     return _utc(moment).astimezone(timezone.utc).replace(tzinfo=None).isoformat()
 
 
-def _to_message(record: MemoryRecord) -> Message:
+def _to_message(record: MemoryRecord, *, embedded: bool) -> Message:
     if _KEY in record.metadata:
         raise InvalidInput(f"metadata key {_KEY!r} is ltm's (it holds the record's scope and categories); rename it")
     scope = _scope(record.scope) or "/"
-    fields = {"scope": scope, "scopes": _ancestors(scope), "categories": list(record.categories),
-              "importance": record.importance, "created_at": _iso(record.created_at),
-              "last_accessed": _iso(record.last_accessed), "source": record.source, "private": record.private}
-    return Message(record.content, id=record.id, role=_ROLE, created_at=_utc(record.created_at).timestamp(),
-                   metadata={**record.metadata, _KEY: fields})
+    fields = {
+        "scope": scope,
+        "scopes": _ancestors(scope),
+        "categories": list(record.categories),
+        "importance": record.importance,
+        "created_at": _iso(record.created_at),
+        "last_accessed": _iso(record.last_accessed),
+        "source": record.source,
+        "private": record.private,
+    }
+    return Message(
+        record.content,
+        id=record.id,
+        role=_ROLE if embedded else _UNEMBEDDED,
+        created_at=_utc(record.created_at).timestamp(),
+        metadata={**record.metadata, _KEY: fields},
+    )
 
 
 def _to_record(message: Message) -> MemoryRecord:
     metadata = dict(message.metadata)
     fields = metadata.pop(_KEY, None) or {}
     return MemoryRecord(
-        id=message.id, content=message.content, scope=fields.get("scope", "/"),
-        categories=list(fields.get("categories") or []), metadata=metadata,
+        id=message.id,
+        content=message.content,
+        scope=fields.get("scope", "/"),
+        categories=list(fields.get("categories") or []),
+        metadata=metadata,
         importance=float(fields.get("importance", 0.5)),
-        created_at=datetime.fromisoformat(fields["created_at"]) if "created_at" in fields
+        created_at=datetime.fromisoformat(fields["created_at"])
+        if "created_at" in fields
         else datetime.fromtimestamp(message.created_at, timezone.utc).replace(tzinfo=None),
-        last_accessed=datetime.fromisoformat(fields["last_accessed"]) if "last_accessed" in fields
+        last_accessed=datetime.fromisoformat(fields["last_accessed"])
+        if "last_accessed" in fields
         else datetime.now(timezone.utc).replace(tzinfo=None),
-        source=fields.get("source"), private=bool(fields.get("private", False)),
+        source=fields.get("source"),
+        private=bool(fields.get("private", False)),
     )

@@ -73,8 +73,7 @@ async def test_is_an_autogen_memory_and_finds_by_meaning(local: Settings) -> Non
 @pytest.mark.asyncio
 async def test_score_threshold_is_a_minimum_cosine(local: Settings) -> None:
     memory = await filled(local, score_threshold=0.5)
-    assert [r.content for r in (await memory.query("the biggest planet of the solar system")).results] \
-        == [FACTS[1][0]]
+    assert [r.content for r in (await memory.query("the biggest planet of the solar system")).results] == [FACTS[1][0]]
     assert (await memory.query("a recipe for chocolate cake")).results == []
 
 
@@ -112,8 +111,11 @@ async def test_an_assistant_agent_consults_it(local: Settings) -> None:
 async def test_contents_filters_and_refusals(settings: Settings) -> None:
     memory = LtmMemory("kinds", settings=settings, k=10)
     await memory.add(MemoryContent(content={"city": "Lyon", "rank": 3}, mime_type=MemoryMimeType.JSON))
-    await memory.add(MemoryContent(content="# Notes\nLyon has traboules", mime_type=MemoryMimeType.MARKDOWN,
-                                   metadata={"source": "guide"}))
+    await memory.add(
+        MemoryContent(
+            content="# Notes\nLyon has traboules", mime_type=MemoryMimeType.MARKDOWN, metadata={"source": "guide"}
+        )
+    )
     found = {r.metadata["mime_type"]: r.content for r in (await memory.query("Lyon")).results if r.metadata}
     assert found == {"application/json": {"city": "Lyon", "rank": 3}, "text/markdown": "# Notes\nLyon has traboules"}
     only = await memory.query("Lyon", filters={"metadata.source": "guide"})
@@ -137,8 +139,12 @@ async def test_contents_filters_and_refusals(settings: Settings) -> None:
 
 @pytest.mark.asyncio
 async def test_component_config_round_trip_keeps_no_secret(tmp_path: Path) -> None:
-    settings = Settings(storage_dir=tmp_path / "storage", embedding="hash", openai_api_key="sk-secret-key",
-                        redis_url="redis://:hunter2@localhost:1/0")
+    settings = Settings(
+        storage_dir=tmp_path / "storage",
+        embedding="hash",
+        openai_api_key="sk-secret-key",
+        redis_url="redis://:hunter2@localhost:1/0",
+    )
     memory = LtmMemory("team", settings=settings, k=3, score_threshold=0.25)
     await memory.add(text("The deploy runs every Friday"))
     config = memory.dump_component()
@@ -153,8 +159,9 @@ async def test_component_config_round_trip_keeps_no_secret(tmp_path: Path) -> No
     assert (loaded.name, loaded.dump_component().config) == ("team", config.config)
     assert [r.content for r in (await loaded.query("deploy Friday")).results] == ["The deploy runs every Friday"]
     with pytest.raises(ValueError):
-        LtmMemory.load_component({"provider": "ltm.integrations.autogen.LtmMemory",
-                                  "config": {"namespace": "team", "k": 0}})
+        LtmMemory.load_component(
+            {"provider": "ltm.integrations.autogen.LtmMemory", "config": {"namespace": "team", "k": 0}}
+        )
 
 
 def test_memories_survive_a_killed_process(tmp_path: Path) -> None:

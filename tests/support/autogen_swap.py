@@ -92,19 +92,31 @@ def _chroma(config: ChromaDBVectorMemoryConfig | None = None) -> Any:
     if config is None:
         config = PersistentChromaDBVectorMemoryConfig()
     root = getattr(config, "persistence_path", None) or tempfile.mkdtemp(prefix="ltm-autogen-")
-    return LtmMemory(config.collection_name, settings=Settings(storage_dir=root), k=config.k,
-                     score_threshold=config.score_threshold)
+    return LtmMemory(
+        config.collection_name, settings=Settings(storage_dir=root), k=config.k, score_threshold=config.score_threshold
+    )
 
 
 def _list(name: str | None = None, memory_contents: list[MemoryContent] | None = None) -> Any:
-    memory = LtmMemory(name or "default_list_memory", settings=Settings(storage_dir=tempfile.mkdtemp(
-        prefix="ltm-autogen-")), k=100)
+    memory = LtmMemory(
+        name or "default_list_memory", settings=Settings(storage_dir=tempfile.mkdtemp(prefix="ltm-autogen-")), k=100
+    )
     for content in memory_contents or []:
         memory.store.add(to_message(content))
     return memory
 
 
-ChromaDBVectorMemory: Any = _ChromaDBVectorMemory if REFERENCE else type(
-    "ChromaDBVectorMemory", (), {"__new__": staticmethod(lambda cls, config=None: _chroma(config))})
-ListMemory: Any = _ListMemory if REFERENCE else type(
-    "ListMemory", (), {"__new__": staticmethod(lambda cls, name=None, memory_contents=None: _list(name, memory_contents))})
+ChromaDBVectorMemory: Any = (
+    _ChromaDBVectorMemory
+    if REFERENCE
+    else type("ChromaDBVectorMemory", (), {"__new__": staticmethod(lambda cls, config=None: _chroma(config))})
+)
+ListMemory: Any = (
+    _ListMemory
+    if REFERENCE
+    else type(
+        "ListMemory",
+        (),
+        {"__new__": staticmethod(lambda cls, name=None, memory_contents=None: _list(name, memory_contents))},
+    )
+)
