@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -191,3 +192,15 @@ def test_memories_survive_a_killed_process(tmp_path: Path) -> None:
     import asyncio
 
     assert asyncio.run(recall()) == ["The staging database is on port 5433"]
+
+
+def test_the_docs_page_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "frameworks" / "autogen.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"autogen.md#{i}", "exec"), {"__name__": "docs"})
+    assert "The user prefers temperatures in Celsius" in capsys.readouterr().out

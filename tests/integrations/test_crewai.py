@@ -7,6 +7,7 @@ Runs in scripts/frameworks/crewai's environment; where CrewAI is not installed t
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -253,3 +254,18 @@ def _crew_process(root: Path, server: OpenAIServer, task: str, *, kill: bool) ->
         "CREWAI_STORAGE_DIR": str(root / "crewai"),
     }
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_docs_page_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: OpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page's example, with its ``llm`` and ``embedder`` pointed at the local server."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "frameworks" / "crewai.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {"llm": _llm(openai_server), "embedder": _embedder(openai_server)}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"crewai.md#{i}", "exec"), scope)
+    assert "We keep orders in PostgreSQL." in capsys.readouterr().out
+    assert LtmStorage(Settings(storage_dir=tmp_path / "storage")).count() >= 2  # the crew saved through ltm too
