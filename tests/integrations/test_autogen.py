@@ -6,6 +6,7 @@ Runs in scripts/frameworks/autogen's environment; where AutoGen is not installed
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -108,9 +109,19 @@ async def test_an_assistant_agent_consults_it(local: Settings) -> None:
     assert result.messages[-1].to_text() == "It is 90°F, that is 32°C."
 
 
+@pytest.fixture(params=["embedded", "postgres"])
+def engine(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Hash-embedding settings on each engine: the embedded store, and PostgreSQL (tests/conftest.py's server)."""
+    if request.param == "postgres":
+        if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgserver") is None:
+            pytest.skip("PostgreSQL: install ltm[pg] and pgserver (scripts/frameworks/autogen does)")
+        return settings.with_(store_url=request.getfixturevalue("pg_url"))
+    return settings
+
+
 @pytest.mark.asyncio
-async def test_contents_filters_and_refusals(settings: Settings) -> None:
-    memory = LtmMemory("kinds", settings=settings, k=10)
+async def test_contents_filters_and_refusals(engine: Settings) -> None:
+    memory = LtmMemory("kinds", settings=engine, k=10)
     await memory.add(MemoryContent(content={"city": "Lyon", "rank": 3}, mime_type=MemoryMimeType.JSON))
     await memory.add(
         MemoryContent(

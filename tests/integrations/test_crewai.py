@@ -6,6 +6,7 @@ Runs in scripts/frameworks/crewai's environment; where CrewAI is not installed t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -41,8 +42,13 @@ def record(content: str, scope: str = "/", **fields: object) -> MemoryRecord:
     return MemoryRecord(content=content, scope=scope, embedding=vector(content), **fields)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def storage(settings: Settings) -> Iterator[LtmStorage]:
+@pytest.fixture(params=["embedded", "postgres"])
+def storage(request: pytest.FixtureRequest, settings: Settings) -> Iterator[LtmStorage]:
+    """The backend on each engine: the embedded store, and PostgreSQL (the private server of tests/conftest.py)."""
+    if request.param == "postgres":
+        if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgserver") is None:
+            pytest.skip("PostgreSQL: install ltm[pg] and pgserver (scripts/frameworks/crewai does)")
+        settings = settings.with_(store_url=request.getfixturevalue("pg_url"))
     backend = LtmStorage(settings)
     yield backend
     backend.close()

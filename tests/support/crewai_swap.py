@@ -43,13 +43,17 @@ def install() -> None:
         set_memory_storage_factory(_factory)
 
 
-if REFERENCE:
-    from crewai.memory.storage.lancedb_storage import LanceDBStorage
+def _classes() -> tuple[Any, Any]:
+    """(LanceDBStorage, QdrantEdgeStorage) as the tests will call them."""
+    if not REFERENCE:
+        return ltm_storage, ltm_storage
+    from crewai.memory.storage.lancedb_storage import LanceDBStorage as lance
 
     try:
         from crewai.memory.storage.qdrant_edge_storage import QdrantEdgeStorage
     except ImportError:  # the qdrant-edge extra is not installed: its tests skip themselves
-        QdrantEdgeStorage: Any = None  # type: ignore[no-redef]
-else:
-    LanceDBStorage: Any = ltm_storage  # type: ignore[no-redef]
-    QdrantEdgeStorage = ltm_storage
+        return lance, None
+    return lance, QdrantEdgeStorage
+
+
+LanceDBStorage, QdrantEdgeStorage = _classes()
