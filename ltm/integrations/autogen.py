@@ -112,7 +112,7 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
             recent = await asyncio.to_thread(self._store.recent, self._config.k)
             found = MemoryQueryResult(results=[_to_content(message) for message in recent])
         if found.results:
-            lines = [f"{i}. {memory.content}" for i, memory in enumerate(found.results, 1)]
+            lines = [f"{i}. " + str(memory.content) for i, memory in enumerate(found.results, 1)]
             await model_context.add_message(SystemMessage(content="\nRelevant memory content:\n" + "\n".join(lines)))
         return UpdateContextResult(memories=found)
 

@@ -15,7 +15,7 @@ A scope prefix is a path prefix: ``/crew`` matches ``/crew`` and ``/crew/sales``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -117,6 +117,8 @@ class LtmStorage:
         metadata_filter: dict[str, Any] | None = None,
     ) -> int:
         """Delete the records matching every criterion given (all of them when none is); how many went."""
+        if record_ids is not None and not record_ids:
+            return 0  # an empty list of ids names no record
         filters = _filters(scope_prefix, categories, metadata_filter, record_ids, older_than)
         return self._store.delete_where(filters) if filters else self._store.delete_all()
 
@@ -284,7 +286,8 @@ def _ancestors(scope: str) -> list[str]:
     return ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def _children(parent: str, scopes: Iterator[str] | Any) -> list[str]:
+def _children(parent: str, scopes: Iterable[str]) -> list[str]:
+    """The immediate children of ``parent`` among ``scopes`` and their ancestors."""
     base = "" if parent == "/" else parent
     found = set()
     for scope in scopes:
