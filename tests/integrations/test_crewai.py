@@ -127,6 +127,7 @@ def test_filters_are_paths_categories_metadata_and_age(storage: LtmStorage) -> N
     assert storage.list_categories("/crew/qa") == {"bug": 1, "checkout": 1}
     assert [r.content for r in storage.list_records(limit=2)][1] != "Orders live in PostgreSQL"  # newest first
     assert storage.list_records(offset=2)[0].created_at == old
+    assert storage.delete(record_ids=[]) == 0 and storage.count() == 3  # no id named: nothing deleted
     assert storage.delete(older_than=datetime(2021, 1, 1)) == 1
     assert storage.delete(scope_prefix="/crewmates") == 1
     storage.reset()
