@@ -30,14 +30,26 @@ from ltm.store import MemoryStorage
 from tests.store.conftest import BACKENDS
 
 _DOCS = [
-    Document(text="The billing service retries failed card payments three times.", doc_id="billing",
-             metadata={"team": "payments", "year": 2023, "tags": ["billing", "retries"], "score": 0.9}),
-    Document(text="The login page locks an account after five wrong passwords.", doc_id="login",
-             metadata={"team": "identity", "year": 2024, "tags": ["security"], "score": 0.4}),
-    Document(text="Invoices are emailed as PDF on the first day of each month.", doc_id="invoices",
-             metadata={"team": "payments", "year": 2024, "tags": ["billing", "email"], "score": 0.7}),
-    Document(text="The search index is rebuilt every night from the product catalog.", doc_id="search",
-             metadata={"team": "Catalog Team", "year": 2022, "tags": [], "score": 0.2}),
+    Document(
+        text="The billing service retries failed card payments three times.",
+        doc_id="billing",
+        metadata={"team": "payments", "year": 2023, "tags": ["billing", "retries"], "score": 0.9},
+    ),
+    Document(
+        text="The login page locks an account after five wrong passwords.",
+        doc_id="login",
+        metadata={"team": "identity", "year": 2024, "tags": ["security"], "score": 0.4},
+    ),
+    Document(
+        text="Invoices are emailed as PDF on the first day of each month.",
+        doc_id="invoices",
+        metadata={"team": "payments", "year": 2024, "tags": ["billing", "email"], "score": 0.7},
+    ),
+    Document(
+        text="The search index is rebuilt every night from the product catalog.",
+        doc_id="search",
+        metadata={"team": "Catalog Team", "year": 2022, "tags": [], "score": 0.2},
+    ),
 ]
 
 
@@ -91,40 +103,88 @@ def test_index_retriever_and_query_engine_survive_a_restart(
     assert reopened.client.count() == len(_DOCS)
 
 
-@pytest.mark.parametrize(("filters", "expected"), [
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="payments")]), {"billing", "invoices"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="payments", operator=FilterOperator.NE)]),
-     {"login", "search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="year", value=2023, operator=FilterOperator.GTE)]),
-     {"billing", "login", "invoices"}),
-    (MetadataFilters(filters=[MetadataFilter(key="year", value=2023, operator=FilterOperator.LT)]), {"search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="score", value=0.7, operator=FilterOperator.GT)]), {"billing"}),
-    (MetadataFilters(filters=[MetadataFilter(key="score", value=0.4, operator=FilterOperator.LTE)]),
-     {"login", "search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value=["identity", "Catalog Team"],
-                                             operator=FilterOperator.IN)]), {"login", "search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="year", value=[2023, 2024], operator=FilterOperator.NIN)]),
-     {"search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="tags", value="billing", operator=FilterOperator.CONTAINS)]),
-     {"billing", "invoices"}),
-    (MetadataFilters(filters=[MetadataFilter(key="tags", value=["email", "security"], operator=FilterOperator.ANY)]),
-     {"login", "invoices"}),
-    (MetadataFilters(filters=[MetadataFilter(key="tags", value=["billing", "email"], operator=FilterOperator.ALL)]),
-     {"invoices"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="catalog",
-                                             operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]), {"search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="Catalog", operator=FilterOperator.TEXT_MATCH)]),
-     {"search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="payments"),
-                              MetadataFilters(filters=[MetadataFilter(key="year", value=2023),
-                                                       MetadataFilter(key="score", value=0.5,
-                                                                      operator=FilterOperator.LT)],
-                                              condition=FilterCondition.OR)]), {"billing"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="identity"), MetadataFilter(key="year", value=2022)],
-                     condition=FilterCondition.OR), {"login", "search"}),
-    (MetadataFilters(filters=[MetadataFilter(key="team", value="payments")], condition=FilterCondition.NOT),
-     {"login", "search"}),
-])
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (MetadataFilters(filters=[MetadataFilter(key="team", value="payments")]), {"billing", "invoices"}),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="team", value="payments", operator=FilterOperator.NE)]),
+            {"login", "search"},
+        ),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="year", value=2023, operator=FilterOperator.GTE)]),
+            {"billing", "login", "invoices"},
+        ),
+        (MetadataFilters(filters=[MetadataFilter(key="year", value=2023, operator=FilterOperator.LT)]), {"search"}),
+        (MetadataFilters(filters=[MetadataFilter(key="score", value=0.7, operator=FilterOperator.GT)]), {"billing"}),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="score", value=0.4, operator=FilterOperator.LTE)]),
+            {"login", "search"},
+        ),
+        (
+            MetadataFilters(
+                filters=[MetadataFilter(key="team", value=["identity", "Catalog Team"], operator=FilterOperator.IN)]
+            ),
+            {"login", "search"},
+        ),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="year", value=[2023, 2024], operator=FilterOperator.NIN)]),
+            {"search"},
+        ),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="tags", value="billing", operator=FilterOperator.CONTAINS)]),
+            {"billing", "invoices"},
+        ),
+        (
+            MetadataFilters(
+                filters=[MetadataFilter(key="tags", value=["email", "security"], operator=FilterOperator.ANY)]
+            ),
+            {"login", "invoices"},
+        ),
+        (
+            MetadataFilters(
+                filters=[MetadataFilter(key="tags", value=["billing", "email"], operator=FilterOperator.ALL)]
+            ),
+            {"invoices"},
+        ),
+        (
+            MetadataFilters(
+                filters=[MetadataFilter(key="team", value="catalog", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]
+            ),
+            {"search"},
+        ),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="team", value="Catalog", operator=FilterOperator.TEXT_MATCH)]),
+            {"search"},
+        ),
+        (
+            MetadataFilters(
+                filters=[
+                    MetadataFilter(key="team", value="payments"),
+                    MetadataFilters(
+                        filters=[
+                            MetadataFilter(key="year", value=2023),
+                            MetadataFilter(key="score", value=0.5, operator=FilterOperator.LT),
+                        ],
+                        condition=FilterCondition.OR,
+                    ),
+                ]
+            ),
+            {"billing"},
+        ),
+        (
+            MetadataFilters(
+                filters=[MetadataFilter(key="team", value="identity"), MetadataFilter(key="year", value=2022)],
+                condition=FilterCondition.OR,
+            ),
+            {"login", "search"},
+        ),
+        (
+            MetadataFilters(filters=[MetadataFilter(key="team", value="payments")], condition=FilterCondition.NOT),
+            {"login", "search"},
+        ),
+    ],
+)
 def test_metadata_filters_run_inside_the_store(
     built: tuple[VectorStoreIndex, LtmVectorStore], filters: MetadataFilters, expected: set[str]
 ) -> None:
@@ -141,8 +201,11 @@ def test_query_modes(built: tuple[VectorStoreIndex, LtmVectorStore], embed: Hash
     assert [n.ref_doc_id for n in result.nodes or []] == ["login"]
     assert result.similarities and result.similarities[0] > 0
     vector = embed.get_query_embedding("product catalog index rebuilt nightly")
-    hybrid = store.query(VectorStoreQuery(query_str="catalog", query_embedding=vector, similarity_top_k=1,
-                                          mode=VectorStoreQueryMode.HYBRID))
+    hybrid = store.query(
+        VectorStoreQuery(
+            query_str="catalog", query_embedding=vector, similarity_top_k=1, mode=VectorStoreQueryMode.HYBRID
+        )
+    )
     assert [n.ref_doc_id for n in hybrid.nodes or []] == ["search"]
     dense = store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=4))
     assert dense.similarities == sorted(dense.similarities or [], reverse=True)
@@ -199,11 +262,13 @@ def test_bad_filters_and_nodes_are_refused(built: tuple[VectorStoreIndex, LtmVec
 
 def test_memory_block_puts_long_term_memories_into_the_agents_context(settings: Settings) -> None:
     storage = MemoryStorage("chat-user-7", kind="user", settings=settings)
-    storage.add_batch([
-        Message("My cat is called Mochi and she is afraid of the vacuum cleaner.", role="user"),
-        Message("I deploy the billing service every Tuesday morning.", role="user"),
-        Message("My favourite editor is Helix.", role="user"),
-    ])
+    storage.add_batch(
+        [
+            Message("My cat is called Mochi and she is afraid of the vacuum cleaner.", role="user"),
+            Message("I deploy the billing service every Tuesday morning.", role="user"),
+            Message("My favourite editor is Helix.", role="user"),
+        ]
+    )
     block = LtmMemoryBlock(storage=storage, k=1, scope={"user_id": "u7"})
     memory = Memory.from_defaults(session_id="s2", token_limit=4000, memory_blocks=[block])
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
@@ -215,8 +280,9 @@ def test_memory_block_puts_long_term_memories_into_the_agents_context(settings: 
 def test_memory_block_stores_what_short_term_memory_flushes(settings: Settings) -> None:
     storage = MemoryStorage("chat-user-8", kind="user", settings=settings)
     block = LtmMemoryBlock(storage=storage, k=2, scope={"user_id": "u8", "run_id": "r1"})
-    memory = Memory.from_defaults(session_id="s1", token_limit=60, token_flush_size=20,
-                                  chat_history_token_ratio=0.5, memory_blocks=[block])
+    memory = Memory.from_defaults(
+        session_id="s1", token_limit=60, token_flush_size=20, chat_history_token_ratio=0.5, memory_blocks=[block]
+    )
     lines = [f"Fact number {i}: the deploy window for service {i} is at {i} pm." for i in range(8)]
     for line in lines:
         memory.put(ChatMessage(role="user", content=line))

@@ -1,0 +1,375 @@
+"""ltm under CrewAI: :class:`LtmStorage`, a ``crewai.memory.storage.backend.StorageBackend`` over one ltm namespace.
+
+``Memory(storage=LtmStorage())`` (and ``Crew(..., memory=that_memory)``) in place of CrewAI's LanceDB storage.
+CrewAI computes the vectors (its embedder) and the backend stores the ones it is given: the namespace records the
+model as ``crewai`` and never embeds a text itself. A ``MemoryRecord`` is stored as one message: its id, content
+and ``created_at``; its metadata as the message's metadata (filterable, and ``user_id`` / ``agent_id`` /
+``run_id`` / ``expires_at`` keep their ltm meaning); CrewAI's own fields (scope and its ancestors, categories,
+importance, last access, source, private) under the one metadata key ``crewai``. Scope, category, metadata and
+age filters run as SQL inside the store; ``search`` is the store's dense search, its score the cosine similarity
+of the record's vector to the query's, and ``min_score`` a minimum cosine.
+
+A scope prefix is a path prefix: ``/crew`` matches ``/crew`` and ``/crew/sales``, not ``/crewmates``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from crewai.memory.storage.backend import EmbeddingDimensionMismatchError
+from crewai.memory.types import MemoryRecord, ScopeInfo
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from ltm.config import Settings
+from ltm.errors import InvalidInput, NotFound
+from ltm.message import Message
+from ltm.store import MemoryStorage
+
+__all__ = ["GivenVectors", "LtmStorage"]
+
+_KEY = "crewai"  # the metadata key holding CrewAI's own fields of a record
+_ROLE = "crewai"  # the role of a record stored with its vector
+_UNEMBEDDED = "crewai-unembedded"  # a record stored without one: listed, counted, deleted, never found by search
+_PAGE = 10_000
+
+
+class GivenVectors(BaseEmbedding):
+    """The embedding of a namespace whose vectors come from the caller (CrewAI's embedder): it names the model and
+    refuses to embed a text, so that no vector of another model ever lands beside CrewAI's."""
+
+    model_name: str = "crewai"
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GivenVectors"
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        raise InvalidInput(
+            "this CrewAI namespace stores the vectors CrewAI computes and embeds no text itself: "
+            "give each MemoryRecord its embedding (Memory(embedder=...) does)"
+        )
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+
+class LtmStorage:
+    """CrewAI's storage backend on ltm (``settings`` as everywhere in ltm; None: ``Settings.load()``), in
+    ``namespace`` (default ``crewai``; one namespace holds every scope). Durable on every save: a new
+    ``LtmStorage`` on the same data root after a restart sees every record. Works on the embedded store and on
+    PostgreSQL (``Settings.store_url``)."""
+
+    def __init__(self, settings: Settings | None = None, *, namespace: str = "crewai") -> None:
+        self._store = MemoryStorage(namespace, kind="crewai", settings=settings, embedding=GivenVectors())
+        self._dim: int | None = None
+
+    @property
+    def store(self) -> MemoryStorage:
+        """The ltm store under this backend (for ltm's own API: history, export, the CLI's filters...)."""
+        return self._store
+
+    # -- writing --------------------------------------------------------------------------------------------
+    def save(self, records: list[MemoryRecord]) -> None:
+        """Store ``records`` (each with the vector CrewAI computed for it) in one transaction; a record with the id
+        of a stored one replaces it."""
+        if records:
+            messages, vectors = self._rows(records)
+            self._store.replace_batch(messages, vectors=vectors)
+
+    def update(self, record: MemoryRecord) -> None:
+        """Replace the record with ``record.id``. Without ``record.embedding`` the stored vector stays while the
+        content does; a new content without a vector is stored unembedded (as CrewAI's LanceDB storage stores a
+        zero vector)."""
+        if not record.embedding:
+            try:
+                old = self._store.get(record.id)
+            except NotFound:
+                old = None
+            if old is not None and old.role == _ROLE and old.content == record.content:
+                new = _to_message(record, embedded=True)
+                dropped = {key: None for key in old.metadata if key not in new.metadata}  # removed, not merged
+                self._store.update(record.id, metadata={**dropped, **new.metadata})
+                return
+        self.save([record])
+
+    def touch_records(self, record_ids: list[str]) -> None:
+        """Set the records' last access to now."""
+        now = _iso(datetime.now(timezone.utc))
+        for record_id in record_ids:
+            try:
+                fields = dict(self._store.get(record_id).metadata.get(_KEY) or {})
+            except NotFound:
+                continue
+            self._store.update(record_id, metadata={_KEY: {**fields, "last_accessed": now}})
+
+    def delete(
+        self,
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        record_ids: list[str] | None = None,
+        older_than: datetime | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> int:
+        """Delete the records matching every criterion given (all of them when none is); how many went."""
+        if record_ids is not None and not record_ids:
+            return 0  # an empty list of ids names no record
+        filters = _filters(scope_prefix, categories, metadata_filter, record_ids, older_than)
+        return self._store.delete_where(filters) if filters else self._store.delete_all()
+
+    def reset(self, scope_prefix: str | None = None) -> None:
+        """Delete every record of the scope; for the whole namespace (None or ``/``) drop it, so that the next
+        save may bring vectors of another dimension (a new embedder), as CrewAI's own storages allow."""
+        if _scope(scope_prefix):
+            self.delete(scope_prefix=scope_prefix)
+        else:
+            self._store.clean()
+            self._dim = None
+
+    # -- reading --------------------------------------------------------------------------------------------
+    def search(
+        self,
+        query_embedding: list[float],
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        min_score: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The ``limit`` records nearest to ``query_embedding`` among those matching the filters, with their
+        cosine similarity (at least ``min_score``), best first."""
+        dim = self._stored_dim()
+        if dim is not None and len(query_embedding) != dim:
+            raise EmbeddingDimensionMismatchError(dim, len(query_embedding))
+        if dim is None or limit <= 0:
+            return []
+        hits = self._store.search(
+            "",
+            limit,
+            mode="dense",
+            vector=query_embedding,
+            filters=_filters(scope_prefix, categories, metadata_filter, embedded_only=True),
+            threshold=min_score,
+        )
+        return [(_to_record(hit.message), float(hit.score)) for hit in hits]
+
+    def get_record(self, record_id: str) -> MemoryRecord | None:
+        """The record with this id, or None."""
+        try:
+            return _to_record(self._store.get(record_id))
+        except (NotFound, InvalidInput):
+            return None
+
+    def list_records(self, scope_prefix: str | None = None, limit: int = 200, offset: int = 0) -> list[MemoryRecord]:
+        """The scope's records, newest first (by ``created_at``), ``offset`` of them skipped."""
+        records = sorted(self._records(scope_prefix), key=lambda r: r.created_at, reverse=True)
+        return records[offset : offset + limit]
+
+    def get_scope_info(self, scope: str) -> ScopeInfo:
+        """How many records the scope (with its subscopes) holds, their categories, dates and child scopes."""
+        path = _scope(scope) or "/"
+        records = list(self._records(path))
+        created = [r.created_at for r in records]
+        return ScopeInfo(
+            path=path,
+            record_count=len(records),
+            categories=sorted({c for r in records for c in r.categories}),
+            oldest_record=min(created, default=None),
+            newest_record=max(created, default=None),
+            child_scopes=_children(path, (r.scope for r in records)),
+        )
+
+    def list_scopes(self, parent: str = "/") -> list[str]:
+        """The immediate child scopes of ``parent`` that hold records."""
+        path = _scope(parent) or "/"
+        return _children(path, (r.scope for r in self._records(path)))
+
+    def list_categories(self, scope_prefix: str | None = None) -> dict[str, int]:
+        """{category: how many records of the scope carry it}."""
+        counts: dict[str, int] = {}
+        for record in self._records(scope_prefix):
+            for category in record.categories:
+                counts[category] = counts.get(category, 0) + 1
+        return counts
+
+    def count(self, scope_prefix: str | None = None) -> int:
+        """How many records the scope (with its subscopes; None: the whole namespace) holds."""
+        return self._store.count(_filters(scope_prefix))
+
+    def close(self) -> None:
+        """Close the store's files; a later call reopens them."""
+        self._store.close()
+
+    # -- async twins: the blocking work off the event loop ------------------------------------------------------
+    async def asave(self, records: list[MemoryRecord]) -> None:
+        """Async twin of :meth:`save`."""
+        await asyncio.to_thread(self.save, records)
+
+    async def asearch(
+        self,
+        query_embedding: list[float],
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        min_score: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Async twin of :meth:`search`."""
+        return await asyncio.to_thread(
+            self.search, query_embedding, scope_prefix, categories, metadata_filter, limit, min_score
+        )
+
+    async def adelete(
+        self,
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        record_ids: list[str] | None = None,
+        older_than: datetime | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> int:
+        """Async twin of :meth:`delete`."""
+        return await asyncio.to_thread(self.delete, scope_prefix, categories, record_ids, older_than, metadata_filter)
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _rows(self, records: list[MemoryRecord]) -> tuple[list[Message], list[list[float]]]:
+        """The messages and vectors that store ``records``. A record without a vector (none, or all zeros: no
+        direction) is stored with a placeholder unit vector and the role that keeps it out of every search."""
+        dim = self._stored_dim()
+        if dim is None:
+            dim = next((len(r.embedding) for r in records if r.embedding), None)
+        if dim is None:
+            raise InvalidInput(
+                "no record has an embedding and the namespace holds none yet, so the dimension of "
+                "its vectors is unknown: save a record with its embedding first"
+            )
+        messages, vectors = [], []
+        for record in records:
+            given = list(record.embedding or ())
+            if given and len(given) != dim:
+                raise EmbeddingDimensionMismatchError(dim, len(given))
+            embedded = any(given)
+            messages.append(_to_message(record, embedded=embedded))
+            vectors.append(given if embedded else [1.0] + [0.0] * (dim - 1))
+        return messages, vectors
+
+    def _stored_dim(self) -> int | None:
+        """The dimension of the stored vectors (None while the namespace has none); it never changes."""
+        if self._dim is None:
+            for _, vector in self._store.export(with_vectors=True, batch=1):
+                self._dim = None if vector is None else int(vector.shape[-1])
+                break
+        return self._dim
+
+    def _records(self, scope_prefix: str | None) -> Iterator[MemoryRecord]:
+        cursor: str | None = None
+        while True:
+            page = self._store.list(_filters(scope_prefix), limit=_PAGE, cursor=cursor)
+            yield from (_to_record(m) for m in page.messages)
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+
+def _scope(scope: str | None) -> str:
+    """A scope path as ``/a/b`` (no trailing slash; the root is "")."""
+    parts = [p for p in (scope or "").split("/") if p]
+    return "/" + "/".join(parts) if parts else ""
+
+
+def _ancestors(scope: str) -> list[str]:
+    parts = [p for p in scope.split("/") if p]
+    return ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _children(parent: str, scopes: Iterable[str]) -> list[str]:
+    """The immediate children of ``parent`` among ``scopes`` and their ancestors."""
+    base = "" if parent == "/" else parent
+    found = set()
+    for scope in scopes:
+        path = _scope(scope)
+        if path.startswith(base + "/") and path != base:
+            found.add(base + "/" + path[len(base) + 1 :].split("/", 1)[0])
+    return sorted(found)
+
+
+def _filters(
+    scope_prefix: str | None = None,
+    categories: list[str] | None = None,
+    metadata_filter: Mapping[str, Any] | None = None,
+    record_ids: list[str] | None = None,
+    older_than: datetime | None = None,
+    *,
+    embedded_only: bool = False,
+) -> dict[str, Any] | None:
+    """The criteria as one filter of the store's language (None when there is none)."""
+    parts: list[dict[str, Any]] = [{"role": _ROLE}] if embedded_only else []
+    scope = _scope(scope_prefix)
+    if scope:
+        parts.append({f"metadata.{_KEY}.scopes": {"contains": scope}})
+    if categories:
+        parts.append({"OR": [{f"metadata.{_KEY}.categories": {"contains": c}} for c in categories]})
+    for key, value in (metadata_filter or {}).items():
+        parts.append({f"metadata.{key}": {"eq": value}})
+    if record_ids is not None:
+        parts.append({"id": {"in": list(record_ids)}})
+    if older_than is not None:
+        parts.append({"created_at": {"lt": _utc(older_than).timestamp()}})
+    return {"AND": parts} if parts else None
+
+
+def _utc(moment: datetime) -> datetime:
+    """CrewAI's naive datetimes are UTC (``datetime.utcnow``)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def _iso(moment: datetime) -> str:
+    return _utc(moment).astimezone(timezone.utc).replace(tzinfo=None).isoformat()
+
+
+def _to_message(record: MemoryRecord, *, embedded: bool) -> Message:
+    if _KEY in record.metadata:
+        raise InvalidInput(f"metadata key {_KEY!r} is ltm's (it holds the record's scope and categories); rename it")
+    scope = _scope(record.scope) or "/"
+    fields = {
+        "scope": scope,
+        "scopes": _ancestors(scope),
+        "categories": list(record.categories),
+        "importance": record.importance,
+        "created_at": _iso(record.created_at),
+        "last_accessed": _iso(record.last_accessed),
+        "source": record.source,
+        "private": record.private,
+    }
+    return Message(
+        record.content,
+        id=record.id,
+        role=_ROLE if embedded else _UNEMBEDDED,
+        created_at=_utc(record.created_at).timestamp(),
+        metadata={**record.metadata, _KEY: fields},
+    )
+
+
+def _to_record(message: Message) -> MemoryRecord:
+    metadata = dict(message.metadata)
+    fields = metadata.pop(_KEY, None) or {}
+    return MemoryRecord(
+        id=message.id,
+        content=message.content,
+        scope=fields.get("scope", "/"),
+        categories=list(fields.get("categories") or []),
+        metadata=metadata,
+        importance=float(fields.get("importance", 0.5)),
+        created_at=datetime.fromisoformat(fields["created_at"])
+        if "created_at" in fields
+        else datetime.fromtimestamp(message.created_at, timezone.utc).replace(tzinfo=None),
+        last_accessed=datetime.fromisoformat(fields["last_accessed"])
+        if "last_accessed" in fields
+        else datetime.now(timezone.utc).replace(tzinfo=None),
+        source=fields.get("source"),
+        private=bool(fields.get("private", False)),
+    )
