@@ -33,9 +33,10 @@ COMMANDS = {
 }
 
 
-def _local(args: argparse.Namespace) -> Any:
-    """The namespace's local store: these commands are not served by ``ltm serve`` yet, so --url is refused."""
-    store = open_storage(args, existing=True)
+def _local(args: argparse.Namespace, *, embeds: bool = False) -> Any:
+    """The namespace's local store: these commands are not served by ``ltm serve`` yet, so --url is refused.
+    ``embeds``: the command embeds text (otherwise any namespace opens, whatever its model)."""
+    store = open_storage(args, existing=True, embeds=embeds)
     if not hasattr(store, "history"):
         store.close()
         raise InvalidInput(f"`ltm {args.command}` works on local files only for now; drop --url / LTM_URL")
@@ -54,7 +55,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     content = " ".join(args.content) if args.content else None
     metadata = parse_meta(args.set) if args.set else None
-    with _local(args) as store:
+    with _local(args, embeds=content is not None) as store:
         message = store.update(args.id, content=content, metadata=metadata)
     if args.format == "json":
         print_messages(args, [message])
