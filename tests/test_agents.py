@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ltm import Message, Settings, UserRequirement
 from ltm.agents import Action, Environment, Role
-from ltm.message import any_to_str
 from ltm.demo_team import WriteDesign, WritePRD, build_team
+from ltm.message import any_to_str
 
 
 def _team(settings: Settings) -> tuple[Environment, list[Role]]:

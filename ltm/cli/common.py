@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ltm.cli.models import check_embeddable, how_to_embed_with, model_overrides, reading
 from ltm.cli.output import parse_time, write_messages
 from ltm.config import Settings, mask_url
-from ltm.cli.models import check_embeddable, how_to_embed_with, model_overrides, reading
 from ltm.errors import ConfigError, InvalidInput, NotFound, StoreMismatch
 from ltm.message import Message
 
@@ -148,6 +148,12 @@ def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
             raise InvalidInput(f"--where takes a JSON object, got {type(parsed).__name__}")
         return {"AND": [filters, parsed]} if filters else parsed
     return filters or None
+
+
+def no_hits(where: str) -> int:
+    """Say on stderr that nothing matched (stdout stays empty for pipes); the not-found exit code."""
+    print(f"ltm: no messages match in {where}", file=sys.stderr)
+    return EXIT_NOT_FOUND
 
 
 def print_messages(args: argparse.Namespace, messages: Sequence[Message], extra: Sequence[dict[str, Any]] | None = None

@@ -18,6 +18,7 @@ from ltm.cli.common import (
     AddCommand,
     Options,
     filters_from,
+    no_hits,
     open_storage,
     parse_meta,
     print_messages,
@@ -49,7 +50,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print_messages(args, page.messages)
     if page.next_cursor:
         print(f"more: --cursor {page.next_cursor}", file=sys.stderr)
-    return EXIT_OK if page.messages else EXIT_NOT_FOUND
+    return EXIT_OK if page.messages else no_hits(f"{args.kind}/{args.namespace}")
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -74,6 +75,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         old = event.old.content if event.old is not None else "-"
         new = event.new.content if event.new is not None else "-"
         print(f"{format_time(event.at, utc=args.utc)}  {event.event:<6}  {old!r} -> {new!r}")
+    if not events:
+        print(f"ltm: no history for message {args.id} in {args.kind}/{args.namespace}", file=sys.stderr)
     return EXIT_OK if events else EXIT_NOT_FOUND
 
 

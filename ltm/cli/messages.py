@@ -11,12 +11,12 @@ from itertools import islice
 from typing import Any
 
 from ltm.cli.common import (
-    EXIT_NOT_FOUND,
     EXIT_OK,
     AddCommand,
     Line,
     Options,
     filters_from,
+    no_hits,
     open_storage,
     parse_meta,
     print_messages,
@@ -117,7 +117,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with open_storage(args, existing=True, embeds=args.mode != "keyword") as store:
         hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
         print_messages(args, [h.message for h in hits], [{"score": h.score, "signals": list(h.signals)} for h in hits])
-    return EXIT_OK if hits else EXIT_NOT_FOUND
+    return EXIT_OK if hits else no_hits(f"{args.kind}/{args.namespace}")
 
 
 def _search_many(args: argparse.Namespace) -> int:
@@ -136,12 +136,14 @@ def _search_many(args: argparse.Namespace) -> int:
                        kind=args.kind)
     print_messages(args, [h.message for h in hits],
                    [{"namespace": h.namespace, "score": h.score, "signals": list(h.signals)} for h in hits])
-    return EXIT_OK if hits else EXIT_NOT_FOUND
+    return EXIT_OK if hits else no_hits(", ".join(f"{args.kind}/{n}" for n in names))
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
     with open_storage(args, existing=True, embeds=False) as store:
-        print_messages(args, store.recent(args.n))
+        newest = store.recent(args.n)
+    # by creation time: an edited message keeps its place (its new version is stored after newer messages)
+    print_messages(args, sorted(newest, key=lambda m: m.created_at))
     return EXIT_OK
 
 

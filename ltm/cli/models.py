@@ -44,13 +44,17 @@ def reading(settings: Settings, recorded: str) -> Settings:
 def how_to_embed_with(recorded: str) -> str:
     """How to run an embedding command on a namespace whose vectors come from ``recorded``."""
     if recorded.endswith(ORIGIN_SUFFIX):
-        return ("it was written through ltm's MetaGPT integration with MetaGPT's own embedding: add to it or search it "
-                "by meaning from MetaGPT's environment (ltm.integrations.metagpt.MemoryStorage); here, `ltm recent`, "
-                "`list`, `get`, `export` and `search --mode keyword` read it without a model")
+        return (
+            "it was written through ltm's MetaGPT integration with MetaGPT's own embedding: add to it or search it "
+            "by meaning from MetaGPT's environment (ltm.integrations.metagpt.MemoryStorage); here, `ltm recent`, "
+            "`list`, `get`, `export` and `search --mode keyword` read it without a model"
+        )
     if recorded == LOCAL_MODEL_NAME or _HASH.fullmatch(recorded):
         return f"pass --embedding-model {recorded}"
-    return (f"pass --embedding-model {recorded} (an OpenAI-compatible model: OPENAI_BASE_URL and OPENAI_API_KEY name "
-            "its endpoint)")
+    return (
+        f"pass --embedding-model {recorded} (an OpenAI-compatible model: OPENAI_BASE_URL and OPENAI_API_KEY name "
+        "its endpoint)"
+    )
 
 
 def check_embeddable(name: str) -> None:

@@ -94,7 +94,8 @@ async def run(idea: str) -> None:
 def similarity(first: str, second: str) -> float:
     """The cosine of the two ideas' PRDs under the embedding the roles' stores use."""
     a, b = metagpt_embedding().get_text_embedding_batch([PRD_TEMPLATE.format(first), PRD_TEMPLATE.format(second)])
-    return float(sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b)))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return float(dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b)))
 
 
 if __name__ == "__main__":

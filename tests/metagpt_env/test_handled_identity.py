@@ -20,8 +20,15 @@ PUZZLE = "a 2048 puzzle game in the browser with an undo button"
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, *args], cwd=env["METAGPT_PROJECT_ROOT"], env=full, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=env["METAGPT_PROJECT_ROOT"],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _team(env: dict[str, str], idea: str) -> None:
