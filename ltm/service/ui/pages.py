@@ -37,7 +37,7 @@ def _render(request: Request, name: str, status: int = 200, **context: Any) -> H
 def _signed_in(request: Request) -> bool:
     """True when the browser holds a key the service knows (the header then offers to sign out)."""
     key = request.cookies.get(COOKIE)
-    return bool(key) and state_of(request).keys.lookup(key.strip()) is not None
+    return key is not None and state_of(request).keys.lookup(key.strip()) is not None
 
 
 def _failed(request: Request, exc: LTMError, namespace: str | None = None) -> Response:
