@@ -32,10 +32,8 @@ class Options:
         self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
                                  help="embedding (default: LTM_EMBEDDING or local)")
         self.common.add_argument("--embedding-model", metavar="NAME",
-                                 help="the namespace's embedding model, named as `ltm stats` shows it (" +
-                                 "sentence-transformers/all-MiniLM-L6-v2, hash-384, or an OpenAI-compatible model "
-                                 "such as text-embedding-ada-002); only commands that embed need it: reading "
-                                 "commands open any namespace with its own model and load none")
+                                 help="for commands that embed: the namespace's model as `ltm stats` shows it "
+                                      "(e.g. text-embedding-ada-002, hash-384); reading needs none")
         self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
         self.common.add_argument("-v", "--verbose", action="count", default=0,
                                  help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
