@@ -89,6 +89,15 @@ def negated(title: str, dialogue: str) -> bool:
     return bool(places) and all(_NEGATION.search(text[max(0, at - 40):at]) for at in places)
 
 
+def cut_numbers(dialogue: str) -> tuple[int, int]:
+    """(sentences, sentences that end inside a number written without a space: "5.7" split as "5." and "7")."""
+    units = split_units(dialogue)
+    cut = sum(1 for a, b in zip(units, units[1:], strict=False)
+              if a.speaker == b.speaker and re.search(r"\d\.$", a.text) and re.match(r"\d", b.text)
+              and a.text[-6:] + b.text[:6] in dialogue)
+    return len(units), cut
+
+
 def titles(row: dict[str, Any]) -> dict[str, str]:
     words = [u.text for u in split_units(row["dialogue"])]
     return {
@@ -114,6 +123,7 @@ def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict
     scores: dict[str, dict[str, list[float]]] = {}
     title_scores: dict[str, list[float]] = {}
     negations: dict[str, int] = {}
+    sentences = cut = 0
     lengths: dict[str, list[int]] = {}
     seconds: dict[str, float] = {}
     for row in rows:
@@ -130,12 +140,16 @@ def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict
             topics = references(row, "topic")
             title_scores.setdefault(method, []).append(max(scorer.score(t, title)["rouge1"].fmeasure for t in topics))
             negations[method] = negations.get(method, 0) + negated(title, row["dialogue"])
+        split, wrong = cut_numbers(row["dialogue"])
+        sentences, cut = sentences + split, cut + wrong
     return {
         "n": len(rows),
         "summary": {m: {k: 100 * statistics.mean(v) for k, v in per.items()} | {"words": statistics.mean(lengths[m])}
                     for m, per in scores.items()},
         "title": {m: 100 * statistics.mean(v) for m, v in title_scores.items()},
         "negated": negations,
+        "sentences": sentences,
+        "cut_numbers": cut,
     }
 
 
@@ -146,6 +160,8 @@ def table(result: dict[str, Any], split: str) -> str:
         lines.append(f"| {method} | {s['rouge1']:.1f} | {s['rouge2']:.1f} | {s['rougeL']:.1f} | {s['words']:.0f} |")
     lines += ["", "| title | ROUGE-1 vs best topic | negated |", "|---|---|---|"]
     lines += [f"| {m} | {v:.1f} | {result['negated'][m]} |" for m, v in result["title"].items()]
+    lines += ["", f"{result['sentences']} sentences, {result['cut_numbers']} cut inside a number written without a "
+              "space"]
     return "\n".join(lines)
 
 
