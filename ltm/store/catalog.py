@@ -69,10 +69,9 @@ def namespace_model(settings: Settings, kind: str, namespace: str) -> str | None
     PostgreSQL store); None when the namespace does not exist or records none yet. Reads only: a command that
     only reads a namespace opens it with this model's name and never loads a model."""
     if settings.store_url:
-        from ltm.store.pg.catalog import pg_namespaces
+        from ltm.store.pg.catalog import pg_namespace_model
 
-        found = (n.model for n in pg_namespaces(settings.store_url) if (n.kind, n.name) == (kind, namespace))
-        return next(found, None)
+        return pg_namespace_model(settings.store_url, kind, namespace, settings.store_partitions)
     manifest = Manifest.read(namespace_path(settings, kind, namespace) / _MANIFEST)
     return manifest.embedding_model if manifest is not None else None
 
