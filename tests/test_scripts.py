@@ -21,8 +21,11 @@ def _bin(tmp: Path) -> Path:
         assert found, tool
         (folder / tool).symlink_to(found)
     calls = tmp / "calls.log"
-    for fake, body in (("apt-get", f'echo "apt-get $*" >> {calls}; exit 1'), ("sudo", '"$@"'),
-                       ("ltm", f'echo "ltm $*" >> {calls}')):
+    for fake, body in (
+        ("apt-get", f'echo "apt-get $*" >> {calls}; exit 1'),
+        ("sudo", '"$@"'),
+        ("ltm", f'echo "ltm $*" >> {calls}'),
+    ):
         (folder / fake).write_text(f"#!{shutil.which('bash')}\n{body}\n", encoding="utf-8")
         (folder / fake).chmod(0o755)
     return folder
@@ -33,8 +36,15 @@ def test_demo_installs_no_browser(tmp_path: Path) -> None:
     venv.mkdir()
     (venv / ".ltm-setup-stamp").write_text(hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + "\n")
     env = {"PATH": str(_bin(tmp_path)), "VIRTUAL_ENV": str(venv), "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "demo"), "--reset"], env=env, capture_output=True,
-                          text=True, timeout=60, check=False, executable=shutil.which("bash"))
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "demo"), "--reset"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        executable=shutil.which("bash"),
+    )
     assert done.returncode == 0, done.stderr
     calls = (tmp_path / "calls.log").read_text(encoding="utf-8").splitlines()
     assert calls == ["ltm demo --reset"], calls  # no apt-get: neither Chromium nor redis-server
