@@ -9,7 +9,9 @@ is averaged over the three references:
 - ``before``: ltm's summarizer before issue 19 (``bench/summary_before.py``), at the same budget;
 - ``tfidf`` / ``embedding``: ``ltm.llm.summary`` with TF-IDF vectors / the local all-MiniLM-L6-v2 model.
 
-Titles are scored by ROUGE-1 F1 against the best of the three reference topics.
+Titles are scored by ROUGE-1 F1 against the best of the three reference topics, and counted as *negated* when
+every place the title's words appear in the dialogue follows a negation right before them ("can't keep MySQL"
+titled "Keep MySQL"): such a title says the opposite of the chat.
 
 The data is not in the repository (licence CC BY-NC-SA 4.0): fetch github.com/cylnlp/dialogsum and copy
 ``DialogSum_Data/dialogsum.{dev,test}.jsonl`` into ``bench/data/dialogsum/`` (git-ignored), then::
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -76,6 +79,25 @@ def summaries(row: dict[str, Any], embed: Embed | None, rng: random.Random) -> d
     return out
 
 
+_NEGATION = re.compile(r"(?:\bnot|\bno|\bnever|n't|\bcannot|\bwithout)\s*$", re.IGNORECASE)
+
+
+def negated(title: str, dialogue: str) -> bool:
+    """True when the title's words occur in the dialogue, and only right after a negation."""
+    text, wanted = dialogue.lower(), " ".join(title.lower().split())
+    places = [m.start() for m in re.finditer(re.escape(wanted), text)] if wanted else []
+    return bool(places) and all(_NEGATION.search(text[max(0, at - 40):at]) for at in places)
+
+
+def cut_numbers(dialogue: str) -> tuple[int, int]:
+    """(sentences, sentences that end inside a number written without a space: "5.7" split as "5." and "7")."""
+    units = split_units(dialogue)
+    cut = sum(1 for a, b in zip(units, units[1:], strict=False)
+              if a.speaker == b.speaker and re.search(r"\d\.$", a.text) and re.match(r"\d", b.text)
+              and a.text[-6:] + b.text[:6] in dialogue)
+    return len(units), cut
+
+
 def titles(row: dict[str, Any]) -> dict[str, str]:
     words = [u.text for u in split_units(row["dialogue"])]
     return {
@@ -100,6 +122,8 @@ def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict
     rng = random.Random(seed)
     scores: dict[str, dict[str, list[float]]] = {}
     title_scores: dict[str, list[float]] = {}
+    negations: dict[str, int] = {}
+    sentences = cut = 0
     lengths: dict[str, list[int]] = {}
     seconds: dict[str, float] = {}
     for row in rows:
@@ -115,11 +139,17 @@ def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict
         for method, title in titles(row).items():
             topics = references(row, "topic")
             title_scores.setdefault(method, []).append(max(scorer.score(t, title)["rouge1"].fmeasure for t in topics))
+            negations[method] = negations.get(method, 0) + negated(title, row["dialogue"])
+        split, wrong = cut_numbers(row["dialogue"])
+        sentences, cut = sentences + split, cut + wrong
     return {
         "n": len(rows),
         "summary": {m: {k: 100 * statistics.mean(v) for k, v in per.items()} | {"words": statistics.mean(lengths[m])}
                     for m, per in scores.items()},
         "title": {m: 100 * statistics.mean(v) for m, v in title_scores.items()},
+        "negated": negations,
+        "sentences": sentences,
+        "cut_numbers": cut,
     }
 
 
@@ -128,8 +158,10 @@ def table(result: dict[str, Any], split: str) -> str:
              "", "| summary | ROUGE-1 | ROUGE-2 | ROUGE-L | words |", "|---|---|---|---|---|"]
     for method, s in result["summary"].items():
         lines.append(f"| {method} | {s['rouge1']:.1f} | {s['rouge2']:.1f} | {s['rougeL']:.1f} | {s['words']:.0f} |")
-    lines += ["", "| title | ROUGE-1 vs best topic |", "|---|---|"]
-    lines += [f"| {m} | {v:.1f} |" for m, v in result["title"].items()]
+    lines += ["", "| title | ROUGE-1 vs best topic | negated |", "|---|---|---|"]
+    lines += [f"| {m} | {v:.1f} | {result['negated'][m]} |" for m, v in result["title"].items()]
+    lines += ["", f"{result['sentences']} sentences, {result['cut_numbers']} cut inside a number written without a "
+              "space"]
     return "\n".join(lines)
 
 

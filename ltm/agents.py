@@ -3,10 +3,12 @@
 A :class:`Role` watches a set of actions. The :class:`Environment` delivers a published message to every role
 it is addressed to (``send_to`` names the role, or is ``<all>``) and the role stores it at once in its
 :class:`~ltm.longterm.LongTermMemory` (a durable inbox). When the role has acted on a message and its answer is
-published, the message is recorded as *handled* (a second namespace, ``role_id + "#handled"``). "Seen" is not
-"handled": a role created again with the same id over the same storage recovers its memory, queues the stored
-messages it never finished (the work a crash cut off) and acts on them, while a message similar to a handled
-one (the same requirement sent again) is old news.
+published, the message is recorded as *handled* (a second namespace, ``role_id + "#handled"``, see
+:class:`HandledLog`). "Seen" is not "handled": a role created again with the same id over the same storage
+recovers its memory, queues the stored messages it never finished (the work a crash cut off) and acts on them,
+while a handled message sent again (its id, or exactly its content, cause and sender) is old news. Handled is
+identity, never similarity: two different documents written from one template look alike to an embedding
+model and are still two pieces of work.
 """
 
 from __future__ import annotations
@@ -21,9 +23,49 @@ from ltm.longterm import LongTermMemory
 from ltm.message import MESSAGE_ROUTE_TO_ALL, Message, any_to_str, any_to_str_set
 from ltm.store import MemoryStorage
 
-__all__ = ["HANDLED_SUFFIX", "Action", "Environment", "ObserveReport", "Role"]
+__all__ = ["HANDLED_SUFFIX", "Action", "Environment", "HandledLog", "ObserveReport", "Role", "identity_key"]
 
 HANDLED_SUFFIX = "#handled"  # a role's handled messages live in the namespace role_id + this
+
+
+def identity_key(message: Any) -> tuple[str, str, str]:
+    """What makes two messages the same request: exactly the same content, cause and sender."""
+    return (str(message.content), str(message.cause_by), str(message.sent_from))
+
+
+class HandledLog:
+    """The messages a role finished acting on, kept in ``role_id + "#handled"`` (a store of the role's kind).
+
+    A message is handled when the log holds its id, or a message with exactly its content, ``cause_by`` and
+    ``sent_from`` (the same request sent again gets a new id). The lookup is a filtered count in the store, so
+    it loads no model and sees what other processes on the same namespace recorded.
+    """
+
+    def __init__(self, store: Any, role_id: str) -> None:
+        self.store = store
+        self.store.recover_memory(role_id + HANDLED_SUFFIX)
+
+    def __contains__(self, message: Any) -> bool:
+        if self.store.count() == 0:
+            return False
+        content, cause_by, sent_from = identity_key(message)
+        same = {"OR": [{"id": message.id}, {"content": content, "cause_by": cause_by, "sent_from": sent_from}]}
+        return bool(self.store.count(same) > 0)
+
+    def add_batch(self, messages: Sequence[Any]) -> int:
+        """Record ``messages`` as handled (durable on return)."""
+        return int(self.store.add_batch(messages))
+
+    def count(self) -> int:
+        """How many handled messages are recorded."""
+        return int(self.store.count())
+
+    def clean(self) -> None:
+        """Forget every handled message (deletes the namespace's data)."""
+        self.store.clean()
+
+    def close(self) -> None:
+        self.store.close()
 
 
 class Action:
@@ -87,8 +129,7 @@ class Role:
             memory_storage=MemoryStorage(settings=self.settings, embedding=embedding), settings=self.settings
         )
         self.recovered: list[Message] = self.memory.recover_memory(self.role_id, self) or []
-        self.handled = MemoryStorage(settings=self.settings, embedding=embedding)
-        self.handled.recover_memory(self.role_id + HANDLED_SUFFIX)
+        self.handled = HandledLog(MemoryStorage(settings=self.settings, embedding=embedding), self.role_id)
         # Received before a restart but never finished: queued again when the role joins an environment.
         self.interrupted: list[Message] = [
             m for m in self.recovered if self.is_receiver(m) and not self.is_handled(m)
@@ -113,12 +154,13 @@ class Role:
         return addressed and message.sent_from != self.name and (named or message.cause_by in self.watch)
 
     def is_handled(self, message: Message) -> bool:
-        """True when this role finished acting on ``message`` or on one similar to it."""
-        return self.handled.count() > 0 and bool(self.handled.search_similar(message, k=1))
+        """True when this role finished acting on ``message``: the same id, or the same request sent again
+        (see :class:`HandledLog`); a message that only resembles a handled one is new work."""
+        return message in self.handled
 
     def receive(self, message: Message) -> None:
         """Store a message delivered to this role now (durable: it survives a crash before the role runs);
-        one similar to a handled message is old news and is not stored again."""
+        a handled message sent again is old news and is not stored again."""
         if not self.is_handled(message):
             self.memory.add(message)
 
@@ -126,11 +168,12 @@ class Role:
         """Keep the messages meant for this role that it has not handled yet, remember them, and return them."""
         received = [m for m in messages if self.is_receiver(m)]
         news: list[Message] = []
-        contents: set[str] = set()
+        keys: set[tuple[str, str, str]] = set()
         for message in received:
-            if message.content in contents or self.is_handled(message):
-                continue
-            contents.add(message.content)
+            key = identity_key(message)
+            if key in keys or self.is_handled(message):
+                continue  # the same request twice in one look, or work already done
+            keys.add(key)
             news.append(message)
         fresh_ids = {m.id for m in news}
         self.last_observed = ObserveReport(received, news, [m for m in received if m.id not in fresh_ids])

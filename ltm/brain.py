@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.kv import KVStore, open_kv
-from ltm.llm.base import LLM, LLMLike, resolve_llm
+from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
 from ltm.llm.extractive import ExtractiveLLM
 from ltm.llm.tasks import OVERLAP_TOKENS, SummaryRun, ask_related, ask_rewrite, ask_title, summarize_text
 from ltm.llm.tokens import count_tokens, split_tokens
@@ -307,8 +307,11 @@ class BrainMemory(BaseModel):
         """
         model = self._llm(llm)
         folded = len(self.history)
+        # the offline summarizer keeps who said each sentence when every line names its speaker; an LLM gets the
+        # contents alone, as MetaGPT sends them
+        turn = _spoken if isinstance(model, Summarizer) else _content
         texts = ([self.historical_summary] if self.historical_summary else []) + [
-            m.content for m in self.history[:folded]
+            turn(m) for m in self.history[:folded]
         ]
         text = "\n".join(texts)
         if limit > 0 and count_tokens(text) < limit:
@@ -339,6 +342,18 @@ class BrainMemory(BaseModel):
     async def rewrite(sentence: str, context: str, llm: LLMLike | None = None) -> str:
         """``sentence`` augmented with information from ``context``."""
         return await ask_rewrite(sentence, context, ExtractiveLLM() if llm is None else resolve_llm(None, llm))
+
+
+def _content(message: Message) -> str:
+    return message.content
+
+
+def _spoken(message: Message) -> str:
+    """Each line of the turn as "speaker: line": the speaker is its metadata ``speaker``, else who sent it, else
+    its role (user, assistant)."""
+    speaker = str(message.metadata.get("speaker") or message.sent_from or message.role).replace(":", " ").strip()
+    lines = [line for line in message.content.splitlines() if line.strip()]
+    return "\n".join(f"{speaker}: {line}" if speaker else line for line in lines)
 
 
 def _as_message(msg: Message | str) -> Message:

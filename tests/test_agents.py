@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from ltm import Message, Settings, UserRequirement
-from ltm.agents import Environment, Role
+from ltm.agents import Action, Environment, Role
 from ltm.demo_team import WriteDesign, WritePRD, build_team
+from ltm.message import any_to_str
 
 
 def _team(settings: Settings) -> tuple[Environment, list[Role]]:
@@ -93,4 +97,56 @@ def test_work_cut_off_by_a_crash_is_resumed_and_handled_work_is_not_redone(setti
     env.publish_message(_requirement(requirement))
     env.run()
     assert len(env.history) == 1
+    env.close()
+
+
+# A product manager's template: two PRDs made from it share all of this and differ in one line, so the local model
+# puts them at cosine >= 0.95 although they ask for different products.
+_PRD_TEMPLATE = (
+    "Product Requirement Document.\n## Product Goals\n- Deliver an engaging, polished game that players enjoy\n"
+    "- Keep controls simple and responsive on every device\n- Save progress between sessions so nothing is lost\n"
+    "## User Stories\n- As a player, I want to start a new game quickly\n"
+    "- As a player, I want to see my current score and my best score\n- As a player, I want to pause and resume "
+    "the game\n- As a player, I want clear feedback when I lose\n## Competitive Analysis\n- Existing games are "
+    "cluttered with ads\n- Few games save progress reliably\n## Requirement Pool\n- P0: core game loop\n"
+    "- P0: score display\n- P1: settings menu\n- P1: pause and resume\n- P2: themes\n## UI Design draft\nA clean "
+    "main screen with a start button, a score panel and a help page.\n## Anything UNCLEAR\nNothing.\n"
+    "## Original Requirements\n{}\n"
+)
+
+
+class _DesignFromPRD(Action):
+    def template(self, role: Role, news: Sequence[Message]) -> str:
+        return "Design for: " + " | ".join(m.content.rsplit("\n", 2)[-2] for m in news)
+
+
+def test_a_different_prd_that_looks_like_a_handled_one_is_still_designed(tmp_path: Path) -> None:
+    settings = Settings(storage_dir=tmp_path / "storage", embedding="local")
+    snake = Message(_PRD_TEMPLATE.format("a snake game in the terminal"), cause_by=WritePRD, sent_from="Alice")
+    puzzle = Message(_PRD_TEMPLATE.format("a 2048 puzzle game in the browser with an undo button"),
+                     cause_by=WritePRD, sent_from="Alice")
+    architect = Role("Bob", "Architect", watch={WritePRD}, action=_DesignFromPRD(), settings=settings)
+    store = architect.memory.memory_storage
+    assert store is not None
+    vectors = store.embed_texts([snake.content, puzzle.content])
+    assert float(vectors[0] @ vectors[1]) >= settings.similarity_threshold  # alike to the model...
+    env = Environment([architect])
+    env.publish_message(snake)
+    env.run()
+    env.publish_message(puzzle)  # ...but another product: designed too
+    env.run()
+    designs = [m.content for m in env.history if m.cause_by == any_to_str(_DesignFromPRD)]
+    assert designs == ["Design for: a snake game in the terminal",
+                       "Design for: a 2048 puzzle game in the browser with an undo button"]
+    env.close()
+
+    architect = Role("Bob", "Architect", watch={WritePRD}, action=_DesignFromPRD(), settings=settings)
+    env = Environment([architect])  # a restart; the snake PRD is sent again (a new message, the same request)
+    assert not architect.resumed
+    env.publish_message(Message(snake.content, cause_by=WritePRD, sent_from="Alice"))
+    env.run()
+    assert len(env.history) == 1 and architect.last_observed.old_news  # recognised: no rework
+    store = architect.memory.memory_storage
+    assert store is not None
+    assert store.count({"content": snake.content}) == 1  # and not stored a second time
     env.close()

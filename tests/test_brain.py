@@ -270,3 +270,33 @@ def test_redis_outage_is_an_error_not_an_empty_history(redis_server: RedisServer
     stored = run(brain.loads(key))
     assert stored.historical_summary and stored.history == []
     kv.close()
+
+
+_MIGRATION_CHAT = [
+    ("Alice", "We can't keep MySQL 5.7 much longer, it reaches end of life in October."),
+    ("Bob", "Agreed. The 1.9 cache layer also breaks on every MySQL upgrade."),
+    ("Alice", "Let's leave MySQL and move to PostgreSQL 16 this quarter."),
+    ("Bob", "I'll write the migration plan. Dr. Lee can review it, e.g. the replication part."),
+    ("Alice", "Keep MySQL running read-only until the cut-over, then switch it off."),
+    ("Bob", "Fine. The plan goes to https://wiki.example.com/db/migration.html for everyone."),
+]
+
+
+def test_offline_summary_keeps_speakers_numbers_and_a_title_that_does_not_invert(kv: KVStore,
+                                                                                 settings: Settings) -> None:
+    brain = BrainMemory(settings=settings, kv=kv)
+    for speaker, text in _MIGRATION_CHAT:
+        brain.add_history(Message(text, role="user", metadata={"speaker": speaker}))
+    brain.add_talk("What did we decide about the database?")  # a turn with only a role: the role speaks
+    key = BrainMemory.to_redis_key("p", "u", "migration")
+    run(brain.dumps(key))
+    summary = run(brain.summarize(max_words=60))
+    lines = summary.splitlines()
+    assert lines and all(line.split(": ", 1)[0] in ("Alice", "Bob", "user") for line in lines), summary
+    assert "MySQL 5.7" in summary or "1.9 cache" in summary
+    assert not any(line.split(": ", 1)[1][:1].isdigit() for line in lines)  # no sentence starts inside a number
+    brain = run(BrainMemory(settings=settings, kv=kv).loads(key))
+    for speaker, text in _MIGRATION_CHAT:
+        brain.add_history(Message(text, role="user", metadata={"speaker": speaker}))
+    title = run(brain.get_title())
+    assert title and not title.lower().startswith("keep"), title  # the chat is about leaving MySQL

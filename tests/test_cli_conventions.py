@@ -73,3 +73,9 @@ def test_plain_progress_lines_with_total_and_eta(monkeypatch: pytest.MonkeyPatch
 def test_log_level(tmp_path: Path) -> None:
     bad = run(tmp_path, "recent", "-n", "x", LTM_LOG_LEVEL="LOUD")
     assert bad.returncode == 1 and "LTM_LOG_LEVEL" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("command", ["recent", "search", "get", "list", "history", "update", "stats"])
+def test_every_command_that_prints_data_takes_json(tmp_path: Path, command: str) -> None:
+    usage = run(tmp_path, command, "--help").stdout
+    assert "--json" in usage and "--format" in usage, f"ltm {command} has no --json"

@@ -28,19 +28,24 @@ _GROUPS: tuple[ModuleType, ...] = (demo, messages, memories, namespaces, service
 COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in group.COMMANDS.items()}
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and each command's own (a bad flag is reported with that command's usage)."""
     opts = Options()
     parser = argparse.ArgumentParser(prog="ltm", description="ltm: long-term memory for LLM agents.",
                                      epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 declined.")
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    commands: dict[str, argparse.ArgumentParser] = {}
+
     def add(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name], parents=[opts.common, *parents])
+        commands[name] = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name],
+                                        parents=[opts.common, *parents])
+        return commands[name]
 
     for group in _GROUPS:
         group.register(add, opts)
-    return parser
+    return parser, commands
 
 
 def _configure_logging(verbose: int) -> None:
@@ -60,8 +65,10 @@ def _configure_logging(verbose: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ltm`` console script; returns the exit code."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    parser, commands = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would print the top-level usage: the command's says what it takes
+        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         _configure_logging(args.verbose)
         return int(args.func(args))

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ltm.cli.models import check_embeddable, how_to_embed_with, model_overrides, reading
 from ltm.cli.output import parse_time, write_messages
 from ltm.config import Settings, mask_url
-from ltm.errors import ConfigError, InvalidInput, NotFound
+from ltm.errors import ConfigError, InvalidInput, NotFound, StoreMismatch
 from ltm.message import Message
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DECLINED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -30,6 +31,9 @@ class Options:
         self.common.add_argument("--storage-dir", help="data root (default: LTM_STORAGE_DIR or ./storage)")
         self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
                                  help="embedding (default: LTM_EMBEDDING or local)")
+        self.common.add_argument("--embedding-model", metavar="NAME",
+                                 help="for commands that embed: the namespace's model as `ltm stats` shows it "
+                                      "(e.g. text-embedding-ada-002, hash-384); reading needs none")
         self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
         self.common.add_argument("-v", "--verbose", action="count", default=0,
                                  help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
@@ -59,26 +63,40 @@ class Options:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    overrides = {k: v for k, v in (("storage_dir", args.storage_dir), ("embedding", args.embedding)) if v}
+    overrides: dict[str, Any] = {k: v for k, v in (("storage_dir", args.storage_dir), ("embedding", args.embedding))
+                                 if v}
+    model = getattr(args, "embedding_model", None)
+    if model:
+        check_embeddable(model)
+        overrides.update(model_overrides(model, kind=args.embedding))
     return Settings.load(**overrides)
 
 
-def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False) -> Any:
+def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False,
+                 embeds: bool = True) -> Any:
     """The namespace's store. ``existing``: reading commands never create a namespace (a mistyped name would
-    otherwise leave an empty one behind): NotFound when it is not there."""
+    otherwise leave an empty one behind): NotFound when it is not there. ``embeds=False`` (the command embeds
+    nothing): the namespace is opened with the model it records, whatever the settings say, and none is loaded;
+    a command that embeds into a namespace of another model is refused with how to name that model."""
     url = getattr(args, "url", None) or os.environ.get("LTM_URL")
     if url:  # a running `ltm serve` answers: nothing is loaded here, not even the store
         return _remote(args, url)
-    from ltm.store import MemoryStorage
+    from ltm.llm.names import configured_model_name
+    from ltm.store import MemoryStorage, namespace_exists, namespace_model
 
     settings = settings or settings_from(args)
-    if existing:
-        from ltm.store import namespace_exists
-
-        if not namespace_exists(settings, args.kind, args.namespace):
-            where = mask_url(settings.store_url) if settings.store_url else settings.storage_dir
-            raise NotFound(f"no namespace {args.kind}/{args.namespace} in {where}; "
-                           "`ltm stats` lists the namespaces there")
+    if existing and not namespace_exists(settings, args.kind, args.namespace):
+        where = mask_url(settings.store_url) if settings.store_url else settings.storage_dir
+        raise NotFound(f"no namespace {args.kind}/{args.namespace} in {where}; "
+                       "`ltm stats` lists the namespaces there")
+    recorded = namespace_model(settings, args.kind, args.namespace)
+    if recorded is not None and recorded != configured_model_name(settings):
+        if not embeds:
+            settings = reading(settings, recorded)
+        else:
+            raise StoreMismatch(f"namespace {args.kind}/{args.namespace} holds vectors of embedding model "
+                                f"{recorded!r}, not {configured_model_name(settings)!r}, and this command embeds "
+                                f"text: {how_to_embed_with(recorded)}")
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 
 
@@ -128,6 +146,12 @@ def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
             raise InvalidInput(f"--where takes a JSON object, got {type(parsed).__name__}")
         return {"AND": [filters, parsed]} if filters else parsed
     return filters or None
+
+
+def no_hits(where: str) -> int:
+    """Say on stderr that nothing matched (stdout stays empty for pipes); the not-found exit code."""
+    print(f"ltm: no messages match in {where}", file=sys.stderr)
+    return EXIT_NOT_FOUND
 
 
 def print_messages(args: argparse.Namespace, messages: Sequence[Message], extra: Sequence[dict[str, Any]] | None = None

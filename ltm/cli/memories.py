@@ -18,6 +18,7 @@ from ltm.cli.common import (
     AddCommand,
     Options,
     filters_from,
+    no_hits,
     open_storage,
     parse_meta,
     print_messages,
@@ -33,9 +34,10 @@ COMMANDS = {
 }
 
 
-def _local(args: argparse.Namespace) -> Any:
-    """The namespace's local store: these commands are not served by ``ltm serve`` yet, so --url is refused."""
-    store = open_storage(args, existing=True)
+def _local(args: argparse.Namespace, *, embeds: bool = False) -> Any:
+    """The namespace's local store: these commands are not served by ``ltm serve`` yet, so --url is refused.
+    ``embeds``: the command embeds text (otherwise any namespace opens, whatever its model)."""
+    store = open_storage(args, existing=True, embeds=embeds)
     if not hasattr(store, "history"):
         store.close()
         raise InvalidInput(f"`ltm {args.command}` works on local files only for now; drop --url / LTM_URL")
@@ -48,13 +50,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         print_messages(args, page.messages)
     if page.next_cursor:
         print(f"more: --cursor {page.next_cursor}", file=sys.stderr)
-    return EXIT_OK if page.messages else EXIT_NOT_FOUND
+    return EXIT_OK if page.messages else no_hits(f"{args.kind}/{args.namespace}")
 
 
 def cmd_update(args: argparse.Namespace) -> int:
     content = " ".join(args.content) if args.content else None
     metadata = parse_meta(args.set) if args.set else None
-    with _local(args) as store:
+    with _local(args, embeds=content is not None) as store:
         message = store.update(args.id, content=content, metadata=metadata)
     if args.format == "json":
         print_messages(args, [message])
@@ -73,6 +75,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         old = event.old.content if event.old is not None else "-"
         new = event.new.content if event.new is not None else "-"
         print(f"{format_time(event.at, utc=args.utc)}  {event.event:<6}  {old!r} -> {new!r}")
+    if not events:
+        print(f"ltm: no history for message {args.id} in {args.kind}/{args.namespace}", file=sys.stderr)
     return EXIT_OK if events else EXIT_NOT_FOUND
 
 

@@ -11,12 +11,12 @@ from itertools import islice
 from typing import Any
 
 from ltm.cli.common import (
-    EXIT_NOT_FOUND,
     EXIT_OK,
     AddCommand,
     Line,
     Options,
     filters_from,
+    no_hits,
     open_storage,
     parse_meta,
     print_messages,
@@ -114,10 +114,10 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     if args.also:
         return _search_many(args)
-    with open_storage(args, existing=True) as store:
+    with open_storage(args, existing=True, embeds=args.mode != "keyword") as store:
         hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
         print_messages(args, [h.message for h in hits], [{"score": h.score, "signals": list(h.signals)} for h in hits])
-    return EXIT_OK if hits else EXIT_NOT_FOUND
+    return EXIT_OK if hits else no_hits(f"{args.kind}/{args.namespace}")
 
 
 def _search_many(args: argparse.Namespace) -> int:
@@ -136,17 +136,19 @@ def _search_many(args: argparse.Namespace) -> int:
                        kind=args.kind)
     print_messages(args, [h.message for h in hits],
                    [{"namespace": h.namespace, "score": h.score, "signals": list(h.signals)} for h in hits])
-    return EXIT_OK if hits else EXIT_NOT_FOUND
+    return EXIT_OK if hits else no_hits(", ".join(f"{args.kind}/{n}" for n in names))
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
-    with open_storage(args, existing=True) as store:
-        print_messages(args, store.recent(args.n))
+    with open_storage(args, existing=True, embeds=False) as store:
+        newest = store.recent(args.n)
+    # by creation time: an edited message keeps its place (its new version is stored after newer messages)
+    print_messages(args, sorted(newest, key=lambda m: m.created_at))
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with open_storage(args, existing=True) as store:
+    with open_storage(args, existing=True, embeds=False) as store:
         out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
         try:
             n = 0
@@ -186,7 +188,7 @@ def _get(store: Any, message_id: str) -> Message | None:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with open_storage(args, existing=True) as store:
+    with open_storage(args, existing=True, embeds=False) as store:
         found = [_get(store, i) for i in args.ids]
     print_messages(args, [m for m in found if m is not None])
     missing = [i for i, m in zip(args.ids, found, strict=True) if m is None]
@@ -196,7 +198,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with open_storage(args, existing=True) as store:
+    with open_storage(args, existing=True, embeds=False) as store:
         missing = [i for i in args.ids if not store.delete(i)]
     if missing:
         raise NotFound(f"no message with id {', '.join(missing)} in {args.kind}/{args.namespace} (see `ltm recent`)")

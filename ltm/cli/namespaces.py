@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 
@@ -20,10 +21,17 @@ RICH_ROWS = 200  # above this many namespaces, `ltm stats` prints plain aligned 
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if args.format == "json":  # one object per namespace, as every --json of the CLI prints
+        for info in namespaces(settings, args.only_kind):
+            print(json.dumps({"kind": info.kind, "namespace": info.namespace, "messages": info.messages,
+                              "bytes_on_disk": info.bytes_on_disk, "embedding_model": info.embedding_model,
+                              "index_type": info.index_type, "dim": info.dim, "path": str(info.path),
+                              "problem": info.problem}, ensure_ascii=False))
+        return EXIT_OK
     from rich.console import Console
     from rich.table import Table
 
-    settings = settings_from(args)
     columns = ("kind", "namespace", "messages", "bytes on disk", "model", "index")
     right = {"messages", "bytes on disk"}
     rows: list[tuple[str, ...]] = []
@@ -89,7 +97,7 @@ def cmd_wipe(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand, opts: Options) -> None:
-    p = add("stats")
+    p = add("stats", opts.output)
     p.add_argument("--kind", dest="only_kind", help="only namespaces of this kind")
     p.set_defaults(func=cmd_stats)
 

@@ -18,6 +18,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import urllib.parse
 from collections.abc import Generator, Iterable
 from typing import Any, TypeVar
 
@@ -28,7 +31,8 @@ from metagpt.schema import Message as MetaGPTMessage
 from metagpt.utils.common import any_to_str
 from pydantic import BaseModel
 
-from ltm.errors import InvalidInput
+from ltm.config import mask_url
+from ltm.errors import BackendUnavailable, InvalidInput
 from ltm.message import USER_REQUIREMENT
 from ltm.message import Message as LtmMessage
 
@@ -137,14 +141,38 @@ def cause_of(action: Any) -> str:
 
 
 class OriginLiftedEmbedding(BaseEmbedding):
-    """Wraps an embedding so that its all-zero vector gets a direction (see the module docstring)."""
+    """Wraps an embedding so that its all-zero vector gets a direction (see the module docstring).
+
+    Before its first call it checks that the inner model's server (its ``api_base``) accepts a connection: an
+    OpenAI client retries a refused connection for minutes, where a missing server deserves one clear error.
+    """
 
     _inner: BaseEmbedding = PrivateAttr()
+    _reached: bool = PrivateAttr(default=False)
 
     def __init__(self, inner: BaseEmbedding, **kwargs: Any) -> None:
         name = getattr(inner, "model_name", None) or type(inner).__name__
         super().__init__(model_name=f"{name}+origin", embed_batch_size=inner.embed_batch_size, **kwargs)
         self._inner = inner
+
+    def _check_server(self) -> None:
+        """BackendUnavailable at once when nothing listens where the inner model's requests go."""
+        base = getattr(self._inner, "api_base", None)
+        if self._reached or not isinstance(base, str) or _proxied():
+            return
+        url = urllib.parse.urlsplit(base)
+        if url.hostname is None:
+            return
+        port = url.port or (443 if url.scheme == "https" else 80)
+        try:
+            socket.create_connection((url.hostname, port), timeout=5).close()
+        except OSError as exc:
+            raise BackendUnavailable(
+                f"no embedding server is reachable at {mask_url(base)} ({exc.strerror or exc}). MetaGPT's embedding "
+                "comes from its config (~/.metagpt/config2.yaml: llm.base_url): start that server, or point the "
+                "config at one"
+            ) from exc
+        self._reached = True
 
     @classmethod
     def class_name(cls) -> str:
@@ -157,12 +185,15 @@ class OriginLiftedEmbedding(BaseEmbedding):
     # The inner model's sync calls serve the async ones too (in a worker thread): MetaGPT's OpenAIEmbedding
     # would otherwise take separate code paths for the two, and its tests patch only the sync text path.
     def _get_query_embedding(self, query: str) -> list[float]:
+        self._check_server()
         return self._lift(self._inner.get_query_embedding(query))
 
     def _get_text_embedding(self, text: str) -> list[float]:
+        self._check_server()
         return self._lift(self._inner.get_text_embedding(text))
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self._check_server()
         return [self._lift(v) for v in self._inner.get_text_embedding_batch(texts)]
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
@@ -179,6 +210,12 @@ class OriginLiftedEmbedding(BaseEmbedding):
         import asyncio
 
         return await asyncio.to_thread(self._get_text_embeddings, texts)
+
+
+def _proxied() -> bool:
+    """True when requests go through a proxy (then the server itself may be out of direct reach)."""
+    return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                                 "ALL_PROXY", "all_proxy"))
 
 
 def metagpt_embedding() -> BaseEmbedding:

@@ -10,11 +10,13 @@ What it adds to MetaGPT's loop, all durable (each write is committed before the 
 - **inbox**: a message put in the role's buffer whose cause is watched is stored at once, so a message another
   role published survives a kill before this role ran;
 - **handled**: after ``run`` has acted on its news and published the answer, those news are recorded in a
-  second namespace (``role_id + "#handled"``);
+  second namespace (``role_id + "#handled"``, an :class:`ltm.agents.HandledLog`);
 - **after a restart**: the first look at the role restores its memory and queues every stored watched
   message that is not handled (the work a crash cut off), so the role is not idle and acts on them;
-- **observe**: news similar to a handled message (the same requirement sent again) are dropped, a new one
-  is kept.
+- **old news**: a handled message sent again (its id, or exactly its content, cause and sender) is dropped
+  when it arrives, so it is neither stored again nor acted on. Handled is identity, not similarity: a new
+  message that only looks like a handled one (two PRDs from one template) is new work. MetaGPT's own
+  ``find_news`` stays similarity-based.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ from metagpt.roles.role import RoleContext
 from metagpt.schema import Message as MetaGPTMessage
 from pydantic import BaseModel, Field, PrivateAttr
 
+from ltm.agents import HandledLog, identity_key
 from ltm.integrations.metagpt import LongTermMemory, MemoryStorage
 
 __all__ = ["LtmRoleContext", "RememberingRole"]
-
-HANDLED_SUFFIX = "#handled"
 
 
 class LtmRoleContext(RoleContext):  # type: ignore[misc]
@@ -45,7 +46,7 @@ class RememberingRole(BaseModel):
 
     _ltm_ready: bool = PrivateAttr(default=False)
     _ltm_pending: list[MetaGPTMessage] = PrivateAttr(default_factory=list)
-    _ltm_handled: MemoryStorage | None = PrivateAttr(default=None)
+    _ltm_handled: HandledLog | None = PrivateAttr(default=None)
     _ltm_acting_on: list[MetaGPTMessage] = PrivateAttr(default_factory=list)
 
     @property
@@ -65,38 +66,40 @@ class RememberingRole(BaseModel):
         memory.add_batch(short_term)
         store = memory.memory_storage
         assert isinstance(store, MemoryStorage)
-        self._ltm_handled = MemoryStorage(
-            embedding=store._embedding, settings=store.settings, similarity_threshold=store.threshold
+        self._ltm_handled = HandledLog(
+            MemoryStorage(embedding=store._embedding, settings=store.settings, similarity_threshold=store.threshold),
+            self.memory_id,
         )
-        self._ltm_handled.recover_memory(self.memory_id + HANDLED_SUFFIX)
         watched = memory.watching()
         self._ltm_pending = [m for m in recovered if m.cause_by in watched and not self.is_handled(m)]
 
     def is_handled(self, message: MetaGPTMessage) -> bool:
-        """True when this role finished acting on ``message`` or on one similar to it."""
+        """True when this role finished acting on ``message``: the same id, or the same request sent again
+        (exactly its content, cause and sender); a message that only resembles a handled one is new work."""
         self._ltm_start()
         assert self._ltm_handled is not None
-        if self._ltm_handled.count() == 0:
-            return False
-        return bool(self._ltm_handled.search_similar(message, k=1))
+        return message in self._ltm_handled
 
     # -- MetaGPT's hooks -------------------------------------------------------------------------------------
     def put_message(self, message: Any) -> None:
         self._ltm_start()
+        if message and self.is_handled(message):
+            return  # old news: MetaGPT's _observe would store it again (a new id) before any filter ran
         super().put_message(message)  # type: ignore[misc]
         memory = self.rc.memory
-        if message and message.cause_by in memory.watching() and memory.storage_ready and not self.is_handled(message):
-            memory.memory_storage.add(message)  # type: ignore[union-attr]  # the durable inbox (old news: not again)
+        if message and message.cause_by in memory.watching() and memory.storage_ready:
+            memory.memory_storage.add(message)  # type: ignore[union-attr]  # the durable inbox
 
     async def _observe(self, ignore_memory: bool = False) -> int:
         self._ltm_start()
         await super()._observe(ignore_memory)  # type: ignore[misc]
         news: list[MetaGPTMessage] = []
-        contents: set[str] = set()
+        keys: set[tuple[str, str, str]] = set()
         for message in [*self._ltm_pending, *self.rc.news]:
-            if message.content in contents or self.is_handled(message):
-                continue  # the same requirement twice in one look, or work already done
-            contents.add(message.content)
+            key = identity_key(message)
+            if key in keys or self.is_handled(message):
+                continue  # the same request twice in one look, or work already done
+            keys.add(key)
             news.append(message)
         self._ltm_pending = []
         self.rc.news = news

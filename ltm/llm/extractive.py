@@ -14,11 +14,10 @@ import re
 from typing import Any
 
 from ltm.llm.summary import Embed, split_units, summarize_units, title_phrase
-from ltm.llm.textstats import WORD, content_words
+from ltm.llm.textstats import WORD, content_words, sentences
 
 __all__ = ["ExtractiveLLM", "ExtractiveText", "content_words", "split_sentences"]
 
-_SENTENCE = re.compile(r"[^\n.!?。！？]+(?:[.!?。！？]+|$)", re.MULTILINE)
 _MAX_WORDS_HINT = re.compile(r"(?:less than|at most|fewer than|under|within)\s+(\d+)\s+words", re.IGNORECASE)
 
 
@@ -34,8 +33,9 @@ class ExtractiveText(str):
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences and lines of ``text``, stripped, empty ones dropped, order kept."""
-    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+    """Sentences and lines of ``text``, stripped, empty ones dropped, order kept (numbers, versions,
+    abbreviations and URLs do not end a sentence: :func:`ltm.llm.textstats.sentences`)."""
+    return [s for line in text.splitlines() for s in sentences(line)]
 
 
 class ExtractiveLLM:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ltm.llm.textstats import candidate_phrases, content_words, sparse_dot, tfidf
+from ltm.llm.textstats import Phrase, candidate_phrases, content_words, sentences, sparse_dot, tfidf
 from ltm.llm.textstats import dense as dense_matrix
 
 __all__ = ["Embed", "Summary", "Unit", "split_units", "summarize_units", "title_phrase"]
@@ -41,10 +41,6 @@ MIN_CONTENT_WORDS = 3  # shorter units are fillers ("Yes, sir.", "OK, thanks.")
 NEAR_DUPLICATE = 0.8  # similarity above which a sentence repeats one already chosen
 DENSE_LIMIT = 4_000_000  # sentences x vocabulary up to which TF-IDF vectors are a dense matrix
 _SPEAKER = re.compile(r"^\s*(#?[\w .'()-]{1,40}?#?)\s*:\s+(.*)$")
-_SENTENCE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+|$)")
-# "Ms. Dawson" is one sentence: the dot of a title is hidden from the splitter, then restored
-_TITLE_DOT = re.compile(r"\b(Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e)\.", re.IGNORECASE)
-_HIDDEN_DOT = "\u2024"
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -81,9 +77,8 @@ def split_units(text: str) -> list[Unit]:
     for line in text.splitlines():
         match = _SPEAKER.match(line)
         speaker, body = (match.group(1).strip(), match.group(2)) if match else ("", line)
-        for sentence in _SENTENCE.findall(_TITLE_DOT.sub(lambda m: m.group(1) + _HIDDEN_DOT, body)):
-            if sentence.strip():
-                units.append(Unit(speaker, sentence.strip().replace(_HIDDEN_DOT, "."), len(units)))
+        for sentence in sentences(body):
+            units.append(Unit(speaker, sentence, len(units)))
     return units
 
 
@@ -177,12 +172,28 @@ _TITLE_SKIP = frozenset(_TITLE_SKIP_TEXT.split())
 NAME_BOOST = 2.0
 
 
+def _topical(phrase: Phrase) -> Phrase:
+    """``phrase`` without the verbs and fillers at its ends: a title names what the chat is about, never a claim
+    about it. "can't keep MySQL" yields the phrase "keep MySQL", which as a title says the opposite of the chat;
+    its topic is "MySQL". Words and keys correspond one to one (a phrase is a run of content words)."""
+    words = phrase.surface.split()
+    if len(words) != len(phrase.keys):
+        return phrase
+    start, end = 0, len(words)
+    while start < end and phrase.keys[start] in _TITLE_SKIP:
+        start += 1
+    while end > start and phrase.keys[end - 1] in _TITLE_SKIP:
+        end -= 1
+    if (start, end) == (0, len(words)):
+        return phrase
+    return Phrase(" ".join(words[start:end]), phrase.keys[start:end], phrase.position)
+
+
 def title_phrase(text: str, max_words: int = 5) -> str:
     """One readable keyphrase of ``text`` (up to ``min(4, max_words)`` words), capitalised."""
     units = split_units(text)
     body = "\n".join(u.text for u in units) or text
-    phrases = [p for p in candidate_phrases(body, longest=min(4, max(1, max_words)))
-               if p.keys and not set(p.keys) <= _TITLE_SKIP]
+    phrases = [p for p in map(_topical, candidate_phrases(body, longest=min(4, max(1, max_words)))) if p.keys]
     if not phrases:
         words = _WORD.findall(text)
         return " ".join(words[:max_words]).capitalize() if words else "New conversation"

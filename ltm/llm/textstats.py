@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Phrase", "candidate_phrases", "content_words", "dense", "sparse_dot", "tfidf"]
+__all__ = ["Phrase", "candidate_phrases", "content_words", "dense", "sentences", "sparse_dot", "tfidf"]
 
 WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORD_TEXT = """a an and are as at be been but by can could did do does for from had has have he her hers him his
@@ -21,6 +21,18 @@ there these they this those to too us was we were what when where which who whom
 yours am also any all about above after again against before being below between both during each few more most
 other own same should only over under until up very s t don"""
 STOPWORDS = frozenset(STOPWORD_TEXT.split())
+
+
+def sentences(text: str, language: str = "en") -> list[str]:
+    """The sentences of one line of text, stripped, empty ones dropped, in order.
+
+    sentencex (Wikimedia's rule-based segmenter) decides where they end: a dot in a number or version ("MySQL
+    5.7", "the 1.9 cache", "$3.50"), an abbreviation ("Dr.", "e.g.", "p.m.") or a URL does not end a sentence.
+    Languages without a rule set of their own fall back to related ones; "." "!" "?" "。" still end sentences.
+    """
+    from sentencex import segment  # imported on first use: most programs that import ltm never summarize
+
+    return [s.strip() for s in segment(language, text) if s.strip()]
 
 
 def content_words(text: str) -> list[str]:

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ltm.store.catalog import NamespaceInfo, is_namespace_dir, namespace_exists, namespace_path, namespaces
+from ltm.store.catalog import (
+    NamespaceInfo,
+    is_namespace_dir,
+    namespace_exists,
+    namespace_model,
+    namespace_path,
+    namespaces,
+)
 from ltm.store.history import HistoryEvent
 from ltm.store.query import compile_filters
 from ltm.store.records import MessagePage, StoreStats
@@ -43,6 +50,7 @@ __all__ = [
     "check_filters",
     "is_namespace_dir",
     "namespace_exists",
+    "namespace_model",
     "namespace_path",
     "namespaces",
     "scoped",

@@ -22,7 +22,7 @@ from ltm.store.log import corrupted, translate
 from ltm.store.manifest import Manifest
 from ltm.store.naming import check_kind, namespace_dir, safe_name
 
-__all__ = ["NamespaceInfo", "is_namespace_dir", "namespace_exists", "namespace_path", "namespaces"]
+__all__ = ["NamespaceInfo", "is_namespace_dir", "namespace_exists", "namespace_model", "namespace_path", "namespaces"]
 
 _MANIFEST, _LOG = "manifest.json", "memory.sqlite"
 
@@ -62,6 +62,18 @@ def namespace_exists(settings: Settings, kind: str, namespace: str) -> bool:
         return pg_namespace_exists(settings.store_url, kind, namespace, settings.store_partitions)
     directory = namespace_path(settings, kind, namespace)
     return os.path.isfile(directory / _MANIFEST) or os.path.isfile(directory / _LOG)
+
+
+def namespace_model(settings: Settings, kind: str, namespace: str) -> str | None:
+    """The embedding model ``namespace`` of ``kind`` records (its manifest, or its ``ltm_namespaces`` row on the
+    PostgreSQL store); None when the namespace does not exist or records none yet. Reads only: a command that
+    only reads a namespace opens it with this model's name and never loads a model."""
+    if settings.store_url:
+        from ltm.store.pg.catalog import pg_namespace_model
+
+        return pg_namespace_model(settings.store_url, kind, namespace, settings.store_partitions)
+    manifest = Manifest.read(namespace_path(settings, kind, namespace) / _MANIFEST)
+    return manifest.embedding_model if manifest is not None else None
 
 
 def is_namespace_dir(directory: Path) -> bool:

@@ -72,11 +72,28 @@ def given_vectors(
     listed = [messages] if isinstance(messages, Message) else list(messages)
     if vectors is None or not listed:
         return listed, None
+    if not isinstance(vectors, np.ndarray):
+        _check_rows(vectors, listed)
     array = normalise(vectors, dim(), "the vectors argument")
     if array.shape[0] != len(listed):
         raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
                            "pass one vector per message")
     return listed, {m.id: array[i] for i, m in enumerate(listed)}
+
+
+def _check_rows(vectors: Any, listed: list[Message]) -> None:
+    """InvalidInput naming the first row of ``vectors`` that is not a vector (None, a number, text...)."""
+    try:
+        rows = list(vectors)
+    except TypeError:
+        raise InvalidInput(f"vectors must be a list of vectors (one list of floats per message), got "
+                           f"{type(vectors).__name__}") from None
+    for i, row in enumerate(rows):
+        if isinstance(row, np.ndarray) or (isinstance(row, Sequence) and not isinstance(row, str | bytes)):
+            continue
+        which = f" (message {listed[i].id})" if i < len(listed) else ""
+        raise InvalidInput(f"vectors[{i}]{which} is {type(row).__name__}, not a list of floats: pass one vector per "
+                           "message, or vectors=None to have the store embed them")
 
 
 def texts_to_embed(pending: Pending, given: dict[str, np.ndarray] | None) -> list[str]:

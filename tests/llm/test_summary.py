@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import ltm.llm.summary as summary
-from ltm.llm.extractive import ExtractiveLLM
+from ltm.llm.extractive import ExtractiveLLM, split_sentences
 from ltm.llm.summary import split_units, summarize_units, title_phrase
 
 CHAT = """Alice: Hi Bob.
@@ -22,14 +23,18 @@ Bob: Sure."""
 def test_units_keep_speakers_and_titles_of_people() -> None:
     units = split_units("#Person1#: Ms. Dawson, take a memo. It is urgent!\nno speaker here")
     assert [(u.speaker, u.text) for u in units] == [
-        ("#Person1#", "Ms. Dawson, take a memo."), ("#Person1#", "It is urgent!"), ("", "no speaker here")]
+        ("#Person1#", "Ms. Dawson, take a memo."),
+        ("#Person1#", "It is urgent!"),
+        ("", "no speaker here"),
+    ]
 
 
 def test_summary_is_central_in_order_within_budget_without_fillers() -> None:
     result = summarize_units(split_units(CHAT), 200)
     words = sum(len(u.text.split()) for u in result.units)
-    assert result.budget == max(summary.MIN_WORDS, round(summary.SHARE * sum(len(u.text.split())
-                                                                             for u in split_units(CHAT))))
+    assert result.budget == max(
+        summary.MIN_WORDS, round(summary.SHARE * sum(len(u.text.split()) for u in split_units(CHAT)))
+    )
     assert words <= result.budget * 1.25
     positions = [u.position for u in result.units]
     assert positions == sorted(positions)  # said order
@@ -77,3 +82,31 @@ def test_title_is_one_readable_phrase() -> None:
     assert title_phrase(CHAT, 5) in ("High scores", "SQLite", "Game stores")
     assert len(title_phrase(CHAT, 5).split()) <= 4
     assert title_phrase("", 5) == "New conversation"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "We run MySQL 5.7 in production. The 1.9 cache layer is slow.",
+            ["We run MySQL 5.7 in production.", "The 1.9 cache layer is slow."],
+        ),
+        (
+            "Dr. Smith moved the handbook to https://wiki.example.com/ops/handbook.html today. Check it.",
+            ["Dr. Smith moved the handbook to https://wiki.example.com/ops/handbook.html today.", "Check it."],
+        ),
+        (
+            "Upgrade to v2.3.1 first, e.g. with pip. Then restart.",
+            ["Upgrade to v2.3.1 first, e.g. with pip.", "Then restart."],
+        ),
+        (
+            "It costs $3.50 per unit. We met at 5 p.m. on Friday!",
+            ["It costs $3.50 per unit.", "We met at 5 p.m. on Friday!"],
+        ),
+        ("我们用MySQL 5.7。它很慢！", ["我们用MySQL 5.7。", "它很慢！"]),
+    ],
+)
+def test_sentences_end_where_sentences_end(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+    assert [u.text for u in split_units("Alice: " + text)] == expected
+    assert {u.speaker for u in split_units("Alice: " + text)} == {"Alice"}

@@ -165,8 +165,11 @@ def test_approve_and_reject_changes_and_read_chat_and_policies(browser: Browser,
     page.get_by_role("link", name="order-8812").click()
     expect(page.locator("ol.history li")).to_have_count(4)
     page.click("#summarize")
+    expect(page.locator("#confirm-what")).to_contain_text("4 turns")
+    page.click("#confirm")
     expect(page.locator("#chat-summary")).to_contain_text("charged twice")
     page.click("#make-title")
+    page.click("#confirm")
     expect(page.locator("#chat-title")).to_be_visible()
     later = [{"content": "Thanks! Will I get an email when it lands?", "role": "user"},
              {"content": "Yes, the payment provider emails you once the refund is processed.", "role": "assistant"}]
@@ -195,4 +198,61 @@ def test_a_key_sees_only_its_namespaces(browser: Browser, seeded: tuple[ServiceT
     response = page.goto(f"{service.url}/ui/ns/{NS}/messages")
     assert response is not None and response.status == 403
     expect(page.locator("h1")).to_have_text("Forbidden")
+    page.close()
+
+
+def test_header_before_and_after_signing_in(browser: Browser, seeded: tuple[ServiceThread, str]) -> None:
+    """No namespace in the header of a page that has none (not Jinja2's namespace helper), and "Sign out" only once
+    signed in."""
+    service, key = seeded
+    page = browser.new_page()
+    page.goto(service.url + "/ui/login")
+    expect(page.locator("header")).not_to_contain_text("jinja2")
+    expect(page.locator("header nav")).to_have_count(0)
+    expect(page.locator("form.logout")).to_have_count(0)
+    _sign_in(page, service.url, key)
+    expect(page.locator("header")).not_to_contain_text("jinja2")
+    expect(page.locator("header nav")).to_have_count(0)
+    expect(page.locator("form.logout button")).to_have_text("Sign out")
+    page.close()
+
+
+def test_a_message_has_its_own_page(browser: Browser, seeded: tuple[ServiceThread, str]) -> None:
+    service, key = seeded
+    api = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+    stored = api.get(f"/v1/namespaces/{NS}/messages", params={"limit": 100}).json()["messages"]
+    target = next(m for m in stored if m["content"] == NOTES[3])
+    api.close()
+    page = browser.new_page()
+    _sign_in(page, service.url, key)
+    page.goto(f"{service.url}/ui/ns/{NS}/messages")
+    page.get_by_role("link", name="Next page").click()
+    page.get_by_role("link", name=target["id"][:8]).click()
+    expect(page).to_have_url(f"{service.url}/ui/ns/{NS}/messages/{target['id']}")
+    expect(page.locator("#message-id")).to_have_text(target["id"])
+    expect(page.locator("#message-content")).to_have_text(NOTES[3])
+    expect(page.locator("table.history-events")).to_contain_text("ADD")
+    page.close()
+
+
+def test_titling_a_chat_asks_first_and_says_what_it_removes(browser: Browser, seeded: tuple[ServiceThread, str]
+                                                          ) -> None:
+    service, key = seeded
+    page = browser.new_page()
+    _sign_in(page, service.url, key)
+    page.goto(f"{service.url}/ui/ns/{NS}/chats/order-8812")
+    page.click("#make-title")
+    expect(page.locator("#confirm-what")).to_contain_text("4 turns not yet summarized")
+    expect(page.locator("#confirm-what")).to_contain_text("removed from its history")
+    page.click("#cancel")
+    expect(page.locator("ol.history li")).to_have_count(4)  # nothing happened
+    # a POST without the confirmation (a stray form, an old page) only shows the question
+    asked = page.request.post(f"{service.url}/ui/ns/{NS}/chats/order-8812/title")
+    assert asked.status == 200 and "cannot be undone" in asked.text()
+    page.reload()
+    expect(page.locator("ol.history li")).to_have_count(4)
+    page.click("#make-title")
+    page.click("#confirm")
+    expect(page.locator("#chat-title")).to_be_visible()
+    expect(page.locator("ol.history li")).to_have_count(0)
     page.close()

@@ -98,3 +98,14 @@ def test_other_bad_arguments(filled: tuple[MemoryStorage, list[Message]], settin
         store.search_similar(42)  # type: ignore[arg-type]
     assert store.search_similar("") == []
     _intact(store, messages)
+
+
+@pytest.mark.parametrize("vectors", [[None, None], [[0.5] * 384, None], [[0.5] * 384, 0.5], [[0.5] * 384, "abc"]])
+def test_given_vectors_that_are_not_vectors_are_named_by_row(settings: Settings, vectors: list[object]) -> None:
+    store = MemoryStorage("given", settings=settings)
+    messages = [Message("first note"), Message("second note")]
+    row = 0 if vectors[0] is None else 1
+    with pytest.raises(InvalidInput, match=rf"vectors\[{row}\] \(message {messages[row].id}\)"):
+        store.add_batch(messages, vectors=vectors)
+    assert store.count() == 0
+    store.close()

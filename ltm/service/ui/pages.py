@@ -8,7 +8,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from ltm.errors import AuthRequired, LTMError
+from ltm.errors import AuthRequired, LTMError, NotFound
 from ltm.service.auth import COOKIE, caller, read_access, state_of, write_access
 from ltm.service.catalog import namespace_names
 from ltm.service.errors import status_of
@@ -29,7 +29,15 @@ def _q(namespace: str) -> str:
 
 
 def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    return TEMPLATES.TemplateResponse(request, name, {"auth": state_of(request).auth, **context}, status_code=status)
+    auth = state_of(request).auth
+    return TEMPLATES.TemplateResponse(request, name, {"auth": auth, "signed_in": auth and _signed_in(request),
+                                                      **context}, status_code=status)
+
+
+def _signed_in(request: Request) -> bool:
+    """True when the browser holds a key the service knows (the header then offers to sign out)."""
+    key = request.cookies.get(COOKIE)
+    return key is not None and state_of(request).keys.lookup(key.strip()) is not None
 
 
 def _failed(request: Request, exc: LTMError, namespace: str | None = None) -> Response:
@@ -110,9 +118,38 @@ async def chat(request: Request, namespace: str, chat_id: str,
                    page=page, offset=offset, following=following, title=request.query_params.get("title"))
 
 
+# What each of a chat's buttons does to it, said on its confirmation page before anything changes.
+_CHAT_ACTIONS = {
+    "summarize": "Summarizing folds the chat's {n} turns not yet summarized into its summary and removes them from "
+                 "its history.",
+    "title": "Titling summarizes the chat first: its {n} turns not yet summarized are folded into its summary and "
+             "removed from its history; then a title is made from the summary.",
+}
+
+
+async def _confirm(request: Request, namespace: str, chat_id: str, action: str) -> Response:
+    """The page that says what ``action`` will do to the chat and asks to go on (the action's POST needs it)."""
+    try:
+        write_access(request, namespace)
+        memory = await load_chat(request, namespace, chat_id)
+    except LTMError as exc:
+        return _failed(request, exc, namespace)
+    return _render(request, "confirm.html", namespace=namespace, tab="chats", chat_id=chat_id, action=action,
+                   what=_CHAT_ACTIONS[action].format(n=len(memory.history)))
+
+
+@router.get("/ns/{namespace:path}/chats/{chat_id}/summarize")
+async def confirm_summarize(request: Request, namespace: str, chat_id: str) -> Response:
+    """Ask before summarizing: it removes the chat's turns."""
+    return await _confirm(request, namespace, chat_id, "summarize")
+
+
 @router.post("/ns/{namespace:path}/chats/{chat_id}/summarize")
-async def summarize(request: Request, namespace: str, chat_id: str) -> Response:
-    """Fold the chat's history into its summary, then show the chat."""
+async def summarize(request: Request, namespace: str, chat_id: str,
+                    confirm: Annotated[str, Form()] = "") -> Response:
+    """Fold the chat's history into its summary (once confirmed), then show the chat."""
+    if confirm != "yes":
+        return await _confirm(request, namespace, chat_id, "summarize")
     try:
         write_access(request, namespace)
         await (await load_chat(request, namespace, chat_id)).summarize()
@@ -121,9 +158,17 @@ async def summarize(request: Request, namespace: str, chat_id: str) -> Response:
     return RedirectResponse(f"/ui/ns/{_q(namespace)}/chats/{quote(chat_id, safe='')}", status_code=303)
 
 
+@router.get("/ns/{namespace:path}/chats/{chat_id}/title")
+async def confirm_title(request: Request, namespace: str, chat_id: str) -> Response:
+    """Ask before titling: it summarizes the chat first, which removes its turns."""
+    return await _confirm(request, namespace, chat_id, "title")
+
+
 @router.post("/ns/{namespace:path}/chats/{chat_id}/title")
-async def title(request: Request, namespace: str, chat_id: str) -> Response:
-    """Title the chat (summarizes first), then show it with its title."""
+async def title(request: Request, namespace: str, chat_id: str, confirm: Annotated[str, Form()] = "") -> Response:
+    """Title the chat (summarizes first; once confirmed), then show it with its title."""
+    if confirm != "yes":
+        return await _confirm(request, namespace, chat_id, "title")
     try:
         write_access(request, namespace)
         text = await (await load_chat(request, namespace, chat_id)).get_title()
@@ -195,6 +240,21 @@ def experience(request: Request, namespace: str) -> Response:
         return _failed(request, exc, namespace)
     return _render(request, "experience.html", namespace=namespace, tab="experience", lessons=lessons[-200:],
                    policies=policies)
+
+
+@router.get("/ns/{namespace:path}/messages/{message_id}")
+def message(request: Request, namespace: str, message_id: str) -> Response:
+    """One message: every field, and its ADD / UPDATE / DELETE history."""
+    try:
+        read_access(request, namespace)
+        store = state_of(request).existing_store(namespace)
+        if store is None:
+            raise NotFound(f"no namespace {namespace!r}")
+        found = store.get(message_id)
+        events = store.history(message_id) if hasattr(store, "history") else []
+    except LTMError as exc:
+        return _failed(request, exc, namespace)
+    return _render(request, "message.html", namespace=namespace, tab="messages", message=found, events=events)
 
 
 @router.get("/ns/{namespace:path}/messages")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ltm.store.pg.pool import pool_for, translate
 from ltm.store.pg.schema import partitions_of
 
-__all__ = ["PgNamespace", "pg_namespace_exists", "pg_namespaces", "pg_partitions"]
+__all__ = ["PgNamespace", "pg_namespace_exists", "pg_namespace_model", "pg_namespaces", "pg_partitions"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,15 @@ def pg_namespace_exists(url: str, kind: str, name: str, partitions: int | None =
     with translate(url), pool_for(url, partitions).connection() as conn:
         return conn.execute("SELECT 1 FROM ltm_namespaces WHERE kind = %s AND name = %s",
                             (kind, name)).fetchone() is not None
+
+
+def pg_namespace_model(url: str, kind: str, name: str, partitions: int | None = None) -> str | None:
+    """The embedding model namespace ``kind/name`` records in the database at ``url`` (None: no such namespace).
+    Reads only; ``partitions`` as in :func:`pg_namespace_exists`."""
+    with translate(url), pool_for(url, partitions).connection() as conn:
+        row = conn.execute("SELECT embedding_model FROM ltm_namespaces WHERE kind = %s AND name = %s",
+                           (kind, name)).fetchone()
+    return None if row is None else str(row[0])
 
 
 def pg_partitions(url: str) -> int:
