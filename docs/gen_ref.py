@@ -34,10 +34,19 @@ A thin layer over the library: every command calls the public API. Every command
 - `ltm --version` prints the version (`ltm.__version__`).
 - Times are ISO-8601 in local time (`--after 2026-11-01`, `--before 2026-11-01T09:30+01:00`); unix seconds work
   too; `--utc` reads and prints UTC.
-- Commands that print messages take `--format table|json` (`--json` for short: one JSON object per line).
+- Commands that print data (messages, history, `stats`) take `--format table|json` (`--json` for short: one JSON
+  object per line). A search, `list` or `history` that finds nothing prints nothing on stdout, says so on stderr
+  and exits 3.
 - Long work (`import`, `add` from stdin) shows a bar with a total and an ETA at a terminal, plain progress lines on
   stderr otherwise. `-v` / `-vv` or `LTM_LOG_LEVEL=DEBUG` log to stderr.
-- Only commands that embed (`add`, `search`, `import` without vectors) load the embedding model.
+- Only commands that embed (`add`, `search`, `import` without vectors, `update` of content) load the embedding
+  model. Reading commands (`recent`, `get`, `list`, `export`, `history`, `stats`, `delete`, `delete-where`,
+  `search --mode keyword`) open a namespace whatever model wrote it (MetaGPT's `text-embedding-ada-002`, a hash
+  model...) and load none. Commands that embed need the namespace's own model: name it with
+  `--embedding-model NAME`, as `ltm stats` shows it; the error says which. A namespace whose model ends in
+  `+origin` was written through ltm's MetaGPT integration with MetaGPT's embedding: search it by meaning from
+  MetaGPT's environment.
+- A bad option prints the usage of the command it was given to.
 - Namespaces default to `--kind cli`; `--kind role -n "Alice(Product Manager)"` reads a role's memory. Reading
   commands never create a namespace.
 - `--where '{"run_id": "r1", "created_at": {"gte": "2024-05-01"}}'` takes the store's filter language
@@ -125,7 +134,7 @@ def _usage(parser: argparse.ArgumentParser) -> str:
 
 
 def cli_page() -> str:
-    top = _parser()
+    top, _ = _parser()
     commands = _subparsers(top)
     common = _common(top)
     some = _leaves(top)[0]
