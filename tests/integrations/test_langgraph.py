@@ -5,12 +5,15 @@ do not (ltm's engines, restarts, its model, hybrid ranking, LangMem)."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +91,11 @@ def test_namespaces_prefix_filters_and_listing(store: LtmStore) -> None:
     assert store.list_namespaces(suffix=("c",)) == [("a", "b", "c")]
     with pytest.raises(InvalidInput, match="Invalid filter key"):
         store.search((), filter={"n' OR 1=1": 1})
+    bad_values: list[dict[str, Any]] = [{"when": datetime.now()}, {"n": math.nan}]
+    for value in bad_values:
+        with pytest.raises(InvalidInput, match="must be JSON"):
+            store.put(("a",), "bad", value)
+    assert store.get(("a",), "bad") is None
     for bad in [(), ("a", "b.c"), ("a", ""), ("langgraph", "x")]:
         with pytest.raises(InvalidNamespaceError):
             store.put(bad, "k", {"v": 1})
@@ -263,3 +271,12 @@ def test_langmem_tools_on_ltm_store(tmp_path: Path, openai_server: OpenAIServer)
     assert len(tool_answers) == 1 and "dark mode" in tool_answers[0]
     assert out["messages"][-1].content == "You prefer dark mode."
     assert openai_server.embedding_calls >= 2  # the index's embed (OpenAIEmbeddings) embedded memory and query
+
+
+def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (ROOT / "docs" / "frameworks" / "langgraph.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, "docs/frameworks/langgraph.md", "exec"), {})

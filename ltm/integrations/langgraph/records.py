@@ -31,6 +31,7 @@ from ltm.message import Message
 
 __all__ = [
     "ROLE",
+    "check_value",
     "Part",
     "head_id",
     "item_filter",
@@ -64,6 +65,20 @@ def item_key(namespace: Sequence[str], key: str) -> str:
 def head_id(namespace: Sequence[str], key: str) -> str:
     """The id of the item's head message (part 0)."""
     return item_key(namespace, key) + ".0"
+
+
+def check_value(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object (what the store keeps); InvalidInput naming the problem otherwise."""
+    if not isinstance(value, dict):
+        raise InvalidInput(f"a store value is a dict, got {type(value).__name__}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"a store value must be JSON (dicts, lists, str, finite numbers, bool, None): {exc}; "
+            "convert it first (e.g. a datetime to isoformat())"
+        ) from exc
+    return value
 
 
 def texts_of(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:

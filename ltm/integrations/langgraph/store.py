@@ -37,6 +37,7 @@ from ltm.integrations.langgraph.embeddings import LangChainEmbedding
 from ltm.integrations.langgraph.listing import matching_namespaces
 from ltm.integrations.langgraph.records import (
     Part,
+    check_value,
     head_id,
     item_filter,
     item_of,
@@ -260,11 +261,8 @@ class LtmStore(BaseStore):
             self.storage.replace_batch([p.message for p in parts], vectors=self._vectors(parts))
 
     def _texts(self, op: PutOp) -> list[str]:
-        if op.index is False:
-            return []
-        if not isinstance(op.value, dict):
-            raise InvalidInput(f"a store value is a dict, got {type(op.value).__name__}")
-        return texts_of(op.value, self._fields if op.index is None else list(op.index))
+        value = check_value(op.value)
+        return [] if op.index is False else texts_of(value, self._fields if op.index is None else list(op.index))
 
     def _vectors(self, parts: list[Part]) -> np.ndarray:
         """One vector per part: the model's (batched and cached by ltm) for indexed texts, a placeholder for
