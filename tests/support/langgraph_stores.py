@@ -4,11 +4,14 @@
 them as ``ltm_langgraph_stores.py`` and points their imports of ``InMemoryStore``, ``SqliteStore`` and
 ``AsyncSqliteStore`` here: nothing else in the tests changes. Each store gets a fresh ltm data root (a file
 connection string keeps its root beside the file, so two stores on one file share their items, as SQLite's do).
-``LTM_EMBEDDING`` picks ltm's model for stores without an ``index`` (default ``hash``).
+``LTM_EMBEDDING`` picks ltm's model for stores without an ``index`` (default ``hash``). With
+``LTM_LANGGRAPH_STORE_URL`` (a ``postgresql://`` URL) the stores run on PostgreSQL, each in its own ltm namespace
+(one per file connection string).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -22,19 +25,22 @@ from ltm.integrations.langgraph import LtmStore
 __all__ = ["AsyncSqliteStore", "InMemoryStore", "SqliteStore"]
 
 
-def _settings(conn_string: str | None = None) -> Settings:
-    if conn_string and conn_string != ":memory:":
-        root = conn_string + ".ltm"
-    else:
-        root = tempfile.mkdtemp(prefix="ltm-langgraph-", dir=os.environ.get("LTM_LANGGRAPH_TMP"))
-    return Settings(storage_dir=root, embedding=os.environ.get("LTM_EMBEDDING", "hash"))
+def _where(conn_string: str | None) -> tuple[Settings, str]:
+    """The settings and ltm namespace of a store: its own data root (embedded) or its own namespace (PostgreSQL)."""
+    url = os.environ.get("LTM_LANGGRAPH_STORE_URL") or None
+    fresh = tempfile.mkdtemp(prefix="ltm-langgraph-", dir=os.environ.get("LTM_LANGGRAPH_TMP"))
+    shared = conn_string if conn_string and conn_string != ":memory:" else None
+    root = shared + ".ltm" if shared and not url else fresh
+    namespace = "lg-" + hashlib.sha256((shared or fresh).encode()).hexdigest()[:16] if url else "langgraph"
+    return Settings(storage_dir=root, embedding=os.environ.get("LTM_EMBEDDING", "hash"), store_url=url), namespace
 
 
 class InMemoryStore(LtmStore):
-    """``InMemoryStore(index=..., ttl=...)``: an LtmStore on a fresh data root."""
+    """``InMemoryStore(index=..., ttl=...)``: an LtmStore of its own."""
 
     def __init__(self, *, index: Any = None, ttl: Any = None) -> None:
-        super().__init__(_settings(), index=index, ttl=ttl)
+        settings, namespace = _where(None)
+        super().__init__(settings, index=index, ttl=ttl, namespace=namespace)
 
 
 class SqliteStore(LtmStore):
@@ -43,7 +49,8 @@ class SqliteStore(LtmStore):
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string: str, *, index: Any = None, ttl: Any = None) -> Iterator[SqliteStore]:
-        store = cls(_settings(conn_string), index=index, ttl=ttl)
+        settings, namespace = _where(conn_string)
+        store = cls(settings, index=index, ttl=ttl, namespace=namespace)
         try:
             yield store
         finally:
@@ -61,7 +68,8 @@ class AsyncSqliteStore(LtmStore):
     async def from_conn_string(
         cls, conn_string: str, *, index: Any = None, ttl: Any = None
     ) -> AsyncIterator[AsyncSqliteStore]:
-        store = cls(_settings(conn_string), index=index, ttl=ttl)
+        settings, namespace = _where(conn_string)
+        store = cls(settings, index=index, ttl=ttl, namespace=namespace)
         try:
             yield store
         finally:

@@ -214,7 +214,8 @@ class LtmStore(BaseStore):
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        heads.reverse()  # list() is in write order; a put writes the item anew
+        heads.reverse()  # list() is in write order: this is nearly sorted already
+        heads.sort(key=lambda m: float(m.metadata["lg_updated"]), reverse=True)  # a TTL refresh rewrites, too
         return heads
 
     def _namespaces(self, op: ListNamespacesOp) -> set[tuple[str, ...]]:
