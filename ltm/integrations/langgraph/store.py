@@ -333,6 +333,9 @@ class LtmStore(BaseStore):
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; True when it has stopped within ``timeout`` seconds."""
+        return self._stop_sweeper(timeout)
+
+    def _stop_sweeper(self, timeout: float | None) -> bool:
         if self._sweeper is None:
             return True
         stop, thread = self._sweeper
@@ -345,7 +348,7 @@ class LtmStore(BaseStore):
     # -- lifecycle -----------------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop the sweeper and close the namespace (the data stays)."""
-        self.stop_ttl_sweeper()
+        self._stop_sweeper(None)
         self.storage.close()
 
     def __enter__(self) -> LtmStore:
