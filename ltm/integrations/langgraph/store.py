@@ -1,8 +1,9 @@
 """``LtmStore``: LangGraph's ``BaseStore`` over one ltm namespace (see :mod:`.records` for the layout).
 
 A batch reads first (gets, searches, namespace listings see the store as it was before the batch), then writes
-all its puts and deletes: the stale parts of re-put items go first (one transaction), then every new part in
-one transaction (:meth:`MemoryStorage.replace_batch`), so a crash leaves each item whole, old or new.
+all its puts and deletes: deleted items and the parts re-put items no longer have go first (one transaction),
+then every new part (one transaction, :meth:`MemoryStorage.replace_batch`). A crash between the two leaves a
+re-put item as it was (indexed on fewer fields at worst), never part old and part new.
 """
 
 from __future__ import annotations
