@@ -158,6 +158,16 @@ def test_ttl_expiry_refresh_and_sweep(engine: Settings) -> None:
         assert [i.key for i in store.search(("t",))] == ["kept"]
 
 
+def test_sweeper_thread_runs_until_close(tmp_path: Path) -> None:
+    store = LtmStore(Settings(storage_dir=tmp_path, embedding="hash"), ttl={"sweep_interval_minutes": 1})
+    done = store.start_ttl_sweeper(0.1 / 60)
+    assert store.start_ttl_sweeper().done()  # one sweeper per store: a second start does nothing
+    time.sleep(0.3)
+    assert not done.done()
+    store.close()
+    assert done.result(timeout=5) is None and store.stop_ttl_sweeper(timeout=0)
+
+
 def test_items_survive_reopening_on_both_engines(engine: Settings) -> None:
     with LtmStore(engine) as store:
         store.put(("mem", "u1"), "k", {"text": "the door code is 4417"})
