@@ -49,16 +49,10 @@ def test_one_running_example_per_memory_class() -> None:
         assert any(re.search(rf"\b{name}\(", code) for code in run), f"no running README example builds {name}"
 
 
-# Guides written beside this README by the engineers adding those integrations (they land with them).
-_WRITTEN_WITH_THEIR_INTEGRATION = {"docs/frameworks/langgraph.md", "docs/frameworks/autogen.md",
-                                   "docs/frameworks/crewai.md"}
-
-
 def test_every_relative_link_leads_to_a_file() -> None:
     links = re.findall(r"\]\(([^)#]+?)(?:#[^)]*)?\)", README)
     assert links
-    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()
-               and link not in _WRITTEN_WITH_THEIR_INTEGRATION]
+    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
 
 

@@ -87,7 +87,7 @@ class OpenAIServer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._faults: deque[tuple[str, Any]] = deque()
-        self._scripted: deque[str] = deque()
+        self._scripted: deque[str | dict[str, Any]] = deque()
         self.chat_calls = 0
         self.embedding_calls = 0
         self.requests: list[dict[str, Any]] = []
@@ -149,6 +149,11 @@ class OpenAIServer:
         with self._lock:
             self._scripted.extend(answers)
 
+    def script_tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        """The next chat answer (after those scripted before it) calls the tool ``name`` with ``arguments``."""
+        with self._lock:
+            self._scripted.append({"name": name, "arguments": arguments})
+
     # -- serving ------------------------------------------------------------------------------------------
 
     def _serve(self, handler: BaseHTTPRequestHandler, path: str, body: dict[str, Any]) -> None:
@@ -176,11 +181,19 @@ class OpenAIServer:
             messages = body.get("messages", [])
             system = "\n".join(m["content"] for m in messages if m.get("role") == "system")
             prompt = "\n".join(m["content"] for m in messages if m.get("role") == "user")
-            text = scripted if scripted is not None else answer(system, prompt)
+            if isinstance(scripted, dict):  # a tool call, as OpenAI's chat completions return one
+                text = ""
+                call = {"id": f"call_{self.chat_calls}", "type": "function",
+                        "function": {"name": scripted["name"], "arguments": json.dumps(scripted["arguments"])}}
+                message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+                finish = "tool_calls"
+            else:
+                text = scripted if scripted is not None else answer(system, prompt)
+                message, finish = {"role": "assistant", "content": text}, "stop"
             payload: dict[str, Any] = {
                 "id": f"chatcmpl-{self.chat_calls}", "object": "chat.completion", "created": 0,
                 "model": body.get("model", "test"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                           "total_tokens": len(prompt.split()) + len(text.split())},
             }

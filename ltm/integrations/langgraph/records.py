@@ -1,0 +1,268 @@
+"""How a LangGraph item lives in one ltm namespace, and LangGraph's filters in the store's filter language.
+
+An item ``(namespace, key) -> value`` is one or more messages, one per text it is indexed on (LangGraph embeds
+each field an ``IndexConfig``'s ``fields`` names, and an item scores as its best field):
+
+- part 0, the head, id ``lg-<hash>.0``: always there; its content is the first indexed text, or a label when
+  the item is not indexed (``index=False``, or no field holds text), with a placeholder vector no search sees;
+- parts 1.., ids ``lg-<hash>.<i>``: the other indexed texts.
+
+Every part carries the whole item in its metadata (``lg_value``, ``lg_key``, the namespace and its prefixes,
+``lg_created`` / ``lg_updated`` as unix seconds, the item's TTL in minutes), so a search hit on any part is the
+item, and value filters are SQL over the same rows the search ranks. The expiry rides in ltm's own
+``expires_at``: an expired item is invisible to every read at once and purged by the next one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph.store.base import Item, SearchItem, get_text_at_path
+
+from ltm.errors import InvalidInput
+from ltm.message import Message
+
+__all__ = [
+    "ROLE",
+    "check_value",
+    "Part",
+    "head_id",
+    "item_filter",
+    "item_of",
+    "item_parts",
+    "matches",
+    "namespace_filter",
+    "namespace_label",
+    "search_item_of",
+    "texts_of",
+    "value_filter",
+]
+
+ROLE = "langgraph"  # the role of every message that holds an item
+_SEGMENT_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_OPS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
+_FLOAT_MAX = sys.float_info.max
+_INT_BOUND = 2**63  # SQLite and PostgreSQL bind integers up to 64 bits; larger ones compare as floats
+
+
+def namespace_label(namespace: Sequence[str]) -> str:
+    """The namespace as one string (a JSON list: labels may hold any character but NUL)."""
+    return json.dumps(list(namespace), ensure_ascii=False)
+
+
+def item_key(namespace: Sequence[str], key: str) -> str:
+    """The item's id stem: a hash of its namespace and key (ids stay short whatever the key)."""
+    return "lg-" + hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()[:40]
+
+
+def head_id(namespace: Sequence[str], key: str) -> str:
+    """The id of the item's head message (part 0)."""
+    return item_key(namespace, key) + ".0"
+
+
+def check_value(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object (what the store keeps); InvalidInput naming the problem otherwise."""
+    if not isinstance(value, dict):
+        raise InvalidInput(f"a store value is a dict, got {type(value).__name__}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"a store value must be JSON (dicts, lists, str, finite numbers, bool, None): {exc}; "
+            "convert it first (e.g. a datetime to isoformat())"
+        ) from exc
+    return value
+
+
+def texts_of(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
+    """The distinct non-blank texts of ``value`` at ``fields`` (LangGraph's paths: ``a.b``, ``a[*].b``, ``$``)."""
+    texts: list[str] = []
+    for field in fields:
+        for text in get_text_at_path(value, field):
+            if text.strip() and text not in texts:
+                texts.append(text)
+    return texts
+
+
+@dataclass(frozen=True)
+class Part:
+    """One message of an item, and whether its vector is a real embedding (False: the placeholder)."""
+
+    message: Message
+    indexed: bool
+
+
+def item_parts(
+    namespace: tuple[str, ...],
+    key: str,
+    value: Mapping[str, Any],
+    texts: list[str],
+    *,
+    created: float,
+    updated: float,
+    ttl_minutes: float | None,
+) -> list[Part]:
+    """The messages that store the item (see the module docstring)."""
+    stem = item_key(namespace, key)
+    metadata: dict[str, Any] = {
+        "lg_item": stem,
+        "lg_ns": namespace_label(namespace),
+        "lg_prefixes": [namespace_label(namespace[:n]) for n in range(1, len(namespace) + 1)],
+        "lg_key": key,
+        "lg_value": dict(value),
+        "lg_created": created,
+        "lg_updated": updated,
+        "lg_parts": max(len(texts), 1),
+        "lg_indexed": bool(texts),
+    }
+    if ttl_minutes is not None:
+        metadata["lg_ttl"] = ttl_minutes
+        metadata["expires_at"] = updated + ttl_minutes * 60.0
+    contents = texts or [f"{namespace_label(namespace)} {key} (not indexed)"]
+    return [
+        Part(
+            Message(text, id=f"{stem}.{i}", role=ROLE, created_at=updated, metadata={**metadata, "lg_part": i}),
+            bool(texts),
+        )
+        for i, text in enumerate(contents)
+    ]
+
+
+def item_of(message: Message) -> Item:
+    """The LangGraph ``Item`` a message of it holds."""
+    return Item(**_fields(message.metadata))
+
+
+def search_item_of(message: Message, score: float | None) -> SearchItem:
+    """The LangGraph ``SearchItem`` a message of it holds, with its score (None: found without a query)."""
+    return SearchItem(**_fields(message.metadata), score=score)
+
+
+def _fields(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "namespace": tuple(json.loads(meta["lg_ns"])),
+        "key": meta["lg_key"],
+        "value": meta["lg_value"],
+        "created_at": _when(meta["lg_created"]),
+        "updated_at": _when(meta["lg_updated"]),
+    }
+
+
+def _when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
+
+
+def namespace_filter(prefix: Sequence[str]) -> dict[str, Any] | None:
+    """Items whose namespace starts with ``prefix`` (literal labels, whole labels only); None for every item."""
+    if not prefix:
+        return None
+    return {"metadata.lg_prefixes": {"contains": namespace_label(prefix)}}
+
+
+def item_filter(stems: Sequence[str]) -> dict[str, Any]:
+    """Every part of these items."""
+    return {"metadata.lg_item": {"in": list(stems)}}
+
+
+def value_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """LangGraph's ``filter`` (exact values, nested dicts, ``$eq $ne $gt $gte $lt $lte``) in the store's filter
+    language over ``lg_value``; None when empty. A key is a dotted path into the value."""
+    if not filters:
+        return None
+    if not isinstance(filters, Mapping):
+        raise InvalidInput(f"filter must be a dict of value keys to conditions, got {type(filters).__name__}")
+    parts = _conditions("metadata.lg_value", filters)
+    return {"AND": parts} if parts else None
+
+
+def _conditions(path: str, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for key, condition in filters.items():
+        segments = str(key).split(".")
+        if not isinstance(key, str) or not all(s and set(s) <= _SEGMENT_CHARS and len(s) <= 64 for s in segments):
+            raise InvalidInput(
+                f"Invalid filter key {key!r}: ltm filters on value keys of 1-64 letters, digits, "
+                "_ or - (a dot reaches into a nested dict)"
+            )
+        field = f"{path}.{key}"
+        if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
+            for op, operand in condition.items():
+                if op not in _OPS:
+                    raise InvalidInput(f"filter operator {op!r} on {key!r} is not one of {sorted(_OPS)}")
+                parts.append(_compare(field, _OPS[op], operand))
+        elif isinstance(condition, Mapping):
+            parts.extend(_conditions(field, condition))
+        elif isinstance(condition, list | tuple):  # narrowed here to lists holding each element; matches() is exact
+            parts.extend(
+                _compare(field, "contains", element)
+                for element in condition
+                if isinstance(element, str | int | float) and not isinstance(element, bool)
+            )
+        else:
+            parts.append(_compare(field, "eq", condition))
+    return parts
+
+
+def matches(value: Mapping[str, Any], filters: Mapping[str, Any] | None) -> bool:
+    """Whether ``value`` meets LangGraph's ``filter`` exactly (as its InMemoryStore compares): the check after
+    the store's SQL, for the shapes SQL only narrows (whole lists)."""
+    return not filters or all(_meets(_at(value, str(key)), condition) for key, condition in filters.items())
+
+
+def _at(value: Any, path: str) -> Any:
+    for segment in path.split("."):
+        value = value.get(segment) if isinstance(value, Mapping) else None
+    return value
+
+
+def _meets(have: Any, condition: Any) -> bool:
+    if isinstance(condition, Mapping):
+        if any(str(op).startswith("$") for op in condition):
+            return all(_holds(have, op, operand) for op, operand in condition.items())
+        return isinstance(have, Mapping) and all(_meets(have.get(k), v) for k, v in condition.items())
+    if isinstance(condition, list | tuple):
+        return (
+            isinstance(have, list | tuple)
+            and len(have) == len(condition)
+            and all(_meets(h, c) for h, c in zip(have, condition, strict=True))
+        )
+    return bool(have == condition)
+
+
+def _holds(have: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(have == operand)
+    if op == "$ne":
+        return bool(have != operand)
+    try:
+        left, right = float(have), float(operand)
+    except (TypeError, ValueError):
+        return True  # compared by SQL already (text with text)
+    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
+
+
+_NOTHING: dict[str, Any] = {"AND": [{"metadata.lg_part": {"eq": 0}}, {"metadata.lg_part": {"ne": 0}}]}
+
+
+def _compare(field: str, op: str, operand: Any) -> dict[str, Any]:
+    """One comparison; operands the store cannot bind (NaN, infinities, NUL text, huge ints) become the
+    condition they mean."""
+    if isinstance(operand, float) and math.isnan(operand):
+        return {"metadata.lg_part": {"ne": -1}} if op == "ne" else _NOTHING  # NaN equals and orders with nothing
+    if isinstance(operand, float) and math.isinf(operand):
+        up = operand > 0
+        if op in (("lt", "lte") if up else ("gt", "gte")):  # below +inf / above -inf: every number
+            return {field: {"gte" if up else "lte": -_FLOAT_MAX if up else _FLOAT_MAX}}
+        return {"metadata.lg_part": {"ne": -1}} if op == "ne" else _NOTHING
+    if isinstance(operand, int) and not isinstance(operand, bool) and abs(operand) >= _INT_BOUND:
+        operand = float(operand)
+    if isinstance(operand, str) and "\x00" in operand:  # stored text never holds NUL
+        return {"metadata.lg_part": {"ne": -1}} if op == "ne" else _NOTHING
+    return {field: {op: operand}}

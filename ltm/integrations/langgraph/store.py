@@ -1,0 +1,363 @@
+"""``LtmStore``: LangGraph's ``BaseStore`` over one ltm namespace (see :mod:`.records` for the layout).
+
+A batch reads first (gets, searches, namespace listings see the store as it was before the batch), then writes
+all its puts and deletes: deleted items and the parts re-put items no longer have go first (one transaction),
+then every new part (one transaction, :meth:`MemoryStorage.replace_batch`). A crash between the two leaves a
+re-put item as it was (indexed on fewer fields at worst), never part old and part new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from functools import partial
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from ltm.config import Settings
+from ltm.errors import InvalidInput
+from ltm.integrations.langgraph.embeddings import LangChainEmbedding
+from ltm.integrations.langgraph.listing import matching_namespaces
+from ltm.integrations.langgraph.records import (
+    Part,
+    check_value,
+    head_id,
+    item_filter,
+    item_of,
+    item_parts,
+    matches,
+    namespace_filter,
+    search_item_of,
+    texts_of,
+    value_filter,
+)
+from ltm.message import Message
+from ltm.store import MemoryStorage, Mode
+
+__all__ = ["LtmStore"]
+
+_PAGE = 10_000  # messages per list() page (the store's largest)
+_HEADS = {"metadata.lg_part": 0}
+
+
+def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
+    kept = [p for p in parts if p]
+    return None if not kept else kept[0] if len(kept) == 1 else {"AND": kept}
+
+
+def _exact(message: Message, filters: dict[str, Any] | None) -> bool:
+    return matches(message.metadata["lg_value"], filters)
+
+
+def _check_labels(namespace: tuple[str, ...]) -> None:
+    """LangGraph's label rules for ops that reach ``batch`` without its ``put`` / ``search`` checks."""
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty "
+                "strings without periods or NUL bytes"
+            )
+
+
+class LtmStore(BaseStore):
+    """LangGraph's store on ltm: durable on every put (kill -9 safe), hybrid search, PostgreSQL through
+    ``Settings.store_url``.
+
+    ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``, default ``["$"]``): given, items
+    are embedded with ``embed``; absent, with ltm's configured model (``Settings.embedding``). ``ttl`` is
+    LangGraph's ``TTLConfig`` (minutes). ``namespace`` names the ltm namespace (kind ``langgraph``) that holds
+    every item; ``mode`` is the search used when a query is given (``hybrid``, ``dense`` or ``keyword``).
+    A ``SearchItem``'s ``score`` is the cosine similarity of the query to the item's best indexed text (the
+    scale LangGraph's own stores report); the order is the search mode's.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        namespace: str = "langgraph",
+        mode: Mode = "hybrid",
+    ) -> None:
+        if mode not in ("hybrid", "dense", "keyword"):
+            raise InvalidInput(f"mode is hybrid, dense or keyword, got {mode!r}")
+        self.settings = settings if settings is not None else Settings.load()
+        self.mode: Mode = mode
+        self.ttl_config: TTLConfig | None = dict(ttl) if ttl else None  # type: ignore[assignment]
+        embedding = None
+        if index:
+            embedding = LangChainEmbedding(index.get("embed"), index.get("dims", 0))
+            self.index_config: IndexConfig | None = IndexConfig(**index)
+            self.index_config["embed"] = embedding.embeddings
+            self.embeddings: Any = embedding.embeddings
+        else:
+            self.index_config = None
+            self.embeddings = None
+        fields: Any = (index or {}).get("fields") or (index or {}).get("text_fields") or ["$"]  # SqliteStore's name
+        self._fields: list[str] = [fields] if isinstance(fields, str) else list(fields)
+        self._dims: int | None = index.get("dims") if index else None
+        self.storage = MemoryStorage(namespace, kind="langgraph", settings=self.settings, embedding=embedding)
+        self.storage.index_metadata("lg_item")  # an item's parts: an index lookup for put, delete and refresh
+        self._sweeper: tuple[threading.Event, threading.Thread] | None = None
+
+    # -- the two entry points ------------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order of kind: reads first (they see the store as it was), then every put."""
+        listed = list(ops)
+        results: list[Result] = [None] * len(listed)
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        refresh: dict[str, Message] = {}
+        for i, op in enumerate(listed):
+            if isinstance(op, GetOp):
+                _check_labels(op.namespace)
+                results[i] = self._get(op, refresh)
+            elif isinstance(op, SearchOp):
+                _check_labels(op.namespace_prefix)
+                results[i] = self._search(op, refresh)
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    _check_labels(tuple(condition.path))
+                results[i] = matching_namespaces(self._namespaces(op), op)
+            elif isinstance(op, PutOp):
+                _check_labels(op.namespace)
+                puts[(op.namespace, op.key)] = op  # the last put of a key in a batch wins
+            else:
+                raise InvalidInput(f"unknown store operation {type(op).__name__}")
+        if refresh:
+            self._refresh(list(refresh.values()))
+        if puts:
+            self._write(list(puts.values()))
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread: the event loop never waits on SQLite, the server or the model."""
+        listed = list(ops)
+        return await asyncio.get_running_loop().run_in_executor(None, self.batch, listed)
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def _get(self, op: GetOp, refresh: dict[str, Message]) -> Item | None:
+        page = self.storage.list({"id": head_id(op.namespace, op.key)}, limit=1)
+        if not page.messages:
+            return None
+        head = page.messages[0]
+        if op.refresh_ttl and "lg_ttl" in head.metadata:
+            refresh[head.metadata["lg_item"]] = head
+        return item_of(head)
+
+    def _search(self, op: SearchOp, refresh: dict[str, Message]) -> list[SearchItem]:
+        where = _and(namespace_filter(op.namespace_prefix), value_filter(op.filter))
+        exact = partial(_exact, filters=op.filter)
+        found: list[tuple[Message, float | None]]
+        if op.query and op.query.strip():
+            found = self._ranked(op.query, where, op.offset + op.limit, exact)[op.offset : op.offset + op.limit]
+            if len(found) < op.limit:  # as LangGraph's stores do: unindexed matches fill what is left
+                rest = [m for m in self._heads(_and(where, {"metadata.lg_indexed": False})) if exact(m)]
+                found.extend((m, None) for m in rest[: op.limit - len(found)])
+        else:
+            unranked = [m for m in self._heads(where) if exact(m)][op.offset : op.offset + op.limit]
+            found = [(m, None) for m in unranked]
+        if op.refresh_ttl:
+            refresh.update((m.metadata["lg_item"], m) for m, _ in found if "lg_ttl" in m.metadata)
+        return [search_item_of(m, score) for m, score in found]
+
+    def _ranked(
+        self, query: str, where: dict[str, Any] | None, wanted: int, exact: Callable[[Message], bool]
+    ) -> list[tuple[Message, float | None]]:
+        """The best ``wanted`` items for ``query`` in the store's mode, each once (as its best-ranked part),
+        scored by its best cosine similarity among the parts found."""
+        where = _and(where, {"metadata.lg_indexed": True})
+        k = max(2 * wanted, 10)
+        while True:
+            hits = self.storage.search(query, k, mode=self.mode, filters=where, explain=True)
+            items: dict[str, tuple[Message, float | None]] = {}
+            for hit in hits:
+                if not exact(hit.message):
+                    continue
+                stem = hit.message.metadata["lg_item"]
+                dense = (hit.explain or {}).get("dense")
+                kept = items.get(stem)
+                if kept is None:
+                    items[stem] = (hit.message, dense)
+                elif dense is not None and (kept[1] is None or dense > kept[1]):
+                    items[stem] = (kept[0], dense)
+            if len(items) >= wanted or len(hits) < k or k >= 100_000:
+                return list(items.values())
+            k = min(4 * k, 100_000)
+
+    def _heads(self, where: dict[str, Any] | None) -> list[Message]:
+        """Every item matching ``where``, most recently updated first."""
+        heads: list[Message] = []
+        cursor: str | None = None
+        while True:
+            page = self.storage.list(_and(where, _HEADS), limit=_PAGE, cursor=cursor)
+            heads.extend(page.messages)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        heads.reverse()  # list() is in write order: this is nearly sorted already
+        heads.sort(key=lambda m: float(m.metadata["lg_updated"]), reverse=True)  # a TTL refresh rewrites, too
+        return heads
+
+    def _namespaces(self, op: ListNamespacesOp) -> set[tuple[str, ...]]:
+        """The distinct namespaces of the stored items (narrowed by a literal leading prefix, when given)."""
+        literal: list[str] = []
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                for label in condition.path:
+                    if label == "*":
+                        break
+                    literal.append(label)
+                break
+        return {item_of(m).namespace for m in self._heads(namespace_filter(literal))}
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def _write(self, puts: Sequence[PutOp]) -> None:
+        now = time.time()
+        stems = [head_id(op.namespace, op.key) for op in puts]
+        old = {m.id: m for m in self._messages({"id": {"in": stems}})}
+        gone: list[dict[str, Any]] = []  # deleted items, and the parts re-put items no longer have
+        parts: list[Part] = []
+        for stem, op in zip(stems, puts, strict=True):
+            before = old.get(stem)
+            if op.value is None:
+                if before is not None:
+                    gone.append(item_filter([before.metadata["lg_item"]]))
+                continue
+            new = item_parts(
+                op.namespace,
+                op.key,
+                op.value,
+                self._texts(op),
+                ttl_minutes=op.ttl,
+                updated=now,
+                created=before.metadata["lg_created"] if before is not None else now,
+            )
+            parts.extend(new)
+            if before is not None and before.metadata["lg_parts"] > len(new):
+                stale = {"metadata.lg_part": {"gte": len(new)}}
+                gone.append({"AND": [item_filter([before.metadata["lg_item"]]), stale]})
+        if gone:
+            self.storage.delete_where(gone[0] if len(gone) == 1 else {"OR": gone})
+        if parts:
+            self.storage.replace_batch([p.message for p in parts], vectors=self._vectors(parts))
+
+    def _texts(self, op: PutOp) -> list[str]:
+        value = check_value(op.value)
+        return [] if op.index is False else texts_of(value, self._fields if op.index is None else list(op.index))
+
+    def _vectors(self, parts: list[Part]) -> np.ndarray:
+        """One vector per part: the model's (batched and cached by ltm) for indexed texts, a placeholder for
+        the heads of unindexed items (no search reads it: every search filters on ``lg_indexed``)."""
+        texts = [p.message.content for p in parts if p.indexed]
+        embedded = self.storage.embed_texts(texts) if texts else None
+        dim = embedded.shape[1] if embedded is not None else self._dim()
+        out = np.zeros((len(parts), dim), dtype=np.float32)
+        out[:, 0] = 1.0
+        if embedded is not None:
+            out[[i for i, p in enumerate(parts) if p.indexed]] = embedded
+        return out
+
+    def _dim(self) -> int:
+        if self._dims is None:
+            self._dims = int(self.storage.embed_texts(["dimension"]).shape[1])
+        return self._dims
+
+    def _messages(self, where: dict[str, Any]) -> list[Message]:
+        out: list[Message] = []
+        cursor: str | None = None
+        while True:
+            page = self.storage.list(where, limit=_PAGE, cursor=cursor)
+            out.extend(page.messages)
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    # -- time to live --------------------------------------------------------------------------------------
+    def _refresh(self, heads: list[Message]) -> None:
+        """Push back the expiry of items read with ``refresh_ttl`` (their TTL from now), every part at once."""
+        now = time.time()
+        parts = self._messages(item_filter([h.metadata["lg_item"] for h in heads]))
+        for part in parts:
+            part.metadata["expires_at"] = now + float(part.metadata["lg_ttl"]) * 60.0
+        if parts:
+            self.storage.replace_batch(parts)  # unchanged content: ltm reuses each stored vector
+
+    def sweep_ttl(self) -> int:
+        """Delete what has expired now; how many stored records went (an item indexed on several fields
+        counts once per field). Reads never return an expired item, swept or not."""
+        return self.storage.purge_expired()
+
+    async def asweep_ttl(self) -> int:
+        """Async twin of :meth:`sweep_ttl`."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Sweep every ``sweep_interval_minutes`` (default: the TTL config's, else 5) in a daemon thread until
+        :meth:`stop_ttl_sweeper`; the future completes when it stops."""
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        done: Future[None] = Future()
+        if self._sweeper is not None:
+            done.set_result(None)
+            return done
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(float(minutes) * 60.0):
+                self.storage.purge_expired()
+            done.set_result(None)
+
+        thread = threading.Thread(target=run, name="ltm-langgraph-ttl", daemon=True)
+        self._sweeper = (stop, thread)
+        thread.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True when it has stopped within ``timeout`` seconds."""
+        return self._stop_sweeper(timeout)
+
+    def _stop_sweeper(self, timeout: float | None) -> bool:
+        if self._sweeper is None:
+            return True
+        stop, thread = self._sweeper
+        stop.set()
+        thread.join(timeout)
+        if not thread.is_alive():
+            self._sweeper = None
+        return not thread.is_alive()
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the sweeper and close the namespace (the data stays)."""
+        self._stop_sweeper(None)
+        self.storage.close()
+
+    def __enter__(self) -> LtmStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        indexed = self.index_config is not None
+        return f"LtmStore(namespace={self.storage.namespace!r}, mode={self.mode!r}, indexed={indexed})"

@@ -1,0 +1,292 @@
+"""ltm as LangGraph's store: LtmStore on both engines, inside a graph, under LangMem's memory tools, across
+SIGKILL. LangGraph's own store tests run against it in scripts/frameworks/langgraph; these cover what they
+do not (ltm's engines, restarts, its model, hybrid ranking, LangMem)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph.store.base")
+
+from langgraph.store.base import IndexConfig, InvalidNamespaceError  # noqa: E402
+
+from ltm.config import Settings  # noqa: E402
+from ltm.errors import ConfigError, InvalidInput  # noqa: E402
+from ltm.integrations.langgraph import LtmStore  # noqa: E402
+from ltm.store import MemoryStorage  # noqa: E402
+from tests.support.openai_server import OpenAIServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings for each engine, with the hash model (these tests are about the store, not meaning)."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    return Settings(storage_dir=tmp_path / "storage", embedding="hash", store_url=url)
+
+
+@pytest.fixture
+def store(engine: Settings) -> Iterator[LtmStore]:
+    with LtmStore(engine) as opened:
+        yield opened
+
+
+def _words(texts: Sequence[str]) -> list[list[float]]:
+    """A tiny bag-of-words embedding over a fixed vocabulary (dims 6): meaning the test can predict."""
+    vocab = ["tea", "coffee", "cat", "dog", "rain", "sun"]
+    out = []
+    for text in texts:
+        vector = [float(text.lower().count(word)) for word in vocab]
+        out.append(vector if any(vector) else [0.01] * len(vocab))
+    return out
+
+
+def test_put_get_upsert_delete(store: LtmStore) -> None:
+    store.put(("users", "u1"), "pref", {"text": "likes green tea", "n": 1})
+    first = store.get(("users", "u1"), "pref")
+    assert first is not None and first.value == {"text": "likes green tea", "n": 1}
+    assert first.namespace == ("users", "u1") and first.created_at == first.updated_at
+    time.sleep(0.01)
+    store.put(("users", "u1"), "pref", {"text": "likes black coffee", "n": 2})
+    second = store.get(("users", "u1"), "pref")
+    assert second is not None and second.value["n"] == 2
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at  # an upsert
+    assert store.storage.count() == 1  # one message per indexed field: "$" is one
+    store.delete(("users", "u1"), "pref")
+    assert store.get(("users", "u1"), "pref") is None and store.storage.count() == 0
+
+
+def test_namespaces_prefix_filters_and_listing(store: LtmStore) -> None:
+    rows = [
+        (("a", "b"), "1", {"kind": "x", "n": 1}),
+        (("a", "b", "c"), "2", {"kind": "y", "n": 5}),
+        (("a", "bb"), "3", {"kind": "x", "n": 9}),
+        (("z",), "4", {"kind": "x", "n": 3, "tags": ["t1", "t2"]}),
+    ]
+    for ns, key, value in rows:
+        store.put(ns, key, value)
+    assert sorted(i.key for i in store.search(("a", "b"))) == ["1", "2"]  # whole labels: ("a", "bb") is not in
+    assert [i.key for i in store.search(())] == ["4", "3", "2", "1"]  # no query: most recently updated first
+    assert sorted(i.key for i in store.search((), filter={"kind": "x", "n": {"$gte": 3}})) == ["3", "4"]
+    assert sorted(i.key for i in store.search((), filter={"n": {"$ne": 5, "$lt": 9}})) == ["1", "4"]
+    assert [i.key for i in store.search((), filter={"tags": ["t1", "t2"]})] == ["4"]
+    assert store.search((), filter={"tags": ["t2", "t1"]}) == []  # a whole list compares in order, as LangGraph's
+    assert [i.key for i in store.search((), limit=2, offset=1)] == ["3", "2"]
+    assert store.list_namespaces() == [("a", "b"), ("a", "b", "c"), ("a", "bb"), ("z",)]
+    assert store.list_namespaces(prefix=("a", "*"), max_depth=2) == [("a", "b"), ("a", "bb")]
+    assert store.list_namespaces(suffix=("c",)) == [("a", "b", "c")]
+    with pytest.raises(InvalidInput, match="Invalid filter key"):
+        store.search((), filter={"n' OR 1=1": 1})
+    bad_values: list[dict[str, Any]] = [{"when": datetime.now()}, {"n": math.nan}]
+    for value in bad_values:
+        with pytest.raises(InvalidInput, match="must be JSON"):
+            store.put(("a",), "bad", value)
+    assert store.get(("a",), "bad") is None
+    for bad in [(), ("a", "b.c"), ("a", ""), ("langgraph", "x")]:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(bad, "k", {"v": 1})
+
+
+def test_query_search_scores_and_unindexed_items(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["text", "notes[*]"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("m",), "drinks", {"text": "tea and more tea", "notes": ["coffee"]})
+        store.put(("m",), "pets", {"text": "a cat and a dog"})
+        store.put(("m",), "weather", {"text": "rain"}, index=False)
+        assert store.storage.count() == 4  # drinks: two fields, pets: one, weather: its head only
+        hits = store.search(("m",), query="coffee")
+        assert [h.key for h in hits] == ["drinks", "pets", "weather"]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-3)  # the cosine of its best field ("coffee")
+        assert hits[2].score is None  # not indexed: listed after the ranked items, without a score
+        assert [h.key for h in store.search(("m",), query="coffee", limit=1)] == ["drinks"]
+        store.put(("m",), "drinks", {"text": "sun"})  # re-put with one field: the stale "notes" part goes
+        assert store.storage.count() == 3
+        assert store.search(("m",), query="coffee", filter={"text": "sun"})[0].score == pytest.approx(0.0, abs=1e-3)
+
+
+def test_index_config_errors_name_the_fix(tmp_path: Path) -> None:
+    settings = Settings(storage_dir=tmp_path, embedding="hash")
+    with pytest.raises(ConfigError, match="needs embed"):
+        LtmStore(settings, index=IndexConfig(dims=6))
+    wrong = IndexConfig(dims=7, embed=_words)
+    with LtmStore(settings, index=wrong) as store, pytest.raises(InvalidInput, match="dims"):
+        store.put(("m",), "k", {"text": "tea"})
+
+
+def test_async_twins_and_an_async_embedding_function(tmp_path: Path) -> None:
+    async def embed(texts: Sequence[str]) -> list[list[float]]:
+        return _words(texts)
+
+    async def run() -> None:
+        index = IndexConfig(dims=6, embed=embed)
+        with LtmStore(Settings(storage_dir=tmp_path, embedding="hash"), index=index) as store:
+            await asyncio.gather(*(store.aput(("a",), str(i), {"text": t}) for i, t in enumerate(["tea", "cat"])))
+            assert (await store.aget(("a",), "1")).value == {"text": "cat"}  # type: ignore[union-attr]
+            assert [h.key for h in await store.asearch(("a",), query="a cat")][0] == "1"
+            assert await store.alist_namespaces() == [("a",)]
+            await store.adelete(("a",), "1")
+            assert await store.aget(("a",), "1") is None
+
+    asyncio.run(run())
+
+
+def test_ttl_expiry_refresh_and_sweep(engine: Settings) -> None:
+    with LtmStore(engine, ttl={"default_ttl": 1.5 / 60, "refresh_on_read": True}) as store:
+        store.put(("t",), "short", {"v": 1})
+        store.put(("t",), "kept", {"v": 2}, ttl=None)
+        time.sleep(1.0)
+        assert store.get(("t",), "short") is not None  # read: its 1.5 s start again
+        time.sleep(1.0)
+        assert store.get(("t",), "short", refresh_ttl=False) is not None  # still inside the refreshed TTL
+        time.sleep(1.0)
+        assert store.get(("t",), "short") is None  # expired: hidden before any sweep
+        assert store.sweep_ttl() == 0  # reads purge what expired already
+        assert [i.key for i in store.search(("t",))] == ["kept"]
+
+
+def test_sweeper_thread_runs_until_close(tmp_path: Path) -> None:
+    store = LtmStore(Settings(storage_dir=tmp_path, embedding="hash"), ttl={"sweep_interval_minutes": 1})
+    done = store.start_ttl_sweeper(0.1 / 60)
+    assert store.start_ttl_sweeper().done()  # one sweeper per store: a second start does nothing
+    time.sleep(0.3)
+    assert not done.done()
+    store.close()
+    assert done.result(timeout=5) is None and store.stop_ttl_sweeper(timeout=0)
+
+
+def test_items_survive_reopening_on_both_engines(engine: Settings) -> None:
+    with LtmStore(engine) as store:
+        store.put(("mem", "u1"), "k", {"text": "the door code is 4417"})
+    with LtmStore(engine) as again:
+        found = again.search(("mem",), query="door code")
+        assert [i.value["text"] for i in found] == ["the door code is 4417"]
+
+
+def test_hybrid_search_on_ltm_model_finds_by_meaning(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")  # the local model: ltm[local]
+    with LtmStore(Settings(storage_dir=tmp_path)) as store:  # the configured model: local all-MiniLM-L6-v2
+        facts = {
+            "pets": "My cat Mochi hides from the vacuum cleaner",
+            "food": "I am allergic to peanuts",
+            "city": "I moved to Lisbon last spring",
+            "id": "Order 8842-XZ shipped on Monday",
+        }
+        for key, text in facts.items():
+            store.put(("memories", "u7"), key, {"text": text})
+        assert store.search(("memories", "u7"), query="what should I not eat?", limit=1)[0].key == "food"
+        assert store.search(("memories", "u7"), query="8842-XZ", limit=1)[0].key == "id"  # the keyword signal
+
+
+def test_graph_nodes_share_the_store(tmp_path: Path) -> None:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.store.base import BaseStore
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        text: str
+        found: list[str]
+
+    def write(state: State, *, store: BaseStore) -> dict[str, Any]:
+        store.put(("notes",), "n1", {"text": state["text"]})
+        return {}
+
+    def read(state: State, *, store: BaseStore) -> dict[str, Any]:
+        return {"found": [i.value["text"] for i in store.search(("notes",), query=state["text"])]}
+
+    builder = StateGraph(State)
+    builder.add_node("write", write)
+    builder.add_node("read", read)
+    builder.add_edge(START, "write")
+    builder.add_edge("write", "read")
+    builder.add_edge("read", END)
+    with LtmStore(Settings(storage_dir=tmp_path, embedding="hash")) as store:
+        out = builder.compile(store=store).invoke({"text": "buy oat milk", "found": []})
+    assert out["found"] == ["buy oat milk"]
+
+
+@pytest.mark.slow
+def test_example_agent_survives_sigkill(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LTM_", "OPENAI_"))}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    example = str(ROOT / "examples" / "langgraph_agent.py")
+    first = subprocess.Popen(
+        [sys.executable, example, "remember", str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert first.stdout is not None
+    assert first.stdout.readline().strip() == "remembered 3"
+    first.send_signal(signal.SIGKILL)
+    assert first.wait() == -signal.SIGKILL
+    second = subprocess.run(
+        [sys.executable, example, "recall", str(tmp_path), "Which pet do I have?"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    assert "Mochi" in second.stdout.splitlines()[0]
+    assert MemoryStorage("langgraph", kind="langgraph", settings=Settings(storage_dir=tmp_path)).count() == 3
+
+
+def test_langmem_tools_on_ltm_store(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """LangMem's memory tools in a LangGraph agent whose model is the local OpenAI-compatible server: the
+    scripted model calls manage_memory, then (in a new process's store) search_memory."""
+    pytest.importorskip("langmem")
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    def agent(store: LtmStore) -> Any:
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=openai_server.base_url, api_key="sk-local-test")
+        namespace = ("memories", "{langgraph_user_id}")
+        tools = [create_manage_memory_tool(namespace=namespace), create_search_memory_tool(namespace=namespace)]
+        return create_agent(model, tools=tools, store=store)
+
+    embed = OpenAIEmbeddings(
+        model="text-embedding-3-small",
+        dimensions=32,
+        base_url=openai_server.base_url,
+        api_key="sk-local-test",
+        check_embedding_ctx_length=False,
+    )
+    settings = Settings(storage_dir=tmp_path, embedding="hash")
+    config = {"configurable": {"langgraph_user_id": "u7"}}
+    openai_server.script_tool_call("manage_memory", {"content": "The user prefers dark mode", "action": "create"})
+    openai_server.script("Noted.")
+    with LtmStore(settings, index={"dims": 32, "embed": embed}) as store:
+        agent(store).invoke({"messages": [{"role": "user", "content": "Remember: I like dark mode"}]}, config)
+        saved = store.search(("memories", "u7"))
+        assert [i.value["content"] for i in saved] == ["The user prefers dark mode"]
+
+    openai_server.script_tool_call("search_memory", {"query": "display theme preference"})
+    openai_server.script("You prefer dark mode.")
+    with LtmStore(settings, index={"dims": 32, "embed": embed}) as reopened:
+        out = agent(reopened).invoke({"messages": [{"role": "user", "content": "What theme do I like?"}]}, config)
+    tool_answers = [m.content for m in out["messages"] if m.type == "tool"]
+    assert len(tool_answers) == 1 and "dark mode" in tool_answers[0]
+    assert out["messages"][-1].content == "You prefer dark mode."
+    assert openai_server.embedding_calls >= 2  # the index's embed (OpenAIEmbeddings) embedded memory and query
+
+
+def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (ROOT / "docs" / "frameworks" / "langgraph.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, "docs/frameworks/langgraph.md", "exec"), {})
