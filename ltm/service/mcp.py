@@ -28,7 +28,7 @@ from ltm.longterm import LongTermMemory
 from ltm.message import Message
 from ltm.service.errors import AuthRequired, Forbidden, error_body, status_of
 from ltm.service.keys import OPEN, Principal
-from ltm.service.routes.chats import chat_key
+from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.state import ServiceState
 from ltm.store import MemoryHit
 
@@ -120,7 +120,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
         def work() -> dict[str, Any]:
             async def go() -> dict[str, Any]:
                 memory = await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(
-                    chat_key(namespace, chat_id))
+                    chat_key(namespace, check_chat_id(chat_id)))
                 summary = await memory.summarize(max_words=max_words)
                 return {"summary": summary, "extractive": memory.summary_is_extractive}
 

@@ -18,6 +18,7 @@ from ltm.config import Settings
 from ltm.experience.memory import ExperienceMemory
 from ltm.files.fs import MemoryFS
 from ltm.kv import KVStore, open_kv
+from ltm.service.chatkeys import migrate_chat_keys
 from ltm.service.keys import KeyStore
 from ltm.store import MemoryStorage, namespace_exists
 
@@ -126,7 +127,9 @@ class ServiceState:
         """The KV backend of chats and memory files (Redis when configured, else embedded SQLite)."""
         with self._kv_lock:
             if self.kv is None:
-                self.kv = open_kv(self.settings)
+                kv = open_kv(self.settings)
+                migrate_chat_keys(kv)  # chats under the old, ambiguous keys move before the first request
+                self.kv = kv
             return self.kv
 
     def close(self) -> None:
