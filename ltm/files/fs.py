@@ -18,6 +18,7 @@ Key layout in the backend (the ``{scope}`` hash tag keeps a scope's keys in one 
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -315,7 +316,7 @@ class MemoryFS:
         heads = self.files()
         self._check(ops, heads)
         change = Change(
-            id=str(self.kv.incr(self._key + "cseq")),
+            id=f"{self.kv.incr(self._key + 'cseq')}-{secrets.token_hex(8)}",  # unguessable: a page cannot name it
             scope=self.scope,
             ops=tuple(ops),
             author=author,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,13 +22,15 @@ import ltm
 from ltm.config import Settings
 from ltm.errors import LTMError
 from ltm.service.errors import error_body, status_of
+from ltm.service.guards import HostGuard, SecurityHeaders
 from ltm.service.state import Limits, ServiceState
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("ltm.service")
 
-_HTTP_NAMES = {401: "AuthRequired", 403: "Forbidden", 404: "NotFound", 405: "InvalidInput", 413: "PayloadTooLarge"}
+_HTTP_NAMES = {400: "InvalidInput", 401: "AuthRequired", 403: "Forbidden", 404: "NotFound", 405: "InvalidInput",
+               413: "PayloadTooLarge"}
 
 
 def create_app(
@@ -39,12 +41,15 @@ def create_app(
     embedding: Any = None,
     ui: bool = True,
     mcp_path: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> FastAPI:
     """The HTTP API (``/v1``), its OpenAPI document, and the web inspector at ``/ui`` unless ``ui=False``.
 
-    ``auth=False`` lets every request do everything (``ltm serve`` allows it on loopback only).
-    ``embedding`` overrides the settings' embedding model (tests pass a fast one). ``mcp_path`` mounts the
-    MCP server's streamable-HTTP transport there (same keys).
+    ``auth=False`` lets every request do everything (``ltm serve`` allows it on loopback only), and then only
+    loopback ``Host`` names are answered; ``allowed_hosts`` are answered besides them (see
+    :mod:`ltm.service.guards`). ``embedding`` overrides the settings' embedding model (tests pass a fast one).
+    ``mcp_path`` mounts the MCP server's streamable-HTTP transport there (same keys). There is no
+    ``/docs`` or ``/redoc`` page (they would load scripts from a CDN); ``/openapi.json`` describes the API.
     """
     state = ServiceState(settings or Settings.load(), auth=auth, limits=limits or Limits(), embedding=embedding)
     mcp_app = None
@@ -64,7 +69,7 @@ def create_app(
         finally:
             state.close()
 
-    app = FastAPI(title="ltm", version=ltm.__version__, lifespan=lifespan,
+    app = FastAPI(title="ltm", version=ltm.__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents: the library's API over HTTP.")
     app.state.ltm = state
     _errors(app)
@@ -80,8 +85,10 @@ def create_app(
         mount_ui(app)
     if mcp_app is not None:
         app.mount(mcp_path or "/mcp", mcp_app)
-    app.add_middleware(_BodyLimit, max_bytes=state.limits.max_body_bytes)
+    app.add_middleware(_BodyLimit, max_bytes=state.limits.max_body_bytes)  # the innermost: after the Host check
+    app.add_middleware(HostGuard, open_server=not auth, allowed=allowed_hosts)
     app.add_middleware(_AccessLog)
+    app.add_middleware(SecurityHeaders)  # the outermost: every answer carries the headers, a 421 or 413 too
     return app
 
 

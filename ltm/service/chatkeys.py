@@ -53,7 +53,7 @@ def chat_key(namespace: str, chat_id: str) -> str:
 def chat_ids(kv: KVStore, namespace: str) -> list[str]:
     """The ids of the namespace's chats (those whose TTL has not run out), sorted; exactly this namespace."""
     prefix = f"brain:{{{chat_key(namespace, '')}"
-    return sorted({k[len(prefix):-1] for k in kv.keys(prefix + "*}") if k.endswith("}")})
+    return sorted({k[len(prefix) : -1] for k in kv.keys(prefix + "*}") if k.endswith("}")})
 
 
 def migrate_chat_keys(kv: KVStore) -> int:
@@ -61,10 +61,10 @@ def migrate_chat_keys(kv: KVStore) -> int:
     how many were moved (logged as a count only: namespace names stay out of the log)."""
     found = kv.keys(_OLD + "*")
     bases = {k for k in found if k.endswith("}")}
-    bases |= {k[:-len(_HISTORY)] for k in found if k.endswith("}" + _HISTORY)}
+    bases |= {k[: -len(_HISTORY)] for k in found if k.endswith("}" + _HISTORY)}
     moved = 0
     for base in sorted(bases):
-        rest = base[len(_OLD):-1]
+        rest = base[len(_OLD) : -1]
         namespace, sep, chat_id = rest.rpartition(":")
         if not sep:
             continue  # not a key the service wrote (it always has a namespace and a chat id)

@@ -26,9 +26,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ltm.errors import LTMError
 from ltm.longterm import LongTermMemory
 from ltm.message import Message
+from ltm.service.auth import check_namespace
+from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.errors import AuthRequired, Forbidden, error_body, status_of
 from ltm.service.keys import OPEN, Principal
-from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.state import ServiceState
 from ltm.store import MemoryHit
 
@@ -62,6 +63,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
     async def run(ctx: Context[Any, Any] | None, namespace: str, write: bool, work: Callable[[], T]) -> T:
         try:
             who = _principal(state, ctx, stdio_key)
+            check_namespace(namespace)
             if not who.may_use(namespace):
                 raise Forbidden(f"this key may not use namespace {namespace!r}; its namespaces: {list(who.namespaces)}")
             if write and who.read_only:
@@ -105,7 +107,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
         """Which of ``texts`` are new: not similar to anything stored nor to an earlier one of the list."""
 
         def work() -> list[str]:
-            store = state.store(namespace)
+            store = state.reader(namespace)
             memory = LongTermMemory(memory_storage=store, settings=store.settings)
             return [m.content for m in memory.find_news([Message(t) for t in texts])]
 

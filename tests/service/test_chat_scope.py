@@ -51,8 +51,11 @@ def test_a_key_for_alice_never_reaches_the_chats_of_alice_colon_work(backend_set
         alice, _ = service.state.keys.create(["alice"])
         work, _ = service.state.keys.create(["alice:work"])
         with httpx.Client(base_url=service.url, timeout=30) as http:
-            http.post("/v1/namespaces/alice:work/chats/c1/messages", headers=_auth(work),
-                      json={"messages": [{"content": SECRET}]}).raise_for_status()
+            http.post(
+                "/v1/namespaces/alice:work/chats/c1/messages",
+                headers=_auth(work),
+                json={"messages": [{"content": SECRET}]},
+            ).raise_for_status()
             own = http.get("/v1/namespaces/alice:work/chats/c1", headers=_auth(work)).json()
             assert [m["content"] for m in own["history"]] == [SECRET]
             assert http.get("/v1/namespaces/alice:work/chats", headers=_auth(work)).json()["chats"] == ["c1"]
@@ -61,10 +64,12 @@ def test_a_key_for_alice_never_reaches_the_chats_of_alice_colon_work(backend_set
             assert listed.status_code == 200 and listed.json()["chats"] == []
             read = http.get("/v1/namespaces/alice/chats/work:c1", headers=_auth(alice)).json()
             assert read["history"] == [] and read["total"] == 0
-            http.post("/v1/namespaces/alice/chats/work:c1/messages", headers=_auth(alice),
-                      json={"messages": [{"content": "planted by alice"}]}).raise_for_status()
-            http.post("/v1/namespaces/alice/chats/work:c1/summarize", headers=_auth(alice),
-                      json={}).raise_for_status()
+            http.post(
+                "/v1/namespaces/alice/chats/work:c1/messages",
+                headers=_auth(alice),
+                json={"messages": [{"content": "planted by alice"}]},
+            ).raise_for_status()
+            http.post("/v1/namespaces/alice/chats/work:c1/summarize", headers=_auth(alice), json={}).raise_for_status()
             after = http.get("/v1/namespaces/alice:work/chats/c1", headers=_auth(work)).json()
             assert [m["content"] for m in after["history"]] == [SECRET] and after["summary"] == ""
             assert http.get("/v1/namespaces/alice/chats", headers=_auth(alice)).json()["chats"] == ["work:c1"]
@@ -129,12 +134,20 @@ def test_mcp_summarize_chat_stays_in_the_keys_namespace(settings: Settings) -> N
     keys.close()
     service = ServiceThread(settings, auth=False).start()
     try:
-        httpx.post(service.url + "/v1/namespaces/alice:work/chats/c1/messages",
-                   json={"messages": [{"content": SECRET}]}, timeout=30).raise_for_status()
+        httpx.post(
+            service.url + "/v1/namespaces/alice:work/chats/c1/messages",
+            json={"messages": [{"content": SECRET}]},
+            timeout=30,
+        ).raise_for_status()
     finally:
         service.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LTM_API_KEY": alice,
-           "LTM_STORAGE_DIR": str(settings.storage_dir), "LTM_EMBEDDING": "hash"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "LTM_API_KEY": alice,
+        "LTM_STORAGE_DIR": str(settings.storage_dir),
+        "LTM_EMBEDDING": "hash",
+    }
     params = StdioServerParameters(command=sys.executable, args=["-m", "ltm.cli", "mcp"], env=env, cwd=str(ROOT))
 
     async def run() -> dict[str, Any]:

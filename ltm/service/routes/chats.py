@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ltm.brain import BrainMemory
 from ltm.service.auth import Readable, Writable, state_of
-from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.chatkeys import chat_ids as _chat_ids
+from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.routes.messages import check_items, page_of
 from ltm.service.schemas import ChatIn, message_out
 
