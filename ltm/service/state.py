@@ -97,7 +97,8 @@ class ServiceState:
         self._scratch: tuple[MemoryStorage, str] | None = None
         self._stores: _Handles[MemoryStorage] = _Handles(self._open_store, MemoryStorage.close, self.max_open)
         self._files: _Handles[MemoryFS] = _Handles(
-            lambda scope: MemoryFS(scope, settings=self.settings, kv=self.kv_store(), embedding=self.embedding),
+            lambda scope: MemoryFS(scope, settings=self.settings, kv=self.kv_store(), embedding=self.embedding,
+                                   secret_ids=True),
             MemoryFS.close, self.max_open)
         self._experience: _Handles[ExperienceMemory] = _Handles(self._open_experience, _close_experience,
                                                                 self.max_open)
