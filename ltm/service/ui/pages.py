@@ -31,7 +31,8 @@ def _q(namespace: str) -> str:
 
 def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     token, new = csrf_token(request)
-    response = TEMPLATES.TemplateResponse(request, name, {"auth": state_of(request).auth, "csrf": token, **context},
+    response = TEMPLATES.TemplateResponse(request, name, {"auth": state_of(request).auth, "csrf": token,
+                                          "namespace": None, **context},
                                           status_code=status)
     if new:
         set_csrf_cookie(response, token)
