@@ -110,11 +110,6 @@ def _errors(app: FastAPI) -> None:
         name = _HTTP_NAMES.get(exc.status_code, "LTMError")
         return JSONResponse({"error": name, "message": str(exc.detail)}, status_code=exc.status_code)
 
-    @app.exception_handler(Exception)
-    async def crash(request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled %s in %s %s", type(exc).__name__, request.method, _route(request.scope))
-        return JSONResponse({"error": "InternalError", "message": "the server failed; its log has the type"},
-                            status_code=500)
 
 
 def _route(scope: Scope) -> str:
@@ -125,7 +120,12 @@ def _route(scope: Scope) -> str:
 
 
 class _AccessLog:
-    """One INFO line per request: method, route template, status, milliseconds. No URL, query or header."""
+    """One INFO line per request: method, route template, status, milliseconds. No URL, query or header.
+
+    An exception no handler turned into an answer becomes a 500 ``InternalError`` here, logged as one ERROR
+    line with its type and route; its traceback (whose messages may hold namespace names) is logged only at
+    DEBUG level.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -137,13 +137,20 @@ class _AccessLog:
         start, status = time.perf_counter(), 500
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, started = int(message["status"]), True
             await send(message)
 
+        started = False
         try:
             await self.app(scope, receive, sending)
+        except Exception as exc:  # noqa: BLE001 - the one place every unexpected failure ends
+            log.error("unhandled %s in %s %s", type(exc).__name__, scope["method"], _route(scope))
+            log.debug("the unhandled exception's traceback", exc_info=True)
+            if not started:
+                body = {"error": "InternalError", "message": "the server failed; its log has the type"}
+                await JSONResponse(body, status_code=500)(scope, receive, sending)
         finally:
             log.info("%s %s %d %.1fms", scope["method"], _route(scope), status, 1000 * (time.perf_counter() - start))
 

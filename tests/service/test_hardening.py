@@ -317,3 +317,32 @@ def test_the_first_write_with_the_hash_embedding_does_not_import_llama_index(tmp
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_crash_is_one_error_line_without_the_namespace_or_a_traceback(
+    server: ServiceThread, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, _ = server.state.keys.create(["*"])
+    secret = "customer-8812-private"
+    url = f"{server.url}/v1/namespaces/{secret}"
+    httpx.post(url + "/messages", json={"messages": [{"content": "x"}]}, headers=_auth(key)).raise_for_status()
+
+    def broken(self: object, n: int) -> list[object]:
+        raise RuntimeError(f"disk trouble under {secret}")
+
+    monkeypatch.setattr("ltm.store.MemoryStorage.recent", broken)  # a bug of the library, as the server sees it
+    with caplog.at_level(logging.INFO):
+        _wait_for_access_line(caplog)
+        caplog.clear()
+        got = httpx.get(url + "/recent", headers=_auth(key))
+        deadline = time.monotonic() + 10
+        while len([r for r in caplog.records if r.name == "ltm.service"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
+    assert got.status_code == 500 and got.json()["error"] == "InternalError"
+    assert "content-security-policy" in got.headers
+    lines = [r for r in caplog.records if r.name.startswith(("ltm", "uvicorn"))]
+    assert [r.levelno for r in lines] == [logging.ERROR, logging.INFO], [r.getMessage() for r in lines]
+    assert "RuntimeError" in lines[0].getMessage() and " 500 " in lines[1].getMessage()
+    assert not any(r.exc_info for r in caplog.records)
+    assert secret not in "\n".join(r.getMessage() for r in caplog.records if r.name != "httpx")
