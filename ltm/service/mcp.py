@@ -134,7 +134,9 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
 
 
 class _RequireKey:
-    """401 JSON for an MCP HTTP request without a valid key (the tools check namespaces themselves)."""
+    """401 JSON for an MCP HTTP request without a valid key (the tools check namespaces themselves), and 405
+    for a GET: the transport is stateless with JSON answers, so there is no server-to-client stream to open
+    (the SDK would hold such a stream open, idle, for as long as the client keeps it)."""
 
     def __init__(self, app: ASGIApp, state: ServiceState) -> None:
         self.app, self.state = app, state
@@ -147,6 +149,10 @@ class _RequireKey:
                 error = AuthRequired("send 'Authorization: Bearer <key>' (create one with `ltm keys create`)")
                 await JSONResponse(error_body(error), status_code=status_of(error))(scope, receive, send)
                 return
+        if scope["type"] == "http" and scope["method"] == "GET":
+            body = {"error": "InvalidInput", "message": "MCP over HTTP here is POST only (stateless, JSON answers)"}
+            await JSONResponse(body, status_code=405, headers={"Allow": "POST, DELETE"})(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 
