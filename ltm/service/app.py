@@ -134,7 +134,7 @@ class _AccessLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        start, status = time.perf_counter(), 500
+        start, status, started = time.perf_counter(), 500, False
 
         async def sending(message: Message) -> None:
             nonlocal status, started
@@ -142,7 +142,6 @@ class _AccessLog:
                 status, started = int(message["status"]), True
             await send(message)
 
-        started = False
         try:
             await self.app(scope, receive, sending)
         except Exception as exc:  # noqa: BLE001 - the one place every unexpected failure ends
