@@ -77,10 +77,16 @@ def run_mcp(settings: Settings, *, transport: str = "stdio", host: str = "127.0.
             return 0
         import uvicorn
 
+        from ltm.service.guards import HostGuard, SecurityHeaders
+        from ltm.service.server import uvicorn_config
+
         _check_open(host, auth)
         _logging(log_level)
-        uvicorn.run(mcp_http_app(state, path="/mcp"), host=host, port=port, access_log=False,
-                    log_level=log_level, log_config=None)
+        app = mcp_http_app(state, path="/mcp")
+        app.add_middleware(HostGuard, open_server=not auth)
+        app.add_middleware(SecurityHeaders)
+        uvicorn.Server(uvicorn_config(app, host=host, port=port, access_log=False, log_level=log_level,
+                                      log_config=None)).run()
         return 0
     finally:
         state.close()

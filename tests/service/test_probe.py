@@ -335,3 +335,32 @@ def test_kill_9_under_writes_loses_no_acknowledged_write(tmp_path: Path) -> None
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_ltm_mcp_over_http_has_the_same_guards(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
+    env.update(PYTHONPATH=str(ROOT), LTM_STORAGE_DIR=str(tmp_path / "storage"), LTM_EMBEDDING="hash")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltm.cli", "mcp", "--transport", "http", "--no-auth", "--port", str(port)],
+        cwd=str(ROOT),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp/"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                got = httpx.post(url, json={})
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "ltm mcp did not answer within 60 s"
+                time.sleep(0.1)
+        assert got.status_code < 500 and "frame-ancestors 'none'" in got.headers["content-security-policy"]
+        assert httpx.post(url, json={}, headers={"Host": "rebind.attacker.test"}).status_code == 421
+        assert httpx.get(url).status_code == 405
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
