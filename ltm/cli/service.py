@@ -27,8 +27,13 @@ def _commands() -> ModuleType:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    return int(_commands().serve(settings_from(args), host=args.host, port=args.port, auth=not args.no_auth,
-                          max_body_bytes=args.max_body_bytes, mcp=args.mcp, log_level=args.log_level))
+    commands = _commands()
+    from ltm.service.server import ServerLimits
+
+    limits = ServerLimits(request_timeout=args.request_timeout, max_connections=args.max_connections)
+    return int(commands.serve(settings_from(args), host=args.host, port=args.port, auth=not args.no_auth,
+                              max_body_bytes=args.max_body_bytes, mcp=args.mcp, log_level=args.log_level,
+                              allowed_hosts=args.allow_host, server_limits=limits))
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -58,6 +63,13 @@ def register(add: AddCommand, opts: Options) -> None:
     _listen(p, 8765)
     p.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024, help="largest request body (8 MiB)")
     p.add_argument("--mcp", action="store_true", help="also serve MCP (streamable HTTP) at /mcp/, same keys")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host name to answer besides loopback ones, e.g. memory.example.org or *.example.org "
+                        "(repeatable; with keys and none given, every name is answered)")
+    p.add_argument("--request-timeout", type=float, default=15.0,
+                   help="seconds a client may take to send a whole request (default 15)")
+    p.add_argument("--max-connections", type=int, default=200,
+                   help="connections served at once; one more is answered 503 (default 200)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                    help="the server's log: one line per request at info (default info)")
     p.set_defaults(func=cmd_serve)

@@ -18,6 +18,7 @@ Key layout in the backend (the ``{scope}`` hash tag keeps a scope's keys in one 
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -56,6 +57,10 @@ class MemoryFS:
     or a llama-index LLM; default: the one ``settings.llm`` configures) is used by :meth:`remember` and
     :meth:`compact`. The search index is local to this host (``storage_dir/files/<scope>``) and catches up
     with the backend on each search, so hosts sharing Redis all search the same approved files.
+
+    Change ids count up (``"1"``, ``"2"``, ...); with ``secret_ids`` each also carries 16 random hex digits
+    (``"3-9f0c..."``), so a page that can make a browser post cannot name a pending change (the service
+    uses it).
     """
 
     def __init__(
@@ -67,8 +72,10 @@ class MemoryFS:
         kv: KVStore | None = None,
         llm: LLMLike | None = None,
         embedding: Any = None,
+        secret_ids: bool = False,
     ) -> None:
         self.scope = check_scope(scope)
+        self.secret_ids = secret_ids
         if approval not in ("required", "yolo"):
             raise InvalidInput(f"approval must be 'required' (a person approves edits) or 'yolo', got {approval!r}")
         self.approval: Approval = approval
@@ -315,7 +322,7 @@ class MemoryFS:
         heads = self.files()
         self._check(ops, heads)
         change = Change(
-            id=str(self.kv.incr(self._key + "cseq")),
+            id=self._new_id(),
             scope=self.scope,
             ops=tuple(ops),
             author=author,
@@ -326,6 +333,10 @@ class MemoryFS:
             return self._apply(change, heads)
         self.kv.hset(self._key + "pending", {change.id: change.to_json()})
         return change
+
+    def _new_id(self) -> str:
+        seq = str(self.kv.incr(self._key + "cseq"))
+        return f"{seq}-{secrets.token_hex(8)}" if self.secret_ids else seq
 
     def check(self, ops: Iterable[FileOp]) -> None:
         """Raise ValidationFailed (every problem, every file) if ``ops`` could not be stored as they are."""

@@ -11,23 +11,20 @@ or any ``BaseEmbedding`` passed in. :func:`model_name` gives the name a store re
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import threading
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field  # pydantic.v1 under llama-index 0.10 (MetaGPT 0.8.2), v2 later
 
 from ltm.config import Settings
 from ltm.errors import ConfigError
+from ltm.llm.hashing import hash_vector
 from ltm.llm.names import LOCAL_MODEL_NAME
 
 __all__ = ["LOCAL_MODEL_NAME", "HashEmbedding", "local_model_path", "model_name", "resolve_embedding"]
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 _local_lock = threading.Lock()
 _local_cache: dict[tuple[str, int, int, str, str], BaseEmbedding] = {}
 
@@ -45,18 +42,7 @@ class HashEmbedding(BaseEmbedding):
         return "HashEmbedding"
 
     def _vector(self, text: str) -> list[float]:
-        vec = np.zeros(self.dim, dtype=np.float32)
-        tokens = [t.lower() for t in _TOKEN.findall(text)]
-        grams = tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
-        for gram in grams:
-            digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
-            slot = int.from_bytes(digest[:4], "little") % self.dim
-            vec[slot] += 1.0 if digest[4] & 1 else -1.0
-        norm = float(np.linalg.norm(vec))
-        if norm == 0.0:  # empty text: a fixed unit vector, so it is still a valid embedding
-            vec[0], norm = 1.0, 1.0
-        result: list[float] = (vec / norm).tolist()
-        return result
+        return hash_vector(text, self.dim)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._vector(query)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,13 +22,15 @@ import ltm
 from ltm.config import Settings
 from ltm.errors import LTMError
 from ltm.service.errors import error_body, status_of
+from ltm.service.guards import HostGuard, SecurityHeaders
 from ltm.service.state import Limits, ServiceState
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("ltm.service")
 
-_HTTP_NAMES = {401: "AuthRequired", 403: "Forbidden", 404: "NotFound", 405: "InvalidInput", 413: "PayloadTooLarge"}
+_HTTP_NAMES = {400: "InvalidInput", 401: "AuthRequired", 403: "Forbidden", 404: "NotFound", 405: "InvalidInput",
+               413: "PayloadTooLarge"}
 
 
 def create_app(
@@ -39,12 +41,15 @@ def create_app(
     embedding: Any = None,
     ui: bool = True,
     mcp_path: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> FastAPI:
     """The HTTP API (``/v1``), its OpenAPI document, and the web inspector at ``/ui`` unless ``ui=False``.
 
-    ``auth=False`` lets every request do everything (``ltm serve`` allows it on loopback only).
-    ``embedding`` overrides the settings' embedding model (tests pass a fast one). ``mcp_path`` mounts the
-    MCP server's streamable-HTTP transport there (same keys).
+    ``auth=False`` lets every request do everything (``ltm serve`` allows it on loopback only), and then only
+    loopback ``Host`` names are answered; ``allowed_hosts`` are answered besides them (see
+    :mod:`ltm.service.guards`). ``embedding`` overrides the settings' embedding model (tests pass a fast one).
+    ``mcp_path`` mounts the MCP server's streamable-HTTP transport there (same keys). There is no
+    ``/docs`` or ``/redoc`` page (they would load scripts from a CDN); ``/openapi.json`` describes the API.
     """
     state = ServiceState(settings or Settings.load(), auth=auth, limits=limits or Limits(), embedding=embedding)
     mcp_app = None
@@ -64,7 +69,7 @@ def create_app(
         finally:
             state.close()
 
-    app = FastAPI(title="ltm", version=ltm.__version__, lifespan=lifespan,
+    app = FastAPI(title="ltm", version=ltm.__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents: the library's API over HTTP.")
     app.state.ltm = state
     _errors(app)
@@ -80,8 +85,10 @@ def create_app(
         mount_ui(app)
     if mcp_app is not None:
         app.mount(mcp_path or "/mcp", mcp_app)
-    app.add_middleware(_BodyLimit, max_bytes=state.limits.max_body_bytes)
+    app.add_middleware(_BodyLimit, max_bytes=state.limits.max_body_bytes)  # the innermost: after the Host check
+    app.add_middleware(HostGuard, open_server=not auth, allowed=allowed_hosts)
     app.add_middleware(_AccessLog)
+    app.add_middleware(SecurityHeaders)  # the outermost: every answer carries the headers, a 421 or 413 too
     return app
 
 
@@ -103,11 +110,6 @@ def _errors(app: FastAPI) -> None:
         name = _HTTP_NAMES.get(exc.status_code, "LTMError")
         return JSONResponse({"error": name, "message": str(exc.detail)}, status_code=exc.status_code)
 
-    @app.exception_handler(Exception)
-    async def crash(request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled %s in %s %s", type(exc).__name__, request.method, _route(request.scope))
-        return JSONResponse({"error": "InternalError", "message": "the server failed; its log has the type"},
-                            status_code=500)
 
 
 def _route(scope: Scope) -> str:
@@ -118,7 +120,12 @@ def _route(scope: Scope) -> str:
 
 
 class _AccessLog:
-    """One INFO line per request: method, route template, status, milliseconds. No URL, query or header."""
+    """One INFO line per request: method, route template, status, milliseconds. No URL, query or header.
+
+    An exception no handler turned into an answer becomes a 500 ``InternalError`` here, logged as one ERROR
+    line with its type and route; its traceback (whose messages may hold namespace names) is logged only at
+    DEBUG level.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -127,16 +134,22 @@ class _AccessLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        start, status = time.perf_counter(), 500
+        start, status, started = time.perf_counter(), 500, False
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, started = int(message["status"]), True
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
+        except Exception as exc:  # noqa: BLE001 - the one place every unexpected failure ends
+            log.error("unhandled %s in %s %s", type(exc).__name__, scope["method"], _route(scope))
+            log.debug("the unhandled exception's traceback", exc_info=True)
+            if not started:
+                body = {"error": "InternalError", "message": "the server failed; its log has the type"}
+                await JSONResponse(body, status_code=500)(scope, receive, sending)
         finally:
             log.info("%s %s %d %.1fms", scope["method"], _route(scope), status, 1000 * (time.perf_counter() - start))
 

@@ -1,4 +1,5 @@
-"""Who may do what: ``Authorization: Bearer <key>`` (or the inspector's cookie) checked against the key table.
+"""Who may do what: ``Authorization: Bearer <key>`` (or, on ``/ui`` pages only, the inspector's cookie) checked
+against the key table.
 
 No key, or an unknown or revoked one: 401. A namespace outside the key's patterns, or a write with a read-only
 key: 403. With ``auth=False`` (``ltm serve --no-auth``, loopback only) every request may do everything.
@@ -10,11 +11,12 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ltm.errors import InvalidInput
 from ltm.service.errors import AuthRequired, Forbidden
 from ltm.service.keys import OPEN, Principal
 from ltm.service.state import ServiceState
 
-__all__ = ["COOKIE", "Readable", "Writable", "caller", "state_of"]
+__all__ = ["COOKIE", "MAX_NAMESPACE", "Readable", "Writable", "caller", "check_namespace", "state_of"]
 
 COOKIE = "ltm_key"
 
@@ -32,8 +34,8 @@ def caller(request: Request) -> Principal:
         return OPEN
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
-        key = request.cookies.get(COOKIE, "")
+    if (scheme.lower() != "bearer" or not key.strip()) and request.url.path.startswith("/ui"):
+        key = request.cookies.get(COOKIE, "")  # the inspector's sign-in is good for the inspector only
     if not key.strip():
         raise AuthRequired("this server needs an API key: send 'Authorization: Bearer <key>' "
                            "(create one with `ltm keys create --namespaces 'NAME-OR-PATTERN'`)")
@@ -43,8 +45,19 @@ def caller(request: Request) -> Principal:
     return record.principal()
 
 
+MAX_NAMESPACE = 256
+
+
+def check_namespace(namespace: str) -> str:
+    """``namespace`` when its length is within :data:`MAX_NAMESPACE`, else InvalidInput."""
+    if not namespace or len(namespace) > MAX_NAMESPACE:
+        raise InvalidInput(f"a namespace name is 1 to {MAX_NAMESPACE} characters long, got {len(namespace)}")
+    return namespace
+
+
 def _check(request: Request, namespace: str, write: bool) -> str:
     who = caller(request)
+    check_namespace(namespace)
     if not who.may_use(namespace):
         raise Forbidden(f"this key may not use namespace {namespace!r}; its namespaces: {list(who.namespaces)}")
     if write and who.read_only:

@@ -6,11 +6,13 @@ import ipaddress
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from ltm.config import Settings
 from ltm.errors import ConfigError
 from ltm.service.keys import KeyStore
+from ltm.service.server import ServerLimits
 from ltm.service.state import Limits
 
 __all__ = ["create_key", "is_loopback", "list_keys", "revoke_key", "run_mcp", "serve"]
@@ -37,18 +39,23 @@ def _logging(level: str) -> None:
 
 
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True,
-          max_body_bytes: int = Limits.max_body_bytes, mcp: bool = False, log_level: str = "info") -> int:
-    """Run the HTTP API (and the inspector, and MCP at ``/mcp/`` with ``mcp``) until interrupted."""
+          max_body_bytes: int = Limits.max_body_bytes, mcp: bool = False, log_level: str = "info",
+          allowed_hosts: Sequence[str] = (), server_limits: ServerLimits | None = None) -> int:
+    """Run the HTTP API (and the inspector, and MCP at ``/mcp/`` with ``mcp``) until interrupted.
+    ``allowed_hosts`` are the ``Host`` names answered besides loopback ones (see :mod:`ltm.service.guards`)."""
     import uvicorn
 
     from ltm.service.app import create_app
+    from ltm.service.server import uvicorn_config
 
     _check_open(host, auth)
     _logging(log_level)
     app = create_app(settings, auth=auth, limits=Limits(max_body_bytes=max_body_bytes),
-                     mcp_path="/mcp" if mcp else None)
+                     mcp_path="/mcp" if mcp else None, allowed_hosts=allowed_hosts)
     # uvicorn's access log prints request URLs (namespace names, query strings): ltm.service logs its own lines.
-    uvicorn.run(app, host=host, port=port, access_log=False, log_level=log_level, log_config=None)
+    config = uvicorn_config(app, limits=server_limits, host=host, port=port, access_log=False,
+                            log_level=log_level, log_config=None)
+    uvicorn.Server(config).run()
     return 0
 
 
@@ -70,10 +77,16 @@ def run_mcp(settings: Settings, *, transport: str = "stdio", host: str = "127.0.
             return 0
         import uvicorn
 
+        from ltm.service.guards import HostGuard, SecurityHeaders
+        from ltm.service.server import uvicorn_config
+
         _check_open(host, auth)
         _logging(log_level)
-        uvicorn.run(mcp_http_app(state, path="/mcp"), host=host, port=port, access_log=False,
-                    log_level=log_level, log_config=None)
+        app = mcp_http_app(state, path="/mcp")
+        app.add_middleware(HostGuard, open_server=not auth)
+        app.add_middleware(SecurityHeaders)
+        uvicorn.Server(uvicorn_config(app, host=host, port=port, access_log=False, log_level=log_level,
+                                      log_config=None)).run()
         return 0
     finally:
         state.close()

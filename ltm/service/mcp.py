@@ -26,9 +26,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ltm.errors import LTMError
 from ltm.longterm import LongTermMemory
 from ltm.message import Message
+from ltm.service.auth import check_namespace
+from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.errors import AuthRequired, Forbidden, error_body, status_of
 from ltm.service.keys import OPEN, Principal
-from ltm.service.routes.chats import chat_key
 from ltm.service.state import ServiceState
 from ltm.store import MemoryHit
 
@@ -62,6 +63,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
     async def run(ctx: Context[Any, Any] | None, namespace: str, write: bool, work: Callable[[], T]) -> T:
         try:
             who = _principal(state, ctx, stdio_key)
+            check_namespace(namespace)
             if not who.may_use(namespace):
                 raise Forbidden(f"this key may not use namespace {namespace!r}; its namespaces: {list(who.namespaces)}")
             if write and who.read_only:
@@ -105,7 +107,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
         """Which of ``texts`` are new: not similar to anything stored nor to an earlier one of the list."""
 
         def work() -> list[str]:
-            store = state.store(namespace)
+            store = state.reader(namespace)
             memory = LongTermMemory(memory_storage=store, settings=store.settings)
             return [m.content for m in memory.find_news([Message(t) for t in texts])]
 
@@ -120,7 +122,7 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
         def work() -> dict[str, Any]:
             async def go() -> dict[str, Any]:
                 memory = await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(
-                    chat_key(namespace, chat_id))
+                    chat_key(namespace, check_chat_id(chat_id)))
                 summary = await memory.summarize(max_words=max_words)
                 return {"summary": summary, "extractive": memory.summary_is_extractive}
 
@@ -132,7 +134,9 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
 
 
 class _RequireKey:
-    """401 JSON for an MCP HTTP request without a valid key (the tools check namespaces themselves)."""
+    """401 JSON for an MCP HTTP request without a valid key (the tools check namespaces themselves), and 405
+    for a GET: the transport is stateless with JSON answers, so there is no server-to-client stream to open
+    (the SDK would hold such a stream open, idle, for as long as the client keeps it)."""
 
     def __init__(self, app: ASGIApp, state: ServiceState) -> None:
         self.app, self.state = app, state
@@ -145,6 +149,10 @@ class _RequireKey:
                 error = AuthRequired("send 'Authorization: Bearer <key>' (create one with `ltm keys create`)")
                 await JSONResponse(error_body(error), status_code=status_of(error))(scope, receive, send)
                 return
+        if scope["type"] == "http" and scope["method"] == "GET":
+            body = {"error": "InvalidInput", "message": "MCP over HTTP here is POST only (stateless, JSON answers)"}
+            await JSONResponse(body, status_code=405, headers={"Allow": "POST, DELETE"})(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store import MemoryHit
 
@@ -39,7 +40,7 @@ class MessageIn(BaseModel):
     sent_from: str = ""
     send_to: list[str] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: float | None = None
+    created_at: float | None = Field(None, allow_inf_nan=False)
     instruct_content: dict[str, Any] | None = None
 
     def to_message(self) -> Message:
@@ -47,7 +48,11 @@ class MessageIn(BaseModel):
         data = self.model_dump(exclude_none=True)
         if "send_to" in data:
             data["send_to"] = set(data["send_to"])
-        return Message(**data)
+        try:
+            return Message(**data)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+            raise InvalidInput(f"bad message: {problems}") from None
 
 
 class MessagesIn(BaseModel):

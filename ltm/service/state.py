@@ -8,18 +8,24 @@ reach the library unchanged, which maps them to safe directory names (``ltm.stor
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ltm.config import Settings
-from ltm.experience.memory import ExperienceMemory
 from ltm.files.fs import MemoryFS
 from ltm.kv import KVStore, open_kv
+from ltm.service.chatkeys import migrate_chat_keys
 from ltm.service.keys import KeyStore
 from ltm.store import MemoryStorage, namespace_exists
+
+if TYPE_CHECKING:  # imported on first use: it pulls in llama-index, which a hash-embedding server never needs
+    from ltm.experience.memory import ExperienceMemory
 
 __all__ = ["Limits", "ServiceState"]
 
@@ -88,13 +94,19 @@ class ServiceState:
     def __post_init__(self) -> None:
         self.keys = KeyStore(self.settings)
         self._kv_lock = threading.Lock()
+        self._scratch: tuple[MemoryStorage, str] | None = None
         self._stores: _Handles[MemoryStorage] = _Handles(self._open_store, MemoryStorage.close, self.max_open)
         self._files: _Handles[MemoryFS] = _Handles(
-            lambda scope: MemoryFS(scope, settings=self.settings, kv=self.kv_store(), embedding=self.embedding),
+            lambda scope: MemoryFS(scope, settings=self.settings, kv=self.kv_store(), embedding=self.embedding,
+                                   secret_ids=True),
             MemoryFS.close, self.max_open)
-        self._experience: _Handles[ExperienceMemory] = _Handles(
-            lambda agent: ExperienceMemory(agent, settings=self.settings, embedding=self.embedding),
-            ExperienceMemory.close, self.max_open)
+        self._experience: _Handles[ExperienceMemory] = _Handles(self._open_experience, _close_experience,
+                                                                self.max_open)
+
+    def _open_experience(self, agent: str) -> ExperienceMemory:
+        from ltm.experience.memory import ExperienceMemory
+
+        return ExperienceMemory(agent, settings=self.settings, embedding=self.embedding)
 
     def _open_store(self, namespace: str) -> MemoryStorage:
         return MemoryStorage(namespace, settings=self.settings, embedding=self.embedding)
@@ -105,14 +117,38 @@ class ServiceState:
 
     def existing_store(self, namespace: str) -> MemoryStorage | None:
         """The namespace's message store, or None when nothing was ever written to it: reads use it, so a read
-        of a mistyped or unused name answers empty and leaves nothing behind on disk. On a server store
-        (``store_url``) a namespace is a row, cheap to have; it is opened as for a write."""
+        of a mistyped or unused name answers empty and leaves nothing behind (no folder, no database row)."""
         handle = self._stores.peek(namespace)  # an open one exists: no look at the disk per request
         if handle is not None:
             return handle
-        if self.settings.store_url is None and not namespace_exists(self.settings, "role", namespace):
+        if not namespace_exists(self.settings, "role", namespace):
             return None
         return self._stores.get(namespace)
+
+    def reader(self, namespace: str) -> MemoryStorage:
+        """The namespace's store when it exists, else :meth:`scratch`: for reads that embed or compare
+        (find_news, embed, similarities), which answer as an empty namespace would and create nothing."""
+        return self.existing_store(namespace) or self.scratch()
+
+    def scratch(self) -> MemoryStorage:
+        """An empty embedded namespace in a private temporary folder, with the service's embedding model; it is
+        never written to and is deleted on :meth:`close`."""
+        with self._kv_lock:
+            if self._scratch is None:
+                folder = tempfile.mkdtemp(prefix="ltm-scratch-")
+                settings = self.settings.model_copy(update={"storage_dir": Path(folder), "store_url": None,
+                                                            "write_behind": False})
+                self._scratch = (MemoryStorage("scratch", settings=settings, embedding=self.embedding), folder)
+            return self._scratch[0]
+
+    def existing_experience(self, namespace: str) -> ExperienceMemory | None:
+        """The namespace's lessons and policies, or None when none were ever recorded (reads create nothing)."""
+        handle = self._experience.peek(namespace)
+        if handle is not None:
+            return handle
+        if not namespace_exists(self.settings, "experience", namespace):
+            return None
+        return self._experience.get(namespace)
 
     def files(self, namespace: str) -> MemoryFS:
         """The namespace's memory files: scope ``agent:<namespace>``, every write pending approval."""
@@ -126,7 +162,9 @@ class ServiceState:
         """The KV backend of chats and memory files (Redis when configured, else embedded SQLite)."""
         with self._kv_lock:
             if self.kv is None:
-                self.kv = open_kv(self.settings)
+                kv = open_kv(self.settings)
+                migrate_chat_keys(kv)  # chats under the old, ambiguous keys move before the first request
+                self.kv = kv
             return self.kv
 
     def close(self) -> None:
@@ -136,6 +174,15 @@ class ServiceState:
         self._experience.close()
         self.keys.close()
         with self._kv_lock:
+            scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            scratch[0].close()
+            shutil.rmtree(scratch[1], ignore_errors=True)
+        with self._kv_lock:
             if self.kv is not None:
                 self.kv.close()
                 self.kv = None
+
+
+def _close_experience(memory: ExperienceMemory) -> None:
+    memory.close()

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -143,6 +143,10 @@ def make_embedder(settings: Settings, embedding: Any = None) -> Embedder:
         return Embedder(resolved, model_name(resolved), query_cache_size=settings.query_cache_size)
 
     def load() -> BaseEmbedding:
+        if settings.embedding == "hash":  # the same vectors as HashEmbedding, without importing llama-index
+            from ltm.llm.hashing import PlainHashEmbedding
+
+            return cast("BaseEmbedding", PlainHashEmbedding(settings.embedding_dim))
         from ltm.llm.embeddings import resolve_embedding
 
         return resolve_embedding(settings)

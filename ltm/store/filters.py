@@ -71,6 +71,8 @@ FIELDS: dict[str, tuple[Kind, str, bool]] = {
 _SEGMENT = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _LEGACY = {"created_after", "created_before", "metadata"}
 _MAX_IN = 10_000
+MAX_DEPTH = 8  # nested AND / OR / NOT: SQLite's parser overflows its stack past about 17 nested NOTs
+MAX_TERMS = 256  # comparisons in one filter: a flat AND is as deep to SQLite as it is long
 Scalar = str | int | float | bool | None
 
 
@@ -115,7 +117,19 @@ def parse(filters: Mapping[str, Any] | None) -> Filter | None:
         raise InvalidInput(f"filters must be a dict such as {{'role': 'user'}}, got {type(filters).__name__}")
     if not filters:
         return None
-    return _node(filters, "filters")
+    tree = _node(filters, "filters", 1)
+    if _terms(tree) > MAX_TERMS:
+        raise InvalidInput(f"filters hold more than {MAX_TERMS} comparisons; use 'in' with a list of values, "
+                           "or split the query")
+    return tree
+
+
+def _terms(tree: Filter) -> int:
+    if isinstance(tree, Compare):
+        return 1
+    if isinstance(tree, Not):
+        return _terms(tree.part)
+    return sum(_terms(p) for p in tree.parts)
 
 
 def compile_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
@@ -162,24 +176,37 @@ def _as_ops(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {"eq": value}
 
 
-def _node(spec: Any, where: str) -> Filter:
+def _node(spec: Any, where: str, depth: int) -> Filter:
     if not isinstance(spec, Mapping) or not spec:
-        raise InvalidInput(f"{where} must be a non-empty dict such as {{'role': 'user'}}, got {spec!r}")
+        raise InvalidInput(f"{where} must be a non-empty dict such as {{'role': 'user'}}, got {_short(spec)}")
     spec = _legacy(spec)
     parts: list[Filter] = []
     for key, value in spec.items():
         if key in ("AND", "OR"):
             if not isinstance(value, list | tuple) or not value:
-                raise InvalidInput(f"{key} takes a non-empty list of filters, got {value!r}")
-            children = tuple(_node(v, f"{key}[{i}]") for i, v in enumerate(value))
+                raise InvalidInput(f"{key} takes a non-empty list of filters, got {_short(value)}")
+            _deeper(depth)
+            children = tuple(_node(v, f"{key}[{i}]", depth + 1) for i, v in enumerate(value))
             parts.append(And(children) if key == "AND" else Or(children))
         elif key == "NOT":
-            parts.append(Not(_node(value, "NOT")))
+            _deeper(depth)
+            parts.append(Not(_node(value, "NOT", depth + 1)))
         elif isinstance(key, str):
             parts.extend(_field(key, value))
         else:
             raise InvalidInput(f"filter keys are field names, got {key!r}")
     return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def _deeper(depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise InvalidInput(f"filters nest AND / OR / NOT more than {MAX_DEPTH} levels deep; flatten them "
+                           "(several keys in one dict are AND-ed, 'in' takes a list)")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _field(name: str, value: Any) -> list[Filter]:

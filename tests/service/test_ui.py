@@ -69,10 +69,10 @@ def seeded(tmp_path: Path) -> Iterator[tuple[ServiceThread, str]]:
             {"content": "Can you refund the duplicate to my card?", "role": "user"},
             {"content": "Done: the duplicate charge is refunded and will show in 3-5 days.", "role": "assistant"}]
     api.post(base + "/chats/order-8812/messages", json={"messages": chat}).raise_for_status()
-    api.post(base + "/files/changes", json={
+    first = api.post(base + "/files/changes", json={
         "path": "AGENTS.md", "reason": "learned from ticket 4411",
-        "text": "# Support agent\n\n- Check the order is delivered before refunding.\n"}).raise_for_status()
-    change = api.post(base + "/files/changes/1/approve").json()
+        "text": "# Support agent\n\n- Check the order is delivered before refunding.\n"}).json()
+    change = api.post(base + f"/files/changes/{first['id']}/approve").json()
     assert change["status"] == "applied"
     api.post(base + "/files/changes", json={
         "path": "AGENTS.md", "reason": "refund limit from the finance team",
@@ -139,23 +139,25 @@ def test_search_with_mode_switch_and_signal_scores(browser: Browser, seeded: tup
 def test_approve_and_reject_changes_and_read_chat_and_policies(browser: Browser, seeded: tuple[ServiceThread, str],
                                                                shots: Path) -> None:
     service, key = seeded
+    api = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"})
+    second, third = (c["id"] for c in api.get(f"/v1/namespaces/{NS}/files/changes").json()["changes"])
+    assert second.startswith("2-") and third.startswith("3-")  # counted, and unguessable past the dash
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     _sign_in(page, service.url, key)
     page.goto(f"{service.url}/ui/ns/{NS}/files")
-    change = page.locator("#change-2")
+    change = page.locator(f"#change-{second}")
     expect(change.locator("pre.diff .add")).to_contain_text("+- Refunds above 500 EUR need a manager's approval.")
-    expect(page.locator("#change-3")).to_contain_text("notes/vpn.md")
+    expect(page.locator(f"#change-{third}")).to_contain_text("notes/vpn.md")
     page.screenshot(path=str(shots / "ui-approval.png"), full_page=True)
 
-    page.click("#approve-2")
-    expect(page.locator("#notice")).to_contain_text("approved 2")
-    expect(page.locator("#change-2")).to_have_count(0)
+    page.click(f"#approve-{second}")
+    expect(page.locator("#notice")).to_contain_text(f"approved {second}")
+    expect(page.locator(f"#change-{second}")).to_have_count(0)
     expect(page.locator("#files")).to_contain_text("AGENTS.md")
     page.once("dialog", lambda dialog: dialog.accept())
-    page.click("#reject-3")
-    expect(page.locator("#notice")).to_contain_text("rejected 3")
+    page.click(f"#reject-{third}")
+    expect(page.locator("#notice")).to_contain_text(f"rejected {third}")
     expect(page.locator("#no-pending")).to_be_visible()
-    api = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"})
     text = api.get(f"/v1/namespaces/{NS}/files/content/AGENTS.md").json()["text"]
     assert "500 EUR" in text  # the approval reached the store
     assert api.get(f"/v1/namespaces/{NS}/files").json()["files"][0]["path"] == "AGENTS.md"  # vpn.md rejected

@@ -12,13 +12,14 @@ import uvicorn
 
 from ltm.config import Settings
 from ltm.service import Limits, create_app
+from ltm.service.server import ServerLimits, uvicorn_config
 
 
 class ServiceThread:
     """Start with :meth:`start` (returns self once the server answers), stop with :meth:`close`."""
 
     def __init__(self, settings: Settings, *, auth: bool = True, limits: Limits | None = None,
-                 mcp: bool = False, **app_args: Any) -> None:
+                 mcp: bool = False, server_limits: ServerLimits | None = None, **app_args: Any) -> None:
         self.settings = settings
         self.app = create_app(settings, auth=auth, limits=limits, mcp_path="/mcp" if mcp else None, **app_args)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -26,7 +27,7 @@ class ServiceThread:
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(self.app, access_log=False, log_level="warning", log_config=None)
+        config = uvicorn_config(self.app, limits=server_limits, access_log=False, log_level="warning", log_config=None)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 

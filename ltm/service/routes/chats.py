@@ -1,12 +1,12 @@
 """A namespace's chats (BrainMemory): append to a history, read it page by page, summarize, title.
 
-A chat lives under the BrainMemory key ``chat:<namespace>:<chat_id>`` in the KV backend (Redis when
-configured, else embedded SQLite), with the library's TTL (``settings.brain_ttl_seconds``).
+A chat lives under the BrainMemory key :func:`ltm.service.chatkeys.chat_key` (the namespace percent-encoded, so
+one namespace's key never names another's chat) in the KV backend (Redis when configured, else embedded
+SQLite), with the library's TTL (``settings.brain_ttl_seconds``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -14,14 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ltm.brain import BrainMemory
 from ltm.service.auth import Readable, Writable, state_of
+from ltm.service.chatkeys import chat_ids as _chat_ids
+from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.routes.messages import check_items, page_of
 from ltm.service.schemas import ChatIn, message_out
 
 __all__ = ["chat_key", "load_chat", "router"]
 
 router = APIRouter(prefix="/v1/namespaces/{namespace:path}/chats", tags=["chats"])
-
-_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 
 
 class WordsIn(BaseModel):
@@ -32,22 +32,16 @@ class WordsIn(BaseModel):
     max_words: int = Field(200, ge=1, le=5000)
 
 
-def chat_key(namespace: str, chat_id: str) -> str:
-    """The BrainMemory key of a namespace's chat."""
-    return BrainMemory.to_redis_key("chat", namespace, chat_id)
-
-
 async def load_chat(request: Request, namespace: str, chat_id: str) -> BrainMemory:
     """The chat's memory as stored (a fresh, empty one for a new chat)."""
     state = state_of(request)
-    return await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(chat_key(namespace, chat_id))
+    key = chat_key(namespace, check_chat_id(chat_id))
+    return await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(key)
 
 
 def chat_ids(request: Request, namespace: str) -> list[str]:
     """The ids of the namespace's chats (those whose TTL has not run out), sorted."""
-    prefix = f"brain:{{{chat_key(namespace, '')}"
-    keys = state_of(request).kv_store().keys(_GLOB_SPECIAL.sub(r"\\\1", prefix) + "*}")
-    return sorted({k[len(prefix):-1] for k in keys if k.endswith("}")})
+    return _chat_ids(state_of(request).kv_store(), namespace)
 
 
 @router.get("")

@@ -33,14 +33,16 @@ def record_failure(request: Request, namespace: Writable, body: LessonIn) -> dic
 def lessons(request: Request, namespace: Readable, pending_only: bool = False,
             offset: Annotated[int, Query(ge=0)] = 0, limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
     """Lessons, oldest first (only those not yet distilled with ``pending_only``)."""
-    return _page(request, state_of(request).experience(namespace).lessons(pending_only=pending_only), offset, limit)
+    memory = state_of(request).existing_experience(namespace)
+    return _page(request, [] if memory is None else memory.lessons(pending_only=pending_only), offset, limit)
 
 
 @router.get("/policies")
 def policies(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
              limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
     """Policies distilled from lessons (demoted ones included, flagged), oldest first."""
-    return _page(request, state_of(request).experience(namespace).policies(), offset, limit)
+    memory = state_of(request).existing_experience(namespace)
+    return _page(request, [] if memory is None else memory.policies(), offset, limit)
 
 
 @router.post("/distill")
@@ -53,5 +55,5 @@ def distill(request: Request, namespace: Writable) -> dict[str, Any]:
 def policies_for(request: Request, namespace: Readable, task: str,
                  k: Annotated[int, Query(ge=1, le=50)] = 3) -> dict[str, Any]:
     """The policies whose meaning fits ``task``, best first."""
-    return {"policies": [p.model_dump(mode="json") for p in state_of(request).experience(namespace).policies_for(
-        task, k)]}
+    memory = state_of(request).existing_experience(namespace)
+    return {"policies": [] if memory is None else [p.model_dump(mode="json") for p in memory.policies_for(task, k)]}

@@ -40,7 +40,9 @@ def parse_filters(raw: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise InvalidInput(f"filters must be a JSON object, e.g. {{\"role\": \"pm\"}}: {exc}") from exc
+        raise InvalidInput(f"filters must be a JSON object, e.g. {{\"role\": \"pm\"}}: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("filters nest too deeply to read; flatten them") from None
     if not isinstance(value, dict):
         raise InvalidInput("filters must be a JSON object, e.g. {\"role\": \"pm\"}")
     return value

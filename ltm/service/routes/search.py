@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import numpy as np
 from fastapi import APIRouter, Query, Request
 
+from ltm.errors import InvalidInput, NotFound
 from ltm.longterm import LongTermMemory
 from ltm.service.auth import Readable, Writable, state_of
 from ltm.service.routes.messages import check_items
@@ -50,7 +51,7 @@ def find_news(request: Request, namespace: Readable, body: FindNewsIn) -> dict[s
     """The observed messages that are news: not similar to a stored message (cosine below the threshold)
     nor to an earlier message of the same request. Nothing is stored."""
     check_items(request, len(body.messages))
-    store = state_of(request).store(namespace)
+    store = state_of(request).reader(namespace)
     memory = LongTermMemory(memory_storage=store, settings=store.settings)
     news = memory.find_news([m.to_message() for m in body.messages], body.k)
     return {"messages": [message_out(m) for m in news]}
@@ -93,20 +94,52 @@ def stats(request: Request, namespace: Readable) -> dict[str, Any]:
 def embed(request: Request, namespace: Readable, body: TextsIn) -> dict[str, Any]:
     """Unit vectors of ``texts`` from the namespace's model (what ``embed_texts`` returns in process)."""
     check_items(request, len(body.texts), "texts")
-    return {"vectors": state_of(request).store(namespace).embed_texts(body.texts).tolist()}
+    return {"vectors": state_of(request).reader(namespace).embed_texts(body.texts).tolist()}
 
 
 @router.post("/similarities")
 def similarities(request: Request, namespace: Readable, body: VectorsIn) -> dict[str, Any]:
     """Each vector's best cosine to a stored message (``best_similarities``); -1 in an empty namespace."""
     check_items(request, len(body.vectors), "vectors")
-    vectors = np.asarray(body.vectors, dtype=np.float32).reshape(len(body.vectors), -1)
-    best = state_of(request).store(namespace).best_similarities(vectors, body.texts)
+    store = state_of(request).reader(namespace)
+    if not body.vectors:
+        return {"best": []}
+    vectors = _matrix(body.vectors, _dimension(store))
+    best = store.best_similarities(vectors, body.texts)
     return {"best": [float(x) for x in best]}
+
+
+def _dimension(store: MemoryStorage) -> int:
+    """How many numbers the store's model puts in a vector (learned once per model by embedding one word)."""
+    model = store.embedder.model
+    if model not in _DIMENSIONS:
+        _DIMENSIONS[model] = int(store.embed_texts(["dimension"]).shape[1])
+    return _DIMENSIONS[model]
+
+
+_DIMENSIONS: dict[str, int] = {}
+
+
+def _matrix(rows: list[list[float]], dim: int) -> np.ndarray:
+    """``rows`` as a float32 matrix once each row has ``dim`` finite numbers, else InvalidInput."""
+    for i, row in enumerate(rows):
+        if len(row) != dim:
+            raise InvalidInput(f"vector {i} has {len(row)} numbers; this namespace's model makes {dim} (send what "
+                               "/embed returned)")
+    with np.errstate(over="ignore"):  # a number beyond float32 becomes infinity, refused just below
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), dim)
+    if not np.isfinite(matrix).all():
+        raise InvalidInput("vectors must hold finite numbers (no NaN, no infinity, none beyond float32's range)")
+    return matrix
 
 
 @router.delete("")
 def clean(request: Request, namespace: Writable) -> dict[str, Any]:
-    """Delete the namespace's messages and files (``MemoryStorage.clean``); a later write starts it empty."""
-    state_of(request).store(namespace).clean()
+    """Delete the namespace's messages and files (``MemoryStorage.clean``); a later write starts it empty.
+    404 for a namespace nothing was written to (also what an unknown path under a namespace comes to)."""
+    store = state_of(request).existing_store(namespace)
+    if store is None:
+        raise NotFound("no such namespace or route; DELETE works on a namespace that holds messages "
+                       "(and on /messages/{id})")
+    store.clean()
     return {"cleaned": True}

@@ -16,6 +16,7 @@ from ltm.service.routes.chats import load_chat
 from ltm.service.routes.search import signal_scores
 from ltm.service.schemas import SearchIn
 from ltm.service.ui import TEMPLATES
+from ltm.service.ui.csrf import check_csrf, csrf_token, set_csrf_cookie
 from ltm.store import MessagePage
 
 __all__ = ["router"]
@@ -30,8 +31,13 @@ def _q(namespace: str) -> str:
 
 def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     auth = state_of(request).auth
-    return TEMPLATES.TemplateResponse(request, name, {"auth": auth, "signed_in": auth and _signed_in(request),
-                                                      **context}, status_code=status)
+    token, new = csrf_token(request)
+    response = TEMPLATES.TemplateResponse(request, name, {"auth": auth, "signed_in": auth and _signed_in(request),
+                                                          "csrf": token, "namespace": None, **context},
+                                          status_code=status)
+    if new:
+        set_csrf_cookie(response, token)
+    return response
 
 
 def _signed_in(request: Request) -> bool:
@@ -53,21 +59,33 @@ def login_form(request: Request) -> HTMLResponse:
     return _render(request, "login.html")
 
 
+Token = Annotated[str, Form()]
+
+
 @router.post("/login")
-def login(request: Request, key: Annotated[str, Form()]) -> Response:
-    """Check the key and keep it in an HttpOnly cookie."""
+def login(request: Request, key: Annotated[str, Form()], csrf: Token = "") -> Response:
+    """Check the key and keep it in an HttpOnly cookie (sent back to ``/ui`` only)."""
+    try:
+        check_csrf(request, csrf)
+    except LTMError as exc:
+        return _failed(request, exc)
     if state_of(request).keys.lookup(key.strip()) is None:
         return _render(request, "login.html", 401, failed=True)
     response = RedirectResponse("/ui", status_code=303)
-    response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/")
+    response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/ui")
     return response
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request, csrf: Token = "") -> Response:
     """Forget the key cookie."""
+    try:
+        check_csrf(request, csrf)
+    except LTMError as exc:
+        return _failed(request, exc)
     response = RedirectResponse("/ui/login", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
+    response.delete_cookie(COOKIE, path="/ui")
+    response.delete_cookie(COOKIE, path="/")  # where an older inspector set it
     return response
 
 
@@ -145,12 +163,13 @@ async def confirm_summarize(request: Request, namespace: str, chat_id: str) -> R
 
 
 @router.post("/ns/{namespace:path}/chats/{chat_id}/summarize")
-async def summarize(request: Request, namespace: str, chat_id: str,
+async def summarize(request: Request, namespace: str, chat_id: str, csrf: Token = "",
                     confirm: Annotated[str, Form()] = "") -> Response:
     """Fold the chat's history into its summary (once confirmed), then show the chat."""
     if confirm != "yes":
         return await _confirm(request, namespace, chat_id, "summarize")
     try:
+        check_csrf(request, csrf)
         write_access(request, namespace)
         await (await load_chat(request, namespace, chat_id)).summarize()
     except LTMError as exc:
@@ -165,11 +184,13 @@ async def confirm_title(request: Request, namespace: str, chat_id: str) -> Respo
 
 
 @router.post("/ns/{namespace:path}/chats/{chat_id}/title")
-async def title(request: Request, namespace: str, chat_id: str, confirm: Annotated[str, Form()] = "") -> Response:
+async def title(request: Request, namespace: str, chat_id: str, csrf: Token = "",
+                confirm: Annotated[str, Form()] = "") -> Response:
     """Title the chat (summarizes first; once confirmed), then show it with its title."""
     if confirm != "yes":
         return await _confirm(request, namespace, chat_id, "title")
     try:
+        check_csrf(request, csrf)
         write_access(request, namespace)
         text = await (await load_chat(request, namespace, chat_id)).get_title()
     except LTMError as exc:
@@ -192,9 +213,10 @@ def chats(request: Request, namespace: str) -> Response:
 
 
 @router.post("/ns/{namespace:path}/files/{change_id}/approve")
-def approve(request: Request, namespace: str, change_id: str) -> Response:
+def approve(request: Request, namespace: str, change_id: str, csrf: Token = "") -> Response:
     """Apply a pending change, then show the files page."""
     try:
+        check_csrf(request, csrf)
         write_access(request, namespace)
         state_of(request).files(namespace).approve(change_id)
     except LTMError as exc:
@@ -203,9 +225,11 @@ def approve(request: Request, namespace: str, change_id: str) -> Response:
 
 
 @router.post("/ns/{namespace:path}/files/{change_id}/reject")
-def reject(request: Request, namespace: str, change_id: str, reason: Annotated[str, Form()] = "") -> Response:
+def reject(request: Request, namespace: str, change_id: str, reason: Annotated[str, Form()] = "",
+           csrf: Token = "") -> Response:
     """Drop a pending change (kept in the audit log), then show the files page."""
     try:
+        check_csrf(request, csrf)
         write_access(request, namespace)
         state_of(request).files(namespace).reject(change_id, reason)
     except LTMError as exc:
@@ -234,8 +258,8 @@ def experience(request: Request, namespace: str) -> Response:
     """Lessons and the policies distilled from them."""
     try:
         read_access(request, namespace)
-        memory = state_of(request).experience(namespace)
-        lessons, policies = memory.lessons(pending_only=False), memory.policies()
+        memory = state_of(request).existing_experience(namespace)
+        lessons, policies = ([], []) if memory is None else (memory.lessons(pending_only=False), memory.policies())
     except LTMError as exc:
         return _failed(request, exc, namespace)
     return _render(request, "experience.html", namespace=namespace, tab="experience", lessons=lessons[-200:],
