@@ -45,6 +45,7 @@ from ltm.store.explain import explained
 from ltm.store.filters import Filter
 from ltm.store.history import HistoryEvent
 from ltm.store.naming import namespace_dir
+from ltm.store.query import Analysis
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit, Mode
 from ltm.store.storage import MemoryStorage
@@ -206,7 +207,9 @@ class BackendStorage(MemoryStorage):
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
+        plan: Analysis | None = None,
     ) -> builtins.list[MemoryHit]:
+        del plan  # the backend analyses the query where it ranks
         with self._lock:
             self.purge_expired()
             backend = self._engine()

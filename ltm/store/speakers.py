@@ -41,9 +41,10 @@ _THIRD_PERSON = [(re.compile(r"\b(?:he|she)\b", re.IGNORECASE), "I"),
                  (re.compile(r"\b(?:himself|herself)\b", re.IGNORECASE), "myself")]
 
 
-def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]]) -> set[int]:
-    """The seqs of ``speakers`` ({seq: its names}) one of whose names shares a word with ``query``."""
-    words = set(query_terms(query))
+def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]], terms: Iterable[str] | None = None) -> set[int]:
+    """The seqs of ``speakers`` ({seq: its names}) one of whose names shares a word with ``query`` (``terms``: its
+    :func:`~ltm.store.query.query_terms` when the caller has them)."""
+    words = set(query_terms(query) if terms is None else terms)
     if not words:
         return set()
     cache: dict[str, bool] = {}

@@ -42,7 +42,7 @@ from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
 from ltm.store.pool import POOL, PooledNamespace
-from ltm.store.query import compile_filters, query_lines
+from ltm.store.query import Analysis, analyse, compile_filters
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import (
     MemoryHit,
@@ -290,9 +290,10 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         query_vector = given_query_vector(query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and self._dim() is not None:
             query_vector = self._embed([self._dense_text(query)], QUERY)
-        lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
+        plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
+        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain,
-                            self._embed(lines, QUERY) if lines else None)
+                            self._embed(lines, QUERY) if lines else None, plan)
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
@@ -313,10 +314,11 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
             query_vector = await self._aembed([await self._off(self._dense_text, query)], QUERY)
-        lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
+        plan = analyse(query)
+        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
         return await self._off(self._search, query, query_vector, check_k(k), mode, filters,
-                               check_threshold(threshold), explain, line_vectors)
+                               check_threshold(threshold), explain, line_vectors, plan)
 
     async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
@@ -328,6 +330,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
+        plan: Analysis | None = None,
     ) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
@@ -336,7 +339,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             log, mirror = self._synced() if mode != "keyword" else (self.purge_expired(), self._require())[1]
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
             hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key,
-                                                     lines=lines))
+                                                     lines=lines, analysis=plan))
             match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
             return explained(hits, mode, sqlite_signals(log, vector, match), threshold, explain)
 
