@@ -183,7 +183,8 @@ class Session:
     """One worker's state: the corpus it reads rows from (loaded untimed), then the store (:meth:`open`, timed)."""
 
     def __init__(self, kind: str, request: dict[str, Any]) -> None:
-        corpus = json.loads(open(request["corpus"], encoding="utf-8").read())
+        with open(request["corpus"], encoding="utf-8") as source:
+            corpus = json.load(source)
         arrays = np.load(request["corpus"][:-len(".json")] + ".npz")
         self.turns, self.questions = corpus["turns"], corpus["questions"]
         self.vectors, self.queries = arrays["vectors"], arrays["queries"]

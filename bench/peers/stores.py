@@ -36,12 +36,14 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus, stores_venv
+from bench.peers.run import baseline_tree
 
 RESULTS = ROOT / "bench" / "results"
 LTM = "ltm"
 CHROMA = "chroma"
 PEERS = tuple(stores_venv.STORES)
 EXTRA = 1200  # rows past the size: the single adds, then the batch the store embeds itself
+BASELINES: dict[str, Path] = {}  # git ref -> a directory holding that commit's ltm package (--baseline)
 
 
 class Worker:
@@ -49,11 +51,15 @@ class Worker:
 
     def __init__(self, store: str, log: IO[str], cwd: Path) -> None:
         self.store = store
-        python = sys.executable if store == LTM else str(stores_venv.python(store))
-        env = {k: v for k, v in os.environ.items() if store == LTM or not k.startswith(("VIRTUAL_ENV", "LTM_"))}
+        kind, _, ref = store.partition("@")  # "ltm@REF": ltm as of commit REF (its ltm/ package, see baseline)
+        python = sys.executable if kind == LTM else str(stores_venv.python(kind))
+        env = {k: v for k, v in os.environ.items() if kind == LTM or not k.startswith(("VIRTUAL_ENV", "LTM_"))}
+        path = f"{BASELINES[ref]}{os.pathsep}{ROOT}" if ref else str(ROOT)
+        if kind == LTM:  # the text searches repeat the vector searches' questions: no query cache may answer them
+            env["LTM_QUERY_CACHE_SIZE"] = "0"
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
-                   PYTHONPATH=str(ROOT), ANONYMIZED_TELEMETRY="False")
-        self._proc = subprocess.Popen([python, "-m", "bench.peers.embedded", store], cwd=str(cwd), env=env,
+                   PYTHONPATH=path, ANONYMIZED_TELEMETRY="False")
+        self._proc = subprocess.Popen([python, "-m", "bench.peers.embedded", kind], cwd=str(cwd), env=env,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +175,7 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
                 run.recall.setdefault(f"recall@10 vs exact (at {size:,})", {}).setdefault(store, []).extend(got)
                 answer = workers[store].call({"op": "search", "rows": rows, "kind": "text", "k": 10})
                 run.add(f"dense search end to end (query embedded) (at {size:,})", store, answer["times"], len(rows))
-                if store == LTM:
+                if store.startswith(LTM):
                     answer = workers[store].call({"op": "search", "rows": rows, "kind": "hybrid", "k": 10})
                     run.add(f"ltm's default hybrid search end to end (at {size:,})", store, answer["times"], len(rows))
         print(f"{size:,}: searched", file=sys.stderr, flush=True)
@@ -181,7 +187,7 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
     for _r, order in rotations(args.reopens, stores):
         for store in order:
             for model, kind, row in ((False, "vector", f"reopen + first query, vector given (at {size:,})"),
-                                     (True, "hybrid" if store == LTM else "text",
+                                     (True, "hybrid" if store.startswith(LTM) else "text",
                                       f"open with the model + first query, end to end (at {size:,})")):
                 worker = Worker(store, log, cwd)
                 try:
@@ -230,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ltm vs Chroma, Qdrant local and LanceDB: one interleaved run.")
     parser.add_argument("--sizes", default="10000,100000", help="store sizes, ascending")
     parser.add_argument("--stores", default=",".join((LTM, *PEERS)), help="which stores, ltm and chroma first")
-    parser.add_argument("--large", default="", help="stores skipped past the first size (e.g. qdrant: its local "
+    parser.add_argument("--large", default="qdrant", help="stores skipped past the first size (e.g. qdrant: its local "
                         "mode is a numpy scan kept in memory and pickled on every write)")
     parser.add_argument("--queries", type=int, default=200, help="one-line questions per size")
     parser.add_argument("--rounds", type=int, default=4, help="search rounds per size (the queries split among them)")
@@ -238,18 +244,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single", type=int, default=100, help="one-at-a-time adds per size")
     parser.add_argument("--model-batch", type=int, default=1000, help="texts the store embeds itself (first size)")
     parser.add_argument("--reopens", type=int, default=2, help="reopen rounds per size")
+    parser.add_argument("--baseline", help="also run ltm as of this git ref (its ltm/ package), interleaved")
     parser.add_argument("--out", default=str(RESULTS / "peers_stores"), help="writes OUT.json and OUT.md")
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
     stores = [s for s in args.stores.split(",") if s]
     skip_large = {s for s in args.large.split(",") if s}
-    versions = {s: stores_venv.ensure(s) for s in stores if s != LTM}
+    versions = {s: stores_venv.ensure(s) for s in stores if not s.startswith(LTM)}
+    if args.baseline:
+        stores.insert(1, f"{LTM}@{args.baseline}")
     files = model_files()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     started, loads = time.time(), [os.getloadavg()]
     run = Run()
     with tempfile.TemporaryDirectory(prefix="ltm-stores-") as tmp, out.with_suffix(".log").open("w") as log:
+        if args.baseline:
+            BASELINES[args.baseline] = baseline_tree(args.baseline, Path(tmp))
         for i, size in enumerate(sizes):
             here = [s for s in stores if i == 0 or s not in skip_large]
             one_size(run, size, here, args, files, log, Path(tmp), first=i == 0)

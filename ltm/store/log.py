@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -269,9 +269,10 @@ class MessageLog:
         sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
                "m.body, m.embedding FROM messages m JOIN fts f ON f.rowid = m.seq WHERE m.seq IN ({marks})")
         rows = list(self.where_in(sql, [int(s) for s in seqs]))
-        _, matrix = _stacked([(r[0], r[7]) for r in rows])
-        return [CandidateRow(int(seq), float(at), tuple(str(v) for v in (speaker, sent_from, role) if v), str(content),
-                             str(body), vector)
+        if not rows:
+            return []
+        matrix = decode(np.frombuffer(b"".join(r[7] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
+        return [CandidateRow(seq, at, tuple([str(v) for v in (speaker, sent_from, role) if v]), content, body, vector)
                 for (seq, at, speaker, sent_from, role, content, body, _), vector in zip(rows, matrix, strict=True)]
 
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:
@@ -378,9 +379,8 @@ class MessageLog:
         return [(int(s), float(v)) for s, v in rows]
 
 
-@dataclass(frozen=True)
-class CandidateRow:
-    """One search candidate's row (:meth:`MessageLog.candidates`)."""
+class CandidateRow(NamedTuple):
+    """One search candidate's row (:meth:`MessageLog.candidates`; a tuple: a search builds ~100 of them)."""
 
     seq: int
     created_at: float
