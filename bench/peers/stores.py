@@ -196,6 +196,8 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
                 finally:
                     worker.stop()
                 run.add(row, store, answer["times"], 1)
+                if model:
+                    run.add(f"the library's import, fresh process (at {size:,})", store, [answer["import"]], 1)
 
 
 def table(run: Run, stores: list[str]) -> tuple[list[dict[str, Any]], str]:

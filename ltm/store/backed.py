@@ -204,12 +204,14 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().speaker_names(words)
 
+    _KEYWORD_AHEAD = False
+
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
+        plan: Analysis | None = None, keyword: builtins.list[tuple[int, float]] | None = None,
     ) -> builtins.list[MemoryHit]:
-        del plan  # the backend analyses the query where it ranks
+        del plan, keyword  # the backend analyses the query and ranks both sides in one call
         with self._lock:
             self.purge_expired()
             backend = self._engine()

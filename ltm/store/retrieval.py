@@ -60,6 +60,7 @@ class SearchQuery:
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
     lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
     analysis: Analysis | None = None  # the text's query.analyse, when the caller made it (else retrieve does)
+    keyword: list[tuple[int, float]] | None = None  # hybrid: the keyword candidates, when the caller found them
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,10 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
             signals[name] = pool[:fetch]
             continue
         signals[name] = _search(log, index, vector, fetch, allowed, lines)
-    match = keyword_match(log, query.text, plan.terms) if mode != "dense" else None
-    if match is not None:
+    if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
+        if query.keyword:
+            signals["keyword"] = query.keyword[:fetch]
+    elif (match := keyword_match(log, query.text, plan.terms) if mode != "dense" else None) is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
     if not hybrid:
         name = "keyword" if mode == "keyword" else "dense"
