@@ -38,8 +38,11 @@ def real_turns() -> tuple[list[dict[str, Any]], list[str]]:
             raise SystemExit(f"{path} is missing: run `python -m bench.retrieval.fetch` first (see its docstring)")
         data = json.loads(path.read_text("utf-8"))
         for conversation in data["conversations"]:
-            turns += [{"text": t["text"], "speaker": t["speaker"], "time": float(t["time"])}
-                      for t in conversation["turns"] if t["text"].strip()]
+            turns += [
+                {"text": t["text"], "speaker": t["speaker"], "time": float(t["time"])}
+                for t in conversation["turns"]
+                if t["text"].strip()
+            ]
             if name == "realtalk":
                 questions += [q["question"] for q in conversation["questions"]]
     random.Random(7).shuffle(questions)
@@ -59,7 +62,7 @@ def blended(turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> tuple[l
     out = list(turns)
     for row, (i, j) in enumerate(pairs.tolist()):
         a, b = turns[i]["text"].split(), turns[j]["text"].split()
-        text = " ".join(a[:max(1, len(a) // 2)] + b[len(b) // 2:])
+        text = " ".join(a[: max(1, len(a) // 2)] + b[len(b) // 2 :])
         out.append({"text": text, "speaker": turns[i]["speaker"], "time": start + 60.0 * (row + 1)})
     return out, np.vstack([vectors, mixed.astype(np.float32)])
 
@@ -74,16 +77,23 @@ def build(n: int, questions_wanted: int) -> Path:
     turns, questions = real_turns()
     questions = questions[:questions_wanted]
     model = local_model()
-    vectors = np.asarray(model.get_text_embedding_batch([t["text"] for t in turns], show_progress=False),
-                         dtype=np.float32)
+    vectors = np.asarray(
+        model.get_text_embedding_batch([t["text"] for t in turns], show_progress=False), dtype=np.float32
+    )
     queries = np.asarray([model.get_query_embedding(q) for q in questions], dtype=np.float32)
     rows, stacked = blended(turns, vectors, n)
     OUT.mkdir(parents=True, exist_ok=True)
     np.savez(OUT / f"{n}.npz", vectors=stacked, queries=queries)
     real = min(n, len(turns))
-    target.write_text(json.dumps({
-        "name": f"{real:,} real turns (REALTALK, FriendsQA)" + (f" + {n - real:,} blended" if n > real else ""),
-        "turns": rows, "questions": questions}))
+    target.write_text(
+        json.dumps(
+            {
+                "name": f"{real:,} real turns (REALTALK, FriendsQA)" + (f" + {n - real:,} blended" if n > real else ""),
+                "turns": rows,
+                "questions": questions,
+            }
+        )
+    )
     return target
 
 

@@ -45,9 +45,11 @@ class OnnxQuery:
         out = []
         for text in texts:  # one at a time, unpadded: ltm's own path for a single text
             enc = self._tokenizer.encode(text)
-            feed = {"input_ids": np.array([enc.ids], dtype=np.int64),
-                    "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
-                    "token_type_ids": np.array([enc.type_ids], dtype=np.int64)}
+            feed = {
+                "input_ids": np.array([enc.ids], dtype=np.int64),
+                "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+                "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
+            }
             out.append(np.asarray(self._session.run(None, feed)[0], dtype=np.float32)[0])
         return np.stack(out)
 
@@ -80,8 +82,9 @@ class Chroma(Store):
         import chromadb
 
         self._client = chromadb.PersistentClient(path=directory)
-        self._col = self._client.get_or_create_collection("peers", embedding_function=None,
-                                                          configuration={"hnsw": {"space": "cosine"}})
+        self._col = self._client.get_or_create_collection(
+            "peers", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
 
     def add(self, rows: list[int], texts: list[str], vectors: np.ndarray, meta: list[dict[str, Any]]) -> None:
         self._col.add(ids=[str(r) for r in rows], embeddings=vectors, documents=texts, metadatas=meta)
@@ -101,12 +104,15 @@ class Qdrant(Store):
         self._models = models
         self._client = QdrantClient(path=directory)
         if not self._client.collection_exists("peers"):
-            self._client.create_collection("peers", vectors_config=models.VectorParams(
-                size=384, distance=models.Distance.COSINE))
+            self._client.create_collection(
+                "peers", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE)
+            )
 
     def add(self, rows: list[int], texts: list[str], vectors: np.ndarray, meta: list[dict[str, Any]]) -> None:
-        points = [self._models.PointStruct(id=r, vector=v.tolist(), payload=dict(m, text=t))
-                  for r, t, v, m in zip(rows, texts, vectors, meta, strict=True)]
+        points = [
+            self._models.PointStruct(id=r, vector=v.tolist(), payload=dict(m, text=t))
+            for r, t, v, m in zip(rows, texts, vectors, meta, strict=True)
+        ]
         self._client.upsert("peers", points=points)
 
     def search(self, vector: np.ndarray, k: int) -> list[int]:
@@ -127,8 +133,10 @@ class Lance(Store):
         self._table: Any = self._db.open_table("peers") if "peers" in self._db.table_names() else None
 
     def add(self, rows: list[int], texts: list[str], vectors: np.ndarray, meta: list[dict[str, Any]]) -> None:
-        data = [{"id": r, "vector": v.tolist(), "text": t, **m} for r, t, v, m in zip(rows, texts, vectors, meta,
-                                                                                     strict=True)]
+        data = [
+            {"id": r, "vector": v.tolist(), "text": t, **m}
+            for r, t, v, m in zip(rows, texts, vectors, meta, strict=True)
+        ]
         if self._table is None:
             self._table = self._db.create_table("peers", data=data)
         else:
@@ -154,8 +162,10 @@ class Ltm(Store):
             self._store.embedder.embedding.get_query_embedding("warm up the model")
 
     def _messages(self, rows: list[int], texts: list[str], meta: list[dict[str, Any]]) -> list[Any]:
-        return [self._message(id=str(r), content=t, role="user", sent_from=m["speaker"], created_at=m["time"])
-                for r, t, m in zip(rows, texts, meta, strict=True)]
+        return [
+            self._message(id=str(r), content=t, role="user", sent_from=m["speaker"], created_at=m["time"])
+            for r, t, m in zip(rows, texts, meta, strict=True)
+        ]
 
     def add(self, rows: list[int], texts: list[str], vectors: np.ndarray, meta: list[dict[str, Any]]) -> None:
         self._store.add_batch(self._messages(rows, texts, meta), vectors=vectors)
@@ -178,8 +188,12 @@ STORES: dict[str, type[Store]] = {"ltm": Ltm, "chroma": Chroma, "qdrant": Qdrant
 
 # what each store's open imports: done (and timed) when the process starts, not counted in the open; ltm's local model
 # runtime subclasses llama-index's BaseEmbedding, so its import brings llama_index.core's whole package
-IMPORTS = {"ltm": ("ltm.store", "ltm.llm.embeddings"), "chroma": ("chromadb",), "qdrant": ("qdrant_client",),
-           "lancedb": ("lancedb",)}
+IMPORTS = {
+    "ltm": ("ltm.store", "ltm.llm.embeddings"),
+    "chroma": ("chromadb",),
+    "qdrant": ("qdrant_client",),
+    "lancedb": ("lancedb",),
+}
 
 
 class Session:
@@ -188,47 +202,58 @@ class Session:
     def __init__(self, kind: str, request: dict[str, Any]) -> None:
         with open(request["corpus"], encoding="utf-8") as source:
             corpus = json.load(source)
-        arrays = np.load(request["corpus"][:-len(".json")] + ".npz")
+        arrays = np.load(request["corpus"][: -len(".json")] + ".npz")
         self.turns, self.questions = corpus["turns"], corpus["questions"]
         self.vectors, self.queries = arrays["vectors"], arrays["queries"]
         self.kind = kind
         self.store: Store | None = None
 
     def open(self, request: dict[str, Any]) -> None:
-        embed = OnnxQuery(request["onnx"], request["tokenizer"], int(request["max_tokens"])) \
-            if request.get("model") else None
+        embed = (
+            OnnxQuery(request["onnx"], request["tokenizer"], int(request["max_tokens"]))
+            if request.get("model")
+            else None
+        )
         if embed is not None and self.kind != "ltm":
             embed(["warm up the model"])
         self.store = STORES[self.kind](request["dir"], embed)
 
+    @property
+    def opened(self) -> Store:
+        assert self.store is not None, "open first"
+        return self.store
+
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        store = self.opened
         op, times, out = request["op"], [], []
         if op in ("add_batch", "add_one", "add_texts"):
             rows = [int(r) for r in request["rows"]]
             chunks = [rows] if op != "add_one" else [[r] for r in rows]
             for chunk in chunks:
                 turns = [self.turns[r % len(self.turns)] for r in chunk]
-                texts = [t["text"] if r < len(self.turns) else f"{t['text']} ({r})" for r, t in zip(chunk, turns,
-                                                                                                 strict=True)]
+                texts = [
+                    t["text"] if r < len(self.turns) else f"{t['text']} ({r})"
+                    for r, t in zip(chunk, turns, strict=True)
+                ]
                 meta = [{"speaker": t["speaker"], "time": t["time"]} for t in turns]
                 started = time.perf_counter()
                 if op == "add_texts":
-                    if isinstance(self.store, Ltm):
-                        self.store.add_texts(chunk, texts, meta)
+                    if isinstance(store, Ltm):
+                        store.add_texts(chunk, texts, meta)
                     else:
-                        assert self.store.embed is not None
-                        self.store.add(chunk, texts, self.store.embed(texts), meta)
+                        assert store.embed is not None
+                        store.add(chunk, texts, store.embed(texts), meta)
                 else:
-                    self.store.add(chunk, texts, self.vectors[[r % len(self.vectors) for r in chunk]], meta)
+                    store.add(chunk, texts, self.vectors[[r % len(self.vectors) for r in chunk]], meta)
                 times.append(time.perf_counter() - started)
         elif op == "search":
             kind, k = request["kind"], int(request["k"])
             for row in request["rows"]:
                 started = time.perf_counter()
                 if kind == "vector":
-                    got = self.store.search(self.queries[row], k)
+                    got = store.search(self.queries[row], k)
                 else:
-                    got = self.store.search_text(self.questions[row], k, kind == "hybrid")
+                    got = store.search_text(self.questions[row], k, kind == "hybrid")
                 times.append(time.perf_counter() - started)
                 out.append(got)
         else:
@@ -256,9 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                 if first is not None:
                     row = int(first["row"])
                     if first["kind"] == "vector":
-                        session.store.search(session.queries[row], 10)
+                        session.opened.search(session.queries[row], 10)
                     else:
-                        session.store.search_text(session.questions[row], 10, first["kind"] == "hybrid")
+                        session.opened.search_text(session.questions[row], 10, first["kind"] == "hybrid")
                 answer: dict[str, Any] = {"times": [time.perf_counter() - started], "import": imported}
             elif request["op"] == "close":
                 if session is not None and session.store is not None:

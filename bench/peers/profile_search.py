@@ -47,8 +47,19 @@ def main(argv: list[str] | None = None) -> int:
         store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=tmp))
         for start in range(0, args.size, 1000):
             rows = range(start, min(start + 1000, args.size))
-            store.add_batch([Message(id=str(r), content=turns[r]["text"], role="user", sent_from=turns[r]["speaker"],
-                                     created_at=turns[r]["time"]) for r in rows], vectors=vectors[list(rows)])
+            store.add_batch(
+                [
+                    Message(
+                        id=str(r),
+                        content=turns[r]["text"],
+                        role="user",
+                        sent_from=turns[r]["speaker"],
+                        created_at=turns[r]["time"],
+                    )
+                    for r in rows
+                ],
+                vectors=vectors[list(rows)],
+            )
         store.embedder.embedding.get_query_embedding("warm up")
         parts: dict[str, list[float]] = {}
         calls: dict[str, Any] = {
@@ -57,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             "hybrid, query vector given": lambda q, v: store.search(q, k=10, vector=v),
             "default search(text) end to end": lambda q, v: store.search(q, k=10),
         }
-        for q, v in zip(questions[:args.queries], queries[:args.queries], strict=True):
+        for q, v in zip(questions[: args.queries], queries[: args.queries], strict=True):
             for name, call in calls.items():
                 started = time.perf_counter()
                 call(q, v)
@@ -66,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:40s} p50 {_p50(values):7.2f} ms  mean {1000 * statistics.fmean(values):7.2f} ms")
         profile = cProfile.Profile()
         profile.enable()
-        for q, v in zip(questions[:args.queries], queries[:args.queries], strict=True):
+        for q, v in zip(questions[: args.queries], queries[: args.queries], strict=True):
             store.search(q, k=10, vector=v)
         profile.disable()
         store.close()

