@@ -12,15 +12,24 @@ import pytest
 from ltm import MemoryStorage, Message, Settings
 from ltm.store.log import MessageLog
 
-TURNS = [("Fahim", "I went for a morning run after the rain"), ("Elise", "the rain kept me inside all day"),
-         ("Fahim", "my girlfriend and I cooked sushi"), ("Elise", "sushi is my favourite food"),
-         ("Fahim", "work was long and my boss was angry"), ("Elise", "I signed up for a pottery class")] * 5
+TURNS = [
+    ("Fahim", "I went for a morning run after the rain"),
+    ("Elise", "the rain kept me inside all day"),
+    ("Fahim", "my girlfriend and I cooked sushi"),
+    ("Elise", "sushi is my favourite food"),
+    ("Fahim", "work was long and my boss was angry"),
+    ("Elise", "I signed up for a pottery class"),
+] * 5
 
 
 def _store(tmp_path: Path) -> MemoryStorage:
     store = MemoryStorage("talk", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"))
-    store.add_batch([Message(content=f"{text} ({i})", role="user", sent_from=who, created_at=1.7e9 + 60 * i)
-                     for i, (who, text) in enumerate(TURNS)])
+    store.add_batch(
+        [
+            Message(content=f"{text} ({i})", role="user", sent_from=who, created_at=1.7e9 + 60 * i)
+            for i, (who, text) in enumerate(TURNS)
+        ]
+    )
     return store
 
 
@@ -59,5 +68,6 @@ def test_the_keyword_side_runs_while_the_model_embeds(tmp_path: Path, monkeypatc
     vector = store.embed_texts([store._dense_text(query)])[0]
     inline = store.search(query, k=5, vector=vector)  # a given vector: the keyword side runs in line
     assert threads[-1] == threading.current_thread().name
-    assert [(h.message.id, round(h.score, 6), h.signals) for h in ahead] == \
-        [(h.message.id, round(h.score, 6), h.signals) for h in inline]
+    assert [(h.message.id, round(h.score, 6), h.signals) for h in ahead] == [
+        (h.message.id, round(h.score, 6), h.signals) for h in inline
+    ]
