@@ -303,7 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     started, loads = time.time(), [os.getloadavg()]
     run = Run()
-    with tempfile.TemporaryDirectory(prefix="ltm-stores-") as tmp, out.with_suffix(".log").open("w") as log:
+    logs = corpus.OUT / "stores.log"  # the workers' stderr, git-ignored with the corpus
+    logs.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ltm-stores-") as tmp, logs.open("w") as log:
         if args.baseline:
             BASELINES[args.baseline] = baseline_tree(args.baseline, Path(tmp))
         for i, size in enumerate(sizes):
