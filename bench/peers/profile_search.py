@@ -3,7 +3,9 @@
 Fills a fresh store with :mod:`bench.peers.corpus`'s rows (given vectors, batches of 1,000), then times each part
 of the default hybrid search of the corpus's questions separately, interleaved query by query: the model's query
 embedding alone, the dense search with the query vector given, the hybrid search with the query vector given (the
-store's work: keyword side, fusion, prior) and the whole default ``search(text)``; then profiles the vector-given
+store's work: keyword side, fusion, prior), the dense and the whole default ``search(text)`` (with its keyword side
+beside the model, and in line after it), and the model call the peers of :mod:`bench.peers.stores` make (the same
+ONNX graph through ``OnnxQuery``); then profiles the vector-given
 hybrid search with cProfile and prints the functions that take the most time (cumulative and own).
 """
 
@@ -21,10 +23,21 @@ from typing import Any
 import numpy as np
 
 from bench.peers import corpus
+from bench.peers.embedded import OnnxQuery
+from bench.peers.stores import model_files
 
 
 def _p50(values: list[float]) -> float:
     return 1000.0 * statistics.median(values)
+
+
+def _in_line(store: Any, query: str) -> Any:
+    """The default search with its keyword side run after the model instead of beside it."""
+    type(store)._KEYWORD_AHEAD = False
+    try:
+        return store.search(query, k=10)
+    finally:
+        type(store)._KEYWORD_AHEAD = True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     arrays = np.load(path.with_suffix(".npz"))
     turns, questions, vectors, queries = data["turns"], data["questions"], arrays["vectors"], arrays["queries"]
     with tempfile.TemporaryDirectory(prefix="ltm-profile-") as tmp:
-        store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=tmp))
+        # no query cache: every part below embeds the same questions
+        store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=tmp, query_cache_size=0))
         for start in range(0, args.size, 1000):
             rows = range(start, min(start + 1000, args.size))
             store.add_batch(
@@ -61,12 +75,18 @@ def main(argv: list[str] | None = None) -> int:
                 vectors=vectors[list(rows)],
             )
         store.embedder.embedding.get_query_embedding("warm up")
+        files = model_files()
+        peers_model = OnnxQuery(files["onnx"], files["tokenizer"], files["max_tokens"])
+        peers_model(["warm up"])
         parts: dict[str, list[float]] = {}
         calls: dict[str, Any] = {
+            "the peers' model call (same graph)": lambda q, v: peers_model([q]),
             "model: query embedding alone": lambda q, v: store.embedder.embedding.get_query_embedding(q),
             "dense, query vector given": lambda q, v: store.search(q, k=10, mode="dense", vector=v),
+            "dense end to end": lambda q, v: store.search(q, k=10, mode="dense"),
             "hybrid, query vector given": lambda q, v: store.search(q, k=10, vector=v),
             "default search(text) end to end": lambda q, v: store.search(q, k=10),
+            "the same, keyword side in line": lambda q, v: _in_line(store, q),
         }
         for q, v in zip(questions[: args.queries], queries[: args.queries], strict=True):
             for name, call in calls.items():
