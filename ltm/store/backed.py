@@ -45,6 +45,7 @@ from ltm.store.explain import explained
 from ltm.store.filters import Filter
 from ltm.store.history import HistoryEvent
 from ltm.store.naming import namespace_dir
+from ltm.store.query import Analysis
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import MemoryHit, Mode
 from ltm.store.storage import MemoryStorage
@@ -203,10 +204,14 @@ class BackendStorage(MemoryStorage):
         with self._lock:
             return self._engine().speaker_names(words)
 
+    _KEYWORD_AHEAD = False
+
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
+        plan: Analysis | None = None, keyword: builtins.list[tuple[int, float]] | None = None,
     ) -> builtins.list[MemoryHit]:
+        del plan, keyword  # the backend analyses the query and ranks both sides in one call
         with self._lock:
             self.purge_expired()
             backend = self._engine()

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,8 +27,8 @@ from ltm.store.filters import casefold
 from ltm.store.locks import FairLock, namespace_lock
 from ltm.store.scopes import SCOPE_DDL, add_scope_columns
 
-__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
-           "unpack"]
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "CandidateRow", "MessageLog", "Row", "corrupted", "decode", "pack",
+           "translate", "unpack"]
 
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
@@ -262,6 +262,19 @@ class MessageLog:
                                                     [int(s) for s in seqs])))
         return {int(seq): row for seq, row in zip(found, matrix, strict=True)}
 
+    def candidates(self, seqs: Sequence[int]) -> list[CandidateRow]:
+        """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
+        meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read (as
+        the keyword index holds it), the body a hit returns and the content vector the prior's cosines use."""
+        sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
+               "m.body, m.embedding FROM messages m JOIN fts f ON f.rowid = m.seq WHERE m.seq IN ({marks})")
+        rows = list(self.where_in(sql, [int(s) for s in seqs]))
+        if not rows:
+            return []
+        matrix = decode(np.frombuffer(b"".join(r[7] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
+        return [CandidateRow(seq, at, tuple([str(v) for v in (speaker, sent_from, role) if v]), content, body, vector)
+                for (seq, at, speaker, sent_from, role, content, body, _), vector in zip(rows, matrix, strict=True)]
+
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:
         """Message contents by seq, as the keyword index holds them (absent seqs were deleted meanwhile)."""
         return {int(seq): str(text) for seq, text in self.where_in("SELECT rowid, content FROM fts WHERE rowid IN "
@@ -364,6 +377,17 @@ class MessageLog:
         with translate(self.path):
             rows = self.db.execute(sql, [match, *params, limit]).fetchall()
         return [(int(s), float(v)) for s, v in rows]
+
+
+class CandidateRow(NamedTuple):
+    """One search candidate's row (:meth:`MessageLog.candidates`; a tuple: a search builds ~100 of them)."""
+
+    seq: int
+    created_at: float
+    names: tuple[str, ...]  # metadata speaker, sent_from, role: the names a question can name
+    content: str
+    body: str
+    vector: np.ndarray  # the content vector as an unquantized index holds it
 
 
 def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:

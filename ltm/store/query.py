@@ -19,6 +19,7 @@ import calendar
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,8 +28,8 @@ from ltm.message import Message
 from ltm.store.filters import Filter, compile_sql, parse
 from ltm.store.fusion import LONG_QUERY_TERMS, stems
 
-__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "checked_filters", "compile_filters", "keyword_columns",
-           "keyword_plan", "keyword_terms", "query_lines", "query_terms", "question_stems"]
+__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "Analysis", "analyse", "checked_filters", "compile_filters",
+           "keyword_columns", "keyword_plan", "keyword_terms", "query_lines", "query_terms", "question_stems"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -65,13 +66,33 @@ def checked_filters(filters: Mapping[str, Any] | None) -> Filter | None:
         raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """A query as every stop of a search reads it, derived once (:func:`analyse`): its :func:`query_terms`,
+    whether it is *long* (more than LONG_QUERY_TERMS of them: a pasted conversation, weighed by
+    LONG_QUERY_WEIGHTS), its :func:`question_stems` and its :func:`query_lines`."""
+
+    text: str
+    terms: tuple[str, ...]
+    long: bool
+    stems: frozenset[str] | None
+    lines: tuple[str, ...]
+
+
+def analyse(query: str) -> Analysis:
+    """The :class:`Analysis` of ``query``."""
+    terms = tuple(query_terms(query))
+    long = len(terms) > LONG_QUERY_TERMS
+    question = None if long or "\n" in query.strip() else stems(terms)
+    lines = [line.strip() for line in query.splitlines() if line.strip()] if long else []
+    return Analysis(query, terms, long, question, tuple(lines[-MAX_LINES:]) if len(lines) >= 2 else ())
+
+
 def question_stems(query: str) -> frozenset[str] | None:
     """The stems of the query's words (:func:`ltm.store.fusion.stems` of :func:`query_terms`) when it is one
     question: one line of at most LONG_QUERY_TERMS distinct words. None for a pasted conversation or a long query,
     whose candidates get no :func:`ltm.store.fusion.prior` (it was fitted on questions)."""
-    if "\n" in query.strip() or len(query_terms(query)) > LONG_QUERY_TERMS:
-        return None
-    return stems(query_terms(query))
+    return analyse(query).stems
 
 
 # A keyword query scores every row holding any of its terms, so its cost is the sum of the terms' document
@@ -94,10 +115,7 @@ def query_lines(query: str) -> list[str]:
     """The lines a hybrid search also embeds one by one: the non-empty lines (at most the last
     :data:`MAX_LINES`) of a long query (more than :data:`LONG_QUERY_TERMS` distinct words) that has two or more;
     none for a question."""
-    lines = [line.strip() for line in query.splitlines() if line.strip()]
-    if len(lines) < 2 or len(query_terms(query)) <= LONG_QUERY_TERMS:
-        return []
-    return lines[-MAX_LINES:]
+    return list(analyse(query).lines)
 
 
 def keyword_plan(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,

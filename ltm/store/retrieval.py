@@ -16,7 +16,6 @@ from ltm.store.fusion import (
     DEPTH,
     FEEDBACK_SEEDS,
     FEEDBACK_WEIGHT,
-    LONG_QUERY_TERMS,
     LONG_QUERY_WEIGHTS,
     WEIGHTS,
     feedback_vector,
@@ -25,10 +24,10 @@ from ltm.store.fusion import (
     near_exact,
     prior_source,
 )
-from ltm.store.log import MessageLog
+from ltm.store.log import CandidateRow, MessageLog
 from ltm.store.mirror import IndexMirror
-from ltm.store.query import keyword_plan, query_terms, question_stems
-from ltm.store.speakers import message_facts, spoken_by_named
+from ltm.store.query import Analysis, analyse, keyword_plan, query_terms
+from ltm.store.speakers import spoken_by_named
 from ltm.store.vectors import VectorIndex
 from ltm.store.when import newest_time, query_window
 
@@ -60,6 +59,8 @@ class SearchQuery:
     exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
     lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
+    analysis: Analysis | None = None  # the text's query.analyse, when the caller made it (else retrieve does)
+    keyword: list[tuple[int, float]] | None = None  # hybrid: the keyword candidates, when the caller found them
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     holds conversation turns, keyword, and dense inside the time window the query names, if any) and fuses
     them (:mod:`ltm.store.fusion`); messages whose content is the query (``exact_key``) or equals it up to
     case, spacing and punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine
-    similarities.
+    similarities. The query is analysed once (:func:`~ltm.store.query.analyse`) and every stop reads that.
     """
     k, mode, vector, where, params = query.k, query.mode, query.vector, query.where, list(query.params)
     hybrid = mode == "hybrid"
@@ -89,7 +90,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
     sources = (("dense", mirror.content), ("context", mirror.context if hybrid else None))
     pool: list[tuple[int, float]] | None = None
-    terms = question_stems(query.text) if hybrid and query.lines is None else None  # a question's: the prior's
+    plan = query.analysis if query.analysis is not None and query.analysis.text == query.text else analyse(query.text)
+    terms = plan.stems if hybrid and query.lines is None else None  # a question's: the prior's
     feedback = hybrid and _feedback(query, terms)
     for name, index in sources:
         if mode == "keyword" or vector is None or index is None or not index.live:
@@ -100,25 +102,43 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
             signals[name] = pool[:fetch]
             continue
         signals[name] = _search(log, index, vector, fetch, allowed, lines)
-    match = keyword_match(log, query.text) if mode != "dense" else None
-    if match is not None:
+    if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
+        if query.keyword:
+            signals["keyword"] = query.keyword[:fetch]
+    elif (match := keyword_match(log, query.text, plan.terms) if mode != "dense" else None) is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
     if not hybrid:
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
+        bodies = log.bodies([s for s, _, _ in ranked])
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, signals, allowed, fetch, pool, terms)
-        return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
-    bodies = log.bodies([s for s, _, _ in ranked])
+        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
 
 
-def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
+class _Rows:
+    """The candidates' rows (:meth:`MessageLog.candidates`), each read once however many stops of the search ask."""
+
+    def __init__(self, log: MessageLog) -> None:
+        self._log = log
+        self.rows: dict[int, CandidateRow] = {}
+        self._asked: set[int] = set()
+
+    def read(self, seqs: Sequence[int]) -> dict[int, CandidateRow]:
+        """The rows of ``seqs`` still live, reading those not read yet in one query."""
+        missing = [s for s in seqs if s not in self._asked]
+        if missing:
+            self._asked.update(missing)
+            self.rows.update((row.seq, row) for row in self._log.candidates(missing))
+        return {s: self.rows[s] for s in seqs if s in self.rows}
+
+
+def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, plan: Analysis,
             signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
             fetch: int, pool: list[tuple[int, float]] | None = None, terms: frozenset[str] | None = None,
             ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
-    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and the
-    bodies of the candidates looked at (read once: the near-exact test needs their content).
+    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
+    bodies. Every candidate's row (time, names, content, body, vector) is read once (:class:`_Rows`).
 
     ``pool``: the query's :data:`FEEDBACK_POOL` x ``fetch`` nearest in a flat index, of which ``signals["dense"]``
     is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
@@ -126,7 +146,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     12 ms at 100,000): the moved vector is the query plus 0.3 x the mean of its 5 best, so what it ranks first is
     near the query too (checked against the full second scan: bench/retrieval/pool_check.py)."""
     k, vector, where, params = query.k, query.vector, query.where, list(query.params)
-    weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
+    weights = LONG_QUERY_WEIGHTS if plan.long else WEIGHTS
     window = query_window(query.text, _now(log, query)) if weights["time"] else None
     if window is not None and vector is not None and content is not None and content.live:
         inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
@@ -136,37 +156,40 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
-    times, names = message_facts(log, sorted({s for hits in signals.values() for s, _ in hits}))
+    rows = _Rows(log)
+    found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     if _feedback(query, terms) and signals.get("dense") and content is not None and vector is not None:
-        seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=times)
-        stored = log.vectors_of([s for s, _, _ in seeds])
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=_times(found))
+        stored = [found[s].vector for s, _, _ in seeds if s in found]
         if stored:  # Rocchio: the dense side again, towards what the best hits share
-            moved = feedback_vector(vector, np.stack(list(stored.values())))
+            moved = feedback_vector(vector, np.stack(stored))
             within = allowed if pool is None else np.array(sorted(s for s, _ in pool), dtype=np.int64)
             signals["dense"] = _search(log, content, moved, fetch, within)
-            more_times, more_names = message_facts(log, sorted({s for s, _ in signals["dense"]} - set(times)))
-            times.update(more_times)
-            names.update(more_names)
-    named = spoken_by_named(query.text, names) if weights["speaker"] else set()
-    texts: dict[int, str] = {}
-
-    def contents(seqs: Sequence[int]) -> dict[int, str]:  # read once, for the prior and the near-exact test
-        texts.update(log.contents([s for s in seqs if s not in texts]))
-        return {s: texts[s] for s in seqs if s in texts}
-
+            found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
+    times = _times(found)
+    named = spoken_by_named(query.text, {s: r.names for s, r in found.items()}, plan.terms) \
+        if weights["speaker"] else set()
     priors = None
     if terms is not None and vector is not None and content is not None and content.live:
-        index, query_vector = content, vector
         known = dict(signals.get("dense", ()))  # the query's own cosines: a question gets no feedback search
-        priors = prior_source(lambda seqs: _cosines(log, index, query_vector, seqs, known), contents, terms)
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+
+        def cosines(seqs: Sequence[int]) -> dict[int, float]:  # the others' from their stored vectors
+            return {s: known[s] if s in known else float(found[s].vector @ query_vector)
+                    for s in seqs if s in known or s in found}
+
+        priors = prior_source(cosines, lambda seqs: {s: found[s].content for s in seqs if s in found}, terms)
     ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
                   priors=priors)
-    bodies = log.bodies([s for s, _, _ in ranked])
-    near = near_exact(query.text, contents([s for s, _, _ in ranked]))
+    near = near_exact(query.text, {s: found[s].content for s, _, _ in ranked if s in found})
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
                       named=named, priors=priors)
-    return ranked[:k], bodies
+    return ranked[:k], {s: found[s].body for s, _, _ in ranked[:k] if s in found}
+
+
+def _times(rows: dict[int, CandidateRow]) -> dict[int, float]:
+    return {s: row.created_at for s, row in rows.items()}
 
 
 def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
@@ -175,15 +198,6 @@ def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
     gained nothing from it (REALTALK 0.652 without, 0.651 with; dev 0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms
     search at 10,000 messages (docs/RETRIEVAL.md, eighth round)."""
     return bool(FEEDBACK_WEIGHT) and query.lines is None and terms is None
-
-
-def _cosines(log: MessageLog, content: VectorIndex, vector: np.ndarray, seqs: Sequence[int],
-             known: dict[int, float]) -> dict[int, float]:
-    """The query vector's cosine to each of ``seqs``: ``known`` ones from the first dense search, the others computed
-    over them alone."""
-    missing = np.array([s for s in seqs if s not in known], dtype=np.int64)
-    found = dict(_search(log, content, vector, len(missing), missing)) if len(missing) else {}
-    return {s: known[s] if s in known else found[s] for s in seqs if s in known or s in found}
 
 
 def _now(log: MessageLog, query: SearchQuery) -> float:
@@ -276,9 +290,10 @@ def best_similarities(
     return best
 
 
-def keyword_match(log: MessageLog, query: str) -> str | None:
-    """The FTS5 query for ``query``: its rarest terms once the table is large (cost bounded: see keyword_plan)."""
-    terms = query_terms(query)
+def keyword_match(log: MessageLog, query: str, terms: Sequence[str] | None = None) -> str | None:
+    """The FTS5 query for ``query`` (``terms``: its query_terms, when the caller has them): its rarest terms once
+    the table is large (cost bounded: see keyword_plan)."""
+    terms = query_terms(query) if terms is None else list(terms)
     rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup
     budget = plans.KEYWORD_BUDGET  # read at call time: one knob for both engines (ltm.store.pg.keyword)
     if not terms or rows <= budget:

@@ -21,6 +21,7 @@ import builtins
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -37,12 +38,13 @@ from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.engine import HandleLock
 from ltm.store.explain import check_threshold, explained, given_query_vector, sqlite_signals
 from ltm.store.filters import Compare
+from ltm.store.fusion import DEPTH
 from ltm.store.group import GroupCommit
 from ltm.store.log import MessageLog
 from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
 from ltm.store.pool import POOL, PooledNamespace
-from ltm.store.query import compile_filters, query_lines
+from ltm.store.query import Analysis, analyse, compile_filters
 from ltm.store.records import StoreStats
 from ltm.store.retrieval import (
     MemoryHit,
@@ -64,6 +66,7 @@ __all__ = ["MemoryHit", "MemoryStorage"]
 # subclasses this module's class, so it registers itself here (ltm.store's __init__ imports it) instead of this
 # module importing it back, which would be an import cycle.
 _SERVER_STORE: type[MemoryStorage] | None = None
+_KEYWORD_SIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ltm-keyword")  # see MemoryStorage._keyword_side
 
 
 def register_server_store(cls: type[MemoryStorage]) -> None:
@@ -288,11 +291,31 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
         """
         query_vector = given_query_vector(query, mode, vector, self._dim)
+        plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
+        ahead: Future[builtins.list[tuple[int, float]]] | None = None
         if query_vector is None and mode != "keyword" and self._dim() is not None:
-            query_vector = self._embed([self._dense_text(query)], QUERY)
-        lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
+            text = self._dense_text(query)
+            if mode == "hybrid" and self._KEYWORD_AHEAD:  # the keyword side needs no vector: run it meanwhile
+                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
+            query_vector = self._embed([text], QUERY)
+        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
+        line_vectors = self._embed(lines, QUERY) if lines else None
         return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain,
-                            self._embed(lines, QUERY) if lines else None)
+                            line_vectors, plan, ahead.result() if ahead is not None else None)
+
+    # whether search runs a hybrid query's keyword side while the model embeds it (an engine whose backend ranks
+    # both sides in one call says no)
+    _KEYWORD_AHEAD = True
+
+    def _keyword_side(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                      ) -> builtins.list[tuple[int, float]]:
+        """A hybrid search's keyword candidates (see :func:`ltm.store.retrieval.retrieve`), found on a worker thread
+        while the model embeds the query: SQLite and ONNX Runtime both let go of the GIL while they work."""
+        where, params = compile_filters(filters)
+        with self._lock:
+            log = self._require()[0]
+            match = keyword_match(log, text, plan.terms)
+            return log.keyword(match, max(3 * k, DEPTH), where or "1", params) if match is not None else []
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
@@ -313,10 +336,11 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
             query_vector = await self._aembed([await self._off(self._dense_text, query)], QUERY)
-        lines = query_lines(query) if mode == "hybrid" and query_vector is not None else []
+        plan = analyse(query)
+        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
         return await self._off(self._search, query, query_vector, check_k(k), mode, filters,
-                               check_threshold(threshold), explain, line_vectors)
+                               check_threshold(threshold), explain, line_vectors, plan)
 
     async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Async twin of :meth:`search_similar`."""
@@ -328,6 +352,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def _search(
         self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
+        plan: Analysis | None = None, keyword: builtins.list[tuple[int, float]] | None = None,
     ) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
@@ -336,7 +361,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             log, mirror = self._synced() if mode != "keyword" else (self.purge_expired(), self._require())[1]
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
             hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key,
-                                                     lines=lines))
+                                                     lines=lines, analysis=plan,
+                                                     keyword=keyword))
             match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
             return explained(hits, mode, sqlite_signals(log, vector, match), threshold, explain)
 

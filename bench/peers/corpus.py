@@ -1,0 +1,104 @@
+"""The corpus of ``python -m bench.peers.stores``: real chat turns, their vectors, and blended ones past them.
+
+The real turns are REALTALK's (10 real messaging-app chats) then FriendsQA's (Friends transcripts), both fetched
+into ``bench/data/`` by ``python -m bench.retrieval.fetch``: about 14,000 turns, embedded once by ltm's local model
+(all-MiniLM-L6-v2 on ONNX Runtime) through the vector cache ``bench/data/cache/vectors.sqlite``. A store larger
+than that is the real turns plus *blended* ones: turn ``i``'s first half of words and turn ``j``'s second half,
+whose vector is the normalised sum of the two real vectors (so the blend sits among real ones; the model embeds
+~45 texts/s on 2 cores, which would take over half an hour per 100,000). The queries are REALTALK's questions
+(one line each), shuffled with a fixed seed; their vectors come from the same cache.
+
+Written to ``bench/data/peers/<n>.npz`` (``vectors``, ``queries``) and ``<n>.json`` (texts, speakers, times, query
+texts) for the workers, which run in other interpreters and read nothing of ltm.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import ROOT
+
+DATA = ROOT / "bench" / "data"
+OUT = DATA / "peers"
+SETS = ("realtalk", "friendsqa")
+
+
+def real_turns() -> tuple[list[dict[str, Any]], list[str]]:
+    """(every real turn in order, REALTALK's questions shuffled): fetched sets only."""
+    turns: list[dict[str, Any]] = []
+    questions: list[str] = []
+    for name in SETS:
+        path = DATA / f"{name}.json"
+        if not path.exists():
+            raise SystemExit(f"{path} is missing: run `python -m bench.retrieval.fetch` first (see its docstring)")
+        data = json.loads(path.read_text("utf-8"))
+        for conversation in data["conversations"]:
+            turns += [
+                {"text": t["text"], "speaker": t["speaker"], "time": float(t["time"])}
+                for t in conversation["turns"]
+                if t["text"].strip()
+            ]
+            if name == "realtalk":
+                questions += [q["question"] for q in conversation["questions"]]
+    random.Random(7).shuffle(questions)
+    return turns, questions
+
+
+def blended(turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """``n`` turns: the real ones first, then blends of two random real turns (text halves, summed vectors)."""
+    if n <= len(turns):
+        return turns[:n], vectors[:n]
+    rng = np.random.default_rng(13)
+    extra = n - len(turns)
+    pairs = rng.integers(0, len(turns), size=(extra, 2))
+    mixed = vectors[pairs[:, 0]] + vectors[pairs[:, 1]]
+    mixed /= np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
+    start = max(t["time"] for t in turns)
+    out = list(turns)
+    for row, (i, j) in enumerate(pairs.tolist()):
+        a, b = turns[i]["text"].split(), turns[j]["text"].split()
+        text = " ".join(a[: max(1, len(a) // 2)] + b[len(b) // 2 :])
+        out.append({"text": text, "speaker": turns[i]["speaker"], "time": start + 60.0 * (row + 1)})
+    return out, np.vstack([vectors, mixed.astype(np.float32)])
+
+
+def build(n: int, questions_wanted: int) -> Path:
+    """Write (or reuse) ``bench/data/peers/<n>.npz`` and ``.json``; returns the .json's path."""
+    target = OUT / f"{n}.json"
+    if target.exists() and (OUT / f"{n}.npz").exists():
+        return target
+    from bench.retrieval.cache import local_model
+
+    turns, questions = real_turns()
+    questions = questions[:questions_wanted]
+    model = local_model()
+    vectors = np.asarray(
+        model.get_text_embedding_batch([t["text"] for t in turns], show_progress=False), dtype=np.float32
+    )
+    queries = np.asarray([model.get_query_embedding(q) for q in questions], dtype=np.float32)
+    rows, stacked = blended(turns, vectors, n)
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.savez(OUT / f"{n}.npz", vectors=stacked, queries=queries)
+    real = min(n, len(turns))
+    target.write_text(
+        json.dumps(
+            {
+                "name": f"{real:,} real turns (REALTALK, FriendsQA)" + (f" + {n - real:,} blended" if n > real else ""),
+                "turns": rows,
+                "questions": questions,
+            }
+        )
+    )
+    return target
+
+
+if __name__ == "__main__":
+    import sys
+
+    for size in sys.argv[1:] or ["10000", "100000"]:
+        print(build(int(size), 200))

@@ -1,0 +1,112 @@
+"""Where ltm's default search spends its time: ``python -m bench.peers.profile_search --size 10000``.
+
+Fills a fresh store with :mod:`bench.peers.corpus`'s rows (given vectors, batches of 1,000), then times each part
+of the default hybrid search of the corpus's questions separately, interleaved query by query: the model's query
+embedding alone, the dense search with the query vector given, the hybrid search with the query vector given (the
+store's work: keyword side, fusion, prior), the dense and the whole default ``search(text)`` (with its keyword side
+beside the model, and in line after it), and the model call the peers of :mod:`bench.peers.stores` make (the same
+ONNX graph through ``OnnxQuery``); then profiles the vector-given
+hybrid search with cProfile and prints the functions that take the most time (cumulative and own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from bench.peers import corpus
+from bench.peers.embedded import OnnxQuery
+from bench.peers.stores import model_files
+
+
+def _p50(values: list[float]) -> float:
+    return 1000.0 * statistics.median(values)
+
+
+def _in_line(store: Any, query: str) -> Any:
+    """The default search with its keyword side run after the model instead of beside it."""
+    type(store)._KEYWORD_AHEAD = False
+    try:
+        return store.search(query, k=10)
+    finally:
+        type(store)._KEYWORD_AHEAD = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--top", type=int, default=30, help="functions printed from the profile")
+    args = parser.parse_args(argv)
+    import json
+
+    from ltm.config import Settings
+    from ltm.message import Message
+    from ltm.store import MemoryStorage
+
+    path = corpus.build(args.size + 1200, 200)
+    data = json.loads(path.read_text("utf-8"))
+    arrays = np.load(path.with_suffix(".npz"))
+    turns, questions, vectors, queries = data["turns"], data["questions"], arrays["vectors"], arrays["queries"]
+    with tempfile.TemporaryDirectory(prefix="ltm-profile-") as tmp:
+        # no query cache: every part below embeds the same questions
+        store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=tmp, query_cache_size=0))
+        for start in range(0, args.size, 1000):
+            rows = range(start, min(start + 1000, args.size))
+            store.add_batch(
+                [
+                    Message(
+                        id=str(r),
+                        content=turns[r]["text"],
+                        role="user",
+                        sent_from=turns[r]["speaker"],
+                        created_at=turns[r]["time"],
+                    )
+                    for r in rows
+                ],
+                vectors=vectors[list(rows)],
+            )
+        store.embedder.embedding.get_query_embedding("warm up")
+        files = model_files()
+        peers_model = OnnxQuery(files["onnx"], files["tokenizer"], files["max_tokens"])
+        peers_model(["warm up"])
+        parts: dict[str, list[float]] = {}
+        calls: dict[str, Any] = {
+            "the peers' model call (same graph)": lambda q, v: peers_model([q]),
+            "model: query embedding alone": lambda q, v: store.embedder.embedding.get_query_embedding(q),
+            "dense, query vector given": lambda q, v: store.search(q, k=10, mode="dense", vector=v),
+            "dense end to end": lambda q, v: store.search(q, k=10, mode="dense"),
+            "hybrid, query vector given": lambda q, v: store.search(q, k=10, vector=v),
+            "default search(text) end to end": lambda q, v: store.search(q, k=10),
+            "the same, keyword side in line": lambda q, v: _in_line(store, q),
+        }
+        for q, v in zip(questions[: args.queries], queries[: args.queries], strict=True):
+            for name, call in calls.items():
+                started = time.perf_counter()
+                call(q, v)
+                parts.setdefault(name, []).append(time.perf_counter() - started)
+        for name, values in parts.items():
+            print(f"{name:40s} p50 {_p50(values):7.2f} ms  mean {1000 * statistics.fmean(values):7.2f} ms")
+        profile = cProfile.Profile()
+        profile.enable()
+        for q, v in zip(questions[: args.queries], queries[: args.queries], strict=True):
+            store.search(q, k=10, vector=v)
+        profile.disable()
+        store.close()
+    for key in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats(key).print_stats(args.top)
+        print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

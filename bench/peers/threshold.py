@@ -1,0 +1,79 @@
+"""Flat or HNSW from how many vectors: ``python -m bench.peers.threshold``.
+
+For each size, over :mod:`bench.peers.corpus`'s vectors (real chat turns, blended past ~14,000) and its question
+vectors: ltm's flat index (exact) against its HNSW graph (8-bit codes, M 32, efConstruction 112, built in one add on
+every core as the store's rebuild does) at several efSearch values, each top-k rescored with the exact vectors as
+:func:`ltm.store.retrieval.dense` does. Prints the build time, the median search time at k=10 and k=50 (a hybrid
+search's depth) on one thread, and recall@10 of the rescored result against exact search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from bench.peers import corpus
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,20000,50000,100000")
+    parser.add_argument("--ef", default="32,64,128,256,384")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args(argv)
+    from ltm.store.retrieval import _candidates
+    from ltm.store.vectors import VectorIndex
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    arrays = np.load(corpus.build(max(sizes) + 1200, 200).with_suffix(".npz"))
+    vectors, queries = arrays["vectors"], arrays["queries"][: args.queries]
+    print("size  index  efSearch  build_s  k10_p50_ms  k50_p50_ms  recall@10")
+    for size in sizes:
+        stored = vectors[:size]
+        seqs = np.arange(1, size + 1, dtype=np.int64)
+        exact = np.argsort(-(queries @ stored.T), axis=1, kind="stable")[:, :10] + 1
+        flat = VectorIndex(stored.shape[1])
+        flat.add(seqs, stored)
+        for k in (10, 50):
+            flat.search(queries[:1], k)
+        times: dict[int, list[float]] = {k: [] for k in (10, 50)}
+        for q in queries:
+            for k in (10, 50):
+                started = time.perf_counter()
+                flat.search(q.reshape(1, -1), k)
+                times[k].append(time.perf_counter() - started)
+        print(
+            f"{size:6d} flat   -         -       {1000 * statistics.median(times[10]):8.2f}  "
+            f"{1000 * statistics.median(times[50]):8.2f}   1.000",
+            flush=True,
+        )
+        graph = VectorIndex(stored.shape[1], "hnsw")
+        started = time.perf_counter()
+        graph.add(seqs, stored)
+        built = time.perf_counter() - started
+        for ef in (int(e) for e in args.ef.split(",")):
+            graph.ef_search = ef
+            times = {k: [] for k in (10, 50)}
+            hits: list[float] = []
+            for row, q in enumerate(queries):
+                for k in (10, 50):
+                    started = time.perf_counter()
+                    _, ids = graph.search(q.reshape(1, -1), _candidates(k))
+                    found = ids[0][ids[0] >= 0]
+                    best = found[np.argsort(-(stored[found - 1] @ q), kind="stable")[:k]]
+                    times[k].append(time.perf_counter() - started)
+                    if k == 10:
+                        hits.append(len(set(best.tolist()) & set(exact[row].tolist())) / 10)
+            print(
+                f"{size:6d} hnsw   {ef:5d}  {built:8.1f}  {1000 * statistics.median(times[10]):8.2f}  "
+                f"{1000 * statistics.median(times[50]):8.2f}   {statistics.fmean(hits):.3f}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""bench/peers/stores: the blended corpus, the table's ratios to Chroma, and the ltm store worker's protocol."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import ROOT
+from bench.peers import corpus, stores
+from ltm.config import Settings
+from ltm.llm.embeddings import resolve_embedding
+
+
+def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(rows, dim)).astype(np.float32)
+    return np.asarray(vectors / np.linalg.norm(vectors, axis=1, keepdims=True), dtype=np.float32)
+
+
+def test_blends_come_after_the_real_turns_as_unit_vectors_of_two_halves() -> None:
+    turns = [{"text": f"w{i} x{i} y{i} z{i}", "speaker": f"s{i}", "time": 100.0 + i} for i in range(5)]
+    rows, vectors = corpus.blended(turns, _unit(5, 8, 1), 9)
+    assert rows[:5] == turns and len(rows) == 9 and vectors.shape == (9, 8)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    for row in rows[5:]:
+        first, second = row["text"].split()[:2], row["text"].split()[2:]
+        assert first[0].startswith("w") and second[-1].startswith("z")  # one turn's first half, one's second
+        assert row["time"] > 104.0  # after every real turn
+
+
+def test_the_table_is_of_medians_and_rates_with_ltm_over_chroma() -> None:
+    run = stores.Run()
+    run.add("dense search end to end (at 10)", "ltm", [0.004, 0.005, 0.100], 3)
+    run.add("dense search end to end (at 10)", "chroma", [0.010, 0.010, 0.011], 3)
+    run.add("ingest, given vectors, batches of 2 (to 10)", "ltm", [0.002, 0.002], 4)
+    run.add("ingest, given vectors, batches of 2 (to 10)", "chroma", [0.004, 0.004], 4)
+    run.recall["recall@10 vs exact (at 10)"] = {"ltm": [1.0, 0.9], "chroma": [0.8, 0.8]}
+    rows, text = stores.table(run, ["ltm", "chroma", "qdrant"])
+    assert "| dense search end to end (at 10) | 5.00 ms | 10.00 ms |  | 0.50x time |" in text
+    assert "| ingest, given vectors, batches of 2 (to 10) | 1,000/s | 500/s |  | 0.50x time |" in text
+    assert "| recall@10 vs exact (at 10) | 0.950 | 0.800 |  | 1.19x |" in text  # a store absent at a size: blank
+    assert {r["operation"] for r in rows} >= {"recall@10 vs exact (at 10)"}
+
+
+@pytest.mark.parametrize("rows", [6])
+def test_the_ltm_store_worker_answers_by_corpus_row(tmp_path: Path, rows: int) -> None:
+    dim = len(resolve_embedding(Settings(embedding="hash")).get_query_embedding("probe"))
+    vectors = _unit(rows, dim, 2)
+    turns = [{"text": f"turn number {i}", "speaker": "Maya", "time": 1.7e9 + i} for i in range(rows)]
+    (tmp_path / "c.json").write_text(json.dumps({"turns": turns, "questions": ["q0", "q1"]}))
+    np.savez(tmp_path / "c.npz", vectors=vectors, queries=vectors[[4, 1]])
+    (tmp_path / "store").mkdir()
+    requests = [
+        {"op": "open", "dir": str(tmp_path / "store"), "corpus": str(tmp_path / "c.json"), "model": False},
+        {"op": "add_batch", "rows": [0, 1, 2, 3]},
+        {"op": "add_one", "rows": [4, 5]},
+        {"op": "search", "rows": [0, 1], "kind": "vector", "k": 2},
+        {"op": "nonsense"},
+        {"op": "close"},
+    ]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LTM_EMBEDDING="hash")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.peers.embedded", "ltm"],
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(requests), done.stderr[-2000:]
+    opened, batch, ones, search, bad, _ = answers
+    assert "import" in opened and len(batch["times"]) == 1 and len(ones["times"]) == 2
+    assert [hits[0] for hits in search["out"]] == [4, 1]  # each query is a stored row's vector: that row first
+    assert "unknown op" in bad["error"]
