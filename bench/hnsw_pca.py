@@ -32,9 +32,10 @@ import numpy as np
 
 from bench.baselines import exact_top10, rescored_recall
 from bench.data import DIM, dataset, query_set, vectors
-from ltm.store.vectors import quantizer_ranges
+from ltm.store.embedded.vectors import quantizer_ranges
 
-_faiss: Any = faiss  # its bundled stubs miss IndexHNSWSQ's constructor with a qtype (as in ltm/store/vectors.py)
+# its bundled stubs miss IndexHNSWSQ's constructor with a qtype (as in ltm/store/embedded/vectors.py)
+_faiss: Any = faiss
 FOLD = 8192
 
 

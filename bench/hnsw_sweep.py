@@ -2,7 +2,7 @@
 
 Chooses ltm's HNSW parameters (M, efConstruction, efSearch, vector storage) without going through the whole
 store: builds ``IndexIDMap2(IndexHNSWFlat)`` (or ``IndexHNSWSQ`` with ``--storage sq8|sq8u|fp16``) as
-:mod:`ltm.store.vectors` does, on ``bench_data`` vectors, in batches of ``--batch`` (ltm's ``add_batch`` size)
+:mod:`ltm.store.embedded.vectors` does, on ``bench_data`` vectors, in batches of ``--batch`` (ltm's ``add_batch`` size)
 on ``--threads`` OpenMP threads, caches the built index under ``--cache`` (building 1M takes minutes), then
 for each efSearch measures single-query p50/p95 latency on one thread, recall@10 against exact
 ``IndexFlatIP`` search, and top-1 recall of exact duplicates (stored vectors queried as themselves: what
@@ -31,9 +31,9 @@ import numpy as np
 
 from bench.baselines import rescored_recall
 from bench.data import DIM, dataset, query_set, vectors
-from ltm.store.vectors import quantizer_ranges
+from ltm.store.embedded.vectors import quantizer_ranges
 
-_faiss: Any = faiss  # its bundled stubs miss the HNSW search-parameter class (as in ltm/store/vectors.py)
+_faiss: Any = faiss  # its bundled stubs miss the HNSW search-parameter class (as in ltm/store/embedded/vectors.py)
 STORAGES = {"flat": "", "sq8": "QT_8bit", "sq8u": "QT_8bit_uniform", "fp16": "QT_fp16", "sq6": "QT_6bit"}
 
 
@@ -122,7 +122,7 @@ def main() -> None:
             found.append(index.search(q[None, :], 10, params=params)[1][0])
             times.append(time.perf_counter() - t)
         hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
-        # what ltm answers: 2k candidates rescored with the stored float16 vectors (ltm.store.retrieval.dense)
+        # what ltm answers: 2k candidates rescored with the stored float16 vectors (ltm.store.embedded.retrieval.dense)
         wide = index.search(queries, args.rescore, params=params)[1]  # ids are rows + 1
         rescored = rescored_recall(np.where(wide > 0, wide - 1, -1), stored, queries, truth - 1)
         top1 = index.search(dups, 1, params=params)[1][:, 0]

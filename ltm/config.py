@@ -140,7 +140,7 @@ class Settings(BaseModel):
         False, description="Embedded store: add() returns once the message is on disk and its vector is computed "
         "in batches by a background thread; every other call on the namespace waits for the pending vectors first, "
         "a background failure is raised (WriteBehindFailed) by the next call, and the next open embeds what a crash "
-        "left (ltm/store/behind.py). One caller adding one message per call ingests faster; add() no longer "
+        "left (ltm/store/embedded/behind.py). One caller adding one message per call ingests faster; add() no longer "
         "reports a model failure itself.",
     )
     max_open_namespaces: int = Field(

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
-    from ltm.store.query import query_lines
+    from ltm.store.search.query import query_lines
 
     model = resolve_embedding(Settings(embedding="local"))
     talk = json.loads((DATA_DIR / "realtalk.json").read_text("utf-8"))

@@ -1,8 +1,8 @@
 """Hybrid search's feedback step over a flat index: the pooled ranking against a second full scan (issue 15/21).
 
-A hybrid question is searched twice on the dense side (Rocchio feedback: ``ltm.store.fusion.feedback_vector``).
+A hybrid question is searched twice on the dense side (Rocchio feedback: ``ltm.store.search.fusion.feedback_vector``).
 Over a flat index the second search ranks the first search's ``FEEDBACK_POOL`` x ``fetch`` nearest instead of
-scanning every vector again (``ltm.store.retrieval._hybrid``). This fills one namespace with ``--n`` real
+scanning every vector again (``ltm.store.embedded.retrieval._hybrid``). This fills one namespace with ``--n`` real
 all-MiniLM-L6-v2 vectors and their texts (made by ``python -m bench.hnsw_real --embed``, outside the repository),
 asks the same questions with the pool and with ``FEEDBACK_POOL = 0`` (the full second scan), and reports how
 often the top 10 differ, and each way's hybrid p50::
@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     from ltm.config import Settings
-    from ltm.store import MemoryStorage, retrieval
+    from ltm.store import MemoryStorage
+    from ltm.store.embedded import retrieval
 
     texts = args.texts.read_text("utf-8").split("\n")
     vecs = load_vectors(args.work, args.n + HELD_OUT)

@@ -5,9 +5,10 @@ Run like :mod:`bench.retrieval.levers` (same harness, dev / test halves, ``LEVER
     python -m bench.retrieval.round7
     LEVERS='^(shipped|no sitting|span)' SETS=realtalk python -m bench.retrieval.round7
 
-Two levers of this round shipped: the *sitting share* (:data:`ltm.store.fusion.SITTING_SHARE`: each candidate gets
+Two levers of this round shipped: the *sitting share* (:data:`ltm.store.search.fusion.SITTING_SHARE`: each candidate
+gets
 a share of the best score among the other candidates of its sitting) and the *pronouns* of a question about one
-named person put in the first person with the name (:func:`ltm.store.speakers.first_person`; "no pronouns" takes
+named person put in the first person with the name (:func:`ltm.store.search.speakers.first_person`; "no pronouns" takes
 them away). The rows vary the share, replace "the same sitting" (time and position, as the store sees its
 candidates) by the exact one (runs of turns without a gap past ``NEIGHBOUR_GAP``), or try the other families of the
 round (phrases, a sitting's centroid, distribution-based fusion, a blended dense query, a length prior, a "when"
@@ -24,8 +25,8 @@ import numpy as np
 
 from bench.retrieval import levers as lv
 from bench.retrieval.harness import Cand, Lever, Question, shipped, spoken
-from ltm.store import fusion, speakers
-from ltm.store.query import STOPWORDS, query_terms
+from ltm.store.search import fusion, speakers
+from ltm.store.search.query import STOPWORDS, query_terms
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 Bonus = Callable[[dict[int, float], Mapping[int, float], float], dict[int, float]]
@@ -33,7 +34,7 @@ Bonus = Callable[[dict[int, float], Mapping[int, float], float], dict[int, float
 
 @contextmanager
 def patched(**values: object) -> Iterator[None]:
-    """``ltm.store.fusion``'s module attributes replaced for the duration (the fusion reads them per call)."""
+    """``ltm.store.search.fusion``'s module attributes replaced for the duration (the fusion reads them per call)."""
     saved = {name: getattr(fusion, name) for name in values}
     for name, value in values.items():
         setattr(fusion, name, value)
@@ -199,7 +200,7 @@ def blend(alpha: float) -> Lever:
 
 def no_pronouns(q: Question) -> list[int]:
     """Shipped without the pronouns of a question about one named person put in the first person (names only, as
-    before the seventh round; ``ltm.store.speakers._THIRD_PERSON`` emptied)."""
+    before the seventh round; ``ltm.store.search.speakers._THIRD_PERSON`` emptied)."""
     saved = speakers._THIRD_PERSON
     speakers._THIRD_PERSON = []
     try:

@@ -1,8 +1,10 @@
 """The eighth round of search levers (issue 15; docs/RETRIEVAL.md): a prior for each candidate of a one-line question.
 
-After the fusion, each candidate gets :func:`ltm.store.fusion.prior`: the query's cosine to it on its own scale, its
+After the fusion, each candidate gets :func:`ltm.store.search.fusion.prior`: the query's cosine to it on its own
+scale, its
 length, whether it is itself a question, the share of the question's words it holds. The weights
-(:data:`ltm.store.fusion.PRIOR`) are a logistic regression of "this candidate is evidence" on those four features and
+(:data:`ltm.store.search.fusion.PRIOR`) are a logistic regression of "this candidate is evidence" on those four
+features and
 the fused score, fitted on REALTALK's dev half (chats 1-5) and rounded::
 
     python -m bench.retrieval.round8 fit          # the regression on the first step's candidates (with feedback)
@@ -43,14 +45,14 @@ from bench.retrieval.harness import (
     with_feedback,
 )
 from bench.retrieval.run import DATA_DIR
-from ltm.store import fusion
+from ltm.store.search import fusion
 
 FEATURES = ("cosine", "length", "question", "coverage")
 
 
 @contextmanager
 def prior_weights(weights: Mapping[str, float]) -> Iterator[None]:
-    """``ltm.store.fusion.PRIOR`` replaced for the duration (``prior`` reads it per call)."""
+    """``ltm.store.search.fusion.PRIOR`` replaced for the duration (``prior`` reads it per call)."""
     saved = fusion.PRIOR
     fusion.PRIOR = dict(weights)
     try:

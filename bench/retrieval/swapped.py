@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from bench.retrieval.explore import embed
 from bench.retrieval.harness import MODEL, Question, build, evaluate, named_turns, shipped
 from bench.retrieval.run import DATA_DIR
-from ltm.store import fusion
-from ltm.store.query import query_terms
+from ltm.store.search import fusion
+from ltm.store.search.query import query_terms
 
 # REALTALK's questions call some speakers by another spelling or a short name.
 ALIASES = {"muhhamed": ("muhammad", "muhhamed"), "fahim khan": ("fahim khan", "fahim")}

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ltm.store.catalog import NamespaceInfo, is_namespace_dir, namespace_exists, namespace_path, namespaces
+from ltm.store.embedded.retrieval import Mode, SearchQuery
 from ltm.store.history import HistoryEvent
-from ltm.store.query import compile_filters
 from ltm.store.records import MessagePage, StoreStats
-from ltm.store.retrieval import Mode, SearchQuery
 from ltm.store.scopes import scoped
+from ltm.store.search.query import compile_filters
 from ltm.store.storage import MemoryHit, MemoryStorage, register_server_store
 
 from ltm.store.backed import BackendStorage  # isort: skip  (after storage: it subclasses MemoryStorage)

@@ -5,9 +5,9 @@ The facade checks input, embeds (batched, cached), builds rows and keeps the asy
 
 - embedded (default): ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth),
   ``index.faiss`` (a snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never
-  re-embedding) and ``manifest.json`` (see :mod:`ltm.store.opening`). An ``add`` returns after its SQLite
+  re-embedding) and ``manifest.json`` (see :mod:`ltm.store.embedded.opening`). An ``add`` returns after its SQLite
   transaction is on disk, so it survives kill -9; the FAISS index follows SQLite through
-  :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open and before every read, which is also how a
+  :class:`~ltm.store.embedded.mirror.IndexMirror`: brought up to date on open and before every read, which is also how a
   write by another process becomes visible;
 - PostgreSQL + pgvector (``Settings.store_url`` / ``LTM_STORE_URL``): one table set for every namespace, each
   write one transaction, search in SQL (:mod:`ltm.store.pg`); for processes on many hosts.
@@ -17,7 +17,7 @@ Scores in :class:`MemoryHit` (higher is better in every mode):
 - ``dense``: cosine similarity in [-1, 1];
 - ``keyword``: ``-bm25`` from FTS5 (embedded) or ``ts_rank_cd`` (PostgreSQL), >= 0, unbounded, comparable only
   within one query;
-- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
+- ``hybrid``: calibrated fusion (:mod:`ltm.store.search.fusion`): the weighted sum of each signal's score scaled to
   [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
   query verbatim (or up to case, spacing and punctuation) come first whatever their score. PostgreSQL fetches
   each signal's candidates in SQL and fuses them with the same code (:mod:`ltm.store.pg.ranking`).
@@ -40,13 +40,13 @@ from ltm.errors import ConfigError, InvalidInput
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.backend import DocumentBackend, open_backend
-from ltm.store.behind import Staging
-from ltm.store.explain import explained
-from ltm.store.filters import Filter
+from ltm.store.embedded.behind import Staging
+from ltm.store.embedded.retrieval import MemoryHit, Mode
 from ltm.store.history import HistoryEvent
 from ltm.store.naming import namespace_dir
 from ltm.store.records import StoreStats
-from ltm.store.retrieval import MemoryHit, Mode
+from ltm.store.search.explain import explained
+from ltm.store.search.filters import Filter
 from ltm.store.storage import MemoryStorage
 from ltm.store.validation import check_k
 from ltm.store.warm import WARM
@@ -157,7 +157,7 @@ class BackendStorage(MemoryStorage):
 
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]],
                        staging: Staging | None = None) -> builtins.list[int]:
-        """The adds of several callers (ltm.store.writes.add_groups): one server transaction each."""
+        """The adds of several callers (ltm.store.embedded.writes.add_groups): one server transaction each."""
         return [self._commit(pending, vectors, replace=False) for pending, vectors in items]
 
     def _staging(self, messages: builtins.list[Message]) -> Staging | None:

@@ -5,7 +5,7 @@ cached), building rows, ids, thresholds, the async twins. A backend owns one nam
 keyword index, and answers in stored terms (message JSON bodies, insertion ``seq`` numbers, hits). Two
 implementations, chosen by :func:`open_backend` from the settings:
 
-- :class:`~ltm.store.embedded.EmbeddedBackend` (default): a SQLite file + FAISS indexes in
+- :class:`~ltm.store.embedded.backend.EmbeddedBackend` (default): a SQLite file + FAISS indexes in
   ``<storage_dir>/<kind>/<namespace>/``, one machine;
 - :class:`~ltm.store.pg.backend.PgBackend` (``Settings.store_url = "postgresql://..."``): PostgreSQL +
   pgvector, any number of processes on any number of hosts.
@@ -23,12 +23,12 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store.filters import Filter
+from ltm.store.embedded.log import Row
+from ltm.store.embedded.retrieval import MemoryHit
 from ltm.store.history import HistoryEvent
-from ltm.store.log import Row
 from ltm.store.naming import namespace_dir
 from ltm.store.records import StoreStats
-from ltm.store.retrieval import MemoryHit
+from ltm.store.search.filters import Filter
 
 __all__ = ["DocumentBackend", "StoreBackend", "open_backend"]
 
@@ -67,7 +67,7 @@ class StoreBackend(Protocol):
 
     def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
         """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
-        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.speakers`: a question's names
+        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.search.speakers`: a question's names
         are put in the first person before it is embedded)."""
 
     def recent(self, n: int) -> list[str]:
@@ -81,8 +81,8 @@ class StoreBackend(Protocol):
                lines: np.ndarray | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
-        lines embedded one by one (:func:`ltm.store.query.query_lines`): its dense signal is then
-        :func:`ltm.store.fusion.line_scores`."""
+        lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
+        :func:`ltm.store.search.fusion.line_scores`."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""
@@ -157,6 +157,6 @@ def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> S
         from ltm.store.pg.backend import PgBackend
 
         return PgBackend(settings.store_url, kind, namespace, model, settings)
-    from ltm.store.embedded import EmbeddedBackend
+    from ltm.store.embedded.backend import EmbeddedBackend
 
     return EmbeddedBackend.open(settings, kind, namespace, model)

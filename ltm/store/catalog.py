@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError, StoreCorrupted
-from ltm.store.log import corrupted, translate
-from ltm.store.manifest import Manifest
+from ltm.store.embedded.log import corrupted, translate
+from ltm.store.embedded.manifest import Manifest
 from ltm.store.naming import check_kind, namespace_dir, safe_name
 
 __all__ = ["NamespaceInfo", "is_namespace_dir", "namespace_exists", "namespace_path", "namespaces"]

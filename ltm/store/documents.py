@@ -2,7 +2,7 @@
 expiry, JSONL transfer.
 
 :class:`DocumentStore` is a base class of :class:`~ltm.store.storage.MemoryStorage`; it holds the logic of
-these operations once, for every engine: checking, parsing the filter (one tree, :mod:`ltm.store.filters`),
+these operations once, for every engine: checking, parsing the filter (one tree, :mod:`ltm.store.search.filters`),
 paging, merging an update, expiry. It reaches the rows through the engine hooks below (``_listed``,
 ``_counted``, ``_paged``, ``_body``, ``_events``, ``_removed``, ``_expired``, ``_index_key``, ``_trail`` /
 ``_load_trail``): this module implements them for the embedded engine (SQLite + the FAISS mirror); the
@@ -31,16 +31,16 @@ from ltm.message import Message
 from ltm.store import history as trail
 from ltm.store import rows as rowplan
 from ltm.store import transfer
+from ltm.store.embedded.engine import HandleLock
+from ltm.store.embedded.log import MessageLog, translate, unpack
+from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedder import TEXT, Embedder
-from ltm.store.engine import HandleLock
-from ltm.store.filters import Compare, Filter, metadata_path, to_sql
 from ltm.store.history import HistoryEvent
-from ltm.store.log import MessageLog, translate, unpack
-from ltm.store.mirror import IndexMirror
 from ltm.store.offloop import OffLoop
-from ltm.store.query import checked_filters
 from ltm.store.records import MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
+from ltm.store.search.filters import Compare, Filter, metadata_path, to_sql
+from ltm.store.search.query import checked_filters
 
 __all__ = ["DocumentStore"]
 

@@ -113,7 +113,7 @@ _HELPERS = _Helpers()
 
 def beside(work: Callable[[], object]) -> Beside:
     """Run ``work`` on the process's helper threads and return at once: what the store does while the caller's
-    thread waits for the model (the add's staging commit, ltm.store.behind.Staging)."""
+    thread waits for the model (the add's staging commit, ltm.store.embedded.behind.Staging)."""
     job = Beside(work)
     _HELPERS.submit(job)
     return job
@@ -203,7 +203,7 @@ class Embedder:
     def slow(self) -> bool:
         """False once one of the model's recent calls took less than SLOW_RUN_S (True before any call): whether
         work run beside the next call (``embed``'s ``during``) can hide behind it. An add stages its messages
-        only then (ltm.store.writes.add_groups): against a model that answers in microseconds the staged
+        only then (ltm.store.embedded.writes.add_groups): against a model that answers in microseconds the staged
         commit's fsync overlaps nothing, and its second transaction and hand-off cost ~13% of an add. The
         minimum, not a mean: a first call's warm-up or a loaded machine only ever makes a call slower."""
         runs = self._runs

@@ -2,15 +2,16 @@
 
 Layout: ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth), ``index.faiss`` (a
 snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never re-embedding) and ``manifest.json``
-(see :mod:`ltm.store.opening`). An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
-the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open and
+(see :mod:`ltm.store.embedded.opening`). An ``add`` returns after its SQLite transaction is on disk, so it survives
+kill -9;
+the FAISS index follows SQLite through :class:`~ltm.store.embedded.mirror.IndexMirror`: brought up to date on open and
 before every read, which is also how a write by another process becomes visible.
 
 Scores in :class:`MemoryHit` (higher is better in every mode):
 
 - ``dense``: cosine similarity in [-1, 1];
 - ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
-- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
+- ``hybrid``: calibrated fusion (:mod:`ltm.store.search.fusion`): the weighted sum of each signal's score scaled to
   [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
   query verbatim (or up to case, spacing and punctuation) come first whatever their score.
 """
@@ -31,20 +32,13 @@ from ltm.errors import ConfigError, InvalidInput, NotFound
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.behind import Staging, WriteBehind
 from ltm.store.documents import DocumentStore
-from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
-from ltm.store.engine import HandleLock
-from ltm.store.explain import check_threshold, explained, given_query_vector, sqlite_signals
-from ltm.store.filters import Compare
-from ltm.store.group import GroupCommit
-from ltm.store.log import MessageLog
-from ltm.store.mirror import IndexMirror
-from ltm.store.naming import namespace_dir
-from ltm.store.pool import POOL, PooledNamespace
-from ltm.store.query import compile_filters, query_lines
-from ltm.store.records import StoreStats
-from ltm.store.retrieval import (
+from ltm.store.embedded.behind import Staging, WriteBehind
+from ltm.store.embedded.engine import HandleLock
+from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.pool import POOL, PooledNamespace
+from ltm.store.embedded.retrieval import (
     MemoryHit,
     Mode,
     SearchQuery,
@@ -53,9 +47,16 @@ from ltm.store.retrieval import (
     retrieve,
     similar,
 )
-from ltm.store.speakers import dense_query
+from ltm.store.embedded.writes import add_groups, insert_groups, replace_rows
+from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
+from ltm.store.group import GroupCommit
+from ltm.store.naming import namespace_dir
+from ltm.store.records import StoreStats
+from ltm.store.search.explain import check_threshold, explained, given_query_vector, sqlite_signals
+from ltm.store.search.filters import Compare
+from ltm.store.search.query import compile_filters, query_lines
+from ltm.store.search.speakers import dense_query
 from ltm.store.validation import check_id, check_k, text_of
-from ltm.store.writes import add_groups, insert_groups, replace_rows
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
@@ -101,7 +102,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     ) -> None:
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
-        self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.behind
+        self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.embedded.behind
         if namespace is not None:  # the engine (log + FAISS mirror) is shared with other handles on it
             self._open(namespace)
 
@@ -151,7 +152,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     def add(self, message: Message) -> bool:
         """Store one message durably (committed on return; its vector after it with write_behind, see
-        ltm.store.behind); False when its id is already stored."""
+        ltm.store.embedded.behind); False when its id is already stored."""
         if self._behind is not None:
             return self._behind.add(rowplan.prepare([message], self.settings.max_content_bytes, None).messages) == 1
         return self.add_batch([message]) == 1
@@ -258,7 +259,8 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]],
                        staging: Staging | None = None) -> builtins.list[int]:
-        """One write transaction for the adds of several callers (ltm.store.writes.add_groups); ``staging``: their
+        """One write transaction for the adds of several callers (ltm.store.embedded.writes.add_groups); ``staging``:
+        their
         messages are committed in ``staged`` already, so this write moves them and needs no fsync."""
         with self._lock:
             log, mirror = self._require()
@@ -266,7 +268,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
                                  before=None if staging is None else staging.delete, durable=staging is None)
 
     def _staging(self, messages: builtins.list[Message]) -> Staging | None:
-        """What commits an add's new messages while the model embeds them (ltm.store.behind.Staging); None with
+        """What commits an add's new messages while the model embeds them (ltm.store.embedded.behind.Staging); None with
         ``sqlite_synchronous="normal"``, whose commits have no fsync to hide."""
         return Staging(self, messages) if self.settings.sqlite_synchronous == "full" else None
 
@@ -281,10 +283,10 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
-        ``filters``: the store's filter language (:mod:`ltm.store.filters`). Hybrid fuses dense and BM25
-        scores, calibrated (see :mod:`ltm.store.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
+        ``filters``: the store's filter language (:mod:`ltm.store.search.filters`). Hybrid fuses dense and BM25
+        scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
         ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
-        :mod:`ltm.store.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
+        :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
         """
         query_vector = given_query_vector(query, mode, vector, self._dim)
@@ -296,7 +298,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
-        person (:func:`ltm.store.speakers.dense_query`)."""
+        person (:func:`ltm.store.search.speakers.dense_query`)."""
         return dense_query(query, self._speaker_names)
 
     def _speaker_names(self, words: builtins.list[str]) -> dict[str, set[str]]:

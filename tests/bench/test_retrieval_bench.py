@@ -211,7 +211,7 @@ def test_the_seventh_rounds_keyword_phrases_and_patched_fusion() -> None:
     import sqlite3
 
     from bench.retrieval import round7
-    from ltm.store import fusion
+    from ltm.store.search import fusion
 
     match = round7.phrase_match("When did Kate visit New York?", "phrase")
     assert match == '"kate" OR "visit" OR "new" OR "york" OR "kate visit" OR "visit new" OR "new york"'
@@ -233,7 +233,7 @@ def test_the_eighth_rounds_regression_solves_its_objective_and_restores_the_prio
     import numpy as np
 
     from bench.retrieval import round8
-    from ltm.store import fusion
+    from ltm.store.search import fusion
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(400, 3))

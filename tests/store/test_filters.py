@@ -1,4 +1,4 @@
-"""The filter language (ltm.store.filters): checking, SQL compiled against real SQLite rows, and a Python
+"""The filter language (ltm.store.search.filters): checking, SQL compiled against real SQLite rows, and a Python
 oracle of the documented semantics that every compiled filter must agree with."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.backed import BackendStorage
-from ltm.store.filters import And, Compare, Not, Or, compile_sql, parse
 from ltm.store.pg.filters import pg_filter
+from ltm.store.search.filters import And, Compare, Not, Or, compile_sql, parse
 from tests.store.conftest import BACKENDS
 
 _ROLES = ["user", "assistant", "Engineer", "ProductManager"]

@@ -11,8 +11,9 @@ import pytest
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store import MemoryStorage, snapshot, vectors
-from ltm.store.vectors import VectorIndex
+from ltm.store import MemoryStorage
+from ltm.store.embedded import snapshot, vectors
+from ltm.store.embedded.vectors import VectorIndex
 from tests.store.test_quantized_hnsw import DIM, STORED, _check_search, _clustered, _mirror, _store
 
 

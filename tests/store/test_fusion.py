@@ -12,7 +12,7 @@ import pytest
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.store import search_many
-from ltm.store.fusion import (
+from ltm.store.search.fusion import (
     LINE_WHOLE,
     LONG_QUERY_TERMS,
     LONG_QUERY_WEIGHTS,
@@ -28,7 +28,7 @@ from ltm.store.fusion import (
     priors,
     stems,
 )
-from ltm.store.query import MAX_LINES, query_lines, question_stems
+from ltm.store.search.query import MAX_LINES, query_lines, question_stems
 from tests.support.embeddings import ConceptEmbedding
 
 
@@ -116,7 +116,7 @@ def test_days_apart_notes_lend_nothing_through_the_store(settings: Settings, mon
     """Through search (both engines): a note's topic does not spill onto the unrelated note added right after it
     days later, while the reply said a minute after a question still gets the question's topic. (The prior, whose
     length and cosine terms differ between the two notes, is off: scores are the fusion's alone.)"""
-    monkeypatch.setattr("ltm.store.fusion.PRIOR", {name: 0.0 for name in PRIOR})
+    monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {name: 0.0 for name in PRIOR})
     hour = 3600.0
     with MemoryStorage("notes", settings=settings) as store:
         store.add_batch([
@@ -176,7 +176,7 @@ def test_the_time_window_signal_when_weighted() -> None:
 
 
 def test_query_windows() -> None:
-    from ltm.store.when import query_window
+    from ltm.store.search.when import query_window
 
     def iso(window: tuple[float, float] | None) -> list[str]:
         assert window is not None
@@ -194,7 +194,7 @@ def test_query_windows() -> None:
 
 def test_relative_dates_in_words() -> None:
     """Spelled-out counts, nights and weekends, and a month without its year (the latest one up to now)."""
-    from ltm.store.when import query_window
+    from ltm.store.search.when import query_window
 
     def iso(query: str) -> list[str] | None:
         now = datetime(2024, 3, 10, 15, tzinfo=timezone.utc).timestamp()  # a Sunday
@@ -215,7 +215,7 @@ def test_relative_dates_in_words() -> None:
 def test_relative_dates_count_from_the_newest_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A chat imported years later reads "yesterday" as its people meant it: from its newest message, not the
     clock (measured with the time signal weighted; it is off by default, see fusion.WEIGHTS)."""
-    import ltm.store.retrieval as retrieval
+    import ltm.store.embedded.retrieval as retrieval
 
     monkeypatch.setattr(retrieval, "WEIGHTS", {**WEIGHTS, "time": 0.5})
 
@@ -281,7 +281,7 @@ def test_feedback_brings_what_the_best_hits_share(settings: Settings, monkeypatc
     the best hits for "trophy" were all also about storms, so the storm note (nothing in common with the query
     itself) comes before a chatty note that merely names a medal. A one-line question gets the prior instead, and
     no second dense search (eighth round: with the prior, feedback added nothing to questions)."""
-    from ltm.store import retrieval
+    from ltm.store.embedded import retrieval
 
     chatter = " ".join(f"word{i}" for i in range(20))
     notes = ["trophy rain", "prize storm", "medal rain", "trophy storm", "thunder", f"medal {chatter}"]
@@ -343,8 +343,8 @@ def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_sca
     of scanning every vector again. Where the pool holds the whole namespace the two give the same hits and
     scores (ties aside: a float's last bits may order two equal scores the other way), with a filter and after a
     delete too; and the second search computes the pool's scores only, not every vector's."""
-    from ltm.store import retrieval
-    from ltm.store.vectors import VectorIndex
+    from ltm.store.embedded import retrieval
+    from ltm.store.embedded.vectors import VectorIndex
 
     words = ["storm", "trophy", "rain", "medal", "garden", "river", "train", "coffee", "violin", "winter"]
     rng = np.random.default_rng(5)
@@ -447,10 +447,10 @@ def test_an_answer_comes_before_a_question_that_repeats_the_words(settings: Sett
         assert store.search(query, k=2)[0].message.content == turns[1]
         assert store.search(query, k=2, mode="keyword")[0].message.content == turns[0]
         assert store.search(query, k=2, mode="dense")[0].message.content == turns[0]
-        monkeypatch.setattr("ltm.store.fusion.PRIOR", {name: 0.0 for name in PRIOR})
+        monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {name: 0.0 for name in PRIOR})
         assert store.search(query, k=2)[0].message.content == turns[0]  # without the prior: the question
         assert search_many([store, other], query, k=2)[0].message.content == turns[0]
         # across namespaces the prior is added too: a question mark costing 5 sends the question turn last
-        monkeypatch.setattr("ltm.store.fusion.PRIOR", {**{name: 0.0 for name in PRIOR}, "question": -5.0})
+        monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {**{name: 0.0 for name in PRIOR}, "question": -5.0})
         assert search_many([store, other], query, k=20)[-1].message.content == turns[0]
         assert store.search(query, k=20)[-1].message.content == turns[0]

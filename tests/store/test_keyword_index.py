@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.manifest import SCHEMA_VERSION
+from ltm.store.embedded.manifest import SCHEMA_VERSION
 
 _DAY = datetime(2024, 1, 5, 18, 30, tzinfo=timezone.utc).timestamp()
 

@@ -10,9 +10,9 @@ import pytest
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.log import MessageLog, Row
-from ltm.store.manifest import Manifest
-from ltm.store.mirror import IndexMirror
+from ltm.store.embedded.log import MessageLog, Row
+from ltm.store.embedded.manifest import Manifest
+from ltm.store.embedded.mirror import IndexMirror
 
 DIM = 16
 

@@ -17,7 +17,7 @@ from pgvector.psycopg import register_vector
 
 from ltm import MemoryStorage, Message
 from ltm.config import Settings
-from ltm.store.log import decode
+from ltm.store.embedded.log import decode
 from ltm.store.pg.backend import HNSW_ROWS, PgBackend
 from ltm.store.pg.pool import close_pools
 from ltm.store.pg.schema import MIGRATIONS, hnsw_index
@@ -139,7 +139,7 @@ def test_a_namespace_written_before_schema_3_gets_its_own_index_on_open(pg_url: 
 
 def test_speaker_names_are_looked_up_in_the_keyword_index(pg_url: str, tmp_path: Path,
                                                           request: pytest.FixtureRequest) -> None:
-    """A question's capitalised words are checked against the namespace's speakers (ltm.store.speakers) through
+    """A question's capitalised words are checked against the namespace's speakers (ltm.store.search.speakers) through
     the GIN index, one round trip for all of them, never a scan of the namespace."""
     store = MemoryStorage("names", settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=pg_url))
     store.add_batch([Message(f"turn {i} about the weather", role="Fahim Khan" if i % 2 else "Akib",

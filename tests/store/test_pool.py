@@ -17,7 +17,7 @@ import pytest
 from ltm import Message
 from ltm.config import Settings
 from ltm.store import MemoryStorage
-from ltm.store.pool import POOL
+from ltm.store.embedded.pool import POOL
 from tests.support.threads import run_in_threads
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 from ltm import LTMError, Message, Settings
 from ltm.errors import InvalidInput
 from ltm.store import MemoryStorage, Mode, NamespaceHit, search_many
-from ltm.store.fusion import PRIOR
+from ltm.store.search.fusion import PRIOR
 from tests.support.embeddings import CountingEmbedding
 
 TEAM = {
@@ -139,7 +139,7 @@ def test_a_question_naming_a_speaker_favours_them_across_namespaces(tmp_path: Pa
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The fusion over several namespaces adds the named speaker's share as one namespace's search does. (The
     prior, whose length term favours the longer turn, is off: this is about the speaker bonus alone.)"""
-    monkeypatch.setattr("ltm.store.fusion.PRIOR", {name: 0.0 for name in PRIOR})
+    monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {name: 0.0 for name in PRIOR})
     settings = Settings(storage_dir=tmp_path / "storage", embedding="hash")
     filler = ["Good morning", "How was work", "The movie was long", "I walked the dog", "Traffic was bad"]
     with MemoryStorage("elise", settings=settings) as elise, MemoryStorage("kevin", settings=settings) as kevin:

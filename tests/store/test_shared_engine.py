@@ -9,7 +9,7 @@ from pathlib import Path
 from ltm import Message
 from ltm.config import Settings
 from ltm.store import MemoryStorage
-from ltm.store.pool import POOL
+from ltm.store.embedded.pool import POOL
 from tests.support.threads import run_in_threads
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store import MemoryStorage, snapshot
-from ltm.store.mirror import IndexMirror
-from ltm.store.vectors import VectorIndex
+from ltm.store import MemoryStorage
+from ltm.store.embedded import snapshot
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.vectors import VectorIndex
 
 DIM = 32
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.speakers import dense_query, first_person, name_candidates
+from ltm.store.search.speakers import dense_query, first_person, name_candidates
 
 NAMES = frozenset({"fahim", "khan", "elise", "kevin", "user"})  # the lower-cased words of the speakers' names
 

@@ -1,5 +1,6 @@
 """The ordinary add commits its new messages to the ``staged`` table on a helper thread while the model embeds
-them (ltm/store/behind.py, Staging; ltm/store/writes.py, add_groups), then moves them into ``messages`` in a
+them (ltm/store/embedded/behind.py, Staging; ltm/store/embedded/writes.py, add_groups), then moves them into
+``messages`` in a
 write that needs no fsync of its own. What a caller can observe: the message is on disk before the model
 answers, a failed model or move stores nothing, a crash during the model leaves a message the next open embeds,
 a reader in another process that embeds the staged row first does not make the add report it as known, and the
@@ -22,7 +23,7 @@ import pytest
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError
-from ltm.store import writes
+from ltm.store.embedded import writes
 from tests.support.embeddings import BrokenEmbedding, CountingEmbedding, GatedEmbedding, SlowEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,7 +298,7 @@ def test_a_failed_deferred_index_add_fails_no_add_and_loses_no_vector(plain: Set
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The FAISS add a staged add left behind fails on the next add's helper: that add still succeeds (it is
     not its failure), and the next read replays both messages from memory.sqlite into the indexes."""
-    from ltm.store.vectors import VectorIndex
+    from ltm.store.embedded.vectors import VectorIndex
 
     store = MemoryStorage("ns", settings=plain, embedding=SlowEmbedding(delay_s=0.003))
     try:

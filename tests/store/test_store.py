@@ -354,7 +354,7 @@ def test_instruct_content_round_trip(settings: Settings) -> None:
 def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
     """A flat delete leaves a ghost (no O(N) compaction per delete); searches skip ghosts, enough ghosts are
     compacted in one pass, and a reopen (a flat index is replayed from SQLite: issue 21) holds no deleted row."""
-    from ltm.store import vectors
+    from ltm.store.embedded import vectors
 
     store = MemoryStorage("ghosts", settings=settings)
     messages = _messages(vectors._FLAT_GHOSTS_MAX + 40)
@@ -383,7 +383,7 @@ def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
 
 
 def test_keyword_plan_keeps_the_rarest_terms_within_the_budget() -> None:
-    from ltm.store.query import keyword_plan
+    from ltm.store.search.query import keyword_plan
 
     freq = {"ticket": 900, "service": 400, "t0042": 1, "deadlock": 30, "absent": 0}
     terms = list(freq)
@@ -397,7 +397,7 @@ def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Sett
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the table is larger than the budget, a query's common words are dropped (they would make FTS5
     score most rows) but its rare words still find their message, in keyword and hybrid mode."""
-    from ltm.store import query
+    from ltm.store.search import query
 
     monkeypatch.setattr(query, "KEYWORD_BUDGET", 20)
     store = MemoryStorage("budget", settings=settings)
@@ -413,10 +413,10 @@ def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Sett
 
 def test_keyword_search_past_the_budget_ranks_only_the_rare_words_rows(settings: Settings,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both engines plan a keyword query alike (ltm.store.query.keyword_terms): past the budget, a word in
+    """Both engines plan a keyword query alike (ltm.store.search.query.keyword_terms): past the budget, a word in
     every row is dropped, so the rows holding only it are not ranked at all (on PostgreSQL they were: every
     row scored, 412 ms at 100k); within the budget every word counts."""
-    from ltm.store import query
+    from ltm.store.search import query
 
     store = MemoryStorage("budget-rows", settings=settings)
     messages = [Message(f"ticket report number{i} {'zebra' if i in (7, 37) else 'plain'}") for i in range(60)]
@@ -450,7 +450,7 @@ def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -
 
     import numpy as np
 
-    from ltm.store.manifest import SCHEMA_VERSION
+    from ltm.store.embedded.manifest import SCHEMA_VERSION
 
     store = MemoryStorage("old", settings=settings)
     messages = _messages(12)

@@ -22,7 +22,7 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError, NotFound
 from ltm.message import Message
 from ltm.store import MemoryStorage, scoped
-from ltm.store.manifest import SCHEMA_VERSION
+from ltm.store.embedded.manifest import SCHEMA_VERSION
 
 # Every test here runs on both engines (tests/store/conftest.py), except the SQLite schema migration's.
 

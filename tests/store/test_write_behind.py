@@ -1,4 +1,4 @@
-"""Write-behind embedding (Settings.write_behind, ltm/store/behind.py): add() is durable before its vector
+"""Write-behind embedding (Settings.write_behind, ltm/store/embedded/behind.py): add() is durable before its vector
 exists, every other call waits for the pending vectors, background failures reach the caller, and a kill -9
 loses no acknowledged add. The embedded engine only (the PostgreSQL store embeds every add before it returns)."""
 

@@ -33,9 +33,8 @@ import psycopg
 from ltm.config import Settings
 from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
-from ltm.store.filters import Compare
-from ltm.store.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
-from ltm.store.log import NAME_ROWS, Row
+from ltm.store.embedded.log import NAME_ROWS, Row
+from ltm.store.embedded.retrieval import MemoryHit
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, record
 from ltm.store.pg.filters import pg_filter
@@ -44,9 +43,10 @@ from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
-from ltm.store.query import question_stems
 from ltm.store.records import StoreStats
-from ltm.store.retrieval import MemoryHit
+from ltm.store.search.filters import Compare
+from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
+from ltm.store.search.query import question_stems
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 
@@ -336,7 +336,7 @@ class PgBackend(PgDocuments):
     def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
                        hnsw: bool) -> list[Any]:
         """The hybrid candidates with the dense ones searched again by the Rocchio vector, as the embedded engine
-        does (:func:`ltm.store.fusion.feedback_vector` over the first fusion's best)."""
+        does (:func:`ltm.store.search.fusion.feedback_vector` over the first fusion's best)."""
         signals, bodies = candidates(rows)
         if not signals.get("dense"):
             return rows

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import InvalidInput
-from ltm.store.log import Row, decode
+from ltm.store.embedded.log import Row, decode
 from ltm.store.pg.search import words
 
 __all__ = ["COPY_ROWS", "insert_rows", "row_values"]

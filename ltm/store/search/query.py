@@ -1,6 +1,6 @@
 """Search plumbing shared by every mode: filters as SQL, the FTS5 query, keyword-index text, fusion: fusion.py.
 
-Filters: the one filter language of :mod:`ltm.store.filters` (which also still reads the old search
+Filters: the one filter language of :mod:`ltm.store.search.filters` (which also still reads the old search
 keywords ``created_after`` / ``created_before`` / ``metadata={...}``); :func:`compile_filters` is its entry
 point for the store.
 
@@ -24,8 +24,8 @@ from typing import Any
 
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
-from ltm.store.filters import Filter, compile_sql, parse
-from ltm.store.fusion import LONG_QUERY_TERMS, stems
+from ltm.store.search.filters import Filter, compile_sql, parse
+from ltm.store.search.fusion import LONG_QUERY_TERMS, stems
 
 __all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "checked_filters", "compile_filters", "keyword_columns",
            "keyword_plan", "keyword_terms", "query_lines", "query_terms", "question_stems"]
@@ -42,7 +42,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
 
 def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list[Any]]:
     """The one place filters become SQL, for search and list alike: (a WHERE clause over ``messages m``
-    or None when unfiltered, its parameters): the filter language of :mod:`ltm.store.filters`. InvalidInput for
+    or None when unfiltered, its parameters): the filter language of :mod:`ltm.store.search.filters`. InvalidInput for
     an unknown field or operator or a bad value; a shape the compiler cannot read is InvalidInput too, never a
     TypeError (issue 13)."""
     try:
@@ -50,7 +50,8 @@ def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list
     except LTMError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
+        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); "
+                           "see ltm.store.search.filters") from exc
     return (where if filters else None), list(params)
 
 
@@ -62,13 +63,14 @@ def checked_filters(filters: Mapping[str, Any] | None) -> Filter | None:
     except LTMError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.filters") from exc
+        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); "
+                           "see ltm.store.search.filters") from exc
 
 
 def question_stems(query: str) -> frozenset[str] | None:
-    """The stems of the query's words (:func:`ltm.store.fusion.stems` of :func:`query_terms`) when it is one
+    """The stems of the query's words (:func:`ltm.store.search.fusion.stems` of :func:`query_terms`) when it is one
     question: one line of at most LONG_QUERY_TERMS distinct words. None for a pasted conversation or a long query,
-    whose candidates get no :func:`ltm.store.fusion.prior` (it was fitted on questions)."""
+    whose candidates get no :func:`ltm.store.search.fusion.prior` (it was fitted on questions)."""
     if "\n" in query.strip() or len(query_terms(query)) > LONG_QUERY_TERMS:
         return None
     return stems(query_terms(query))

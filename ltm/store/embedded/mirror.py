@@ -1,6 +1,6 @@
 """FAISS follows SQLite: :class:`IndexMirror` keeps a namespace's two vector indexes in step with its log.
 
-SQLite (:mod:`ltm.store.log`) is the truth; the content and context :class:`VectorIndex` are a mirror of it
+SQLite (:mod:`ltm.store.embedded.log`) is the truth; the content and context :class:`VectorIndex` are a mirror of it
 that may lag and is repaired from it, never the other way round. Everything that knows how lives here:
 
 - :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``): an HNSW graph only. A flat
@@ -16,7 +16,7 @@ that may lag and is repaired from it, never the other way round. Everything that
   read replays from SQLite;
 - :meth:`IndexMirror.maintain` switches flat -> HNSW past ``hnsw_threshold``, rebuilds an HNSW graph whose
   ghosts pass a fifth of it, and snapshots after enough changes (to an HNSW graph: rows still in its fresh
-  segment do not count, and a graph that did not change is not rewritten on close; see ltm.store.vectors).
+  segment do not count, and a graph that did not change is not rewritten on close; see ltm.store.embedded.vectors).
 
 Not thread-safe by itself: :class:`~ltm.store.storage.MemoryStorage` serialises calls with its lock.
 """
@@ -34,12 +34,12 @@ import numpy as np
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable
 from ltm.message import Message
-from ltm.store import identity, migrations
-from ltm.store.log import CONTENT, CONTEXT, MessageLog, Row, decode
-from ltm.store.manifest import METRIC, SCHEMA_VERSION, Manifest
-from ltm.store.query import keyword_columns
+from ltm.store.embedded import identity, migrations
+from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog, Row, decode
+from ltm.store.embedded.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.records import StoreStats
-from ltm.store.vectors import VectorIndex
+from ltm.store.search.query import keyword_columns
 
 __all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate"]
 
@@ -172,7 +172,7 @@ class IndexMirror:
 
     @property
     def damaged(self) -> bool:
-        """A big snapshot's vectors are checked in the background after open (see ltm.store.snapshot)."""
+        """A big snapshot's vectors are checked in the background after open (see ltm.store.embedded.snapshot)."""
         return any(index is not None and index.damaged for index in (self.content, self.context))
 
     def stats(self, namespace: str | None, log: MessageLog, model: str, embedding_calls: int) -> StoreStats:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from ltm.store.log import MessageLog, translate
+from ltm.store.embedded.log import MessageLog, translate
 
 __all__ = ["newest_time", "query_window"]
 

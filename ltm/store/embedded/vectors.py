@@ -14,7 +14,7 @@ one vector at a time, but ``remove_ids`` compacts the whole array (O(N): 10 ms p
 are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the
 ghost count and drops them (keeping FAISS's BLAS path, which a selector would leave).
 
-:meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.snapshot`, which owns both
+:meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.embedded.snapshot`, which owns both
 file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
 mapped index is read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add to
 the graph (a fold) swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is truncated or
@@ -36,7 +36,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from ltm.store import snapshot
+from ltm.store.embedded import snapshot
 
 __all__ = ["VectorIndex"]
 
@@ -125,7 +125,7 @@ class VectorIndex:
     @property
     def quantized(self) -> bool:
         """Whether the vectors are held as 8-bit codes (HNSW since issue 21): scores are cosines to ~1e-3 only,
-        so callers that need exact cosines rescore the candidates (ltm.store.retrieval)."""
+        so callers that need exact cosines rescore the candidates (ltm.store.embedded.retrieval)."""
         return self.kind == "hnsw" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexHNSWSQ)
 
     # -- changes -----------------------------------------------------------------------------------------
@@ -302,7 +302,7 @@ class VectorIndex:
         scores, ids = self.search(queries, 1)
         return np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
 
-    # -- snapshot (the file layouts: ltm.store.snapshot) -----------------------------------------------------
+    # -- snapshot (the file layouts: ltm.store.embedded.snapshot) -----------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
         header = {"last_seq": self.snapshot_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,

@@ -1,7 +1,7 @@
 """:class:`EmbeddedBackend`: one namespace as a SQLite file + FAISS indexes on this machine (the default).
 
-``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth: :mod:`ltm.store.log`), the
-FAISS snapshots that follow it (:mod:`ltm.store.mirror`) and ``manifest.json`` (model, dimension, schema).
+``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth: :mod:`ltm.store.embedded.log`), the
+FAISS snapshots that follow it (:mod:`ltm.store.embedded.mirror`) and ``manifest.json`` (model, dimension, schema).
 Several processes may open one namespace: SQLite serialises their writes, and each process's mirror replays
 the others' commits before it reads.
 """
@@ -17,13 +17,13 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store.log import MessageLog, Row, unpack
-from ltm.store.mirror import IndexMirror
+from ltm.store.embedded.log import MessageLog, Row, unpack
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.opening import open_namespace
+from ltm.store.embedded.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, retrieve, similar
 from ltm.store.naming import namespace_dir
-from ltm.store.opening import open_namespace
-from ltm.store.query import compile_filters
 from ltm.store.records import StoreStats
-from ltm.store.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, retrieve, similar
+from ltm.store.search.query import compile_filters
 
 __all__ = ["EmbeddedBackend"]
 

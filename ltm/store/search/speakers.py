@@ -4,7 +4,7 @@
 (on REALTALK 9 in 10 of the evidence turns of a question naming a speaker are that speaker's). A candidate is
 *spoken by a named person* when a word of one of its names (metadata ``speaker``, ``sent_from``, ``role``: what the
 keyword index's *who* column holds) is a word of the query, so "Fahim" names "Fahim Khan". The fusion adds
-``WEIGHTS["speaker"]`` to those candidates' scores (:func:`ltm.store.fusion.fuse`); a long query (a pasted
+``WEIGHTS["speaker"]`` to those candidates' scores (:func:`ltm.store.search.fusion.fuse`); a long query (a pasted
 conversation, whose lines start with speaker names) gets none.
 
 The same names are also taken *out of the dense query* (:func:`first_person`): stored turns are embedded as their
@@ -21,9 +21,9 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from ltm.store.fusion import LONG_QUERY_TERMS
-from ltm.store.log import MessageLog
-from ltm.store.query import STOPWORDS, query_terms
+from ltm.store.embedded.log import MessageLog
+from ltm.store.search.fusion import LONG_QUERY_TERMS
+from ltm.store.search.query import STOPWORDS, query_terms
 
 __all__ = ["body_speakers", "dense_query", "first_person", "message_facts", "name_candidates", "spoken_by_named"]
 

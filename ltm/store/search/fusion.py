@@ -13,7 +13,7 @@ Bench; see BENCHMARKS.md) it ranked below the better of its two inputs, because 
 a weak signal almost as much as the 1st of a strong one and ignores how far apart the scores are. The weights
 below were chosen on the dev halves of those sets (``python -m bench.retrieval.explore``).
 
-A long query of several lines (a pasted conversation: :func:`ltm.store.query.query_lines`) is also embedded line
+A long query of several lines (a pasted conversation: :func:`ltm.store.search.query.query_lines`) is also embedded line
 by line, and its dense score for a message is :func:`line_scores`: the best of its lines' cosines averaged with
 the whole query's. One line that names what a memory is about reaches it even when the rest of the conversation
 is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/RETRIEVAL.md).
@@ -25,9 +25,9 @@ query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion'
 is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
 
 A question that names a person who spoke (a word of a candidate's speaker, ``sent_from`` or role) adds
-``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.speakers`; REALTALK 0.572 -> 0.610), and its
+``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.search.speakers`; REALTALK 0.572 -> 0.610), and its
 dense vector is computed with those names in the first person ("What are my hobbies?": stored turns are embedded
-without their speaker; :func:`ltm.store.speakers.first_person`).
+without their speaker; :func:`ltm.store.search.speakers.first_person`).
 
 Last, a candidate gets :data:`SITTING_SHARE` of the best score among the *other* candidates written within
 :data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN` messages of it (the same sitting, as far as the candidates tell): a
@@ -42,7 +42,8 @@ be the answer), whether the candidate is itself a question (a question asks; its
 of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
 score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
 whose long questions are evidence, lose: 0.566 -> 0.545; docs/RETRIEVAL.md, eighth round). Only the
-:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.query.question_stems`), which then
+:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.search.query.question_stems`), which
+then
 gets no Rocchio feedback: beside the prior it added nothing, for ~0.9 ms a search.
 
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
@@ -69,9 +70,10 @@ DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (
 # LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
 # "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
 # naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
-# "speaker" is added to candidates spoken by someone the question names (ltm.store.speakers); none for a long query.
+# "speaker" is added to candidates spoken by someone the question names (ltm.store.search.speakers); none for a long
+# query.
 # Fourth round (docs/RETRIEVAL.md): once a question's speaker names are put in the first person before it is
-# embedded (ltm.store.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an equal
+# embedded (ltm.store.search.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an equal
 # share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
 # speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the
 # whole set's test half (0.608 -> 0.602).
@@ -242,7 +244,7 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
     the dense scale. ``times`` ({seq: created_at} of the candidates; None: unknown) limits the neighbours' share
     to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
-    query names: :mod:`ltm.store.speakers`) get ``weights["speaker"]`` added, after the neighbours' share; then
+    query names: :mod:`ltm.store.search.speakers`) get ``weights["speaker"]`` added, after the neighbours' share; then
     each candidate gets ``sitting`` x the best score of another candidate of its sitting (written within
     ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None). Last, the
     :data:`PRIOR_DEPTH` best get ``priors(their seqs)`` ({seq: :func:`prior`}, e.g. :func:`prior_source`) added.

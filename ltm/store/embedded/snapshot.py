@@ -1,6 +1,6 @@
 """The ``index.faiss`` / ``context.faiss`` files: the one module that knows their two on-disk layouts.
 
-Both are written atomically (:mod:`ltm.store.atomic`: temp file, fsync, rename) and both carry the seqs they
+Both are written atomically (:mod:`ltm.store.embedded.atomic`: temp file, fsync, rename) and both carry the seqs they
 cover (``last_seq``, ``last_tseq``) and their ghosts in a JSON header, so the store replays only what
 happened after the snapshot. A missing, truncated, foreign or corrupt file reads as None (the store then
 rebuilds from SQLite without re-embedding).
@@ -40,8 +40,8 @@ from typing import IO, Any
 import faiss
 import numpy as np
 
-from ltm.store.atomic import atomic_write, replacing
-from ltm.store.log import decode
+from ltm.store.embedded.atomic import atomic_write, replacing
+from ltm.store.embedded.log import decode
 
 __all__ = ["INLINE_VERIFY_MAX", "Loaded", "read", "write"]
 

@@ -9,7 +9,7 @@ import sqlite3
 
 import numpy as np
 
-from ltm.store.log import VECTOR_DTYPE, MessageLog, translate
+from ltm.store.embedded.log import VECTOR_DTYPE, MessageLog, translate
 
 __all__ = ["meta", "row_at", "set_meta", "stored_dim", "tail"]
 

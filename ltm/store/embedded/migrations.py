@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ltm.store.log import CONTENT, CONTEXT, FTS_SPEC, MessageLog, pack, translate
+from ltm.store.embedded.log import CONTENT, CONTEXT, FTS_SPEC, MessageLog, pack, translate
 
 __all__ = ["keywords_stemmed", "migrate_float16", "rebuild_keywords"]
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
 from ltm.store import history
-from ltm.store.filters import casefold
-from ltm.store.locks import FairLock, namespace_lock
+from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.scopes import SCOPE_DDL, add_scope_columns
+from ltm.store.search.filters import casefold
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
            "unpack"]
@@ -107,7 +107,7 @@ class MessageLog:
                  *, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
-        # this process's writers of the namespace queue here before SQLite's lock (ltm.store.locks); looked up
+        # this process's writers of the namespace queue here before SQLite's lock (ltm.store.embedded.locks); looked up
         # once: the lookup resolves the path (an lstat per component), which every add paid for
         self.write_lock: FairLock = namespace_lock(path)
         self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
@@ -143,7 +143,7 @@ class MessageLog:
 
         ``durable=False``: the commit is not fsynced even with ``synchronous=FULL`` (WAL mode keeps it through a
         crash of the process, not of the machine): for a write whose content an earlier fsynced commit already
-        holds (ltm.store.behind.Staging)."""
+        holds (ltm.store.embedded.behind.Staging)."""
         relaxed = write and not durable and self.synchronous == "full"
         with translate(self.path):
             if relaxed:
@@ -334,7 +334,7 @@ class MessageLog:
     def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
         """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` live messages whose keyword
         index's *who* column holds it} for each of ``words`` (lower case) some message's names hold (one indexed
-        lookup each; :mod:`ltm.store.speakers`)."""
+        lookup each; :mod:`ltm.store.search.speakers`)."""
         sql = (f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
                f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid")
         with translate(self.path):

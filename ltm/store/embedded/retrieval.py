@@ -11,8 +11,11 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store import query as plans
-from ltm.store.fusion import (
+from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.vectors import VectorIndex
+from ltm.store.search import query as plans
+from ltm.store.search.fusion import (
     DEPTH,
     FEEDBACK_SEEDS,
     FEEDBACK_WEIGHT,
@@ -25,12 +28,9 @@ from ltm.store.fusion import (
     near_exact,
     prior_source,
 )
-from ltm.store.log import MessageLog
-from ltm.store.mirror import IndexMirror
-from ltm.store.query import keyword_plan, query_terms, question_stems
-from ltm.store.speakers import message_facts, spoken_by_named
-from ltm.store.vectors import VectorIndex
-from ltm.store.when import newest_time, query_window
+from ltm.store.search.query import keyword_plan, query_terms, question_stems
+from ltm.store.search.speakers import message_facts, spoken_by_named
+from ltm.store.search.when import newest_time, query_window
 
 # A hybrid question's feedback search over a flat index ranks the first search's FEEDBACK_POOL x fetch nearest
 # (200 for k <= 16) instead of scanning the index again: see _hybrid.
@@ -70,7 +70,8 @@ class MemoryHit:
     message: Message
     score: float
     signals: tuple[str, ...]
-    explain: dict[str, float] | None = None  # per-signal scores, with search(explain=True): see ltm.store.explain
+    # per-signal scores, with search(explain=True): see ltm.store.search.explain
+    explain: dict[str, float] | None = None
 
 
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
@@ -78,7 +79,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
 
     Hybrid takes max(3k, 50) candidates from each signal (dense content, dense context when the namespace
     holds conversation turns, keyword, and dense inside the time window the query names, if any) and fuses
-    them (:mod:`ltm.store.fusion`); messages whose content is the query (``exact_key``) or equals it up to
+    them (:mod:`ltm.store.search.fusion`); messages whose content is the query (``exact_key``) or equals it up to
     case, spacing and punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine
     similarities.
     """
@@ -171,7 +172,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
 
 def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
     """Whether a hybrid query's dense side is searched again by the Rocchio vector: a one-vector query that gets no
-    prior (``terms``, its :func:`~ltm.store.query.question_stems`, is None). With the prior, a one-line question
+    prior (``terms``, its :func:`~ltm.store.search.query.question_stems`, is None). With the prior, a one-line question
     gained nothing from it (REALTALK 0.652 without, 0.651 with; dev 0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms
     search at 10,000 messages (docs/RETRIEVAL.md, eighth round)."""
     return bool(FEEDBACK_WEIGHT) and query.lines is None and terms is None
@@ -197,7 +198,8 @@ def _now(log: MessageLog, query: SearchQuery) -> float:
 
 def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
             lines: np.ndarray | None = None) -> list[tuple[int, float]]:
-    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.fusion.line_scores` (over the stored
+    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.search.fusion.line_scores` (over the
+    stored
     vectors) of the union of the whole query's and each line's nearest ``fetch``."""
     if lines is None or len(lines) < 2:
         scores, ids = dense(log, index, vector, fetch, allowed)

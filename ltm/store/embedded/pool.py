@@ -3,11 +3,11 @@
 Every open namespace holds about three file descriptors (``memory.sqlite`` and its ``-wal`` / ``-shm``) and
 its FAISS indexes in RAM. Issue 20 measured the 340th namespace failing under the common ``ulimit -n 1024``.
 Handles (:class:`PooledNamespace`, the base of :class:`~ltm.store.storage.MemoryStorage`) on one namespace
-share one :class:`~ltm.store.engine.Engine`, and each open engine is registered with the process's
+share one :class:`~ltm.store.embedded.engine.Engine`, and each open engine is registered with the process's
 :data:`POOL`; past ``settings.max_open_namespaces`` the least recently used IDLE engines are *parked*:
 snapshot flushed, SQLite connection closed, indexes dropped. The handles stay valid: the next call on any of
 them reopens the namespace from its snapshot (no rebuild, no embedding; the vector indexes themselves load
-only when a call needs them, see :meth:`~ltm.store.mirror.IndexMirror.open`).
+only when a call needs them, see :meth:`~ltm.store.embedded.mirror.IndexMirror.open`).
 
 "Idle" means nobody holds the engine's lock: every call that touches the log or the indexes runs under it, on
 whichever thread and through whichever handle (the async twins run in the store's thread pool, under the
@@ -28,10 +28,10 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, ConfigError, InvalidInput
+from ltm.store.embedded.engine import ENGINES, Engine, HandleLock
+from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedder import Embedder
-from ltm.store.engine import ENGINES, Engine, HandleLock
-from ltm.store.log import MessageLog
-from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
 from ltm.store.offloop import OffLoop
 
@@ -188,7 +188,7 @@ class PooledNamespace(OffLoop):
 
     def _require(self) -> tuple[MessageLog, IndexMirror]:
         """The open log and mirror (call under the lock), reopening a namespace the pool parked, once every
-        acknowledged message has its vector (write-behind adds, or a crash's: ltm.store.behind)."""
+        acknowledged message has its vector (write-behind adds, or a crash's: ltm.store.embedded.behind)."""
         log, mirror = self._parts()
         self._settle(log, mirror)
         return log, mirror

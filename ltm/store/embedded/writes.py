@@ -14,8 +14,8 @@ import numpy as np
 from ltm.errors import NotFound
 from ltm.store import history as trail
 from ltm.store import rows as rowplan
-from ltm.store.log import MessageLog, Row
-from ltm.store.mirror import IndexMirror
+from ltm.store.embedded.log import MessageLog, Row
+from ltm.store.embedded.mirror import IndexMirror
 
 __all__ = ["add_groups", "insert_groups", "replace_rows"]
 
@@ -79,7 +79,7 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     fsyncs) the next callers embed nothing and wait in the queue to form the next group. The store's
     ``_insert_groups`` writes (the PostgreSQL-backed store: one transaction per item).
 
-    While the model runs, ``store._staging`` (the embedded store's; ltm.store.behind.Staging) commits up to
+    While the model runs, ``store._staging`` (the embedded store's; ltm.store.embedded.behind.Staging) commits up to
     STAGE_MAX new messages durably on a helper thread, so the write after the model needs no fsync of its own;
     should that write fail, or the model, the staged rows are taken back and the add raises with nothing stored."""
     known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])

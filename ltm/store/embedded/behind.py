@@ -37,12 +37,12 @@ import numpy as np
 from ltm.errors import LTMError, WriteBehindFailed
 from ltm.message import Message
 from ltm.store import rows as rowplan
+from ltm.store.embedded.log import MessageLog, translate
+from ltm.store.embedded.writes import insert_groups
 from ltm.store.group import GroupCommit
-from ltm.store.log import MessageLog, translate
-from ltm.store.writes import insert_groups
 
 if TYPE_CHECKING:
-    from ltm.store.mirror import IndexMirror
+    from ltm.store.embedded.mirror import IndexMirror
 
 __all__ = ["Staging", "WriteBehind", "has_staged"]
 
@@ -81,7 +81,8 @@ def _stage(log: MessageLog, items: Sequence[list[Message]]) -> list[int]:
 
 class Staging:
     """An ordinary add's new messages, committed to ``staged`` on a helper thread while the model embeds them
-    (:func:`ltm.store.writes.add_groups`), so the commit's fsync overlaps the model run instead of following it.
+    (:func:`ltm.store.embedded.writes.add_groups`), so the commit's fsync overlaps the model run instead of following
+    it.
 
     The write after the model moves them into ``messages`` with their vectors in ONE transaction that deletes
     the staged rows (:meth:`delete`) and is not fsynced: the staged rows already make the add durable. A crash

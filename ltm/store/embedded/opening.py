@@ -9,7 +9,7 @@ trusted. Issue 13's rules, one per file (docs/RELIABILITY.md lists them with the
 - ``manifest.json`` missing or unreadable while the log holds rows: rebuilt from the log's ``meta`` table (the model and
   namespace recorded there) and its stored vectors (the dimension); StoreCorrupted when the log is older
   than that table and cannot say which model made its vectors;
-- a snapshot that does not belong to the log (see :mod:`ltm.store.mirror`): rebuilt from the log;
+- a snapshot that does not belong to the log (see :mod:`ltm.store.embedded.mirror`): rebuilt from the log;
 - temp files of snapshot or manifest writes killed midway: deleted, unless a live writer still holds them;
 - a folder that cannot be written (read-only media): opened read-only; searches work, writes are refused.
 """
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import ConfigError, StoreCorrupted
-from ltm.store import identity, migrations
-from ltm.store.log import MessageLog
-from ltm.store.manifest import SCHEMA_VERSION, Manifest
-from ltm.store.mirror import IndexMirror, migrate
+from ltm.store.embedded import identity, migrations
+from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.manifest import SCHEMA_VERSION, Manifest
+from ltm.store.embedded.mirror import IndexMirror, migrate
 
 __all__ = ["open_namespace", "sweep_leftovers"]
 

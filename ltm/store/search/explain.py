@@ -7,7 +7,7 @@ one FTS5 statement, whatever the mode:
 - ``context``: the same for the hit's context vector (conversation turns only);
 - ``keyword``: ``-bm25`` of the hit for the query's keyword match (absent when the hit holds none of the
   words kept for the query);
-- ``fusion``: the fused score, in hybrid mode (it is the hit's ``score``: :mod:`ltm.store.fusion`).
+- ``fusion``: the fused score, in hybrid mode (it is the hit's ``score``: :mod:`ltm.store.search.fusion`).
 
 ``threshold`` is a minimum on the scale users can reason about: the cosine similarity (``dense``) in dense and
 hybrid modes, ``-bm25`` in keyword mode. A hit below it is dropped, so fewer than k may come back.
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import InvalidInput
-from ltm.store.log import BM25_WEIGHTS, MessageLog, translate, unpack
-from ltm.store.retrieval import MemoryHit, check_query
+from ltm.store.embedded.log import BM25_WEIGHTS, MessageLog, translate, unpack
+from ltm.store.embedded.retrieval import MemoryHit, check_query
 from ltm.store.validation import normalise
 
 __all__ = ["Signals", "check_threshold", "explained", "given_query_vector", "sqlite_signals"]

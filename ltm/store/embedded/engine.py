@@ -2,12 +2,12 @@
 
 Two :class:`~ltm.store.storage.MemoryStorage` objects for one namespace (same data root, kind, name, embedding
 model and engine settings) in one process share ONE :class:`Engine`: one SQLite connection, one
-:class:`~ltm.store.mirror.IndexMirror` (one copy of the vectors in RAM) and one re-entrant lock that serialises
+:class:`~ltm.store.embedded.mirror.IndexMirror` (one copy of the vectors in RAM) and one re-entrant lock that serialises
 every call that touches them, whichever handle makes it. A write through one handle is in the mirror the other
 reads at once: nothing to replay, no second copy.
 
 The engine is reference-counted by the handles attached to it (a weak set: a collected handle counts no more).
-It closes its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.pool`); a handle
+It closes its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.embedded.pool`); a handle
 keeps its engine object after ``close()``, so its next call reopens the very engine other handles may share.
 
 :class:`HandleLock` is a handle's ``_lock``: its own lock until the handle opens a namespace, then that
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ltm.config import Settings
-from ltm.store.behind import has_staged
-from ltm.store.log import MessageLog
-from ltm.store.mirror import IndexMirror
-from ltm.store.opening import open_namespace, sweep_leftovers
+from ltm.store.embedded.behind import has_staged
+from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.opening import open_namespace, sweep_leftovers
 
 __all__ = ["ENGINES", "Engine", "EngineRegistry", "HandleLock"]
 
@@ -86,7 +86,8 @@ class Engine:
         self.log: MessageLog | None = None
         self.mirror: IndexMirror | None = None
         self.parked = False  # closed by the pool: its handles still count it open
-        self.staged = False  # acknowledged messages wait for their vectors (ltm.store.behind): reads settle them
+        # acknowledged messages wait for their vectors (ltm.store.embedded.behind): reads settle them
+        self.staged = False
         self.handles: weakref.WeakSet[Any] = weakref.WeakSet()  # the attached handles
 
     def attach(self, handle: Any) -> None:
