@@ -11,12 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ltm.store.catalog import NamespaceInfo, is_namespace_dir, namespace_exists, namespace_path, namespaces
-from ltm.store.embedded.retrieval import Mode, SearchQuery
-from ltm.store.history import HistoryEvent
-from ltm.store.records import MessagePage, StoreStats
+from ltm.store.catalog import (
+    NamespaceInfo,
+    database_namespaces,
+    database_partitions,
+    is_namespace_dir,
+    namespace_exists,
+    namespace_path,
+    namespaces,
+)
+from ltm.store.records import HistoryEvent, MessagePage, Mode, SearchQuery, StoreStats
 from ltm.store.scopes import scoped
-from ltm.store.search.query import compile_filters
+from ltm.store.search.query import checked_filters
 from ltm.store.storage import MemoryHit, MemoryStorage, register_server_store
 
 from ltm.store.backed import BackendStorage  # isort: skip  (after storage: it subclasses MemoryStorage)
@@ -28,7 +34,7 @@ register_server_store(BackendStorage)
 def check_filters(filters: Mapping[str, Any] | None) -> None:
     """Raise the InvalidInput a search or list would raise for ``filters`` (the store's filter language),
     without a namespace: for callers that answer a read of a namespace that does not exist."""
-    compile_filters(filters)
+    checked_filters(filters)
 
 __all__ = [
     "HistoryEvent",
@@ -41,6 +47,8 @@ __all__ = [
     "SearchQuery",
     "StoreStats",
     "check_filters",
+    "database_namespaces",
+    "database_partitions",
     "is_namespace_dir",
     "namespace_exists",
     "namespace_path",

@@ -34,8 +34,8 @@ from typing import Any
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.store.embedded.log import BM25_WEIGHTS, translate
-from ltm.store.embedded.retrieval import MemoryHit, Mode, check_query
 from ltm.store.embedder import QUERY
+from ltm.store.records import MemoryHit, Mode
 from ltm.store.search.fusion import (
     DEPTH,
     LONG_QUERY_TERMS,
@@ -45,7 +45,7 @@ from ltm.store.search.fusion import (
     normalised_text,
     prior_source,
 )
-from ltm.store.search.query import query_terms, question_stems
+from ltm.store.search.query import check_query, query_terms, question_stems
 from ltm.store.search.speakers import dense_query, spoken_by_named
 from ltm.store.storage import MemoryStorage
 from ltm.store.validation import check_k

@@ -41,10 +41,8 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.backend import DocumentBackend, open_backend
 from ltm.store.embedded.behind import Staging
-from ltm.store.embedded.retrieval import MemoryHit, Mode
-from ltm.store.history import HistoryEvent
 from ltm.store.naming import namespace_dir
-from ltm.store.records import StoreStats
+from ltm.store.records import HistoryEvent, MemoryHit, Mode, StoreStats
 from ltm.store.search.explain import explained
 from ltm.store.search.filters import Filter
 from ltm.store.storage import MemoryStorage

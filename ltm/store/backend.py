@@ -23,11 +23,8 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store.embedded.log import Row
-from ltm.store.embedded.retrieval import MemoryHit
-from ltm.store.history import HistoryEvent
 from ltm.store.naming import namespace_dir
-from ltm.store.records import StoreStats
+from ltm.store.records import HistoryEvent, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Filter
 
 __all__ = ["DocumentBackend", "StoreBackend", "open_backend"]

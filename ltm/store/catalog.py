@@ -15,6 +15,7 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError, StoreCorrupted
@@ -22,7 +23,11 @@ from ltm.store.embedded.log import corrupted, translate
 from ltm.store.embedded.manifest import Manifest
 from ltm.store.naming import check_kind, namespace_dir, safe_name
 
-__all__ = ["NamespaceInfo", "is_namespace_dir", "namespace_exists", "namespace_path", "namespaces"]
+if TYPE_CHECKING:
+    from ltm.store.pg.catalog import PgNamespace
+
+__all__ = ["NamespaceInfo", "database_namespaces", "database_partitions", "is_namespace_dir", "namespace_exists",
+           "namespace_path", "namespaces"]
 
 _MANIFEST, _LOG = "manifest.json", "memory.sqlite"
 
@@ -62,6 +67,20 @@ def namespace_exists(settings: Settings, kind: str, namespace: str) -> bool:
         return pg_namespace_exists(settings.store_url, kind, namespace, settings.store_partitions)
     directory = namespace_path(settings, kind, namespace)
     return os.path.isfile(directory / _MANIFEST) or os.path.isfile(directory / _LOG)
+
+
+def database_namespaces(url: str) -> Iterator[PgNamespace]:
+    """Every namespace in the PostgreSQL database at ``url`` (kind, name, model, dim, messages), by kind then name."""
+    from ltm.store.pg.catalog import pg_namespaces
+
+    return pg_namespaces(url)
+
+
+def database_partitions(url: str) -> int:
+    """How many hash partitions by namespace the PostgreSQL database at ``url`` has (0: plain tables)."""
+    from ltm.store.pg.catalog import pg_partitions
+
+    return pg_partitions(url)
 
 
 def is_namespace_dir(directory: Path) -> bool:

@@ -28,18 +28,18 @@ import numpy as np
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
-from ltm.store import history as trail
 from ltm.store import rows as rowplan
 from ltm.store import transfer
+from ltm.store.embedded import history as trail
 from ltm.store.embedded.engine import HandleLock
-from ltm.store.embedded.log import MessageLog, translate, unpack
+from ltm.store.embedded.filters import to_sql
+from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedder import TEXT, Embedder
-from ltm.store.history import HistoryEvent
 from ltm.store.offloop import OffLoop
-from ltm.store.records import MessagePage, check_limit, decode_cursor
+from ltm.store.records import EVENTS, HistoryEvent, MessagePage, check_limit, decode_cursor, unpack
 from ltm.store.scopes import SCOPES
-from ltm.store.search.filters import Compare, Filter, metadata_path, to_sql
+from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.query import checked_filters
 
 __all__ = ["DocumentStore"]
@@ -324,8 +324,8 @@ class DocumentStore(OffLoop):
         """Make ``rows`` (from :meth:`history_rows` of another store) the history of the ids they name, in one
         transaction, replacing what those ids had (so loading twice leaves one copy); bounded as ever."""
         listed = [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
-        if any(e not in trail.EVENTS for _, e, _, _ in listed):
-            raise InvalidInput(f"history events are one of {trail.EVENTS}")
+        if any(e not in EVENTS for _, e, _, _ in listed):
+            raise InvalidInput(f"history events are one of {EVENTS}")
         with self._lock:
             self._load_trail(listed)
 

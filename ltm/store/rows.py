@@ -17,7 +17,7 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store.embedded.log import VECTOR_DTYPE, Row
+from ltm.store.records import VECTOR_DTYPE, Row
 from ltm.store.scopes import scope_values
 from ltm.store.search.query import keyword_columns
 from ltm.store.validation import check_message, context_text, normalise

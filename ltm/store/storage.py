@@ -35,26 +35,20 @@ from ltm.store import rows as rowplan
 from ltm.store.documents import DocumentStore
 from ltm.store.embedded.behind import Staging, WriteBehind
 from ltm.store.embedded.engine import HandleLock
+from ltm.store.embedded.explain import sqlite_signals
+from ltm.store.embedded.filters import compile_filters
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
-from ltm.store.embedded.retrieval import (
-    MemoryHit,
-    Mode,
-    SearchQuery,
-    best_similarities,
-    keyword_match,
-    retrieve,
-    similar,
-)
+from ltm.store.embedded.retrieval import best_similarities, keyword_match, retrieve, similar
 from ltm.store.embedded.writes import add_groups, insert_groups, replace_rows
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
 from ltm.store.naming import namespace_dir
-from ltm.store.records import StoreStats
-from ltm.store.search.explain import check_threshold, explained, given_query_vector, sqlite_signals
+from ltm.store.records import MemoryHit, Mode, SearchQuery, StoreStats
+from ltm.store.search.explain import check_threshold, explained, given_query_vector
 from ltm.store.search.filters import Compare
-from ltm.store.search.query import compile_filters, query_lines
+from ltm.store.search.query import query_lines
 from ltm.store.search.speakers import dense_query
 from ltm.store.validation import check_id, check_k, text_of
 

@@ -15,8 +15,9 @@ from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.backed import BackendStorage
+from ltm.store.embedded.filters import compile_sql
 from ltm.store.pg.filters import pg_filter
-from ltm.store.search.filters import And, Compare, Not, Or, compile_sql, parse
+from ltm.store.search.filters import And, Compare, Not, Or, parse
 from tests.store.conftest import BACKENDS
 
 _ROLES = ["user", "assistant", "Engineer", "ProductManager"]

@@ -10,9 +10,10 @@ import pytest
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.embedded.log import MessageLog, Row
+from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.manifest import Manifest
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.records import Row
 
 DIM = 16
 

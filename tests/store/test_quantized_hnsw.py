@@ -14,9 +14,9 @@ from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.embedded import snapshot
-from ltm.store.embedded.log import decode
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.vectors import VectorIndex
+from ltm.store.records import decode
 from tests.store.test_store_hnsw import TableEmbedding
 
 DIM, STORED, TOPICS = 64, 3000, 40

@@ -175,7 +175,7 @@ def test_history_is_bounded_by_a_setting(settings: Settings) -> None:
 def test_trimming_the_history_probes_its_ends_instead_of_scanning_it() -> None:
     """Every group commit and batch trims the history: a whole-table scan there grew each add with the table
     (min and max in one SELECT defeat SQLite's min/max shortcut: 14% of concurrent adds at 10k)."""
-    from ltm.store import history
+    from ltm.store.embedded import history
 
     db = sqlite3.connect(":memory:")
     db.executescript(history.DDL)

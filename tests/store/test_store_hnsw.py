@@ -15,8 +15,8 @@ from ltm.config import Settings
 from ltm.longterm import LongTermMemory
 from ltm.message import Message
 from ltm.store import MemoryStorage
-from ltm.store.embedded.log import decode
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.records import decode
 
 DIM, STORED, TOPICS = 64, 3000, 40
 

@@ -17,13 +17,13 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store.embedded.log import MessageLog, Row, unpack
+from ltm.store.embedded.filters import compile_filters
+from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.opening import open_namespace
-from ltm.store.embedded.retrieval import MemoryHit, Mode, SearchQuery, best_similarities, retrieve, similar
+from ltm.store.embedded.retrieval import best_similarities, retrieve, similar
 from ltm.store.naming import namespace_dir
-from ltm.store.records import StoreStats
-from ltm.store.search.query import compile_filters
+from ltm.store.records import MemoryHit, Mode, Row, SearchQuery, StoreStats, unpack
 
 __all__ = ["EmbeddedBackend"]
 

@@ -9,7 +9,8 @@ import sqlite3
 
 import numpy as np
 
-from ltm.store.embedded.log import VECTOR_DTYPE, MessageLog, translate
+from ltm.store.embedded.log import MessageLog, translate
+from ltm.store.records import VECTOR_DTYPE
 
 __all__ = ["meta", "row_at", "set_meta", "stored_dim", "tail"]
 

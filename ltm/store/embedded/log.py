@@ -15,22 +15,21 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ltm.errors import BackendUnavailable, StoreCorrupted
-from ltm.store import history
+from ltm.store.embedded import history
 from ltm.store.embedded.locks import FairLock, namespace_lock
-from ltm.store.scopes import SCOPE_DDL, add_scope_columns
+from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
+from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
 from ltm.store.search.filters import casefold
+from ltm.store.search.speakers import NAME_ROWS
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "MessageLog", "Row", "corrupted", "decode", "pack", "translate",
            "unpack"]
-
-VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
@@ -77,27 +76,8 @@ BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
            "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
-NAME_ROWS = 8  # messages read per word by speaker_names (their names, in the stored case)
 _NAMES_KEPT = 4096  # words whose speaker_names answer is kept between writes
 _DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
-
-
-@dataclass(frozen=True)
-class Row:
-    """One message ready to be written: the columns plus its keyword-index text per FTS column."""
-
-    id: str
-    role: str
-    cause_by: str
-    sent_from: str
-    created_at: float
-    metadata: str
-    body: str
-    text_key: bytes
-    vector: np.ndarray
-    fts: tuple[str, str, str, str]
-    context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
-    scopes: tuple[str | None, str | None, str | None, float | None] = (None, None, None, None)  # see scopes.py
 
 
 class MessageLog:
@@ -373,28 +353,6 @@ def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         return seqs, np.zeros((0, 0), dtype=np.float32)
     blob = b"".join(r[1] for r in rows)
     return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
-
-
-def pack(vector: np.ndarray) -> bytes:
-    """A vector as its stored blob (float16)."""
-    return np.asarray(vector).astype(VECTOR_DTYPE).tobytes()
-
-
-def unpack(blob: bytes) -> np.ndarray:
-    """A stored blob as the float32 unit vector the index holds for it."""
-    return decode(np.frombuffer(blob, dtype=VECTOR_DTYPE))
-
-
-def decode(stored: np.ndarray) -> np.ndarray:
-    """Stored float16 vectors (rows) -> the float32 unit vectors searched.
-
-    Renormalising after the rounding matters: a rounded vector's norm is off by ~1e-4, which would move a
-    message's similarity to its own text that much; renormalised, the cosine of a vector and its stored form
-    is 1 - O(1e-8), and cosines near the find_news threshold move by ~1e-5.
-    """
-    out = np.asarray(stored, dtype=np.float32)
-    norms = np.linalg.norm(out, axis=-1, keepdims=True)
-    return np.ascontiguousarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 @contextmanager

@@ -35,10 +35,10 @@ from ltm.config import Settings
 from ltm.errors import BackendUnavailable
 from ltm.message import Message
 from ltm.store.embedded import identity, migrations
-from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog, Row, decode
+from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog
 from ltm.store.embedded.manifest import METRIC, SCHEMA_VERSION, Manifest
 from ltm.store.embedded.vectors import VectorIndex
-from ltm.store.records import StoreStats
+from ltm.store.records import Row, StoreStats, decode
 from ltm.store.search.query import keyword_columns
 
 __all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate"]

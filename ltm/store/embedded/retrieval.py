@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.speakers import message_facts
 from ltm.store.embedded.vectors import VectorIndex
+from ltm.store.embedded.when import newest_time
+from ltm.store.records import MemoryHit, SearchQuery
 from ltm.store.search import query as plans
 from ltm.store.search.fusion import (
     DEPTH,
@@ -29,50 +29,14 @@ from ltm.store.search.fusion import (
     prior_source,
 )
 from ltm.store.search.query import keyword_plan, query_terms, question_stems
-from ltm.store.search.speakers import message_facts, spoken_by_named
-from ltm.store.search.when import newest_time, query_window
+from ltm.store.search.speakers import spoken_by_named
+from ltm.store.search.when import query_window
 
 # A hybrid question's feedback search over a flat index ranks the first search's FEEDBACK_POOL x fetch nearest
 # (200 for k <= 16) instead of scanning the index again: see _hybrid.
 FEEDBACK_POOL = 4
 
-__all__ = ["MODES", "MemoryHit", "Mode", "SearchQuery", "best_similarities", "check_query", "dense", "keyword_match",
-           "retrieve", "similar"]
-
-Mode = Literal["hybrid", "dense", "keyword"]
-MODES: tuple[Mode, ...] = get_args(Mode)
-
-
-@dataclass(frozen=True)
-class SearchQuery:
-    """One search's inputs (modelled on llama-index's ``VectorStoreQuery``).
-
-    ``vector`` is the embedded ``text`` (shape (1, dim); None in keyword mode or before any vector is
-    stored); ``where`` a filter clause over ``messages m`` with its ``params`` (None: unfiltered).
-    """
-
-    text: str
-    vector: np.ndarray | None
-    k: int
-    mode: Mode = "hybrid"
-    where: str | None = None
-    params: tuple[Any, ...] = ()
-    exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
-    now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
-    lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    """One search result: the message, its score (see the module docstring for each mode's scale) and the
-    signals that found it: ``("dense",)``, ``("keyword",)`` or ``("dense", "keyword")``."""
-
-    message: Message
-    score: float
-    signals: tuple[str, ...]
-    # per-signal scores, with search(explain=True): see ltm.store.search.explain
-    explain: dict[str, float] | None = None
-
+__all__ = ["best_similarities", "dense", "keyword_match", "retrieve", "similar"]
 
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
     """The ``query.k`` best hits, from the log and the mirror's content and context indexes (in step).
@@ -286,11 +250,3 @@ def keyword_match(log: MessageLog, query: str) -> str | None:
     if not terms or rows <= budget:
         return keyword_plan(terms, dict.fromkeys(terms, 1), rows, budget)  # all: the table bounds the cost
     return keyword_plan(terms, log.doc_freqs(terms, budget + 1, rows), rows, budget)
-
-
-def check_query(query: str, mode: str) -> None:
-    """InvalidInput unless ``mode`` is a :data:`Mode` and ``query`` is non-empty text."""
-    if mode not in MODES:
-        raise InvalidInput(f"mode must be one of {MODES}, got {mode!r}")
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query must be non-empty text")

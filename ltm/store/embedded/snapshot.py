@@ -41,7 +41,7 @@ import faiss
 import numpy as np
 
 from ltm.store.embedded.atomic import atomic_write, replacing
-from ltm.store.embedded.log import decode
+from ltm.store.records import decode
 
 __all__ = ["INLINE_VERIFY_MAX", "Loaded", "read", "write"]
 

@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import NotFound
-from ltm.store import history as trail
 from ltm.store import rows as rowplan
-from ltm.store.embedded.log import MessageLog, Row
+from ltm.store.embedded import history as trail
+from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.records import Event, Row
 
 __all__ = ["add_groups", "insert_groups", "replace_rows"]
 
@@ -59,7 +60,7 @@ def replace_rows(log: MessageLog, mirror: IndexMirror, rows: Sequence[Row], *, u
     """Each row in place of the stored message with its id, in ONE write transaction; how many replaced one.
     ``update``: a row whose message was deleted meanwhile raises NotFound instead of being added."""
     with mirror.writing(log) as write:
-        events: builtins.list[tuple[str, trail.Event, str | None]] = []
+        events: builtins.list[tuple[str, Event, str | None]] = []
         for row in rows:
             old = log.body_of(row.id)
             if old is None and update:  # deleted since update() read it: nothing changes

@@ -33,8 +33,6 @@ import psycopg
 from ltm.config import Settings
 from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
-from ltm.store.embedded.log import NAME_ROWS, Row
-from ltm.store.embedded.retrieval import MemoryHit
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, record
 from ltm.store.pg.filters import pg_filter
@@ -43,10 +41,11 @@ from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
-from ltm.store.records import StoreStats
+from ltm.store.records import MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
+from ltm.store.search.speakers import NAME_ROWS
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 

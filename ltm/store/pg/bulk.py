@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import InvalidInput
-from ltm.store.embedded.log import Row, decode
 from ltm.store.pg.search import words
+from ltm.store.records import Row, decode
 
 __all__ = ["COPY_ROWS", "insert_rows", "row_values"]
 

@@ -3,7 +3,7 @@ the audit trail, per-signal scores for ``explain``, metadata indexes.
 
 :class:`PgDocuments` is a base of :class:`~ltm.store.pg.backend.PgBackend`. Filters arrive parsed (one tree,
 :mod:`ltm.store.search.filters`) and become SQL through :func:`~ltm.store.pg.filters.pg_where`. The trail is stored as
-the embedded one (:mod:`ltm.store.history`): one ``ltm_history`` row per event with the *old* body only,
+the embedded one (:mod:`ltm.store.embedded.history`): one ``ltm_history`` row per event with the *old* body only,
 written in the same transaction as the change, under the namespace's advisory lock, timed by the server's clock
 (one clock for writers on every host); the namespace row counts its events, so bounding the trail to
 ``Settings.history_limit`` costs no scan.
@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ltm.store import history as trail
-from ltm.store.history import HistoryEvent
 from ltm.store.pg.filters import metadata_expr, pg_where
 from ltm.store.pg.pool import translate
 from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.search import TSQUERY_WEIGHTS, tsquery_text
+from ltm.store.records import HistoryEvent, assemble
 from ltm.store.search.filters import Filter, metadata_path
 
 __all__ = ["PgDocuments", "record"]
@@ -94,7 +93,7 @@ class PgDocuments:
                                 (self.ns, message_id)).fetchall()
             body = conn.execute("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s",
                                 (self.ns, message_id)).fetchone()
-        return trail.assemble(message_id, rows, None if body is None else str(body[0]))
+        return assemble(message_id, rows, None if body is None else str(body[0]))
 
     def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
                       text: str | None) -> dict[str, dict[str, float]]:

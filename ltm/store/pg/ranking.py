@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ltm.message import Message
-from ltm.store.embedded.retrieval import MemoryHit
+from ltm.store.records import MemoryHit
 from ltm.store.search.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, near_exact, prior_source
 from ltm.store.search.query import query_terms
 from ltm.store.search.speakers import body_speakers, spoken_by_named

@@ -44,10 +44,8 @@ __all__ = [
     "Not",
     "Or",
     "casefold",
-    "compile_sql",
     "metadata_path",
     "parse",
-    "to_sql",
 ]
 
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains")
@@ -116,18 +114,6 @@ def parse(filters: Mapping[str, Any] | None) -> Filter | None:
     if not filters:
         return None
     return _node(filters, "filters")
-
-
-def compile_sql(filters: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
-    """``filters`` as a WHERE clause over ``messages m`` and its parameters; ("1", []) when empty."""
-    tree = parse(filters)
-    return ("1", []) if tree is None else to_sql(tree)
-
-
-def to_sql(tree: Filter) -> tuple[str, list[Any]]:
-    """A parsed tree as (SQL boolean expression over ``messages m``, parameters)."""
-    params: list[Any] = []
-    return _sql(tree, params), params
 
 
 def casefold(value: Any) -> Any:
@@ -277,54 +263,6 @@ def _time(name: str, value: Any, op: str) -> float | None:
     raise InvalidInput(f"filter {name!r} takes unix seconds, a datetime or an ISO 8601 time, got {value!r}")
 
 
-# -- SQL -------------------------------------------------------------------------------------------------
-def _sql(node: Filter, params: list[Any]) -> str:
-    if isinstance(node, And):
-        return "(" + " AND ".join(_sql(p, params) for p in node.parts) + ")"
-    if isinstance(node, Or):
-        return "(" + " OR ".join(_sql(p, params) for p in node.parts) + ")"
-    if isinstance(node, Not):
-        # Positive predicates are NULL where the field is absent; NULL is "false" here, so NOT is exact.
-        return f"(NOT coalesce({_sql(node.part, params)}, 0))"
-    if node.op in ("ne", "nin"):
-        return _sql(Not(Compare(node.field, "eq" if node.op == "ne" else "in", node.value)), params)
-    if node.field.startswith("metadata."):
-        return _metadata_sql(node, params)
-    if FIELDS[node.field][0] == "set":
-        return _set_sql(node, params)
-    return _column_sql(FIELDS[node.field][1], node, params)
-
-
-def _column_sql(column: str, node: Compare, params: list[Any]) -> str:
-    """A plain column: written so that SQLite can use an index on it (``col = ?``, ``col IN (...)``)."""
-    if node.op == "eq":
-        if node.value is None:
-            return f"{column} IS NULL"
-        params.append(node.value)
-        return f"{column} = ?"
-    if node.op == "in":
-        values = [v for v in node.value if v is not None]
-        parts = []
-        if values:
-            params.extend(values)
-            parts.append(f"{column} IN ({','.join('?' * len(values))})")
-        if len(values) < len(node.value):
-            parts.append(f"{column} IS NULL")
-        return "(" + " OR ".join(parts) + ")"
-    if node.op in _SQL_OP:
-        params.append(node.value)
-        return f"{column} {_SQL_OP[node.op]} ?"
-    params.append(casefold(node.value) if node.op == "icontains" else node.value)
-    target = f"ltm_fold({column})" if node.op == "icontains" else column
-    return f"instr({target}, ?) > 0"
-
-
-def _set_sql(node: Compare, params: list[Any]) -> str:
-    """``send_to``, a JSON array in the body: the message matches when any recipient does."""
-    inner = _column_sql("j.value", node, params)
-    return f"EXISTS (SELECT 1 FROM json_each(m.body, '$.send_to') j WHERE {inner})"
-
-
 def metadata_path(field: str) -> str:
     """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``).
 
@@ -335,40 +273,3 @@ def metadata_path(field: str) -> str:
     if not segments or not all(_SEGMENT.match(s) for s in segments):
         raise InvalidInput(f"metadata filter {field!r}: each key segment is 1-64 letters, digits, _ or -")
     return "'$" + "".join(f'."{s}"' for s in segments) + "'"
-
-
-def _metadata_sql(node: Compare, params: list[Any]) -> str:
-    path = metadata_path(node.field)
-    value_sql, type_sql = f"json_extract(m.metadata, {path})", f"json_type(m.metadata, {path})"
-    if node.op in ("eq", "in"):
-        parts = []
-        for value in node.value if node.op == "in" else (node.value,):
-            if value is None:
-                parts.append(f"{type_sql} = 'null'")
-            else:
-                params.extend(_json_typed(value))
-                parts.append(f"({value_sql} = ? AND {type_sql} IN (?, ?))")
-        return "(" + " OR ".join(parts) + ")"
-    if node.op in _SQL_OP:
-        params.extend(_json_typed(node.value))
-        return f"({value_sql} {_SQL_OP[node.op]} ? AND {type_sql} IN (?, ?))"
-    # contains: a substring of a text value, or an element of a list value
-    fold = node.op == "icontains"
-    value = casefold(node.value) if fold else node.value
-    text = "instr(ltm_fold(j.value), ?) > 0" if fold else "instr(j.value, ?) > 0"
-    element = "ltm_fold(j.value) = ?" if fold else "j.value = ?"
-    params.extend([value, value])
-    return (f"EXISTS (SELECT 1 FROM json_each(m.metadata, {path}) j WHERE CASE {type_sql} "
-            f"WHEN 'text' THEN j.type = 'text' AND {text} "
-            f"WHEN 'array' THEN j.type NOT IN ('array', 'object') AND {element} ELSE 0 END)")
-
-
-def _json_typed(value: Any) -> tuple[Any, str, str]:
-    """(SQL value, JSON types it may match): true/false are stored as JSON, 1/0 compare as SQL."""
-    if isinstance(value, bool):
-        kind = "true" if value else "false"
-        return int(value), kind, kind
-    if isinstance(value, int | float):
-        return value, "integer", "real"
-    return value, "text", "text"
-

@@ -24,10 +24,11 @@ from typing import Any
 
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
-from ltm.store.search.filters import Filter, compile_sql, parse
+from ltm.store.records import MODES
+from ltm.store.search.filters import Filter, parse
 from ltm.store.search.fusion import LONG_QUERY_TERMS, stems
 
-__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "checked_filters", "compile_filters", "keyword_columns",
+__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "check_query", "checked_filters", "keyword_columns",
            "keyword_plan", "keyword_terms", "query_lines", "query_terms", "question_stems"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -38,21 +39,6 @@ _STOPWORD_TEXT = (
     "which who whom why will with you your"
 )
 STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
-
-
-def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list[Any]]:
-    """The one place filters become SQL, for search and list alike: (a WHERE clause over ``messages m``
-    or None when unfiltered, its parameters): the filter language of :mod:`ltm.store.search.filters`. InvalidInput for
-    an unknown field or operator or a bad value; a shape the compiler cannot read is InvalidInput too, never a
-    TypeError (issue 13)."""
-    try:
-        where, params = compile_sql(filters)
-    except LTMError:
-        raise
-    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); "
-                           "see ltm.store.search.filters") from exc
-    return (where if filters else None), list(params)
 
 
 def checked_filters(filters: Mapping[str, Any] | None) -> Filter | None:
@@ -169,3 +155,11 @@ def _human(value: str) -> str:
     if not 1 <= month <= 12:
         return value
     return f"{value} {calendar.month_name[month]} {day} {year}"
+
+
+def check_query(query: str, mode: str) -> None:
+    """InvalidInput unless ``mode`` is a :data:`Mode` and ``query`` is non-empty text."""
+    if mode not in MODES:
+        raise InvalidInput(f"mode must be one of {MODES}, got {mode!r}")
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query must be non-empty text")

@@ -18,14 +18,13 @@ column.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from ltm.store.embedded.log import MessageLog
 from ltm.store.search.fusion import LONG_QUERY_TERMS
 from ltm.store.search.query import STOPWORDS, query_terms
 
-__all__ = ["body_speakers", "dense_query", "first_person", "message_facts", "name_candidates", "spoken_by_named"]
+__all__ = ["body_speakers", "dense_query", "first_person", "name_candidates", "spoken_by_named"]
 
 _NAME = re.compile(r"\b(\w+)(?:'s|’s)?\b", re.UNICODE)
 _PLURAL_I = re.compile(r"\bI(?:(?:\s*,\s*|\s+and\s+|\s+)I\b)+")
@@ -39,6 +38,8 @@ _THIRD_PERSON = [(re.compile(r"\b(?:he|she)\b", re.IGNORECASE), "I"),
                  (re.compile(r"\b(?:his|her)\b", re.IGNORECASE), "my"),
                  (re.compile(r"\bhim\b", re.IGNORECASE), "me"),
                  (re.compile(r"\b(?:himself|herself)\b", re.IGNORECASE), "myself")]
+
+NAME_ROWS = 8  # messages read per word by an engine's speaker_names (their names, in the stored case)
 
 
 def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]]) -> set[int]:
@@ -54,20 +55,6 @@ def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]]) -> set[in
         return cache[name]
 
     return {seq for seq, names in speakers.items() if any(named(n) for n in names if n)}
-
-
-def message_facts(log: MessageLog, seqs: Sequence[int]) -> tuple[dict[int, float], dict[int, tuple[str, ...]]]:
-    """({seq: created_at}, {seq: (metadata speaker, sent_from, role)}) of the live messages among ``seqs`` (the
-    fusion's candidates: what the neighbours' gap and the sitting read, and the names a question can name), in one
-    read."""
-    sql = ("SELECT seq, created_at, json_extract(metadata, '$.speaker'), sent_from, role FROM messages "
-           "WHERE seq IN ({marks})")
-    times: dict[int, float] = {}
-    names: dict[int, tuple[str, ...]] = {}
-    for seq, at, *held in log.where_in(sql, list(seqs)):
-        times[int(seq)] = float(at)
-        names[int(seq)] = tuple(str(v) for v in held if v)
-    return times, names
 
 
 def body_speakers(data: Mapping[str, Any]) -> tuple[str, ...]:

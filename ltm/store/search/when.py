@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from ltm.store.embedded.log import MessageLog, translate
-
-__all__ = ["newest_time", "query_window"]
+__all__ = ["query_window"]
 
 _MONTHS = {name: i for i, names in enumerate(
     [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
@@ -108,12 +106,3 @@ def _bare_month(query: str, now: float) -> tuple[float, float] | None:
     if window is not None and re.match(r"since", match.group(0), re.I):  # "since May": up to ``now``'s day
         window = window[0], max(window[1], _days(today.replace(hour=0, minute=0, second=0, microsecond=0), 1)[1])
     return window
-
-
-def newest_time(log: MessageLog) -> float | None:
-    """The latest ``created_at`` of a live message (None when empty): what relative dates count from."""
-    with translate(log.path):
-        found = log.db.execute("SELECT MAX(created_at) FROM messages").fetchone()[0]
-    return None if found is None else float(found)
-
-

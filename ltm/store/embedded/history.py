@@ -1,5 +1,6 @@
-"""Each message's audit trail (ADD / UPDATE / DELETE), kept in the namespace's own ``memory.sqlite`` (on
-PostgreSQL: the ``ltm_history`` table, :mod:`ltm.store.pg.documents`, stored the same way).
+"""Each message's audit trail (ADD / UPDATE / DELETE) in the embedded engine: the ``history`` table of the namespace's
+own ``memory.sqlite`` (on PostgreSQL: the ``ltm_history`` table, :mod:`ltm.store.pg.documents`, stored the same way;
+the events themselves: :class:`~ltm.store.records.HistoryEvent`).
 
 Written in the same transaction as the change it records, so the trail and the data never disagree (a kill
 -9 leaves both before or both after). Only *old* values are stored: an event's new value is the next event's
@@ -13,15 +14,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
 
-from ltm.message import Message
+from ltm.store.records import Event, HistoryEvent, assemble
 
-__all__ = ["DDL", "EVENTS", "HistoryEvent", "append", "assemble", "events_of", "record", "trim"]
+__all__ = ["DDL", "append", "events_of", "record", "trim"]
 
-EVENTS = ("ADD", "UPDATE", "DELETE")
-Event = Literal["ADD", "UPDATE", "DELETE"]
 
 DDL = """
 CREATE TABLE IF NOT EXISTS history(
@@ -33,24 +30,6 @@ CREATE TABLE IF NOT EXISTS history(
 );
 CREATE INDEX IF NOT EXISTS history_id ON history(id, hseq);
 """
-
-
-@dataclass(frozen=True)
-class HistoryEvent:
-    """One change to one message: ``event`` is ADD, UPDATE or DELETE; ``old`` is None for ADD, ``new`` None
-    for DELETE; ``at`` is unix seconds."""
-
-    id: str
-    event: Event
-    old: Message | None
-    new: Message | None
-    at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the CLI prints it)."""
-        return {"id": self.id, "event": self.event, "at": self.at,
-                "old": None if self.old is None else self.old.to_dict(),
-                "new": None if self.new is None else self.new.to_dict()}
 
 
 def record(db: sqlite3.Connection, events: Sequence[tuple[str, Event, str | None]], at: float, limit: int) -> None:
@@ -91,20 +70,3 @@ def events_of(db: sqlite3.Connection, message_id: str, current: str | None) -> l
     return assemble(message_id, rows, current)
 
 
-def assemble(message_id: str, rows: Sequence[Sequence[Any]], current: str | None) -> list[HistoryEvent]:
-    """Events from stored ``(event, old body, at)`` rows, oldest first (every engine stores only old values: a
-    new value is the next event's old one, or ``current``, the stored body now, for the last)."""
-    out: list[HistoryEvent] = []
-    for i, (event, old, at) in enumerate(rows):
-        if event == "DELETE":
-            new = None
-        elif i + 1 < len(rows):
-            new = rows[i + 1][1]
-        else:
-            new = current
-        out.append(HistoryEvent(message_id, event, _load(old), _load(new), float(at)))
-    return out
-
-
-def _load(body: str | None) -> Message | None:
-    return None if body is None else Message.load(body)
