@@ -5,7 +5,7 @@ Each conversation is stored once through the ordinary path (``add_batch``, cache
 weights and query) and its stored vectors give the candidates, and :func:`ltm.store.search.fusion.fuse` ranks them, so
 :func:`base` reproduces ``MemoryStorage.search`` as it was at 34e683c and :func:`shipped` as it is now (both checked
 against ``python -m bench.retrieval``; :func:`shipped` again after the fourth round's first-person questions).
-The levers themselves are in :mod:`bench.retrieval.levers`.
+The levers themselves are in :mod:`bench.tuning.levers`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
-from ltm.store.embedded.log import BM25_WEIGHTS, translate
+from ltm.store.embedded import EmbeddedBackend
+from ltm.store.embedded.log import BM25_WEIGHTS, MessageLog, translate
 from ltm.store.embedder import QUERY
 from ltm.store.records import MemoryHit, Mode
 from ltm.store.search.fusion import (
@@ -252,7 +253,7 @@ def _idf(rows: int, holding: int) -> float:
 
 def _term_stats(store: MemoryStorage, terms: list[str]) -> tuple[int, dict[str, int]]:
     with store._lock:
-        log = store._require()[0]
+        log = _log_of(store)
         with translate(log.path):
             rows = int(log.db.execute("SELECT count(*) FROM fts").fetchone()[0])
             df = {t: int(log.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_phrase(t)]).fetchone()[0])
@@ -264,10 +265,18 @@ def _term_scores(store: MemoryStorage, term: str, ids: list[str]) -> list[tuple[
     sql = (f"SELECT m.id, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
            f"WHERE fts MATCH ? AND m.id IN ({','.join('?' * len(ids))})")
     with store._lock:
-        log = store._require()[0]
+        log = _log_of(store)
         with translate(log.path):
             return [(str(i), float(v)) for i, v in log.db.execute(sql, [_phrase(term), *ids])]
 
 
 def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def _log_of(store: MemoryStorage) -> MessageLog:
+    """The embedded namespace's log (call under the handle's lock): the union's statistics read FTS5 itself."""
+    backend = store._engine()
+    if not isinstance(backend, EmbeddedBackend):
+        raise InvalidInput("search_many's keyword statistics need the embedded engine")
+    return backend._require()[0]

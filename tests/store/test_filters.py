@@ -14,11 +14,11 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError
 from ltm.message import Message
 from ltm.store import MemoryStorage
-from ltm.store.backed import BackendStorage
 from ltm.store.embedded.filters import compile_sql
 from ltm.store.pg.filters import pg_filter
 from ltm.store.search.filters import And, Compare, Not, Or, parse
 from tests.store.conftest import BACKENDS
+from tests.support.embedded import embedded_of
 
 _ROLES = ["user", "assistant", "Engineer", "ProductManager"]
 _CAUSES = ["a.WriteCode", "a.WritePRD", "a.UserRequirement"]
@@ -79,7 +79,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 def _sql_ids(store: MemoryStorage, filters: Mapping[str, Any]) -> set[str]:
     """The ids the engine's own SQL dialect selects for ``filters`` (SQLite's or PostgreSQL's emitter)."""
-    if isinstance(store, BackendStorage):
+    if store.settings.store_url:
         from ltm.store.pg.backend import PgBackend  # here: the PostgreSQL client is an extra (not at MetaGPT's pins)
 
         where, named = pg_filter(filters)
@@ -90,8 +90,9 @@ def _sql_ids(store: MemoryStorage, filters: Mapping[str, Any]) -> set[str]:
                                 {**named, "ns": backend.ns}).fetchall()
         return {r[0] for r in rows}
     where, params = compile_sql(filters)
-    assert store._log is not None
-    return {r[0] for r in store._log.db.execute(f"SELECT id FROM messages m WHERE {where}", params)}
+    log = embedded_of(store)._log
+    assert log is not None
+    return {r[0] for r in log.db.execute(f"SELECT id FROM messages m WHERE {where}", params)}
 
 
 # -- the oracle: the documented semantics in plain Python --------------------------------------------------
@@ -302,11 +303,12 @@ def test_not_a_dict_is_refused() -> None:
     ({"id": "m001"}, "sqlite_autoindex_messages"),
 ])
 def test_a_selective_filter_is_an_index_lookup(store: MemoryStorage, filters: dict[str, Any], index: str) -> None:
-    if isinstance(store, BackendStorage):
+    if store.settings.store_url:
         pytest.skip("SQLite's query plan (PostgreSQL's: test_pg_documents.py::test_selective_filters_can_use_an_index)")
     where, params = compile_sql({**filters, "metadata.score": {"ne": 3}})
-    assert store._log is not None
-    plan = " | ".join(r[3] for r in store._log.db.execute(
+    log = embedded_of(store)._log
+    assert log is not None
+    plan = " | ".join(r[3] for r in log.db.execute(
         f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params))
     assert f"USING INDEX {index}" in plan or f"USING COVERING INDEX {index}" in plan, plan
     assert "SCAN m" not in plan.replace("SCAN m USING", ""), plan
@@ -321,8 +323,9 @@ def test_an_indexed_metadata_key_is_an_index_lookup(tmp_path_factory: pytest.Tem
     store.index_metadata("doc.kind")
     store.index_metadata("doc.kind")  # idempotent
     where, params = compile_sql(filters)
-    assert store._log is not None
-    plan = " | ".join(r[3] for r in store._log.db.execute(
+    log = embedded_of(store)._log
+    assert log is not None
+    plan = " | ".join(r[3] for r in log.db.execute(
         f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params))
     assert "USING INDEX messages_meta_doc__kind" in plan, plan
     assert _sql_ids(store, filters) == before and before

@@ -17,7 +17,6 @@ from ltm.config import Settings
 from ltm.errors import NotFound
 from ltm.message import Message
 from ltm.store import MemoryStorage, scoped
-from ltm.store.backed import BackendStorage
 from ltm.store.pg.backend import PgBackend
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.pool import close_pools
@@ -31,19 +30,19 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(storage_dir=tmp_path / "storage", embedding="hash")
 
 
-def _pg(settings: Settings, pg_url: str, name: str = "docs") -> BackendStorage:
+def _pg(settings: Settings, pg_url: str, name: str = "docs") -> MemoryStorage:
     store = MemoryStorage(name, settings=settings.with_(store_url=pg_url))
-    assert isinstance(store, BackendStorage)
+    assert isinstance(store._engine(), PgBackend)
     return store
 
 
-def _backend(store: BackendStorage) -> PgBackend:
+def _backend(store: MemoryStorage) -> PgBackend:
     backend = store._engine()
     assert isinstance(backend, PgBackend)
     return backend
 
 
-def _plan(store: BackendStorage, filters: dict[str, Any]) -> str:
+def _plan(store: MemoryStorage, filters: dict[str, Any]) -> str:
     """PostgreSQL's plan for a filtered list query, sequential scans disabled: which index it can use."""
     backend = _backend(store)
     where, params = pg_filter(filters)

@@ -18,6 +18,7 @@ from ltm import Message
 from ltm.config import Settings
 from ltm.store import MemoryStorage
 from ltm.store.embedded.pool import POOL
+from tests.support.embedded import embedded_of
 from tests.support.threads import run_in_threads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,7 @@ def test_fifty_namespaces_from_threads_stay_within_the_bound_and_lose_nothing(tm
         assert store.search_similar(f"agent {i} round 1 note from worker {i % 4}", k=1)[0].id == f"{i}-1"
     for store in stores:
         store.close()
-    assert POOL.count() == 0 or all(s._log is None for s in stores)
+    assert POOL.count() == 0 or all(embedded_of(s)._log is None for s in stores)
 
 
 def test_a_parked_namespace_reopens_from_its_snapshot_without_rebuilding(tmp_path: Path) -> None:
@@ -69,13 +70,14 @@ def test_a_parked_namespace_reopens_from_its_snapshot_without_rebuilding(tmp_pat
     others = [MemoryStorage(f"other-{i}", settings=settings) for i in range(3)]
     for store in others:
         store.add(Message(content="x"))
-    assert first._log is None and first.is_initialized  # parked: the least recently used idle namespace
+    assert embedded_of(first)._log is None and first.is_initialized  # parked: the least recently used idle namespace
     assert first._embedder is not None and not first._embedder.cached("text") + first._embedder.cached("query")
     assert (first.path is not None) and (first.path / "index.faiss").exists()  # its snapshot was flushed
     assert first.count() == 20
-    assert first._mirror is not None and not first._mirror.loaded  # reopened lazily: count needs no vectors
+    mirror = embedded_of(first)._mirror
+    assert mirror is not None and not mirror.loaded  # reopened lazily: count needs no vectors
     assert first.search_similar("fact number 7", k=1)[0].id == "7"
-    assert first._mirror.loaded and first._mirror.unsaved == 0  # loaded as saved: a rebuild would mark it
+    assert mirror.loaded and mirror.unsaved == 0  # loaded as saved: a rebuild would mark it
     for store in (first, *others):
         store.close()
 
@@ -84,7 +86,7 @@ def test_a_namespace_in_use_is_never_closed_under_its_caller(tmp_path: Path) -> 
     settings = _pooled(tmp_path, 4)
     busy = MemoryStorage("busy", settings=settings)
     busy.add(Message(content="before", id="before"))  # the oldest in the pool: first in line to be closed
-    log_in_use = busy._log
+    log_in_use = embedded_of(busy)._log
     # another process holds busy's SQLite write lock, so busy.add below waits inside its call (holding the store)
     blocker = sqlite3.connect(busy.path / "memory.sqlite", isolation_level=None)  # type: ignore[operator]
     blocker.execute("BEGIN IMMEDIATE")
@@ -99,7 +101,7 @@ def test_a_namespace_in_use_is_never_closed_under_its_caller(tmp_path: Path) -> 
     churn = [MemoryStorage(f"churn-{i}", settings=settings) for i in range(12)]
     for store in churn:
         store.add(Message(content="churn"))
-    assert busy._log is log_in_use  # still open: the pool skipped it while the call ran
+    assert embedded_of(busy)._log is log_in_use  # still open: the pool skipped it while the call ran
     blocker.execute("COMMIT")
     blocker.close()
     writer.join()

@@ -18,6 +18,7 @@ from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.records import decode
 from tests.store.test_store_hnsw import TableEmbedding
+from tests.support.embedded import embedded_of
 
 DIM, STORED, TOPICS = 64, 3000, 40
 
@@ -34,7 +35,7 @@ def _clustered(n: int, seed: int = 5) -> np.ndarray:
 
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
-    return store._synced()[1]
+    return embedded_of(store)._synced()[1]
 
 
 def _store(settings: Settings) -> tuple[MemoryStorage, TableEmbedding, np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ from ltm import Message
 from ltm.config import Settings
 from ltm.store import MemoryStorage
 from ltm.store.embedded.pool import POOL
+from tests.support.embedded import embedded_of
 from tests.support.threads import run_in_threads
 
 
@@ -29,28 +30,30 @@ def test_two_handles_on_one_namespace_share_one_engine(tmp_path: Path) -> None:
     open_before, fds_before = POOL.count(), _fds()
     second = MemoryStorage("team-lead", settings=settings.with_(similarity_threshold=0.5))  # a handle setting
     assert _fds() == fds_before and POOL.count() == open_before  # no second connection, no second pool entry
-    assert second._shared is first._shared and second._log is first._log and second._mirror is first._mirror
+    one, two = embedded_of(first), embedded_of(second)
+    assert two._shared is one._shared and two._log is one._log and two._mirror is one._mirror
     other = MemoryStorage("team-dev", settings=settings)
-    assert other._shared is not first._shared
+    assert embedded_of(other)._shared is not embedded_of(first)._shared
 
     second.add(Message(content="the database migration runs on thursday", id="m"))
     assert first.get("m").content == "the database migration runs on thursday"  # seen at once, through one mirror
     assert first.search("database migration thursday", k=1, mode="dense")[0].message.id == "m"
     assert second.search("deploy window friday", k=1, mode="dense")[0].message.id == "w"
-    mirror = first._synced()[1]
+    mirror = embedded_of(first)._synced()[1]
     assert mirror.content is not None and mirror.content.live == 2  # one copy of the vectors, holding both
 
     first.close()  # the other handle keeps the files and keeps working
-    assert not first.is_initialized and second.is_initialized and second._log is not None
+    assert not first.is_initialized and second.is_initialized and embedded_of(second)._log is not None
     assert second.add(Message(content="retro on monday", id="r")) and second.count() == 3
     assert [h.message.id for h in second.search("retro monday", k=1, mode="dense")] == ["r"]
     fds_open = _fds()
+    engine = embedded_of(second)._shared
     second.close()  # the last handle: the files close
-    assert second._shared is not None and second._shared.log is None
+    assert engine is not None and engine.log is None
     assert _fds() <= fds_open - 1
     assert first.count() == 3  # a closed handle reopens on its next call (the same engine, for the next one too)
     third = MemoryStorage("team-lead", settings=settings)
-    assert third._shared is first._shared
+    assert embedded_of(third)._shared is embedded_of(first)._shared
     for store in (first, third, other):
         store.close()
 
@@ -60,6 +63,7 @@ def test_handles_made_in_threads_share_one_engine_and_lose_no_write(tmp_path: Pa
     MemoryStorage("shared", settings=settings).close()  # the namespace exists
     fds_before = _fds()
     handles: list[MemoryStorage] = []
+    engines: set[int] = set()
     peak = [0]
     start = threading.Barrier(6)
 
@@ -73,15 +77,16 @@ def test_handles_made_in_threads_share_one_engine_and_lose_no_write(tmp_path: Pa
                 hits = store.search(f"worker {worker} note {n} about topic{worker}x{n}", k=1)
                 assert hits[0].message.id == f"{worker}.{n}"
                 peak[0] = max(peak[0], _fds())
+        engines.add(id(embedded_of(store)._shared))
         if worker % 2:
             store.close()  # closing one handle never breaks the others mid-work
 
     run_in_threads(agent, 6)
-    assert len({id(h._shared) for h in handles}) == 1  # six objects, one engine
+    assert len(handles) == 6 and len(engines) == 1  # six objects, one engine
     assert peak[0] - fds_before <= 4  # one connection set (db, -wal, -shm) for all six, not six
     check = MemoryStorage("shared", settings=settings)
     assert check.count() == 120
-    mirror = check._synced()[1]
+    mirror = embedded_of(check)._synced()[1]
     assert mirror.content is not None and mirror.content.live == 120
     for worker in range(6):
         assert check.search(f"worker {worker} note 13 about topic{worker}x13", k=1)[0].message.id == f"{worker}.13"
@@ -98,9 +103,10 @@ def test_a_parked_namespace_shared_by_two_handles_reopens_once(tmp_path: Path) -
     churn = [MemoryStorage(f"churn-{i}", settings=settings) for i in range(3)]
     for store in churn:
         store.add(Message(content="x"))
-    assert a._log is None and b._log is None and a.is_initialized and b.is_initialized  # parked together
+    assert embedded_of(a)._log is None and embedded_of(b)._log is None  # parked together
+    assert a.is_initialized and b.is_initialized
     assert b.get("k").content == "kept through parking"
-    assert a._log is b._log is not None  # one reopen serves both
+    assert embedded_of(a)._log is embedded_of(b)._log is not None  # one reopen serves both
     for store in (a, b, *churn):
         store.close()
 
@@ -111,10 +117,10 @@ def test_recover_memory_moves_a_handle_to_another_namespace_engine(tmp_path: Pat
     alice.add(Message(content="alice likes tea", id="a"))
     roaming = MemoryStorage(settings=settings)
     assert [m.id for m in roaming.recover_memory("alice")] == ["a"]
-    assert roaming._shared is alice._shared
+    assert embedded_of(roaming)._shared is embedded_of(alice)._shared
     roaming.recover_memory("bob")
     roaming.add(Message(content="bob likes coffee", id="b"))
-    assert roaming._shared is not alice._shared and alice.count() == 1
+    assert embedded_of(roaming)._shared is not embedded_of(alice)._shared and alice.count() == 1
     assert [m.id for m in MemoryStorage("bob", settings=settings).recent(5)] == ["b"]
     alice.add(Message(content="alice also likes cake", id="a2"))  # alice's engine still has its handle
     assert alice.count() == 2
@@ -129,7 +135,7 @@ def test_reads_that_need_no_vectors_leave_the_index_unloaded(tmp_path: Path) -> 
     store.close()
 
     store = MemoryStorage("lazy", settings=settings)  # reopened from disk
-    mirror = store._mirror
+    mirror = embedded_of(store)._mirror
     assert mirror is not None and not mirror.loaded
     assert [m.id for m in store.recent(2)] == ["28", "29"]
     assert store.get("7").content == "note 7 on subject7"
@@ -149,7 +155,7 @@ def test_reads_that_need_no_vectors_leave_the_index_unloaded(tmp_path: Path) -> 
 
     store = MemoryStorage("lazy", settings=settings)
     assert store.search_similar("note 3 on subject3", k=1)[0].id == "3"  # find_news's path loads too
-    assert store._mirror is not None and store._mirror.loaded
+    assert embedded_of(store)._mirror is not None and embedded_of(store)._mirror.loaded
     store.close()
 
 

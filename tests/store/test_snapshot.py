@@ -14,6 +14,7 @@ from ltm.store import MemoryStorage
 from ltm.store.embedded import snapshot
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.vectors import VectorIndex
+from tests.support.embedded import embedded_of
 
 DIM = 32
 
@@ -138,4 +139,4 @@ def test_store_rebuilds_when_the_background_check_fails(settings: Settings, monk
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
     """The FAISS mirror of the open namespace's embedded engine."""
-    return store._synced()[1]
+    return embedded_of(store)._synced()[1]

@@ -24,6 +24,7 @@ import pytest
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError
 from ltm.store.embedded import writes
+from tests.support.embedded import embedded_of
 from tests.support.embeddings import BrokenEmbedding, CountingEmbedding, GatedEmbedding, SlowEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def test_the_message_is_on_disk_before_the_model_answers_and_moved_after(plain: 
         assert (_count(plain.storage_dir, "staged"), _count(plain.storage_dir, "messages")) == (0, 1)
         assert store.search(message.content, k=1, mode="dense")[0].message.id == "a"
         assert store.add(message) is False  # stored: the second add is a no-op
-        assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again
+        assert embedded_of(store)._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again
     finally:
         model.gate.set()
         store.close()
@@ -108,11 +109,11 @@ def test_a_failed_move_stores_nothing_and_the_next_add_works(plain: Settings,
         raise sqlite3.OperationalError("disk I/O error")
 
     try:
-        monkeypatch.setattr("ltm.store.storage.insert_groups", broken)
+        monkeypatch.setattr("ltm.store.embedded.backend.insert_groups", broken)
         with pytest.raises(sqlite3.OperationalError):
             store.add(Message(id="a", content="lost in the move", role="user"))
         assert _count(plain.storage_dir, "staged") == 0
-        monkeypatch.setattr("ltm.store.storage.insert_groups", real)
+        monkeypatch.setattr("ltm.store.embedded.backend.insert_groups", real)
         assert store.add(Message(id="b", content="after the failure", role="user"))
         assert [m.id for m in store.recent(10)] == ["b"]
     finally:
@@ -255,7 +256,7 @@ def test_adds_to_a_fast_model_are_not_staged_and_to_a_slow_one_are(plain: Settin
             else:
                 assert staged == [1] * 6
             assert store.embedder.slow() is (model is not None)
-            assert store._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2
+            assert embedded_of(store)._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2
             assert len(store) == 6 and store.search("note 4", k=1, mode="keyword")[0].message.id == "m4"
         finally:
             store.close()
@@ -270,7 +271,7 @@ def test_a_staged_adds_vectors_reach_the_indexes_off_the_callers_thread(plain: S
     notes = [Message(id=f"m{i}", content=f"note {i} about the {word} module", role="user")
              for i, word in enumerate(["parser", "lexer", "cache", "router", "scheduler", "logger"])]
     try:
-        mirror = store._parts()[1]
+        mirror = embedded_of(store)._parts()[1]
         assert store.add(notes[0])
         assert len(mirror._deferred) == 1  # committed; its vector not in FAISS yet
         assert store.add(notes[1])  # this add's helper applied notes[0]'s while the model ran

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from ltm import InvalidInput, MemoryHit, MemoryStorage, Message, NotFound, Settings, UserRequirement
 from ltm.store.conversation import with_context
+from tests.support.embedded import embedded_of
 from tests.support.embeddings import TEXTS, MockEmbedding
 
 
@@ -480,5 +481,5 @@ def test_schema_1_namespace_is_migrated_to_float16_on_open(settings: Settings) -
 
 def _embedded(store: MemoryStorage) -> Any:
     """The open namespace's SQLite log and FAISS mirror (for tests about the embedded engine's own files)."""
-    log, mirror = store._require()
+    log, mirror = embedded_of(store)._require()
     return SimpleNamespace(log=log, mirror=mirror)

@@ -17,6 +17,7 @@ from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.records import decode
+from tests.support.embedded import embedded_of
 
 DIM, STORED, TOPICS = 64, 3000, 40
 
@@ -109,4 +110,4 @@ def test_hnsw_best_similarity_matches_exact_search(settings: Settings) -> None:
 
 def _mirror(store: MemoryStorage) -> IndexMirror:
     """The FAISS mirror of the open namespace's embedded engine."""
-    return store._synced()[1]
+    return embedded_of(store)._synced()[1]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ltm import MemoryStorage, Message, Settings, WriteBehindFailed
+from tests.support.embedded import embedded_of
 from tests.support.embeddings import GatedEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def test_a_background_failure_reaches_the_next_call_and_loses_nothing(behind: Se
         assert store.add(Message(id="a", content="the model is down"))
         assert _staged(behind.storage_dir) == 1
         model.gate.set()  # the background call fails now
-        behind_ = store._behind
+        behind_ = embedded_of(store)._behind
         assert behind_ is not None
         deadline = time.monotonic() + 10
         while behind_._failure is None and time.monotonic() < deadline:  # kept for the next call

@@ -156,6 +156,13 @@ class EngineRegistry:
                 engine = self._engines[key] = Engine(directory, namespace, model, settings)
             return engine
 
+    def find(self, directory: Path, namespace: str) -> Engine | None:
+        """An engine open on this namespace directory (for any model or settings), or None."""
+        where = os.path.realpath(directory)
+        with self._lock:
+            return next((e for key, e in list(self._engines.items()) if key[0] == where and key[1] == namespace),
+                        None)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._engines)

@@ -2,12 +2,12 @@
 
 Every open namespace holds about three file descriptors (``memory.sqlite`` and its ``-wal`` / ``-shm``) and
 its FAISS indexes in RAM. Issue 20 measured the 340th namespace failing under the common ``ulimit -n 1024``.
-Handles (:class:`PooledNamespace`, the base of :class:`~ltm.store.storage.MemoryStorage`) on one namespace
-share one :class:`~ltm.store.embedded.engine.Engine`, and each open engine is registered with the process's
-:data:`POOL`; past ``settings.max_open_namespaces`` the least recently used IDLE engines are *parked*:
-snapshot flushed, SQLite connection closed, indexes dropped. The handles stay valid: the next call on any of
-them reopens the namespace from its snapshot (no rebuild, no embedding; the vector indexes themselves load
-only when a call needs them, see :meth:`~ltm.store.embedded.mirror.IndexMirror.open`).
+Handles on one namespace (each through its :class:`PooledNamespace`, the embedded backend of a
+:class:`~ltm.store.storage.MemoryStorage`) share one :class:`~ltm.store.embedded.engine.Engine`, and each open
+engine is registered with the process's :data:`POOL`; past ``settings.max_open_namespaces`` the least recently
+used IDLE engines are *parked*: snapshot flushed, SQLite connection closed, indexes dropped. The handles stay
+valid: the next call on any of them reopens the namespace from its snapshot (no rebuild, no embedding; the vector
+indexes themselves load only when a call needs them, see :meth:`~ltm.store.embedded.mirror.IndexMirror.open`).
 
 "Idle" means nobody holds the engine's lock: every call that touches the log or the indexes runs under it, on
 whichever thread and through whichever handle (the async twins run in the store's thread pool, under the
@@ -33,7 +33,6 @@ from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedder import Embedder
 from ltm.store.naming import namespace_dir
-from ltm.store.offloop import OffLoop
 
 __all__ = ["POOL", "NamespacePool", "PooledNamespace", "open_files"]
 
@@ -129,8 +128,9 @@ def too_many_files(namespace: str, settings: Settings) -> BackendUnavailable:
     )
 
 
-class PooledNamespace(OffLoop):
-    """Opening, parking and closing one namespace's engine (shared by the handles on it), under the pool."""
+class PooledNamespace:
+    """Opening, parking and closing one namespace's engine (shared by the handles on it), under the pool: the
+    embedded backend of one handle."""
 
     settings: Settings
     kind: str
@@ -226,4 +226,3 @@ class PooledNamespace(OffLoop):
                     self._require()  # the pending vectors first: the files close complete
             finally:
                 self._detach()
-                self._close_pool()

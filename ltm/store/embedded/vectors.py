@@ -21,15 +21,18 @@ the graph (a fold) swaps in an in-RAM copy, and deletes are ghosts that need non
 fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly
 after), and the store rebuilds it from SQLite without re-embedding.
 
-FAISS is asked for one OpenMP thread: on this workload one thread answers a single query faster than two. A
-batch added to an HNSW graph runs on every core (up to 8) for the length of that add (OpenMP's thread count
-belongs to the calling thread in libgomp, which the faiss wheels ship). The BLAS threshold below is
-process-global: it applies to every index in the process.
+A search runs FAISS on one OpenMP thread (one thread answers a single query faster than two), and a batch added
+to an HNSW graph on every core (up to 8), each for the length of that call only (:func:`omp_threads`): OpenMP's
+thread count belongs to the calling thread in libgomp, which the faiss wheels ship, and ltm sets and restores it
+around its own FAISS calls, so importing ltm leaves the host application's count as it was. The BLAS threshold
+below is process-global: it applies to every index in the process.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,7 @@ import numpy as np
 
 from ltm.store.embedded import snapshot
 
-__all__ = ["VectorIndex"]
+__all__ = ["VectorIndex", "omp_threads"]
 
 _HNSW_M = 32
 # efConstruction 112 (80 before session 13): at 1M the graph built by 8,192-vector folds answered recall@10 0.9475
@@ -63,7 +66,7 @@ _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 
 _EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
-faiss.omp_set_num_threads(1)
+_SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
 _ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
 # faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
 # distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
@@ -167,14 +170,11 @@ class VectorIndex:
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
             inner.train(quantizer_ranges(vectors))
         if self.kind == "hnsw" and len(seqs) >= _PARALLEL_ADD_FROM:
-            # OpenMP's thread count is per calling thread (libgomp): searches on other threads keep one
-            faiss.omp_set_num_threads(_ADD_THREADS)
-            try:
+            with omp_threads(_ADD_THREADS):  # per calling thread (libgomp): searches elsewhere keep theirs
                 self.index.add_with_ids(vectors, seqs.astype(np.int64))
-            finally:
-                faiss.omp_set_num_threads(1)
         else:
-            self.index.add_with_ids(vectors, seqs.astype(np.int64))
+            with omp_threads(_SEARCH_THREADS):
+                self.index.add_with_ids(vectors, seqs.astype(np.int64))
 
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
@@ -210,12 +210,13 @@ class VectorIndex:
         """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist. HNSW: the graph's
         and the fresh segment's results merged."""
         fresh = self.fresh if self.fresh is not None and self.fresh.live else None
-        if fresh is None:
-            return self._search(queries, k, allowed)
-        k = max(1, min(k, max(self.live, 1)))
-        found = [fresh.search(queries, k, allowed)]
-        if int(self.index.ntotal) > len(self.ghosts):
-            found.append(self._search(queries, k, allowed))
+        with omp_threads(_SEARCH_THREADS):
+            if fresh is None:
+                return self._search(queries, k, allowed)
+            k = max(1, min(k, max(self.live, 1)))
+            found = [fresh.search(queries, k, allowed)]
+            if int(self.index.ntotal) > len(self.ghosts):
+                found.append(self._search(queries, k, allowed))
         return _merge(found, k)
 
     def _search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -343,6 +344,20 @@ class VectorIndex:
         binding = header.get("binding")
         index.binding = binding if isinstance(binding, dict) else None
         return index
+
+
+@contextmanager
+def omp_threads(threads: int) -> Iterator[None]:
+    """FAISS's OpenMP thread count of the calling thread set to ``threads`` for the block, then restored."""
+    before = faiss.omp_get_max_threads()
+    if before == threads:
+        yield
+        return
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def quantizer_ranges(vectors: np.ndarray) -> np.ndarray:

@@ -83,7 +83,7 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     While the model runs, ``store._staging`` (the embedded store's; ltm.store.embedded.behind.Staging) commits up to
     STAGE_MAX new messages durably on a helper thread, so the write after the model needs no fsync of its own;
     should that write fail, or the model, the staged rows are taken back and the add raises with nothing stored."""
-    known = store._logged("existing_ids", [m.id for messages, _ in items for m in messages])
+    known = store._existing_ids([m.id for messages, _ in items for m in messages])
     # every item comes from add_batch, which checked its messages before queueing them
     pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True)
                 for messages, _ in items]

@@ -40,6 +40,7 @@ from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
+from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
 from ltm.store.records import MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare
@@ -54,7 +55,7 @@ HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unles
 # (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
 NEAREST_EF_SEARCH = 100
 
-class PgBackend(PgDocuments):
+class PgBackend(PgDocuments, PgSeam):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:

@@ -7,11 +7,11 @@ length, whether it is itself a question, the share of the question's words it ho
 features and
 the fused score, fitted on REALTALK's dev half (chats 1-5) and rounded::
 
-    python -m bench.retrieval.round8 fit          # the regression on the first step's candidates (with feedback)
-    python -m bench.retrieval.round8              # shipped, without the prior, each feature alone / left out, a grid,
+    python -m bench.tuning.prior_fit fit          # the regression on the first step's candidates (with feedback)
+    python -m bench.tuning.prior_fit              # shipped, without the prior, each feature alone / left out, a grid,
                                                   # and the round's first step (the prior beside Rocchio feedback)
-    FEEDBACK=0 python -m bench.retrieval.round8 fit   # the refit on the shipped search's candidates (no feedback)
-    LEVERS='^(shipped|no prior)' SETS=friendsqa python -m bench.retrieval.round8
+    FEEDBACK=0 python -m bench.tuning.prior_fit fit   # the refit on the shipped search's candidates (no feedback)
+    LEVERS='^(shipped|no prior)' SETS=friendsqa python -m bench.tuning.prior_fit
 
 The rule of every round: fitted or chosen on the dev halves only; the test halves, FriendsQA and QMSum confirm.
 """
@@ -27,7 +27,6 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from bench.retrieval import levers as lv
 from bench.retrieval.harness import (
     MODEL,
     Lever,
@@ -45,6 +44,7 @@ from bench.retrieval.harness import (
     with_feedback,
 )
 from bench.retrieval.run import DATA_DIR
+from bench.tuning import levers as lv
 from ltm.store.search import fusion
 
 FEATURES = ("cosine", "length", "question", "coverage")

@@ -5,9 +5,9 @@ row changes one thing (see :mod:`bench.retrieval.harness`). Chosen on dev (REALT
 dialogues), confirmed on test (the rest). FriendsQA (its dev and test files as the halves) was added after every
 lever was chosen: :func:`sixth_round` takes each one away from what ships, to see what it does there::
 
-    python -m bench.retrieval.levers                       # every lever on every set
-    LEVERS='^(base|shipped|rocchio)' SETS=realtalk python -m bench.retrieval.levers
-    LEVERS='^(shipped|keyword$|dense|base$)' SETS=friendsqa python -m bench.retrieval.levers   # the sixth round
+    python -m bench.tuning.levers                       # every lever on every set
+    LEVERS='^(base|shipped|rocchio)' SETS=realtalk python -m bench.tuning.levers
+    LEVERS='^(shipped|keyword$|dense|base$)' SETS=friendsqa python -m bench.tuning.levers   # the sixth round
 """
 
 from __future__ import annotations

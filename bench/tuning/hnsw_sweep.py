@@ -12,8 +12,8 @@ sizes the first add (ltm's rebuild at ``hnsw_threshold``: 200000), the later one
 its fresh segment's fold). ``build_ms_per_vec`` is the insertion cost (0 when the index came from the cache);
 ``bytes_per_vec`` the serialised size.
 
-    python -m bench.hnsw_sweep --n 1000000 --m 32 --efc 80 --ef 64,96,128,256,512
-    python -m bench.hnsw_sweep --n 100000 --m 16 --efc 40 --storage sq8 --threads 2 --no-cache
+    python -m bench.tuning.hnsw_sweep --n 1000000 --m 32 --efc 80 --ef 64,96,128,256,512
+    python -m bench.tuning.hnsw_sweep --n 100000 --m 16 --efc 40 --storage sq8 --threads 2 --no-cache
 """
 
 from __future__ import annotations
