@@ -1,4 +1,4 @@
-"""One search across a chosen set of namespaces, merged by score (issue 20): all the roles of a team at once.
+"""One search across a chosen set of namespaces, merged by score: all the roles of a team at once.
 
 :func:`search_many` embeds the query ONCE and searches each namespace with that vector (so every namespace must
 use one embedding model: InvalidInput otherwise). Each hit is a :class:`NamespaceHit`: a

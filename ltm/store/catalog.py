@@ -153,7 +153,7 @@ def _subdirs(path: str) -> list[str]:
 
 
 # What the last listing in this process found per directory, with the (name, size, mtime) of its files: a
-# directory whose files did not change is not opened again (issue 20: listing 10,000 namespaces a second time
+# directory whose files did not change is not opened again (listing 10,000 namespaces a second time
 # costs a directory scan each, not a SQLite open and a JSON parse each).
 _SEEN: dict[str, tuple[frozenset[tuple[str, int, int]], NamespaceInfo]] = {}
 _SEEN_MAX = 200_000

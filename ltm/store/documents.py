@@ -35,6 +35,7 @@ from ltm.store.records import EVENTS, HistoryEvent, MessagePage, check_limit, de
 from ltm.store.scopes import SCOPES
 from ltm.store.search.filters import Compare, metadata_path
 from ltm.store.search.query import checked_filters
+from ltm.store.validation import check_id, check_k
 
 __all__ = ["DocumentStore"]
 
@@ -87,6 +88,30 @@ class DocumentStore(OffLoop):
         return self.embedder.model
 
     # -- reading --------------------------------------------------------------------------------------------
+    def get(self, message_id: str) -> Message:
+        """The stored message with this id; NotFound otherwise."""
+        check_id(message_id)
+        with self._lock:
+            self.purge_expired()
+            body = self._engine().body_of(message_id)
+        if body is None:
+            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
+        return Message.load(body)
+
+    def delete(self, message_or_id: Message | str) -> bool:
+        """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
+        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
+        with self._lock:
+            return self._engine().remove(Compare("id", "eq", message_id), self.settings.history_limit) > 0
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def recent(self, n: int) -> builtins.list[Message]:
+        """The ``n`` most recently added messages, oldest first."""
+        with self._lock:
+            return [Message.load(b) for b in self._engine().recent(check_k(n))] if n else []
+
     def list(
         self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
     ) -> MessagePage:

@@ -4,7 +4,7 @@ Every vector is keyed by ``sha256(model name, purpose, text)``. The store looks 
 SQLite rows first (so a restart never re-embeds stored content); this object keeps two bounded in-process
 LRUs on top: recent content vectors (``find_news`` batches that are added right after), and query vectors
 (``Settings.query_cache_size``, default 1024), so a repeated search never reaches the model: the query
-vector is most of a search's time (issue 21). They are apart so that a large batch of adds does not push
+vector is most of a search's time. They are apart so that a large batch of adds does not push
 out the queries. Sync and async paths share everything but the model call.
 """
 
@@ -52,7 +52,7 @@ _RUNS_KEPT = 8  # the model's recent call times Embedder.slow looks at (their mi
 class Beside:
     """Work handed to the helper threads by :func:`beside`: :meth:`result` waits for it and returns its value or
     raises its error. A plain queue and a lock per job: a ThreadPoolExecutor's futures cost ~60 us more per
-    hand-off on this machine, a tenth of what an add overlaps."""
+    hand-off (BENCHMARKS.md), a tenth of what an add overlaps."""
 
     __slots__ = ("_done", "_error", "_result", "_work")
 

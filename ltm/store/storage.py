@@ -1,26 +1,15 @@
-"""MemoryStorage: one namespace's persistent memory (SQLite log + FAISS index + FTS5), MetaGPT's API and more.
+"""MemoryStorage: one namespace's persistent memory, MetaGPT's API and more, on the handle's engine.
 
-The facade checks input, embeds (batched, cached), builds rows and keeps the async twins; the engine below is a
-:class:`~ltm.store.backend.DocumentBackend` of the handle's engine (``backend=``, else the settings'):
+The facade checks input, embeds (batched, cached), builds rows, purges expired messages and keeps the async
+twins; everything stored goes through the handle's :class:`~ltm.store.backend.DocumentBackend` (``backend=``,
+else the settings': :mod:`ltm.store.embedded`, a SQLite log + FAISS indexes on the local disk, by default;
+:mod:`ltm.store.pg` with ``Settings.store_url``). An ``add`` returns once its transaction is durable.
 
-- embedded (default): ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth),
-  ``index.faiss`` (a snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never
-  re-embedding) and ``manifest.json`` (see :mod:`ltm.store.embedded.opening`). An ``add`` returns after its SQLite
-  transaction is on disk, so it survives kill -9; the FAISS index follows SQLite through
-  :class:`~ltm.store.embedded.mirror.IndexMirror`: brought up to date on open and before every read, which is also how a
-  write by another process becomes visible;
-- PostgreSQL + pgvector (``Settings.store_url`` / ``LTM_STORE_URL``): one table set for every namespace, each
-  write one transaction, search in SQL (:mod:`ltm.store.pg`); for processes on many hosts.
-
-Scores in :class:`MemoryHit` (higher is better in every mode):
-
-- ``dense``: cosine similarity in [-1, 1];
-- ``keyword``: ``-bm25`` from FTS5 (embedded) or ``ts_rank_cd`` (PostgreSQL), >= 0, unbounded, comparable only
-  within one query;
-- ``hybrid``: calibrated fusion (:mod:`ltm.store.search.fusion`): the weighted sum of each signal's score scaled to
-  [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
-  query verbatim (or up to case, spacing and punctuation) come first whatever their score. PostgreSQL fetches
-  each signal's candidates in SQL and fuses them with the same code (:mod:`ltm.store.pg.ranking`).
+Scores in :class:`MemoryHit` (higher is better in every mode): ``dense``, a cosine similarity in [-1, 1];
+``keyword``, ``-bm25`` (embedded) or ``ts_rank_cd`` (PostgreSQL), >= 0 and comparable only within one query;
+``hybrid``, calibrated fusion (:mod:`ltm.store.search.fusion`, the same code on both engines): each signal's score
+scaled to [0, 1] between its best candidate and its floor, weighted and summed, plus a share of the better
+neighbour's; messages holding the query verbatim (or up to case, spacing and punctuation) come first.
 """
 
 from __future__ import annotations
@@ -35,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import InvalidInput, NotFound
+from ltm.errors import InvalidInput
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
@@ -48,10 +37,9 @@ from ltm.store.group import GroupCommit
 from ltm.store.naming import namespace_dir
 from ltm.store.records import MemoryHit, Mode, StoreStats
 from ltm.store.search.explain import check_threshold, explained, given_query_vector
-from ltm.store.search.filters import Compare
 from ltm.store.search.query import query_lines
 from ltm.store.search.speakers import dense_query
-from ltm.store.validation import check_id, check_k, text_of
+from ltm.store.validation import check_k, text_of
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
@@ -378,35 +366,11 @@ class MemoryStorage(DocumentStore):
         known = None if backend is None else backend.known_dimension()
         return known if known is not None else self._dim()
 
-    def get(self, message_id: str) -> Message:
-        """The stored message with this id; NotFound otherwise."""
-        check_id(message_id)
-        with self._lock:
-            self.purge_expired()
-            body = self._engine().body_of(message_id)
-        if body is None:
-            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
-        return Message.load(body)
-
-    def delete(self, message_or_id: Message | str) -> bool:
-        """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
-        with self._lock:
-            return self._engine().remove(Compare("id", "eq", message_id), self.settings.history_limit) > 0
-
-    def __len__(self) -> int:
-        return self.count()
-
     def stats(self) -> StoreStats:
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
             self.purge_expired()
             return self._engine().stats(self.namespace, self.embedder.model, self.embedder.calls)
-
-    def recent(self, n: int) -> builtins.list[Message]:
-        """The ``n`` most recently added messages, oldest first."""
-        with self._lock:
-            return [Message.load(b) for b in self._engine().recent(check_k(n))] if n else []
 
     def __enter__(self) -> MemoryStorage:
         return self

@@ -1,4 +1,4 @@
-""":class:`EmbeddedBackend`: one namespace as a SQLite file + FAISS indexes on this machine (the default engine).
+""":class:`EmbeddedBackend`: one namespace as a SQLite file + FAISS indexes in a local directory (the default engine).
 
 ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth: :mod:`ltm.store.embedded.log`), the
 FAISS snapshots that follow it (:mod:`ltm.store.embedded.mirror`) and ``manifest.json`` (model, dimension, schema).

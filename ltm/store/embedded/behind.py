@@ -1,6 +1,6 @@
 """Write-behind embedding (``Settings.write_behind``, opt-in): ``add`` is durable before its vector exists.
 
-The model is most of an add's time (issue 21): one caller adding one message per call waits for one model run
+The model is most of an add's time: one caller adding one message per call waits for one model run
 per message, and runs of one text are the model's slowest. With ``write_behind`` an ``add`` only commits the
 message to the ``staged`` table (one fsync; concurrent callers share it through :class:`~ltm.store.group.GroupCommit`)
 and returns; a background thread embeds the staged messages in batches and moves each batch, in ONE transaction,
@@ -9,7 +9,7 @@ into ``messages`` (with FTS and history) and the FAISS mirror.
 Semantics, in the order a caller meets them:
 
 - ``add`` returns True once the message is on disk (kill -9 after that loses nothing: the next open of the
-  namespace embeds what is staged, tests/store/test_write_behind.py), False when its id is stored or staged.
+  namespace embeds what is staged, tests/store/embedded/test_write_behind.py), False when its id is stored or staged.
   Bad input still fails in ``add`` itself (InvalidInput), before anything is written.
 - Every other call on the namespace first waits for the pending vectors: the calling thread embeds whatever is
   still staged itself, under the store's lock, before it reads or writes. So search, search_similar,

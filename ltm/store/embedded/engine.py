@@ -1,4 +1,4 @@
-"""One engine per open namespace per process (issue 20): handles on one namespace share its files and indexes.
+"""One engine per open namespace per process: handles on one namespace share its files and indexes.
 
 Two :class:`~ltm.store.storage.MemoryStorage` objects for one namespace (same data root, kind, name, embedding
 model and engine settings) in one process share ONE :class:`Engine`: one SQLite connection, one

@@ -34,7 +34,7 @@ def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list
     """The one place filters become SQL, for search and list alike: (a WHERE clause over ``messages m``
     or None when unfiltered, its parameters): the filter language of :mod:`ltm.store.search.filters`. InvalidInput for
     an unknown field or operator or a bad value; a shape the compiler cannot read is InvalidInput too, never a
-    TypeError (issue 13)."""
+    TypeError."""
     try:
         where, params = compile_sql(filters)
     except LTMError:

@@ -1,5 +1,5 @@
 """What a namespace's log records about itself (its ``meta`` table) and the lookups that bind index
-snapshots to it (issue 13): the namespace and embedding model, so a lost ``manifest.json`` can be rebuilt, and
+snapshots to it: the namespace and embedding model, so a lost ``manifest.json`` can be rebuilt, and
 a random log id, so a snapshot written for another log (another namespace's, or a newer one beside a restored
 backup) is recognised and rebuilt instead of trusted."""
 

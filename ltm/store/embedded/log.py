@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS tombstones(
     seq INTEGER NOT NULL
 );
 -- what the namespace is, recorded beside the rows so a lost manifest.json can be rebuilt, and the log's
--- identity that binds index snapshots to this file (issue 13)
+-- identity that binds index snapshots to this file
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 """
@@ -333,7 +333,7 @@ class MessageLog:
 
         Unfiltered (``where`` is "1"), the keyword index alone answers: its rows are written and deleted with
         the messages' in one transaction, so joining the table back, which cost a lookup per matching row
-        before ``LIMIT`` applies, only slowed the query (3-7 ms -> 0.9 ms at 5,000 chat turns; issue 21)."""
+        before ``LIMIT`` applies, only slowed the query (3-7 ms -> 0.9 ms at 5,000 chat turns)."""
         if where == "1" and not params:
             sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
         else:
@@ -378,7 +378,7 @@ def translate(path: Path) -> Iterator[None]:
 
 
 def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """A connection that never writes, for read-only media (issue 13): ``mode=ro`` when SQLite can use the
+    """A connection that never writes, for read-only media: ``mode=ro`` when SQLite can use the
     WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
     uri = path.resolve().as_uri()
     try:

@@ -4,7 +4,7 @@ SQLite (:mod:`ltm.store.embedded.log`) is the truth; the content and context :cl
 that may lag and is repaired from it, never the other way round. Everything that knows how lives here:
 
 - :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``): an HNSW graph only. A flat
-  index is not snapshotted (issue 21): its vectors are exactly SQLite's float16 ones, so a second copy doubled
+  index is not snapshotted: its vectors are exactly SQLite's float16 ones, so a second copy doubled
   the bytes per message for nothing but a faster open; it is replayed from SQLite on open instead (older
   stores' flat snapshots still load, and are removed at the next save);
 - :meth:`IndexMirror.sync` replays the rows and tombstones committed since the mirror last looked, by this
@@ -115,7 +115,7 @@ class IndexMirror:
         """A mirror starting from the directory's snapshots when they belong to ``log`` (none, a damaged
         one, or one that follows another log: from empty, rebuilt from SQLite by the first sync).
 
-        ``lazy`` (issue 20): read no snapshot now; the first :meth:`sync` loads them (and checks them against
+        ``lazy``: read no snapshot now; the first :meth:`sync` loads them (and checks them against
         the log). Until then writes go to SQLite only (the load replays them), so ``recent``, ``get``,
         ``count``, ``list``, keyword search and adds never read a vector file."""
         mirror = cls(directory, manifest, settings, log)
@@ -177,7 +177,7 @@ class IndexMirror:
 
     def stats(self, namespace: str | None, log: MessageLog, model: str, embedding_calls: int) -> StoreStats:
         """The store's health counts: SQLite's message count beside what the indexes hold, read in ONE
-        transaction (issue 13: two reads disagreed 121 times in 25 s while another process wrote)."""
+        transaction (two reads disagreed 121 times in 25 s while another process wrote)."""
         with log.transaction(write=False):
             self.catch_up(log)
             messages = log.count()
@@ -286,7 +286,7 @@ class IndexMirror:
         """
         self.writable()
         write = Write()
-        # writers of this process queue first come first served before SQLite's lock (issue 13: two handles
+        # writers of this process queue first come first served before SQLite's lock (two handles
         # on one namespace starved each other through SQLite's sleeping busy handler)
         loaded = self.loaded
         with log.write_lock.held(), log.transaction(write=True, durable=durable):
@@ -398,12 +398,12 @@ def _belongs(index: VectorIndex, log: MessageLog) -> bool:
     this log (its id), and the last live row it saw is still there with the same id, or deleted since.
 
     A count comparison alone let a restored older memory.sqlite, or another namespace's snapshot of the same
-    size, pass (issue 13: 0 of 50 restored rows found by dense search)."""
+    size, pass (0 of 50 restored rows found by dense search)."""
     heads = log.heads()
     if index.last_seq > heads[0] or index.last_tseq > heads[1]:
         return False
     binding = index.binding
-    if binding is None:  # written before issue 13: the count check on open is all there is
+    if binding is None:  # written before logs had an id: the count check on open is all there is
         return True
     log_id = identity.meta(log, "log_id")
     if binding.get("log") is not None and log_id is not None and binding.get("log") != log_id:

@@ -1,7 +1,7 @@
 """Opening a namespace directory, and what to do with each file found missing, damaged or foreign there.
 
 SQLite (``memory.sqlite``) is the truth; everything else is derived from it and rebuilt when it cannot be
-trusted. Issue 13's rules, one per file (docs/RELIABILITY.md lists them with their tests):
+trusted. The rules, one per file (docs/RELIABILITY.md lists them with their tests):
 
 - ``memory.sqlite`` missing or empty while the folder shows the namespace held data (a recorded dimension,
   a snapshot, a ``-wal``): :class:`StoreCorrupted`, and nothing is written, so the surviving files stay as

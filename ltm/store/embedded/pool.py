@@ -1,7 +1,7 @@
-"""A bounded pool of open namespaces per process (issue 20): thousands of agents, a few hundred files.
+"""A bounded pool of open namespaces per process: thousands of agents, a few hundred files.
 
 Every open namespace holds about three file descriptors (``memory.sqlite`` and its ``-wal`` / ``-shm``) and
-its FAISS indexes in RAM. Issue 20 measured the 340th namespace failing under the common ``ulimit -n 1024``.
+its FAISS indexes in RAM. Without a bound, the 340th namespace fails under the common ``ulimit -n 1024``.
 Handles on one namespace (each through its :class:`PooledNamespace`, the embedded backend of a
 :class:`~ltm.store.storage.MemoryStorage`) share one :class:`~ltm.store.embedded.engine.Engine`, and each open
 engine is registered with the process's :data:`POOL`; past ``settings.max_open_namespaces`` the least recently

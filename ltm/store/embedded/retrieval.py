@@ -89,7 +89,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery,
     is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
     computes only the pool's inner products) instead of a second scan of every vector (~0.12 us per stored vector:
     12 ms at 100,000): the moved vector is the query plus 0.3 x the mean of its 5 best, so what it ranks first is
-    near the query too (checked against the full second scan: bench/retrieval/pool_check.py)."""
+    near the query too (checked against the full second scan: BENCHMARKS.md)."""
     k, vector, where, params = query.k, query.vector, query.where, list(query.params)
     weights = LONG_QUERY_WEIGHTS if len(query_terms(query.text)) > LONG_QUERY_TERMS else WEIGHTS
     window = query_window(query.text, _now(log, query)) if weights["time"] else None
@@ -138,7 +138,7 @@ def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
     """Whether a hybrid query's dense side is searched again by the Rocchio vector: a one-vector query that gets no
     prior (``terms``, its :func:`~ltm.store.search.query.question_stems`, is None). With the prior, a one-line question
     gained nothing from it (REALTALK 0.652 without, 0.651 with; dev 0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms
-    search at 10,000 messages (docs/RETRIEVAL.md, eighth round)."""
+    search at 10,000 messages (docs/RETRIEVAL.md)."""
     return bool(FEEDBACK_WEIGHT) and query.lines is None and terms is None
 
 

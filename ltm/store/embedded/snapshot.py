@@ -11,7 +11,7 @@ is lost and the file is half of ``faiss.serialize_index``'s. It is read into RAM
 most ``hnsw_threshold`` vectors).
 
 **HNSW**: FAISS's own serialisation first (``IndexHNSWSQ``: the vectors as 8-bit codes, a quarter of the
-float32 ``IndexHNSWFlat`` that snapshots before issue 21 hold; both read), then the JSON header, then a
+float32 ``IndexHNSWFlat`` that older snapshots hold; both read), then the JSON header, then a
 fixed-size footer ``<u64 header length><u32 header crc32><magic>``. Putting FAISS's bytes at offset 0 lets
 :func:`read` hand the file to ``faiss.read_index`` directly, memory-mapped (``IO_FLAG_MMAP_IFC``) when it is
 large: opening a 1M-message namespace then costs page-table work instead of reading, copying and deserialising
@@ -197,7 +197,7 @@ def _header(handle: IO[bytes]) -> dict[str, Any] | None:
 
 def _code_size(index: Any) -> int:
     """Bytes per stored vector in an ``IndexIDMap2`` over HNSW: 4 * dim for float vectors (``IndexHNSWFlat``,
-    snapshots before issue 21), dim for 8-bit codes (``IndexHNSWSQ``)."""
+    older snapshots), dim for 8-bit codes (``IndexHNSWSQ``)."""
     inner = faiss.downcast_index(index.index)
     storage = getattr(inner, "storage", None)
     return int(storage.sa_code_size()) if storage is not None else 4 * int(index.d)

@@ -6,7 +6,7 @@ live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3;
 becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
 so searches exclude ghosts with an ``IDSelectorNot`` and the store rebuilds the graph from SQLite when ghosts
 pass a fifth of it (no re-embedding: vectors are stored in SQLite). Vectors added to an existing graph first go
-to its *fresh segment* (LSM-style, issue 21): a small exact flat index searched beside the graph, folded into it in
+to its *fresh segment* (LSM-style): a small exact flat index searched beside the graph, folded into it in
 one parallel add once :data:`FOLD_AT` accumulate. Only the graph is snapshotted, claiming the seqs it holds
 (:attr:`VectorIndex.snapshot_seq`); the store replays the newer rows from SQLite into a new fresh segment on open,
 so a few adds neither copy a memory-mapped graph into RAM nor rewrite its snapshot. A flat index could remove
@@ -44,11 +44,11 @@ from ltm.store.embedded import snapshot
 __all__ = ["VectorIndex", "omp_threads"]
 
 _HNSW_M = 32
-# efConstruction 112 (80 before session 13): at 1M the graph built by 8,192-vector folds answered recall@10 0.9475
+# efConstruction 112: at 1M the graph built by 8,192-vector folds answered recall@10 0.9475
 # at efSearch 384 (0.9535 with 1,000-vector adds: build-to-build spread), and rescoring 40 candidates instead of 20
 # found no more (the misses are the graph search's); a better graph costs build time, not search time
 _EF_CONSTRUCTION = 112
-# HNSW vectors are stored as 8-bit codes per dimension (IndexHNSWSQ, QT_8bit; issue 21): 384 bytes instead of
+# HNSW vectors are stored as 8-bit codes per dimension (IndexHNSWSQ, QT_8bit): 384 bytes instead of
 # 1,536 per vector at 384 dims, so a 1M snapshot beside SQLite's float16 copy fits 2.5 KB/message. The range of
 # each dimension is trained on the vectors the graph is built from (every HNSW index starts from a rebuild),
 # widened by _SQ_MARGIN of its span each side for later vectors and to at least +-_SQ_FLOOR_SIGMAS/sqrt(dim)
@@ -56,7 +56,7 @@ _EF_CONSTRUCTION = 112
 _SQ_MARGIN = 0.1
 _SQ_FLOOR_SIGMAS = 4.0
 _PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FAISS splits them with OpenMP)
-# LSM-style fresh segment (issue 21 item 4): vectors added to a non-empty HNSW graph first go to a small exact flat
+# LSM-style fresh segment: vectors added to a non-empty HNSW graph first go to a small exact flat
 # index searched beside it, and are folded into the graph together once FOLD_AT of them accumulate (one parallel
 # FAISS add of FOLD_AT instead of many small ones; no graph snapshot between folds; a crash replays at most this
 # many rows, into the flat segment, on open). A single-query flat search of 8,192 384-d float32 vectors takes
@@ -89,7 +89,7 @@ class VectorIndex:
             raise ValueError(f"index kind must be flat or hnsw, got {kind!r}")
         self.dim, self.kind = dim, kind
         # which log this snapshot follows: {"log": the log's id, "tail": [seq, id] of the last live row it saw}
-        # (set by the mirror before a save; None in snapshots older than issue 13)
+        # (set by the mirror before a save; None in snapshots written before logs had an id)
         self.binding: dict[str, Any] | None = None
         inner: Any
         if kind == "flat":
@@ -127,7 +127,7 @@ class VectorIndex:
 
     @property
     def quantized(self) -> bool:
-        """Whether the vectors are held as 8-bit codes (HNSW since issue 21): scores are cosines to ~1e-3 only,
+        """Whether the vectors are held as 8-bit codes (HNSW): scores are cosines to ~1e-3 only,
         so callers that need exact cosines rescore the candidates (ltm.store.embedded.retrieval)."""
         return self.kind == "hnsw" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexHNSWSQ)
 

@@ -95,7 +95,7 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     # big groups: they pay one fsync for many model runs, and staging would write every body twice; nor adds
     # to a model that answers in microseconds: there is nothing for the staged commit to overlap
     fresh = [m for p in pendings for m in p.messages]
-    stage = len(fresh) <= STAGE_MAX and all(g is None for _, g in items) and store.embedder.slow()
+    stage = len(fresh) <= STAGE_MAX and all(g is None for _, g in items) and _stages(store)
     staging = store._staging(fresh) if stage else None
     during = None if staging is None else partial(_beside_the_model, store.embedder.keys, pendings, staging)
     try:
@@ -105,6 +105,13 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
         if staging is not None:
             staging.undo()
         raise
+
+
+def _stages(store: Any) -> bool:
+    """Whether an add stages (``Settings.staged_add``): always, never, or while the model is slow enough to hide
+    a commit behind (``Embedder.slow``)."""
+    policy = store.settings.staged_add
+    return policy == "always" or (policy == "auto" and bool(store.embedder.slow()))
 
 
 def _beside_the_model(keys: Callable[[Sequence[str]], list[bytes]], pendings: list[rowplan.Pending],

@@ -34,7 +34,7 @@ from ltm.config import Settings
 from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
 from ltm.store.pg.bulk import insert_rows
-from ltm.store.pg.documents import Event, PgDocuments, record
+from ltm.store.pg.documents import Event, PgDocuments, as_vector, record
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
@@ -46,7 +46,6 @@ from ltm.store.records import MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
-from ltm.store.search.speakers import NAME_ROWS
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 
@@ -233,7 +232,7 @@ class PgBackend(PgDocuments, PgSeam):
         """Stored content vectors by content key (the embedder's cache)."""
         rows = self._rows("SELECT DISTINCT ON (text_key) text_key, embedding FROM ltm_messages "
                           "WHERE ns = %s AND text_key = ANY(%s)", (self.ns, [bytes(k) for k in keys]))
-        return {bytes(k): _array(v) for k, v in rows}
+        return {bytes(k): as_vector(v) for k, v in rows}
 
     def body_of(self, message_id: str) -> str | None:
         rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s", (self.ns, message_id))
@@ -245,34 +244,6 @@ class PgBackend(PgDocuments, PgSeam):
     def live(self) -> int:
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
-
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` rows holding it} as the
-        embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
-        when), the row's own names confirm it is a name."""
-        asked = list(dict.fromkeys(w for w in words if w.isalnum()))
-        if not asked:
-            return {}
-        rows = self._rows(  # one round trip: each word an indexed lookup
-            "SELECT w, m.metadata ->> 'speaker', m.sent_from, m.role FROM unnest(%s::text[]) AS w CROSS JOIN LATERAL "
-            "(SELECT metadata, sent_from, role FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', "
-            "w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> "
-            f"'speaker', '')) @@ to_tsquery('simple', w) LIMIT {NAME_ROWS}) m", (asked, self.ns))
-        found: dict[str, set[str]] = {}
-        for word, *names in rows:
-            found.setdefault(str(word), set()).update(str(v) for v in names if v)
-        return found
-
-    def recent(self, n: int) -> list[str]:
-        rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
-        return [str(r[0]) for r in reversed(rows)]
-
-    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
-        """(seq, body, content vector or None) of up to ``limit`` rows with seq > ``after``, in seq order."""
-        vector = "embedding" if with_vectors else "NULL::vector"
-        rows = self._rows(f"SELECT seq, body, {vector} FROM ltm_messages WHERE ns = %s AND seq > %s "
-                          "ORDER BY seq LIMIT %s", (self.ns, after, limit))
-        return [(int(s), str(b), None if v is None else _array(v)) for s, b, v in rows]
 
     def _ef_search(self, conn: Any, k: int) -> None:
         """``hnsw.ef_search`` for this transaction: the settings' floor, raised to 4k (pgvector's limit 1000);
@@ -346,7 +317,7 @@ class PgBackend(PgDocuments, PgSeam):
                              (self.ns, [s for s, _, _ in seeds])).fetchall()
         if not found:
             return rows
-        moved = feedback_vector(params["q"], np.stack([_array(e) for (e,) in found]))
+        moved = feedback_vector(params["q"], np.stack([as_vector(e) for (e,) in found]))
         sql = candidates_sql(where, dense=True, context=False, keyword=False, dim=self._dim, hnsw=hnsw, ns=self.ns)
         again = conn.execute(sql, {**params, "q": _query(moved)}).fetchall()
         return [*again, *(row for row in rows if row[0] != "dense")]
@@ -416,9 +387,3 @@ def _query(vector: Any) -> np.ndarray:
     """A query vector as a parameter: pgvector's adapter sends it as a ``vector`` (binary), so the server
     neither parses text nor casts per row."""
     return np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
-
-
-def _array(value: Any) -> np.ndarray:
-    """A ``vector`` value as read through pgvector's adapter (a ``Vector``, or an array) as float32."""
-    found = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(found, dtype=np.float32)

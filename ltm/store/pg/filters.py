@@ -6,7 +6,7 @@ named, bound parameter (``%(fN)s``, cast to its type); a metadata key, a name al
 ``[A-Za-z0-9_-]{1,64}`` per segment, is written as a quoted literal of a jsonb ``->`` chain, as SQLite's
 emitter writes a JSON path literal: that is what lets an expression index (``index_metadata``) serve it.
 
-Semantics are the embedded engine's (the oracle in ``tests/store/test_filters.py`` runs on both): two-valued
+Semantics are the embedded engine's (the oracle in ``tests/store/contract/test_filters.py`` runs on both): two-valued
 logic (``NOT coalesce(x, false)``), numbers compare with numbers and text with text (byte order, ``COLLATE
 "C"``, as SQLite's BINARY), ``true`` equals only ``true``, ``contains`` is a substring of a text value or an
 element of a list value. ``icontains`` folds case with the server's ``lower()`` on both sides (Python's

@@ -1,7 +1,7 @@
 """Which words a keyword search on PostgreSQL ranks: the embedded engine's plan (rarest terms within a budget).
 
 A keyword search ranks every row holding any of its words (``ts_rank_cd`` per row), so one common word makes it
-linear in the namespace: ``aaa | note``, a word in every row, took 412 ms at 100k rows (issue 17). The embedded
+linear in the namespace: ``aaa | note``, a word in every row, took 412 ms at 100k rows. The embedded
 engine bounds this with :func:`~ltm.store.search.query.keyword_terms`; so does this one, with the same function: once
 the namespace holds more than :data:`~ltm.store.search.query.KEYWORD_BUDGET` rows, each word's document frequency is
 counted up to the budget (a ``LIMIT``ed probe of the GIN index, so a common word costs no more than a rare

@@ -1,4 +1,4 @@
-"""Hybrid ranking: calibrated score fusion of the dense and keyword candidates (issue 15).
+"""Hybrid ranking: calibrated score fusion of the dense and keyword candidates.
 
 Each signal's candidates (best first, with their raw scores: cosine, ``-bm25``) are put on one scale:
 ``(score - floor) / (top - floor)``, 1 for the signal's best candidate and 0 at its floor, the score a
@@ -33,7 +33,7 @@ Last, a candidate gets :data:`SITTING_SHARE` of the best score among the *other*
 :data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN` messages of it (the same sitting, as far as the candidates tell): a
 turn of the sitting where the question's topic came up is likelier to be part of the answer than an equally
 scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.632, FriendsQA 0.663 -> 0.678, QMSum
-0.549 -> 0.566; docs/RETRIEVAL.md, seventh round).
+0.549 -> 0.566; docs/RETRIEVAL.md).
 
 Then a one-line question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
 query's cosine to each candidate on its own scale (the fused dense score is relative to the best and the floor, and a
@@ -41,7 +41,7 @@ candidate only the keyword side found gets none of it), the candidate's length (
 be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
 of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
 score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
-whose long questions are evidence, lose: 0.566 -> 0.545; docs/RETRIEVAL.md, eighth round). Only the
+whose long questions are evidence, lose: 0.566 -> 0.545; docs/RETRIEVAL.md). Only the
 :data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.search.query.question_stems`), which
 then
 gets no Rocchio feedback: beside the prior it added nothing, for ~0.9 ms a search.
@@ -66,17 +66,17 @@ __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUE
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
 # grid). A question weighs words (names, places, dates; the keyword index knows who spoke and when) and meaning
-# alike (0.6 / 0.4 until the fourth round, below); a long query (a pasted conversation, past
+# alike (below); a long query (a pasted conversation, past
 # LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
 # "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
 # naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
 # "speaker" is added to candidates spoken by someone the question names (ltm.store.search.speakers); none for a long
 # query.
-# Fourth round (docs/RETRIEVAL.md): once a question's speaker names are put in the first person before it is
-# embedded (ltm.store.search.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an equal
-# share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
-# speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the
-# whole set's test half (0.608 -> 0.602).
+# Dense and keyword weigh alike (docs/RETRIEVAL.md): once a question's speaker names are put in the first person before
+# it is embedded (ltm.store.search.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an
+# equal share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
+# speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the whole
+# set's test half (0.608 -> 0.602).
 WEIGHTS: Mapping[str, float] = {"dense": 0.5, "keyword": 0.5, "context": 0.35, "time": 0.0, "speaker": 0.3}
 LONG_QUERY_TERMS = 24
 LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3, "speaker": 0.0}
@@ -86,7 +86,7 @@ LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0
 # memories, days apart) lend nothing. 97.6% of REALTALK's consecutive turns are within 6 hours, none of MADial's.
 NEIGHBOUR_SHARE = 0.3
 NEIGHBOUR_GAP = 6 * 3600.0
-# A share of the best score among the other candidates of the same sitting (seventh round, chosen on REALTALK's dev
+# A share of the best score among the other candidates of the same sitting (chosen on REALTALK's dev
 # half: 0.1 / 0.15 / 0.2 / 0.25 / 0.3 give 0.651 / 0.654 / 0.655 / 0.652 / 0.640 against 0.647 without).
 SITTING_SHARE = 0.2
 # "The same sitting" as far as the candidates tell: written within NEIGHBOUR_GAP of each other AND at most this many
@@ -103,13 +103,12 @@ LINE_WHOLE = 1.0
 # Not after a multi-line query: its lines already widen it, and feedback on top cost MADial 0.8 points (dev).
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_SEEDS = 5
-# The prior of a one-line question's candidate (eighth round; :func:`prior`): a logistic regression of "is evidence"
+# The prior of a one-line question's candidate (:func:`prior`): a logistic regression of "is evidence"
 # on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, the 29,750
-# candidates of the search as shipped, without feedback; `FEEDBACK=0 python -m bench.retrieval.round8 fit`), divided
+# candidates of the search as shipped, without feedback; `FEEDBACK=0 python -m bench.tuning.prior_fit fit`), divided
 # by the fused score's coefficient (0.50 / 0.142 / -0.187 / 0.182) and rounded to 0.05. Alone, a feature does little
 # or costs; together they pay on both halves of REALTALK and of FriendsQA, which had no part in the fit. QMSum's
-# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/RETRIEVAL.md,
-# eighth round).
+# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/RETRIEVAL.md).
 PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.2}
 # The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
 # fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95

@@ -1,4 +1,4 @@
-"""Dates named in a search query, as a time window over ``created_at`` (issue 15: temporal questions).
+"""Dates named in a search query, as a time window over ``created_at`` (temporal questions).
 
 "What did Elise play on 5 Jan 2024?", "where was Kate on 31 Dec 2023", "in March 2024", "on 2024-01-05",
 "on 02.01.2024" (day first, as dotted dates are written in most of the world), and relative ones, counted from

@@ -27,7 +27,7 @@ from ltm.store.embedded import writes
 from tests.support.embedded import embedded_of
 from tests.support.embeddings import BrokenEmbedding, CountingEmbedding, GatedEmbedding, SlowEmbedding
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _count(root: Path, table: str) -> int:
@@ -231,35 +231,52 @@ def _spy_staging(store: MemoryStorage) -> list[int]:
     return made
 
 
-def test_adds_to_a_fast_model_are_not_staged_and_to_a_slow_one_are(plain: Settings,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Staging hides the commit's fsync behind the model run: against a model that answers in microseconds (a
-    lookup table, a hash) there is nothing to hide behind, so once the model's calls are seen to be that fast an
-    add commits once after it, fsynced; a slow model's adds keep staging. Either way the add is durable when it
-    returns and the connection is back to FULL.
-
-    What counts as fast is a threshold on the model's measured call time (``embedder.SLOW_RUN_S``, 1 ms). The
-    slow model sleeps 4 ms, over it by construction; the hash model's calls are judged against 250 ms instead, so a
-    loaded machine (CI once saw three hash calls of 1 ms or more in a row) cannot make it slow."""
-    from ltm.store import embedder
-
-    for model in (None, SlowEmbedding(delay_s=0.004)):
-        monkeypatch.setattr(embedder, "SLOW_RUN_S", 0.25 if model is None else 0.001)
+@pytest.mark.parametrize("policy", ["always", "never"])
+def test_staged_add_always_or_never_whatever_the_model(plain: Settings, policy: str) -> None:
+    """``Settings.staged_add``: "always" stages every small add, "never" none, whatever the model's speed; either
+    way the add is durable when it returns and the connection is back to FULL."""
+    for model in (None, SlowEmbedding(delay_s=0.004)):  # the hash model (microseconds) and a slow one
         root = plain.storage_dir / ("slow" if model else "fast")
-        store = MemoryStorage("ns", settings=plain.with_(storage_dir=root), embedding=model)
+        store = MemoryStorage("ns", settings=plain.with_(storage_dir=root, staged_add=policy), embedding=model)
         staged = _spy_staging(store)
         try:
-            for i in range(6):
+            for i in range(4):
                 assert store.add(Message(id=f"m{i}", content=f"note {i}", role="user"))
-            if model is None:  # the first add stages (no call was timed yet); a first call slowed by warm-up or
-                assert staged in ([1], [1, 1])  # load may make the second stage too, never the ones after
-            else:
-                assert staged == [1] * 6
-            assert store.embedder.slow() is (model is not None)
+            assert staged == ([1] * 4 if policy == "always" else [])
             assert embedded_of(store)._require()[0].db.execute("PRAGMA synchronous").fetchone()[0] == 2
-            assert len(store) == 6 and store.search("note 4", k=1, mode="keyword")[0].message.id == "m4"
+            assert len(store) == 4 and store.search("note 3", k=1, mode="keyword")[0].message.id == "m3"
         finally:
             store.close()
+
+
+def test_staged_add_auto_stages_while_the_model_is_slow(plain: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"auto" (the default) asks ``Embedder.slow`` before each add: staged while it says slow, not otherwise (its
+    verdicts are given here, so no machine's speed decides the path)."""
+    store = MemoryStorage("ns", settings=plain)
+    staged = _spy_staging(store)
+    verdicts = iter([True, False, True, False])
+    monkeypatch.setattr(store.embedder, "slow", lambda: next(verdicts))
+    try:
+        for i in range(4):
+            assert store.add(Message(id=f"m{i}", content=f"note {i}", role="user"))
+        assert staged == [1, 1]  # the first and third adds
+        assert len(store) == 4
+    finally:
+        store.close()
+
+
+def test_the_model_is_slow_until_one_recent_call_was_fast(plain: Settings) -> None:
+    """``Embedder.slow``: True before any call and while every recent call took SLOW_RUN_S or more; False once one
+    was faster (the minimum: a warm-up or a loaded machine only ever makes a call slower)."""
+    from ltm.store import embedder
+
+    model = MemoryStorage("ns", settings=plain).embedder
+    runs = model._runs
+    assert model.slow()
+    runs.extend([embedder.SLOW_RUN_S, 5 * embedder.SLOW_RUN_S])
+    assert model.slow()
+    runs.append(embedder.SLOW_RUN_S / 10)
+    assert not model.slow()
 
 
 def test_a_staged_adds_vectors_reach_the_indexes_off_the_callers_thread(plain: Settings) -> None:

@@ -14,7 +14,7 @@ from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.embedded import snapshot, vectors
 from ltm.store.embedded.vectors import VectorIndex
-from tests.store.test_quantized_hnsw import DIM, STORED, _check_search, _clustered, _mirror, _store
+from tests.store.embedded.test_quantized_hnsw import DIM, STORED, _check_search, _clustered, _mirror, _store
 
 
 def _graph(n: int = 800) -> tuple[VectorIndex, np.ndarray]:

@@ -17,7 +17,7 @@ from ltm import MemoryStorage, Message, Settings, StoreCorrupted
 from tests.support.embeddings import CountingEmbedding
 from tests.support.postgres import store_env
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow
 
 

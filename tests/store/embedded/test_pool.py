@@ -21,7 +21,7 @@ from ltm.store.embedded.pool import POOL
 from tests.support.embedded import embedded_of
 from tests.support.threads import run_in_threads
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _fds() -> int:

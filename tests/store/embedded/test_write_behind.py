@@ -20,7 +20,7 @@ from ltm import MemoryStorage, Message, Settings, WriteBehindFailed
 from tests.support.embedded import embedded_of
 from tests.support.embeddings import GatedEmbedding
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _staged(root: Path) -> int:

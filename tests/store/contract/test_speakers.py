@@ -124,7 +124,7 @@ def test_names_looked_up_before_a_write_are_looked_up_again_after_it(settings: S
                 "s.add(Message(content='hi all', role='Quinn', sent_from='Quinn')); s.close()")
         env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
         subprocess.run([sys.executable, "-c", code, str(settings.storage_dir)], check=True, env=env, timeout=120,
-                       cwd=Path(__file__).resolve().parents[2])
+                       cwd=Path(__file__).resolve().parents[3])
         assert set(store._speaker_names(["zara", "quinn"])) == {"zara", "quinn"}
         assert store._dense_text("What did Quinn say?") == "What did I say?"
 

@@ -14,7 +14,7 @@ import pytest
 from ltm import MemoryStorage, Settings
 from tests.support.postgres import store_env
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow
 
 WRITERS, EACH = 4, 60

@@ -17,7 +17,7 @@ from ltm.store.embedded import snapshot
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.records import decode
-from tests.store.test_store_hnsw import TableEmbedding
+from tests.store.contract.test_store_hnsw import TableEmbedding
 from tests.support.embedded import embedded_of
 
 DIM, STORED, TOPICS = 64, 3000, 40

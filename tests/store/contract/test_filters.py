@@ -241,7 +241,7 @@ def test_old_search_kwargs_are_translated() -> None:
     tree = parse(old)
     assert isinstance(tree, And)
     assert set(tree.parts) == {
-        Compare("role", "in", ("user",)), Compare("cause_by", "eq", "tests.store.test_filters.WriteCode"),
+        Compare("role", "in", ("user",)), Compare("cause_by", "eq", "tests.store.contract.test_filters.WriteCode"),
         Compare("created_at", "gte", 5.0), Compare("created_at", "lt", 9.0),
         Compare("metadata.topic", "eq", "x"), Compare("metadata.n", "eq", None),
     }
