@@ -38,7 +38,7 @@ from bench.ltm_runner import KIND, NAMESPACE, add_batches, hit_index, messages
 CHUNK = 20_000
 HELD_OUT = 1_000
 # The speaker of every stored text: a word no text or question holds. A stored speaker's name in a query is put
-# in the first person before it is embedded (ltm.store.speakers), which the lookup embedding cannot serve.
+# in the first person before it is embedded (ltm.store.search.speakers), which the lookup embedding cannot serve.
 ROLE = "qxvz"
 
 

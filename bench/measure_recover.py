@@ -2,7 +2,7 @@
 
 ``build`` fills a namespace with the bench's precomputed vectors (``bench_data``, batches of 20k, flat index
 so it is quick) and snapshots it; ``--hnsw-from`` then swaps in an HNSW graph already built on the same
-vectors (``bench/hnsw_sweep.py`` caches one) so a 1M HNSW snapshot costs no second 10-minute build.
+vectors (``bench/tuning/hnsw_sweep.py`` caches one) so a 1M HNSW snapshot costs no second 10-minute build.
 ``open`` runs ``--repeat`` fresh processes, each timing ``MemoryStorage(...)`` and one dense search; the
 import time is reported apart. The page cache is warm after the first run (as on a restarted agent).
 
@@ -20,11 +20,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench import module_cmd, module_env
 from bench.data import dataset, lookup_embedding, query_set, vectors
+
+if TYPE_CHECKING:
+    from ltm.store import MemoryHit, MemoryStorage
 
 NAMESPACE = "recover-bench"
 QUERY = "which ticket had a race condition in the payment gateway"
@@ -36,8 +40,8 @@ def build(n: int, directory: Path, seed: int, hnsw_from: str | None) -> None:
     from ltm.config import Settings
     from ltm.message import Message
     from ltm.store import MemoryStorage
-    from ltm.store.embedded import EmbeddedBackend
-    from ltm.store.vectors import VectorIndex
+    from ltm.store.embedded.backend import EmbeddedBackend
+    from ltm.store.embedded.vectors import VectorIndex
 
     texts, topics, _, _ = dataset(n, seed)
     vecs = vectors(topics, seed)
@@ -52,9 +56,9 @@ def build(n: int, directory: Path, seed: int, hnsw_from: str | None) -> None:
         index = VectorIndex(vecs.shape[1], "hnsw")
         index.index = faiss.read_index(hnsw_from)
         assert index.index.ntotal == n, "the HNSW file was built on another size"
-        backend = store._require()
+        backend = store._engine()
         assert isinstance(backend, EmbeddedBackend)
-        mirror = backend.mirror
+        mirror = backend._synced()[1]
         assert mirror.content is not None
         index.last_seq, index.last_tseq = mirror.content.last_seq, mirror.content.last_tseq
         mirror.content = index
@@ -127,10 +131,14 @@ def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> 
                       "find_news_returned": len(news), "find_news_expected": 50}))
 
 
-def _seqs(store: object, hits: Sequence[object]) -> set[int]:
-    """Seqs of hits, from SQLite by message id."""
-    log = store._require().log  # type: ignore[attr-defined]  # the embedded backend's SQLite log
-    ids = [h.message.id for h in hits]  # type: ignore[attr-defined]
+def _seqs(store: MemoryStorage, hits: Sequence[MemoryHit]) -> set[int]:
+    """Seqs of hits, from the embedded engine's SQLite log by message id."""
+    from ltm.store.embedded import EmbeddedBackend
+
+    backend = store._engine()
+    assert isinstance(backend, EmbeddedBackend)
+    log = backend._require()[0]
+    ids = [h.message.id for h in hits]
     marks = ",".join("?" * len(ids))
     return {int(r[0]) for r in log.db.execute(f"SELECT seq FROM messages WHERE id IN ({marks})", ids)}
 

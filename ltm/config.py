@@ -138,11 +138,17 @@ class Settings(BaseModel):
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
+    staged_add: Literal["auto", "always", "never"] = Field(
+        "auto", description="Embedded store, sqlite_synchronous=full: whether an add of up to 64 new messages commits "
+        "them to a staging table while the model embeds them, so the commit's fsync overlaps the model run "
+        "(ltm/store/embedded/behind.py). auto: when the model's recent calls took 1 ms or more (beside a model that "
+        "answers in microseconds there is nothing to overlap); always; never.",
+    )
     write_behind: bool = Field(
         False, description="Embedded store: add() returns once the message is on disk and its vector is computed "
         "in batches by a background thread; every other call on the namespace waits for the pending vectors first, "
         "a background failure is raised (WriteBehindFailed) by the next call, and the next open embeds what a crash "
-        "left (ltm/store/behind.py). One caller adding one message per call ingests faster; add() no longer "
+        "left (ltm/store/embedded/behind.py). One caller adding one message per call ingests faster; add() no longer "
         "reports a model failure itself.",
     )
     max_open_namespaces: int = Field(

@@ -6,7 +6,7 @@ MetaGPT's meanings, with its faults fixed:
   short-term memory (``settings.recover_recent`` of them), not only the index;
 - ``add`` stores a message in the namespace when its ``cause_by`` is watched (``rc.watch`` and/or
   ``watch=``), once: a message already stored (same id) adds no second vector. A watched message added
-  before any namespace is open is refused with InvalidInput (issue 13: it used to return True and be lost at
+  before any namespace is open is refused with InvalidInput (it used to return True and be lost at
   the next restart); unwatched messages stay short-term only, as in MetaGPT;
 - the store write happens before the short-term add, so a capacity eviction from short-term memory never
   loses a watched message, and bad input (e.g. empty content of a watched message) raises before anything

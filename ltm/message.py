@@ -4,7 +4,7 @@
 ("module.ClassName" for a class or an instance's class). ``instruct_content`` may be a pydantic model or a
 plain dict; a model is serialized with its class, module and field types.
 
-Loading never imports code (issue 13): a stored body names its class and module, but that text comes from
+Loading never imports code: a stored body names its class and module, but that text comes from
 files, Redis or a JSONL import that anyone may have written. A class is resolved only from the registry the
 application fills with :func:`register_instruct_content`; any other payload is rebuilt as a data-only model
 from the stored field types (so ``ic.field`` keeps working for MetaGPT's run-time classes), and when even

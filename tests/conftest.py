@@ -15,6 +15,7 @@ from ltm.config import Settings
 from ltm.kv.base import KVStore
 from ltm.kv.redis_kv import RedisKV
 from ltm.kv.sqlite_kv import SQLiteKV
+from tests.support.clock import ManualClock
 from tests.support.openai_server import OpenAIServer
 from tests.support.postgres import PostgresServer
 from tests.support.redis_cluster import RedisCluster
@@ -125,7 +126,7 @@ def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KVStore]:
     every write acknowledged by a replica (all flushed per test)."""
     store: KVStore
     if request.param == "sqlite":
-        store = SQLiteKV(tmp_path / "kv.sqlite")
+        store = SQLiteKV(tmp_path / "kv.sqlite", clock=ManualClock())  # expiry tests move it: elapse()
     elif request.param == "redis":
         store = RedisKV.from_url(request.getfixturevalue("redis_url"), prefix="test")
     else:

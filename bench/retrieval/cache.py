@@ -66,8 +66,9 @@ class CachedEmbedding(BaseEmbedding):
 def local_model() -> CachedEmbedding:
     """ltm's local model (all-MiniLM-L6-v2) behind the shared cache ``bench/data/cache/vectors.sqlite``: what the
     retrieval scripts and the index probes embed the public sets with."""
-    from bench.retrieval.run import DATA_DIR
+    from bench import ROOT
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
 
-    return CachedEmbedding(resolve_embedding(Settings(embedding="local")), DATA_DIR / "cache" / "vectors.sqlite")
+    cache = ROOT / "bench" / "data" / "cache" / "vectors.sqlite"  # bench.retrieval.run's DATA_DIR
+    return CachedEmbedding(resolve_embedding(Settings(embedding="local")), cache)

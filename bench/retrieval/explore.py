@@ -21,7 +21,7 @@ import numpy as np
 from bench.retrieval import baselines
 from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR, template
-from ltm.store.when import query_window
+from ltm.store.search.when import query_window
 
 CACHE = DATA_DIR / "cache"
 Cand = list[tuple[int, float]]

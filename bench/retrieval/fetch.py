@@ -163,7 +163,7 @@ def friendsqa(repo: Repo) -> dict[str, Any]:
     """FriendsQA: one conversation per episode, as an agent present at every scene would hold it.
 
     Scenes are sittings: scene ``c`` of an episode starts 8 hours after scene ``c - 1`` (so apart for the neighbour
-    rule, ``ltm.store.fusion.NEIGHBOUR_GAP``), its turns 5 seconds apart; episode ``e`` of season ``s`` starts on
+    rule, ``ltm.store.search.fusion.NEIGHBOUR_GAP``), its turns 5 seconds apart; episode ``e`` of season ``s`` starts on
     22 September of 1993 + s (the show's first air date, 1994) plus 14 days per episode, so times rise through the
     seasons. A turn's speaker is as given (several speakers joined by " and "; stage directions are "#NOTE#"), its
     text detokenised (:func:`detokenized`). Every question of the episode's scenes is asked against the whole

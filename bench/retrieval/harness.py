@@ -2,10 +2,10 @@
 
 Each conversation is stored once through the ordinary path (``add_batch``, cached vectors) under
 ``bench/data/stores/`` (git-ignored); then, for every question, the store's own keyword index (FTS5, any column
-weights and query) and its stored vectors give the candidates, and :func:`ltm.store.fusion.fuse` ranks them, so
+weights and query) and its stored vectors give the candidates, and :func:`ltm.store.search.fusion.fuse` ranks them, so
 :func:`base` reproduces ``MemoryStorage.search`` as it was at 34e683c and :func:`shipped` as it is now (both checked
 against ``python -m bench.retrieval``; :func:`shipped` again after the fourth round's first-person questions).
-The levers themselves are in :mod:`bench.retrieval.levers`.
+The levers themselves are in :mod:`bench.tuning.levers`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import numpy as np
 from bench.retrieval.explore import embed, is_dev
 from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR, template
-from ltm.store import fusion
-from ltm.store.query import STOPWORDS, query_terms, question_stems
-from ltm.store.speakers import dense_query
+from ltm.store.search import fusion
+from ltm.store.search.query import STOPWORDS, query_terms, question_stems
+from ltm.store.search.speakers import dense_query
 
 STORES = DATA_DIR / "stores"
 Cand = list[tuple[int, float]]
@@ -72,7 +72,7 @@ def build(data: dict[str, Any], model: Any) -> list[Question]:
     from ltm.config import Settings
     from ltm.message import Message
     from ltm.store import MemoryStorage
-    from ltm.store.log import MessageLog
+    from ltm.store.embedded.log import MessageLog
     from ltm.store.naming import namespace_dir
 
     root = STORES / data["name"]
@@ -172,7 +172,8 @@ def name_words(names: Iterable[str]) -> frozenset[str]:
 
 
 def spoken(q: Question) -> Question:
-    """``q`` with the vector search computes: its speaker names in the first person (:mod:`ltm.store.speakers`)."""
+    """``q`` with the vector search computes: its speaker names in the first person
+    (:mod:`ltm.store.search.speakers`)."""
     held = {s: name_words([s]) for s in set(q.conv.speakers)}
     text = dense_query(q.text, lambda words: {w: {s for s, ws in held.items() if w in ws} for w in words
                                               if any(w in ws for ws in held.values())})
@@ -211,7 +212,7 @@ def with_feedback(q: Question, signals: dict[str, Cand], weights: Mapping[str, f
 
 def priors_of(q: Question, text: str, signals: Mapping[str, Cand],
               ) -> Callable[[Sequence[int]], dict[int, float]] | None:
-    """:func:`ltm.store.fusion.prior` of the candidates, as search computes it for a one-line question ``text``
+    """:func:`ltm.store.search.fusion.prior` of the candidates, as search computes it for a one-line question ``text``
     (``q`` holds the vector search used: the question in the first person)."""
     terms = question_stems(text)
     if terms is None:
@@ -223,7 +224,7 @@ def priors_of(q: Question, text: str, signals: Mapping[str, Cand],
 
 
 def named_turns(q: Question) -> set[int]:
-    """Seqs of the turns by a speaker the question names (ltm.store.speakers' rule)."""
+    """Seqs of the turns by a speaker the question names (ltm.store.search.speakers' rule)."""
     words = set(query_terms(q.text))
     return {i + 1 for i, who in enumerate(q.conv.speakers) if set(query_terms(who)) & words}
 

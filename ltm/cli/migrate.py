@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ltm.cli.common import EXIT_OK, AddCommand, Options, settings_from
-from ltm.config import Settings
+from ltm.config import Settings, mask_url
 from ltm.errors import InvalidInput, StoreCorrupted
 
 COMMANDS = {
@@ -58,18 +58,18 @@ def _settings_for(place: str, base: Settings, *, source: bool = False) -> Settin
     has another layout)."""
     if _is_url(place):
         if source:
-            from ltm.store.pg.catalog import pg_partitions
+            from ltm.store import database_partitions
 
-            return base.with_(store_url=place, store_partitions=pg_partitions(place))
+            return base.with_(store_url=place, store_partitions=database_partitions(place))
         return base.with_(store_url=place)
     return base.with_(storage_dir=Path(place).expanduser(), store_url=None)
 
 
 def _sources(place: str, kind: str | None) -> Iterator[Source]:
     if _is_url(place):
-        from ltm.store.pg.catalog import pg_namespaces
+        from ltm.store import database_namespaces
 
-        for info in pg_namespaces(place):
+        for info in database_namespaces(place):
             if kind is None or info.kind == kind:
                 yield Source(info.kind, info.name, info.model)
         return
@@ -165,9 +165,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _shown(place: str) -> str:
-    from ltm.store.pg.pool import redact
-
-    return redact(place) if _is_url(place) else place
+    return mask_url(place) if _is_url(place) else place
 
 
 def register(add: AddCommand, opts: Options) -> None:

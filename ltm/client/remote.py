@@ -15,7 +15,7 @@ import numpy as np
 from ltm.client.calls import Call, asend, path_of, send
 from ltm.errors import InvalidInput
 from ltm.message import Message, any_to_str
-from ltm.store import MemoryHit, MessagePage, StoreStats
+from ltm.store.records import MemoryHit, MessagePage, StoreStats
 
 __all__ = ["RemoteStorage"]
 

@@ -7,7 +7,7 @@ vector the index computed as the message's vector. Filters are translated into t
 language (:mod:`ltm.store`'s ``filters``), so they run as SQL inside the store, never over fetched nodes.
 
 Query modes: ``default`` is dense (scores are cosine similarities), ``text_search`` / ``sparse`` is BM25
-keyword search (``-bm25``), ``hybrid`` fuses both (the store's calibrated fusion, :mod:`ltm.store.fusion`). The
+keyword search (``-bm25``), ``hybrid`` fuses both (the store's calibrated fusion, :mod:`ltm.store.search.fusion`). The
 store is durable on every add: an index built with :meth:`VectorStoreIndex.from_vector_store` over the same
 namespace after a restart sees every node.
 """

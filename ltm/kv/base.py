@@ -140,7 +140,7 @@ def check_value(value: object) -> str:
 
 
 def _check_utf8(text: str, what: str) -> None:
-    """Both backends store UTF-8: an unpaired surrogate would fail inside the driver (issue 13)."""
+    """Both backends store UTF-8: an unpaired surrogate would fail inside the driver."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:

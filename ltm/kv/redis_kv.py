@@ -334,7 +334,7 @@ def _escape_glob(text: str) -> str:
 def _scrub(text: str, url: str) -> str:
     """``text`` with every part of ``url``'s authority but the host name masked: a malformed URL may hold its
     password anywhere there (a password with '@', a missing '@' that makes it read as a port), and redis-py's
-    messages quote those parts (issue 13)."""
+    messages quote those parts."""
     _, sep, rest = url.partition("://")
     netloc = re.split(r"[/?#]", rest, maxsplit=1)[0] if sep else url
     userinfo, _, hostport = netloc.rpartition("@")

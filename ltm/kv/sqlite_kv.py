@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,11 +38,20 @@ CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires) WHERE expires IS NOT NULL;
 """
 
 
+_CLOCK: ContextVar[Callable[[], float]] = ContextVar("ltm_kv_clock", default=time.time)
+
+
+def _now() -> float:
+    """Unix seconds by the clock of the store whose call is running (SQLiteKV.clock)."""
+    return _CLOCK.get()()
+
+
 class SQLiteKV:
     """The :class:`~ltm.kv.base.KVStore` on one SQLite file (created with its folder on first open)."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout: float = 10.0, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
+        self.clock = clock  # what "now" is for expiry (unix seconds): time.time, or a test's clock
         self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,8 +91,12 @@ class SQLiteKV:
                 cur.close()
 
     def _run(self, write: bool, fn: Callable[[sqlite3.Cursor], T]) -> T:
-        with self._tx(write) as cur:
-            return fn(cur)
+        token = _CLOCK.set(self.clock)  # the module's helpers read the time through _now
+        try:
+            with self._tx(write) as cur:
+                return fn(cur)
+        finally:
+            _CLOCK.reset(token)
 
     # -- the protocol --------------------------------------------------------------------------------------
 
@@ -108,13 +122,13 @@ class SQLiteKV:
             if _type(cur, check_key(key)) is None:
                 return None
             row = cur.execute("SELECT expires FROM kv WHERE key=?", (key,)).fetchone()
-            return None if row[0] is None else max(1, int(row[0] - time.time() + 0.999))
+            return None if row[0] is None else max(1, int(row[0] - _now() + 0.999))
 
         return self._run(True, run)
 
     def keys(self, pattern: str = "*") -> list[str]:
         regex = glob_to_regex(pattern)
-        now = time.time()
+        now = self.clock()
 
         def run(cur: sqlite3.Cursor) -> list[str]:
             rows = cur.execute("SELECT key FROM kv WHERE expires IS NULL OR expires > ?", (now,)).fetchall()
@@ -185,7 +199,7 @@ class SQLiteKV:
         """Delete every expired key now; returns how many."""
 
         def run(cur: sqlite3.Cursor) -> int:
-            rows = cur.execute("SELECT key FROM kv WHERE expires IS NOT NULL AND expires <= ?", (time.time(),))
+            rows = cur.execute("SELECT key FROM kv WHERE expires IS NOT NULL AND expires <= ?", (_now(),))
             expired = [k for (k,) in rows.fetchall()]
             for key in expired:
                 _delete(cur, key)
@@ -215,7 +229,7 @@ def _type(cur: sqlite3.Cursor, key: str, want: str | None = None) -> str | None:
     row = cur.execute("SELECT type, expires FROM kv WHERE key=?", (key,)).fetchone()
     if row is None:
         return None
-    if row[1] is not None and row[1] <= time.time():
+    if row[1] is not None and row[1] <= _now():
         _delete(cur, key)
         return None
     if want is not None and row[0] != want:
@@ -237,7 +251,7 @@ def _get(cur: sqlite3.Cursor, key: str) -> str | None:
 
 def _set(cur: sqlite3.Cursor, key: str, value: str, ttl: int | None) -> None:
     _delete(cur, key)
-    expires = None if ttl is None else time.time() + ttl
+    expires = None if ttl is None else _now() + ttl
     cur.execute("INSERT INTO kv (key, type, value, expires) VALUES (?, 'string', ?, ?)", (key, value, expires))
 
 
@@ -248,13 +262,13 @@ def _delete(cur: sqlite3.Cursor, key: str) -> int:
     cur.execute("DELETE FROM kv WHERE key=?", (key,))
     cur.execute("DELETE FROM kv_list WHERE key=?", (key,))
     cur.execute("DELETE FROM kv_hash WHERE key=?", (key,))
-    return 0 if row[0] is not None and row[0] <= time.time() else 1
+    return 0 if row[0] is not None and row[0] <= _now() else 1
 
 
 def _expire(cur: sqlite3.Cursor, key: str, ttl: int | None) -> bool:
     if _type(cur, key) is None:
         return False
-    expires = None if ttl is None else time.time() + ttl
+    expires = None if ttl is None else _now() + ttl
     cur.execute("UPDATE kv SET expires=? WHERE key=?", (expires, key))
     return True
 

@@ -19,7 +19,7 @@ __all__ = ["create_key", "is_loopback", "list_keys", "revoke_key", "run_mcp", "s
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
+    """Whether ``host`` only listens on the local host (127.0.0.0/8, ::1, localhost)."""
     if host.strip().lower() == "localhost":
         return True
     try:

@@ -1,58 +1,81 @@
-"""The message store: :class:`MemoryStorage` (one namespace: SQLite log + FAISS index + FTS5 keyword index).
+"""The message store: :class:`MemoryStorage`, one namespace of long-term memory on an engine (embedded SQLite + FAISS
+by default, PostgreSQL + pgvector with ``Settings.store_url``).
 
 Callers use :class:`MemoryStorage`, the records it returns (:class:`MemoryHit`, :class:`MessagePage`,
-:class:`StoreStats`), the catalog of a data root (:func:`namespaces`, :func:`namespace_path`) and one search across
-namespaces (:func:`search_many`) only; the
-modules beside this one are private to the store (an import-linter contract in ``pyproject.toml`` keeps it so).
+:class:`StoreStats`, :class:`HistoryEvent`: :mod:`ltm.store.records`), the catalog of a data root
+(:func:`namespaces`, :func:`namespace_path`) or of a database (:func:`database_namespaces`) and one search across
+namespaces (:func:`search_many`) only; the modules beside this one are private to the store (an import-linter
+contract in ``pyproject.toml`` keeps it so). Importing this package loads no engine: each public name loads its
+module on first use, so a caller of the records alone (the HTTP client) never loads FAISS or SQLite.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ltm.store.catalog import (
-    NamespaceInfo,
-    is_namespace_dir,
-    namespace_exists,
-    namespace_model,
-    namespace_path,
-    namespaces,
-)
-from ltm.store.history import HistoryEvent
-from ltm.store.query import compile_filters
-from ltm.store.records import MessagePage, StoreStats
-from ltm.store.retrieval import Mode, SearchQuery
-from ltm.store.scopes import scoped
-from ltm.store.storage import MemoryHit, MemoryStorage, register_server_store
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "HistoryEvent": "ltm.store.records",
+    "MemoryHit": "ltm.store.records",
+    "MemoryStorage": "ltm.store.storage",
+    "MessagePage": "ltm.store.records",
+    "Mode": "ltm.store.records",
+    "NamespaceHit": "ltm.store.across",
+    "NamespaceInfo": "ltm.store.catalog",
+    "SearchQuery": "ltm.store.records",
+    "StoreStats": "ltm.store.records",
+    "database_namespaces": "ltm.store.catalog",
+    "database_partitions": "ltm.store.catalog",
+    "is_namespace_dir": "ltm.store.catalog",
+    "namespace_exists": "ltm.store.catalog",
+    "namespace_model": "ltm.store.catalog",
+    "namespace_path": "ltm.store.catalog",
+    "namespaces": "ltm.store.catalog",
+    "scoped": "ltm.store.scopes",
+    "search_many": "ltm.store.across",
+}
 
-from ltm.store.backed import BackendStorage  # isort: skip  (after storage: it subclasses MemoryStorage)
-from ltm.store.across import NamespaceHit, search_many  # isort: skip  (after storage: it searches MemoryStorage)
+if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff
+    from ltm.store.across import NamespaceHit as NamespaceHit
+    from ltm.store.across import search_many as search_many
+    from ltm.store.catalog import NamespaceInfo as NamespaceInfo
+    from ltm.store.catalog import database_namespaces as database_namespaces
+    from ltm.store.catalog import database_partitions as database_partitions
+    from ltm.store.catalog import is_namespace_dir as is_namespace_dir
+    from ltm.store.catalog import namespace_exists as namespace_exists
+    from ltm.store.catalog import namespace_path as namespace_path
+    from ltm.store.catalog import namespaces as namespaces
+    from ltm.store.records import HistoryEvent as HistoryEvent
+    from ltm.store.records import MemoryHit as MemoryHit
+    from ltm.store.records import MessagePage as MessagePage
+    from ltm.store.records import Mode as Mode
+    from ltm.store.records import SearchQuery as SearchQuery
+    from ltm.store.records import StoreStats as StoreStats
+    from ltm.store.scopes import scoped as scoped
+    from ltm.store.storage import MemoryStorage as MemoryStorage
 
-register_server_store(BackendStorage)
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ltm.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
 
 
 def check_filters(filters: Mapping[str, Any] | None) -> None:
     """Raise the InvalidInput a search or list would raise for ``filters`` (the store's filter language),
     without a namespace: for callers that answer a read of a namespace that does not exist."""
-    compile_filters(filters)
+    from ltm.store.search.query import checked_filters
 
-__all__ = [
-    "HistoryEvent",
-    "MemoryHit",
-    "MemoryStorage",
-    "MessagePage",
-    "Mode",
-    "NamespaceHit",
-    "NamespaceInfo",
-    "SearchQuery",
-    "StoreStats",
-    "check_filters",
-    "is_namespace_dir",
-    "namespace_exists",
-    "namespace_model",
-    "namespace_path",
-    "namespaces",
-    "scoped",
-    "search_many",
-]
+    checked_filters(filters)
+
+
+__all__ = sorted([*_EXPORTS, "check_filters"])

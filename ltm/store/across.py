@@ -1,8 +1,8 @@
-"""One search across a chosen set of namespaces, merged by score (issue 20): all the roles of a team at once.
+"""One search across a chosen set of namespaces, merged by score: all the roles of a team at once.
 
 :func:`search_many` embeds the query ONCE and searches each namespace with that vector (so every namespace must
 use one embedding model: InvalidInput otherwise). Each hit is a :class:`NamespaceHit`: a
-:class:`~ltm.store.retrieval.MemoryHit` that also says which namespace (and kind) it came from. How the scores
+:class:`~ltm.store.embedded.retrieval.MemoryHit` that also says which namespace (and kind) it came from. How the scores
 of different namespaces are made comparable, by mode:
 
 - ``dense``: the cosine similarity of the query and the message, the same scale everywhere: merged as they
@@ -13,7 +13,7 @@ of different namespaces are made comparable, by mode:
 - ``hybrid``: a namespace's fused score is relative to its own candidates (its best is near 1 whatever its
   quality), so those are NOT compared. Each namespace gives its best candidates with their raw per-signal
   scores (the query's cosine with the message's content and conversation-context vectors, and ``-bm25``), and
-  the union is fused ONCE with the calibration of a single search (:mod:`ltm.store.fusion`: each signal scaled
+  the union is fused ONCE with the calibration of a single search (:mod:`ltm.store.search.fusion`: each signal scaled
   to [0, 1] between its best and its floor over all candidates of all namespaces, the same weights): the
   order one store holding all these messages would give, except that the share of a neighbouring message's
   score is not applied. Messages holding the query verbatim (or up to case, spacing and punctuation) come
@@ -33,12 +33,21 @@ from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
+from ltm.store.embedded import EmbeddedBackend
+from ltm.store.embedded.log import BM25_WEIGHTS, MessageLog, translate
 from ltm.store.embedder import QUERY
-from ltm.store.fusion import DEPTH, LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, normalised_text, prior_source
-from ltm.store.log import BM25_WEIGHTS, translate
-from ltm.store.query import query_terms, question_stems
-from ltm.store.retrieval import MemoryHit, Mode, check_query
-from ltm.store.speakers import dense_query, spoken_by_named
+from ltm.store.records import MemoryHit, Mode
+from ltm.store.search.fusion import (
+    DEPTH,
+    LONG_QUERY_TERMS,
+    LONG_QUERY_WEIGHTS,
+    WEIGHTS,
+    fuse,
+    normalised_text,
+    prior_source,
+)
+from ltm.store.search.query import check_query, query_terms, question_stems
+from ltm.store.search.speakers import dense_query, spoken_by_named
 from ltm.store.storage import MemoryStorage
 from ltm.store.validation import check_k
 
@@ -112,7 +121,8 @@ def _handles(stores: Iterable[MemoryStorage | str], settings: Settings | None,
 
 
 def _dense_text(handles: list[MemoryStorage], query: str) -> str:
-    """The query's dense text (:func:`ltm.store.speakers.dense_query`) with the names of every namespace searched."""
+    """The query's dense text (:func:`ltm.store.search.speakers.dense_query`) with the names of every namespace
+    searched."""
     def names(words: list[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {}
         for handle in handles:
@@ -243,7 +253,7 @@ def _idf(rows: int, holding: int) -> float:
 
 def _term_stats(store: MemoryStorage, terms: list[str]) -> tuple[int, dict[str, int]]:
     with store._lock:
-        log = store._require()[0]
+        log = _log_of(store)
         with translate(log.path):
             rows = int(log.db.execute("SELECT count(*) FROM fts").fetchone()[0])
             df = {t: int(log.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_phrase(t)]).fetchone()[0])
@@ -255,10 +265,18 @@ def _term_scores(store: MemoryStorage, term: str, ids: list[str]) -> list[tuple[
     sql = (f"SELECT m.id, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
            f"WHERE fts MATCH ? AND m.id IN ({','.join('?' * len(ids))})")
     with store._lock:
-        log = store._require()[0]
+        log = _log_of(store)
         with translate(log.path):
             return [(str(i), float(v)) for i, v in log.db.execute(sql, [_phrase(term), *ids])]
 
 
 def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def _log_of(store: MemoryStorage) -> MessageLog:
+    """The embedded namespace's log (call under the handle's lock): the union's statistics read FTS5 itself."""
+    backend = store._engine()
+    if not isinstance(backend, EmbeddedBackend):
+        raise InvalidInput("search_many's keyword statistics need the embedded engine")
+    return backend._require()[0]

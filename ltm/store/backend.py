@@ -1,36 +1,38 @@
-"""The store backend protocol: what :class:`~ltm.store.storage.MemoryStorage` needs from an engine.
+"""The store backend seam: what :class:`~ltm.store.storage.MemoryStorage` needs from an engine.
 
 The facade owns everything engines share: checking input, planning and running the embedding (batched,
-cached), building rows, ids, thresholds, the async twins. A backend owns one namespace's rows, vectors and
-keyword index, and answers in stored terms (message JSON bodies, insertion ``seq`` numbers, hits). Two
-implementations, chosen by :func:`open_backend` from the settings:
+cached), building rows, ids, thresholds, expiry, the async twins. A backend owns one namespace's rows, vectors and
+keyword index, and answers in stored terms (message JSON bodies, insertion ``seq`` numbers, hits). A handle
+composes one engine (``MemoryStorage(..., backend=...)``, as an HTTP client composes a transport), by default the
+one :func:`backend_for` picks from the settings:
 
 - :class:`~ltm.store.embedded.EmbeddedBackend` (default): a SQLite file + FAISS indexes in
   ``<storage_dir>/<kind>/<namespace>/``, one machine;
-- :class:`~ltm.store.pg.backend.PgBackend` (``Settings.store_url = "postgresql://..."``): PostgreSQL +
-  pgvector, any number of processes on any number of hosts.
+- :class:`~ltm.store.pg.PgBackend` (``Settings.store_url = "postgresql://..."``): PostgreSQL + pgvector, any
+  number of processes on any number of hosts.
 
-Every backend passes the same contract suite (``tests/store``, parametrised over both).
+An engine is a class with the two class methods of :class:`Engine`; what it opens is a :class:`DocumentBackend`.
+A new engine is a package beside ``embedded/`` and ``pg/`` with both, passing the contract suite
+(``tests/store/contract``, parametrised over the engines); docs/ARCHITECTURE.md draws where it goes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import builtins
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
-from ltm.store.filters import Filter
-from ltm.store.history import HistoryEvent
-from ltm.store.log import Row
-from ltm.store.naming import namespace_dir
-from ltm.store.records import StoreStats
-from ltm.store.retrieval import MemoryHit
+from ltm.store import rows as rowplan
+from ltm.store.records import Analysis, HistoryEvent, MemoryHit, Row, StoreStats
+from ltm.store.search.filters import Filter
 
-__all__ = ["DocumentBackend", "StoreBackend", "open_backend"]
+__all__ = ["DocumentBackend", "Engine", "StoreBackend", "backend_for"]
 
 
 class StoreBackend(Protocol):
@@ -67,7 +69,7 @@ class StoreBackend(Protocol):
 
     def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
         """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
-        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.speakers`: a question's names
+        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.search.speakers`: a question's names
         are put in the first person before it is embedded)."""
 
     def recent(self, n: int) -> list[str]:
@@ -78,11 +80,19 @@ class StoreBackend(Protocol):
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
-               lines: np.ndarray | None = None) -> list[MemoryHit]:
+               lines: np.ndarray | None = None, plan: Analysis | None = None,
+               keyword: list[tuple[int, float]] | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
-        lines embedded one by one (:func:`ltm.store.query.query_lines`): its dense signal is then
-        :func:`ltm.store.fusion.line_scores`."""
+        lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
+        :func:`ltm.store.search.fusion.line_scores`. ``plan``: ``text``'s
+        :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, the
+        :meth:`keyword_candidates` the caller found while the model embedded the query."""
+
+    def keyword_candidates(self, text: str, plan: Analysis, k: int,
+                           filters: Mapping[str, Any] | None) -> list[tuple[int, float]] | None:
+        """A hybrid search's keyword candidates for ``text`` (what :meth:`search` takes as ``keyword``), found while
+        the model embeds the query; None where :meth:`search` ranks the keyword side itself (one statement)."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""
@@ -105,9 +115,35 @@ class StoreBackend(Protocol):
 
 @runtime_checkable
 class DocumentBackend(StoreBackend, Protocol):
-    """An engine that also serves the document API of issue 16 (:mod:`ltm.store.documents`' hooks): filters as
-    a parsed tree, history, expiry, explain. PostgreSQL's (:class:`~ltm.store.pg.backend.PgBackend`); the
-    embedded engine serves it from :class:`~ltm.store.documents.DocumentStore` itself."""
+    """One handle's open namespace of an engine, with everything the facade calls: the rows and searches of
+    :class:`StoreBackend`, the document API (:mod:`ltm.store.documents`: filters as a parsed tree, history,
+    expiry, explain) and the handle's side of the namespace (where it is, the write paths an engine may
+    specialise). Called under the handle's lock."""
+
+    engine_name: str  # "embedded", "postgresql": for reprs
+
+    @property
+    def directory(self) -> Path | None:
+        """The namespace's directory (None where a server keeps it)."""
+
+    def touch(self) -> None:
+        """The handle used the namespace (an engine that bounds what idle handles hold may release others)."""
+
+    def known_dimension(self) -> int | None:
+        """The dimension when it is known without a read; None: ask :meth:`dimension`."""
+
+    def write_groups(self, items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+                     keys: Callable[[Sequence[str]], builtins.list[bytes]], history_limit: int,
+                     staging: Any = None) -> builtins.list[int]:
+        """The adds of several callers (each a pending plan and its vectors; ``keys`` the content keys of
+        texts): how many messages of each were new. ``staging``: what :meth:`staging` made for them."""
+
+    def staging(self, messages: builtins.list[Message]) -> Any:
+        """What commits an add's messages while the model embeds them, or None (the engine has no such path)."""
+
+    def add_behind(self, messages: builtins.list[Message]) -> int | None:
+        """With ``Settings.write_behind``, where the engine supports it: stage ``messages`` and embed them later;
+        how many were new. None: the handle adds as ever."""
 
     def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
         """Insert ``rows`` in ONE transaction, skipping stored ids; or with ``replace`` put each in place of the
@@ -150,13 +186,23 @@ class DocumentBackend(StoreBackend, Protocol):
         """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
 
 
-def open_backend(settings: Settings, kind: str, namespace: str, model: str) -> StoreBackend:
-    """The backend the settings ask for, with namespace ``kind/namespace`` open (created when new)."""
-    namespace_dir(settings.storage_dir, kind, namespace)  # one naming rule on every engine: InvalidInput if bad
-    if settings.store_url:
-        from ltm.store.pg.backend import PgBackend
+class Engine(Protocol):
+    """An engine as a handle composes it (``MemoryStorage(..., backend=EmbeddedBackend)``): the class whose
+    :meth:`open` gives the handle its namespace."""
 
-        return PgBackend(settings.store_url, kind, namespace, model, settings)
+    def open(self, store: Any, namespace: str) -> DocumentBackend:
+        """Open (creating when new) ``namespace`` for the handle ``store`` (its settings, kind, model, lock)."""
+
+    def discard(self, store: Any, namespace: str) -> None:
+        """Delete ``namespace``'s data for a handle that does not have it open."""
+
+
+def backend_for(settings: Settings) -> Engine:
+    """The engine the settings ask for: PostgreSQL with ``store_url``, else the embedded one."""
+    if settings.store_url:
+        from ltm.store.pg import PgBackend
+
+        return PgBackend
     from ltm.store.embedded import EmbeddedBackend
 
-    return EmbeddedBackend.open(settings, kind, namespace, model)
+    return EmbeddedBackend

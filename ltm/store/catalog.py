@@ -15,14 +15,19 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError, StoreCorrupted
-from ltm.store.log import corrupted, translate
-from ltm.store.manifest import Manifest
+from ltm.store.embedded.log import corrupted, translate
+from ltm.store.embedded.manifest import Manifest
 from ltm.store.naming import check_kind, namespace_dir, safe_name
 
-__all__ = ["NamespaceInfo", "is_namespace_dir", "namespace_exists", "namespace_model", "namespace_path", "namespaces"]
+if TYPE_CHECKING:
+    from ltm.store.pg.catalog import PgNamespace
+
+__all__ = ["NamespaceInfo", "database_namespaces", "database_partitions", "is_namespace_dir", "namespace_exists",
+           "namespace_model", "namespace_path", "namespaces"]
 
 _MANIFEST, _LOG = "manifest.json", "memory.sqlite"
 
@@ -74,6 +79,20 @@ def namespace_model(settings: Settings, kind: str, namespace: str) -> str | None
         return pg_namespace_model(settings.store_url, kind, namespace, settings.store_partitions)
     manifest = Manifest.read(namespace_path(settings, kind, namespace) / _MANIFEST)
     return manifest.embedding_model if manifest is not None else None
+
+
+def database_namespaces(url: str) -> Iterator[PgNamespace]:
+    """Every namespace in the PostgreSQL database at ``url`` (kind, name, model, dim, messages), by kind then name."""
+    from ltm.store.pg.catalog import pg_namespaces
+
+    return pg_namespaces(url)
+
+
+def database_partitions(url: str) -> int:
+    """How many hash partitions by namespace the PostgreSQL database at ``url`` has (0: plain tables)."""
+    from ltm.store.pg.catalog import pg_partitions
+
+    return pg_partitions(url)
 
 
 def is_namespace_dir(directory: Path) -> bool:
@@ -146,7 +165,7 @@ def _subdirs(path: str) -> list[str]:
 
 
 # What the last listing in this process found per directory, with the (name, size, mtime) of its files: a
-# directory whose files did not change is not opened again (issue 20: listing 10,000 namespaces a second time
+# directory whose files did not change is not opened again (listing 10,000 namespaces a second time
 # costs a directory scan each, not a SQLite open and a JSON parse each).
 _SEEN: dict[str, tuple[frozenset[tuple[str, int, int]], NamespaceInfo]] = {}
 _SEEN_MAX = 200_000

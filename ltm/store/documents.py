@@ -2,20 +2,17 @@
 expiry, JSONL transfer.
 
 :class:`DocumentStore` is a base class of :class:`~ltm.store.storage.MemoryStorage`; it holds the logic of
-these operations once, for every engine: checking, parsing the filter (one tree, :mod:`ltm.store.filters`),
-paging, merging an update, expiry. It reaches the rows through the engine hooks below (``_listed``,
-``_counted``, ``_paged``, ``_body``, ``_events``, ``_removed``, ``_expired``, ``_index_key``, ``_trail`` /
-``_load_trail``): this module implements them for the embedded engine (SQLite + the FAISS mirror); the
-PostgreSQL-backed store (:class:`~ltm.store.backed.BackendStorage`) overrides them with
-:mod:`ltm.store.pg.documents`. Every change runs in ONE write transaction (the mirror's
-``IndexMirror.writing`` or PostgreSQL's), with its history event in the same transaction: a kill -9 leaves the
-old state or the new one, never neither, and never a history that disagrees with the data.
+these operations once, for every engine: checking, parsing the filter (one tree, :mod:`ltm.store.search.filters`),
+paging, merging an update, expiry. It reaches the rows through the handle's backend
+(:class:`~ltm.store.backend.DocumentBackend`: the embedded engine's :mod:`ltm.store.embedded.backend`, PostgreSQL's
+:mod:`ltm.store.pg.documents`). Every change runs in ONE write transaction of the engine, with its history event in
+the same transaction: a kill -9 leaves the old state or the new one, never neither, and never a history that
+disagrees with the data.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
@@ -28,23 +25,20 @@ import numpy as np
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
-from ltm.store import history as trail
 from ltm.store import rows as rowplan
 from ltm.store import transfer
+from ltm.store.backend import DocumentBackend
+from ltm.store.embedded.engine import HandleLock
 from ltm.store.embedder import TEXT, Embedder
-from ltm.store.engine import HandleLock
-from ltm.store.filters import Compare, Filter, metadata_path, to_sql
-from ltm.store.history import HistoryEvent
-from ltm.store.log import MessageLog, translate, unpack
-from ltm.store.mirror import IndexMirror
 from ltm.store.offloop import OffLoop
-from ltm.store.query import checked_filters
-from ltm.store.records import MessagePage, check_limit, decode_cursor
+from ltm.store.records import EVENTS, HistoryEvent, MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
+from ltm.store.search.filters import Compare, metadata_path
+from ltm.store.search.query import checked_filters
+from ltm.store.validation import check_id, check_k
 
 __all__ = ["DocumentStore"]
 
-_DELETE_CHUNK = 500  # rows deleted per statement batch by delete_where (SQLite's host-parameter limit)
 
 
 class DocumentStore(OffLoop):
@@ -56,8 +50,8 @@ class DocumentStore(OffLoop):
 
     # -- hooks the storage implements --------------------------------------------------------------------
     @abstractmethod
-    def _require(self) -> tuple[MessageLog, IndexMirror]:
-        """The open log and mirror (opening the namespace on first use)."""
+    def _engine(self) -> DocumentBackend:
+        """The open namespace's backend (opening it on first use)."""
 
     @abstractmethod
     def _prepare(self, messages: Iterable[Message], *, fresh_only: bool) -> rowplan.Pending:
@@ -94,6 +88,30 @@ class DocumentStore(OffLoop):
         return self.embedder.model
 
     # -- reading --------------------------------------------------------------------------------------------
+    def get(self, message_id: str) -> Message:
+        """The stored message with this id; NotFound otherwise."""
+        check_id(message_id)
+        with self._lock:
+            self.purge_expired()
+            body = self._engine().body_of(message_id)
+        if body is None:
+            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
+        return Message.load(body)
+
+    def delete(self, message_or_id: Message | str) -> bool:
+        """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
+        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
+        with self._lock:
+            return self._engine().remove(Compare("id", "eq", message_id), self.settings.history_limit) > 0
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def recent(self, n: int) -> builtins.list[Message]:
+        """The ``n`` most recently added messages, oldest first."""
+        with self._lock:
+            return [Message.load(b) for b in self._engine().recent(check_k(n))] if n else []
+
     def list(
         self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
     ) -> MessagePage:
@@ -105,7 +123,7 @@ class DocumentStore(OffLoop):
         tree = checked_filters(filters)
         with self._lock:
             self.purge_expired()
-            found = self._listed(after, limit + 1, tree)  # one more: is there a next?
+            found = self._engine().listed(after, limit + 1, tree)  # one more: is there a next?
         return MessagePage.of(found, limit)
 
     def count(self, filters: Mapping[str, Any] | None = None) -> int:
@@ -113,7 +131,7 @@ class DocumentStore(OffLoop):
         tree = checked_filters(filters)
         with self._lock:
             self.purge_expired()
-            return self._counted(tree)
+            return self._engine().count_where(tree)
 
     def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
         """Every stored message in insertion order, with its content vector when ``with_vectors``.
@@ -123,7 +141,7 @@ class DocumentStore(OffLoop):
         after = 0
         while True:
             with self._lock:
-                rows = self._paged(after, batch, with_vectors)
+                rows = self._engine().page(after, batch, with_vectors)
             if not rows:
                 return
             for seq, body, vector in rows:
@@ -160,7 +178,7 @@ class DocumentStore(OffLoop):
             raise InvalidInput(f"metadata must be a dict, got {type(metadata).__name__}")
         with self._lock:
             self.purge_expired()
-            old_body = self._body(str(message_id))
+            old_body = self._engine().body_of(str(message_id))
         if old_body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r} (deleted, expired or never "
                            "added); add it instead")
@@ -188,7 +206,7 @@ class DocumentStore(OffLoop):
         """The message's ADD / UPDATE / DELETE events, oldest first, each with old and new values and its time
         (at most ``settings.history_limit`` events are kept per namespace, the oldest dropped first)."""
         with self._lock:
-            return self._events(str(message_id))
+            return self._engine().events(str(message_id))
 
     def index_metadata(self, key: str) -> None:
         """Index metadata ``key`` (``a.b`` for a nested one), so that ``metadata.KEY`` filters on it become
@@ -196,7 +214,7 @@ class DocumentStore(OffLoop):
         little on every add, like any index."""
         metadata_path(f"metadata.{key}")  # InvalidInput for a bad key, on every engine
         with self._lock:
-            self._index_key(key)
+            self._engine().index_metadata(key)
 
     # -- deleting by filter -------------------------------------------------------------------------------
     def delete_where(self, filters: Mapping[str, Any]) -> int:
@@ -206,7 +224,7 @@ class DocumentStore(OffLoop):
         if tree is None:
             raise InvalidInput("delete_where needs a non-empty filter; to delete every message use delete_all()")
         with self._lock:
-            return self._removed(tree)
+            return self._engine().remove(tree, self.settings.history_limit)
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> int:
@@ -215,7 +233,7 @@ class DocumentStore(OffLoop):
         scope = {k: v for k, v in zip(SCOPES, (user_id, agent_id, run_id), strict=True) if v is not None}
         tree = checked_filters(scope)
         with self._lock:
-            return self._removed(tree)
+            return self._engine().remove(tree, self.settings.history_limit)
 
     def purge_expired(self) -> int:
         """Delete messages whose ``expires_at`` has passed (each with a DELETE in its history); how many.
@@ -224,75 +242,9 @@ class DocumentStore(OffLoop):
         see an expired message; compaction is this same call."""
         now = time.time()
         with self._lock:
-            return self._removed(Compare("expires_at", "lte", now)) if self._expired(now) else 0
-
-    # -- the embedded engine's hooks (the PostgreSQL-backed store overrides each) -------------------------
-    def _listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:
-        """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in seq order."""
-        where, params = to_sql(tree) if tree is not None else ("1", [])
-        return self._require()[0].listed(after, limit, where, params)
-
-    def _counted(self, tree: Filter | None) -> int:
-        log = self._require()[0]
-        return log.count() if tree is None else len(log.matching_seqs(*to_sql(tree)))
-
-    def _paged(self, after: int, limit: int, with_vectors: bool) -> builtins.list[tuple[int, str, np.ndarray | None]]:
-        """(seq, body, content vector or None) of up to ``limit`` messages after seq ``after``."""
-        rows = self._require()[0].page(after, limit, with_vectors)
-        return [(seq, body, None if blob is None else unpack(blob)) for seq, body, blob in rows]
-
-    def _body(self, message_id: str) -> str | None:
-        return self._require()[0].body_of(message_id)
-
-    def _events(self, message_id: str) -> builtins.list[HistoryEvent]:
-        log = self._require()[0]
-        with translate(log.path), log.transaction(write=False):
-            return trail.events_of(log.db, message_id, log.body_of(message_id))
-
-    def _expired(self, now: float) -> bool:
-        log = self._require()[0]
-        with translate(log.path):
-            return log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() \
-                is not None
-
-    def _index_key(self, key: str) -> None:
-        name = "messages_meta_" + key.replace(".", "__")
-        log = self._require()[0]
-        with log.transaction(write=True):
-            path = metadata_path(f"metadata.{key}")
-            log.db.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON messages(json_extract(metadata, {path}))')
-
-    def _trail(self) -> builtins.list[tuple[str, str, str | None, float]]:
-        """The namespace's whole history, oldest first: (id, event, old body, at)."""
-        log = self._require()[0]
-        with translate(log.path):
-            rows = log.db.execute("SELECT id, event, old, at FROM history ORDER BY hseq").fetchall()
-        return [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
-
-    def _load_trail(self, rows: builtins.list[tuple[str, str, str | None, float]]) -> None:
-        """Make ``rows`` (another store's :meth:`_trail`) the history of the ids they name."""
-        log = self._require()[0]
-        with translate(log.path), log.transaction(write=True):
-            log.db.executemany("DELETE FROM history WHERE id = ?", [(i,) for i in sorted({r[0] for r in rows})])
-            trail.append(log.db, rows, self.settings.history_limit)
-
-    def _removed(self, tree: Filter | None) -> int:
-        """Delete the messages matching ``tree`` (all when None), each with a DELETE event; how many."""
-        where, params = to_sql(tree) if tree is not None else ("1", [])
-        log, mirror = self._require()
-        with mirror.writing(log) as write:
-            rows = log.db.execute(f"SELECT m.seq, m.id, m.body FROM messages m WHERE {where}", params).fetchall()
-            for start in range(0, len(rows), _DELETE_CHUNK):
-                part = rows[start:start + _DELETE_CHUNK]
-                seqs = [(int(seq),) for seq, _, _ in part]
-                log.db.executemany("DELETE FROM messages WHERE seq = ?", seqs)
-                log.db.executemany("DELETE FROM fts WHERE rowid = ?", seqs)
-                log.db.executemany("INSERT INTO tombstones(seq) VALUES (?)", seqs)
-            for seq, _, _ in rows:
-                write.remove(int(seq))
-            trail.record(log.db, [(mid, "DELETE", body) for _, mid, body in rows], time.time(),
-                         self.settings.history_limit)
-        return len(rows)
+            engine = self._engine()
+            return engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit) \
+                if engine.due(now) else 0
 
     # -- export / import ----------------------------------------------------------------------------------
     def export_jsonl(self, target: str | Path | TextIO, *, with_vectors: bool = False,
@@ -318,16 +270,16 @@ class DocumentStore(OffLoop):
         """The namespace's whole audit trail, oldest first, as (id, event, old message JSON, unix time): what
         ``ltm migrate`` carries to the other engine (see :meth:`load_history`)."""
         with self._lock:
-            return self._trail()
+            return self._engine().trail_rows()
 
     def load_history(self, rows: Iterable[tuple[str, str, str | None, float]]) -> None:
         """Make ``rows`` (from :meth:`history_rows` of another store) the history of the ids they name, in one
         transaction, replacing what those ids had (so loading twice leaves one copy); bounded as ever."""
         listed = [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
-        if any(e not in trail.EVENTS for _, e, _, _ in listed):
-            raise InvalidInput(f"history events are one of {trail.EVENTS}")
+        if any(e not in EVENTS for _, e, _, _ in listed):
+            raise InvalidInput(f"history events are one of {EVENTS}")
         with self._lock:
-            self._load_trail(listed)
+            self._engine().load_trail(listed, self.settings.history_limit)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -335,12 +287,10 @@ class DocumentStore(OffLoop):
         transaction, visible to readers when it returns. On PostgreSQL, a namespace without its HNSW index yet
         (new, or under 1,000 rows) gets the index once when the block ends instead of one graph insert per row
         (readers meanwhile search it exactly); the embedded engine writes as ever."""
-        with self._bulk():
+        with self._lock:
+            bulk = self._engine().bulk()
+        with bulk:
             yield
-
-    def _bulk(self) -> contextlib.AbstractContextManager[None]:
-        """The engine's bulk mode (PostgreSQL's defers its index; the embedded engine has none)."""
-        return contextlib.nullcontext()
 
     def import_jsonl(self, source: str | Path | TextIO, *, batch: int = 1000) -> int:
         """Add the messages of a JSON Lines export (see :meth:`export_jsonl`); how many were new (ids already

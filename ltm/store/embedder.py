@@ -4,7 +4,7 @@ Every vector is keyed by ``sha256(model name, purpose, text)``. The store looks 
 SQLite rows first (so a restart never re-embeds stored content); this object keeps two bounded in-process
 LRUs on top: recent content vectors (``find_news`` batches that are added right after), and query vectors
 (``Settings.query_cache_size``, default 1024), so a repeated search never reaches the model: the query
-vector is most of a search's time (issue 21). They are apart so that a large batch of adds does not push
+vector is most of a search's time. They are apart so that a large batch of adds does not push
 out the queries. Sync and async paths share everything but the model call.
 """
 
@@ -52,7 +52,7 @@ _RUNS_KEPT = 8  # the model's recent call times Embedder.slow looks at (their mi
 class Beside:
     """Work handed to the helper threads by :func:`beside`: :meth:`result` waits for it and returns its value or
     raises its error. A plain queue and a lock per job: a ThreadPoolExecutor's futures cost ~60 us more per
-    hand-off on this machine, a tenth of what an add overlaps."""
+    hand-off (BENCHMARKS.md), a tenth of what an add overlaps."""
 
     __slots__ = ("_done", "_error", "_result", "_work")
 
@@ -113,7 +113,7 @@ _HELPERS = _Helpers()
 
 def beside(work: Callable[[], object]) -> Beside:
     """Run ``work`` on the process's helper threads and return at once: what the store does while the caller's
-    thread waits for the model (the add's staging commit, ltm.store.behind.Staging)."""
+    thread waits for the model (the add's staging commit, ltm.store.embedded.behind.Staging)."""
     job = Beside(work)
     _HELPERS.submit(job)
     return job
@@ -207,7 +207,7 @@ class Embedder:
     def slow(self) -> bool:
         """False once one of the model's recent calls took less than SLOW_RUN_S (True before any call): whether
         work run beside the next call (``embed``'s ``during``) can hide behind it. An add stages its messages
-        only then (ltm.store.writes.add_groups): against a model that answers in microseconds the staged
+        only then (ltm.store.embedded.writes.add_groups): against a model that answers in microseconds the staged
         commit's fsync overlaps nothing, and its second transaction and hand-off cost ~13% of an add. The
         minimum, not a mean: a first call's warm-up or a loaded machine only ever makes a call slower."""
         runs = self._runs

@@ -1,11 +1,11 @@
 """Group commit: adds from concurrent threads share one SQLite transaction, so one fsync acknowledges them all.
 
-A durable add costs one ``COMMIT`` with ``synchronous=FULL``: a WAL fsync, 2-5 ms on this machine's disk under
-load, against ~0.3 ms of Python and SQLite work. When several threads (or the async twins, which run in the
-store's thread pool) add at once, :class:`GroupCommit` lets them queue while one commit is in flight; whichever
+A durable add costs one ``COMMIT`` with ``synchronous=FULL``: a WAL fsync, 2-5 ms on a local disk under load
+(BENCHMARKS.md), against ~0.3 ms of Python and SQLite work. When several threads (or the async twins, which run in
+the store's thread pool) add at once, :class:`GroupCommit` lets them queue while one commit is in flight; whichever
 caller takes the store's lock next commits everything queued in ONE transaction (the "leader") and every
 queued caller returns once that transaction is on disk. Nothing is acknowledged before its commit, so a
-kill -9 loses only adds whose call had not returned (tests/store/test_durability.py).
+kill -9 loses only adds whose call had not returned (tests/store/contract/test_durability.py).
 
 A group is committed as one: if it fails (one caller's rows are bad, say), each queued add is retried alone so
 the error reaches the caller it belongs to and the others still succeed.

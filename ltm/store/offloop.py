@@ -1,7 +1,7 @@
 """Blocking store work (SQLite, FAISS, fsync) run off the event loop, for the ``a``-prefixed twins.
 
-Issue 13 measured the async API running SQLite and FAISS on the loop thread: 64 tasks gave a loop lag p99 of
-336 ms. Each store now owns a small thread pool; an async method awaits the model call as before and hands
+Run on the loop thread, SQLite and FAISS stall the loop (64 tasks: a loop lag p99 of 336 ms, BENCHMARKS.md).
+Each store owns a small thread pool; an async method awaits the model call as before and hands
 every blocking step to the pool, so the sync and async twins run the very same code (bench/loop_lag.py).
 """
 

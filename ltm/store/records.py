@@ -1,4 +1,6 @@
-"""The store's result records: a page of :meth:`MemoryStorage.list`, and :meth:`MemoryStorage.stats`.
+"""The store's records, shared by every engine: a search's query and hits (:class:`SearchQuery`, :class:`MemoryHit`),
+a row ready to be written (:class:`Row`, its vectors' stored encoding), a message's history events, a page of
+:meth:`MemoryStorage.list`, and :meth:`MemoryStorage.stats`.
 
 A page's cursor is opaque to callers. Inside it is the last message seq the page covered: seqs only grow
 (SQLite AUTOINCREMENT never reuses one), so a cursor stays valid while others append, and the next page
@@ -11,14 +13,108 @@ import base64
 import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["LIST_MAX", "MessagePage", "StoreStats", "check_limit", "decode_cursor", "encode_cursor"]
+__all__ = ["EVENTS", "LIST_MAX", "MODES", "VECTOR_DTYPE", "Analysis", "Event", "HistoryEvent", "MemoryHit",
+           "MessagePage", "Mode", "Row", "SearchQuery", "StoreStats", "assemble", "check_limit", "decode",
+           "decode_cursor", "encode_cursor", "pack", "unpack"]
 
 _CURSOR_PREFIX = "ltm-seq:"
 LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
+
+VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
+EVENTS = ("ADD", "UPDATE", "DELETE")
+Event = Literal["ADD", "UPDATE", "DELETE"]
+
+Mode = Literal["hybrid", "dense", "keyword"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A query as every stop of a search reads it, derived once (:func:`ltm.store.search.query.analyse`): its
+    terms, whether it is *long* (more than ``LONG_QUERY_TERMS`` of them: a pasted conversation, weighed by
+    ``LONG_QUERY_WEIGHTS``), its question stems and its lines (:mod:`ltm.store.search.query`)."""
+
+    text: str
+    terms: tuple[str, ...]
+    long: bool
+    stems: frozenset[str] | None
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search's inputs (modelled on llama-index's ``VectorStoreQuery``).
+
+    ``vector`` is the embedded ``text`` (shape (1, dim); None in keyword mode or before any vector is
+    stored); ``where`` a filter clause over ``messages m`` with its ``params`` (None: unfiltered).
+    """
+
+    text: str
+    vector: np.ndarray | None
+    k: int
+    mode: Mode = "hybrid"
+    where: str | None = None
+    params: tuple[Any, ...] = ()
+    exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
+    now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
+    lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
+    analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
+    keyword: list[tuple[int, float]] | None = None  # hybrid: the keyword candidates, when the caller found them
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One search result: the message, its score (each mode's scale: :mod:`ltm.store.storage`) and the
+    signals that found it: ``("dense",)``, ``("keyword",)`` or ``("dense", "keyword")``."""
+
+    message: Message
+    score: float
+    signals: tuple[str, ...]
+    # per-signal scores, with search(explain=True): see ltm.store.search.explain
+    explain: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One message ready to be written: the columns plus its keyword-index text per FTS column."""
+
+    id: str
+    role: str
+    cause_by: str
+    sent_from: str
+    created_at: float
+    metadata: str
+    body: str
+    text_key: bytes
+    vector: np.ndarray
+    fts: tuple[str, str, str, str]
+    context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
+    scopes: tuple[str | None, str | None, str | None, float | None] = (None, None, None, None)  # see scopes.py
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One change to one message: ``event`` is ADD, UPDATE or DELETE; ``old`` is None for ADD, ``new`` None
+    for DELETE; ``at`` is unix seconds."""
+
+    id: str
+    event: Event
+    old: Message | None
+    new: Message | None
+    at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the CLI prints it)."""
+        return {"id": self.id, "event": self.event, "at": self.at,
+                "old": None if self.old is None else self.old.to_dict(),
+                "new": None if self.new is None else self.new.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -78,3 +174,44 @@ def decode_cursor(cursor: str | None) -> int:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass
     raise InvalidInput(f"cursor {cursor!r} is not one list() returned; pass a page's next_cursor, or None to start")
+
+
+def pack(vector: np.ndarray) -> bytes:
+    """A vector as its stored blob (float16)."""
+    return np.asarray(vector).astype(VECTOR_DTYPE).tobytes()
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    """A stored blob as the float32 unit vector the index holds for it."""
+    return decode(np.frombuffer(blob, dtype=VECTOR_DTYPE))
+
+
+def decode(stored: np.ndarray) -> np.ndarray:
+    """Stored float16 vectors (rows) -> the float32 unit vectors searched.
+
+    Renormalising after the rounding matters: a rounded vector's norm is off by ~1e-4, which would move a
+    message's similarity to its own text that much; renormalised, the cosine of a vector and its stored form
+    is 1 - O(1e-8), and cosines near the find_news threshold move by ~1e-5.
+    """
+    out = np.asarray(stored, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=-1, keepdims=True)
+    return np.ascontiguousarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+def assemble(message_id: str, rows: Sequence[Sequence[Any]], current: str | None) -> list[HistoryEvent]:
+    """Events from stored ``(event, old body, at)`` rows, oldest first (every engine stores only old values: a
+    new value is the next event's old one, or ``current``, the stored body now, for the last)."""
+    out: list[HistoryEvent] = []
+    for i, (event, old, at) in enumerate(rows):
+        if event == "DELETE":
+            new = None
+        elif i + 1 < len(rows):
+            new = rows[i + 1][1]
+        else:
+            new = current
+        out.append(HistoryEvent(message_id, event, _load(old), _load(new), float(at)))
+    return out
+
+
+def _load(body: str | None) -> Message | None:
+    return None if body is None else Message.load(body)

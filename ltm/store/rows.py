@@ -17,9 +17,9 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store.log import VECTOR_DTYPE, Row
-from ltm.store.query import keyword_columns
+from ltm.store.records import VECTOR_DTYPE, Row
 from ltm.store.scopes import scope_values
+from ltm.store.search.query import keyword_columns
 from ltm.store.validation import check_message, context_text, normalise
 
 __all__ = ["Pending", "build_rows", "draft_rows", "finish_rows", "given_vectors", "prepare", "texts_to_embed",

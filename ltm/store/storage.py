@@ -1,97 +1,62 @@
-"""MemoryStorage: one namespace's persistent memory (SQLite log + FAISS index + FTS5), MetaGPT's API and more.
+"""MemoryStorage: one namespace's persistent memory, MetaGPT's API and more, on the handle's engine.
 
-Layout: ``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth), ``index.faiss`` (a
-snapshot, rebuilt from SQLite whenever it is missing, damaged or foreign: never re-embedding) and ``manifest.json``
-(see :mod:`ltm.store.opening`). An ``add`` returns after its SQLite transaction is on disk, so it survives kill -9;
-the FAISS index follows SQLite through :class:`~ltm.store.mirror.IndexMirror`: brought up to date on open and
-before every read, which is also how a write by another process becomes visible.
+The facade checks input, embeds (batched, cached), builds rows, purges expired messages and keeps the async
+twins; everything stored goes through the handle's :class:`~ltm.store.backend.DocumentBackend` (``backend=``,
+else the settings': :mod:`ltm.store.embedded`, a SQLite log + FAISS indexes on the local disk, by default;
+:mod:`ltm.store.pg` with ``Settings.store_url``). An ``add`` returns once its transaction is durable.
 
-Scores in :class:`MemoryHit` (higher is better in every mode):
-
-- ``dense``: cosine similarity in [-1, 1];
-- ``keyword``: ``-bm25`` from FTS5, >= 0, unbounded, comparable only within one query;
-- ``hybrid``: calibrated fusion (:mod:`ltm.store.fusion`): the weighted sum of each signal's score scaled to
-  [0, 1] between its best candidate and its floor, plus a share of the better neighbour's; messages holding the
-  query verbatim (or up to case, spacing and punctuation) come first whatever their score.
+Scores in :class:`MemoryHit` (higher is better in every mode): ``dense``, a cosine similarity in [-1, 1];
+``keyword``, ``-bm25`` (embedded) or ``ts_rank_cd`` (PostgreSQL), >= 0 and comparable only within one query;
+``hybrid``, calibrated fusion (:mod:`ltm.store.search.fusion`, the same code on both engines): each signal's score
+scaled to [0, 1] between its best candidate and its floor, weighted and summed, plus a share of the better
+neighbour's; messages holding the query verbatim (or up to case, spacing and punctuation) come first.
 """
 
 from __future__ import annotations
 
 import builtins
-import shutil
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ltm.config import Settings
-from ltm.errors import ConfigError, InvalidInput, NotFound
+from ltm.errors import InvalidInput
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.behind import Staging, WriteBehind
+from ltm.store.backend import DocumentBackend, Engine, backend_for
 from ltm.store.documents import DocumentStore
+from ltm.store.embedded.engine import HandleLock
+from ltm.store.embedded.writes import add_groups
 from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
-from ltm.store.engine import HandleLock
-from ltm.store.explain import check_threshold, explained, given_query_vector, sqlite_signals
-from ltm.store.filters import Compare
-from ltm.store.fusion import DEPTH
 from ltm.store.group import GroupCommit
-from ltm.store.log import MessageLog
-from ltm.store.mirror import IndexMirror
 from ltm.store.naming import namespace_dir
-from ltm.store.pool import POOL, PooledNamespace
-from ltm.store.query import Analysis, analyse, compile_filters
-from ltm.store.records import StoreStats
-from ltm.store.retrieval import (
-    MemoryHit,
-    Mode,
-    SearchQuery,
-    best_similarities,
-    keyword_match,
-    retrieve,
-    similar,
-)
-from ltm.store.speakers import dense_query
-from ltm.store.validation import check_id, check_k, text_of
-from ltm.store.writes import add_groups, insert_groups, replace_rows
+from ltm.store.records import Analysis, MemoryHit, Mode, StoreStats
+from ltm.store.search.explain import check_threshold, explained, given_query_vector
+from ltm.store.search.query import analyse
+from ltm.store.search.speakers import dense_query
+from ltm.store.validation import check_k, text_of
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
-
-# The MemoryStorage subclass that runs on a server (PostgreSQL + pgvector: ltm.store.backed.BackendStorage). It
-# subclasses this module's class, so it registers itself here (ltm.store's __init__ imports it) instead of this
-# module importing it back, which would be an import cycle.
-_SERVER_STORE: type[MemoryStorage] | None = None
-_KEYWORD_SIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ltm-keyword")  # see MemoryStorage._keyword_side
+# Runs a hybrid query's keyword side while the model embeds the query (see MemoryStorage._keyword_side).
+_KEYWORD_SIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ltm-keyword")
 
 
-def register_server_store(cls: type[MemoryStorage]) -> None:
-    """Make ``MemoryStorage(settings=Settings(store_url=...))`` build a ``cls``."""
-    global _SERVER_STORE
-    _SERVER_STORE = cls
-
-
-class MemoryStorage(PooledNamespace, DocumentStore):
+class MemoryStorage(DocumentStore):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``
     (default ``settings.similarity_threshold``) is the cosine at which :meth:`search_similar` calls a stored
-    message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop)."""
+    message "already seen". The ``a``-twins run their blocking work in the store's thread pool (OffLoop).
 
-    _behind: WriteBehind | None = None  # with Settings.write_behind (the embedded store only)
-
-    def __new__(cls, *args: Any, settings: Settings | None = None, **kwargs: Any) -> MemoryStorage:
-        """With ``Settings.store_url`` (``LTM_STORE_URL``) the store is a :class:`~ltm.store.backed.BackendStorage`
-        on PostgreSQL + pgvector (a MemoryStorage too); otherwise this embedded one."""
-        if cls is MemoryStorage and (settings if settings is not None else Settings.load()).store_url:
-            if _SERVER_STORE is None:  # pragma: no cover - ltm.store's __init__ registers it on import
-                raise ConfigError("no server-backed store is registered: import ltm.store, not ltm.store.storage")
-            return super().__new__(_SERVER_STORE)
-        return super().__new__(cls)
+    ``backend``: the engine (:class:`~ltm.store.backend.Engine`, e.g. :class:`~ltm.store.embedded.EmbeddedBackend`
+    or :class:`~ltm.store.pg.PgBackend`); by default the settings' (PostgreSQL with ``store_url``)."""
 
     def __init__(
         self,
@@ -101,17 +66,18 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         settings: Settings | None = None,
         embedding: Any = None,
         similarity_threshold: float | None = None,
+        backend: Engine | None = None,
     ) -> None:
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
+        self._engine_type = backend if backend is not None else backend_for(self.settings)
+        self._backend: DocumentBackend | None = None  # the open namespace's
         self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
-        self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.behind
-        if namespace is not None:  # the engine (log + FAISS mirror) is shared with other handles on it
+        if namespace is not None:
             self._open(namespace)
 
     def _configure(self, namespace: str | None, kind: str, settings: Settings | None, embedding: Any,
                    similarity_threshold: float | None) -> None:
-        """What every store sets up before its engine: settings, the checked threshold and kind, the lock.
-        Shared with the server-backed store, whose engine differs."""
+        """What the handle sets up before its engine: settings, the checked threshold and kind, the lock."""
         self.settings = settings if settings is not None else Settings.load()
         threshold = self.settings.similarity_threshold if similarity_threshold is None else similarity_threshold
         if not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
@@ -135,32 +101,54 @@ class MemoryStorage(PooledNamespace, DocumentStore):
             self._embedder = make_embedder(self.settings, self._embedding)
         return self._embedder
 
-    def _synced(self) -> tuple[MessageLog, IndexMirror]:
-        """The open log and its mirror, caught up with every commit, expired messages purged (under the lock)."""
-        self.purge_expired()
-        log, mirror = self._require()
-        mirror.sync(log)
-        return log, mirror
+    @property
+    def path(self) -> Path | None:
+        """The namespace's directory once opened (None on an engine whose server keeps it)."""
+        return None if self._backend is None else self._backend.directory
+
+    @property
+    def is_initialized(self) -> bool:
+        """True once a namespace is open (after ``recover_memory`` or a first use); False after ``close`` or
+        ``clean``. A namespace the embedded pool parked counts as open: its next call reopens it."""
+        return self._backend is not None
+
+    def _open(self, namespace: str) -> None:
+        namespace_dir(self.settings.storage_dir, self.kind, namespace)  # one naming rule on every engine
+        with self._lock:
+            self._backend = self._engine_type.open(self, namespace)
+            self.namespace = namespace
+
+    def _engine(self) -> DocumentBackend:
+        """The open namespace's backend (call under the lock), opening it on first use or after ``close``."""
+        if self._backend is None:
+            if self.namespace is None:
+                raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
+            self._open(self.namespace)
+        assert self._backend is not None
+        self._backend.touch()
+        return self._backend
 
     # -- MetaGPT's API -----------------------------------------------------------------------------------
     def recover_memory(self, role_id: str) -> builtins.list[Message]:
         """Open ``role_id``'s namespace (creating it when new); returns its ``settings.recover_recent``
         newest messages, oldest first."""
         with self._lock:
-            if self._log is None or role_id != self.namespace:
+            if self._backend is None or role_id != self.namespace:
                 self.close()
                 self._open(role_id)
             return self.recent(self.settings.recover_recent)
 
     def add(self, message: Message) -> bool:
         """Store one message durably (committed on return; its vector after it with write_behind, see
-        ltm.store.behind); False when its id is already stored."""
-        if self._behind is not None:
-            return self._behind.add(rowplan.prepare([message], self.settings.max_content_bytes, None).messages) == 1
+        ltm.store.embedded.behind); False when its id is already stored."""
+        if self.settings.write_behind:
+            messages = rowplan.prepare([message], self.settings.max_content_bytes, None).messages
+            with self._lock:
+                behind = self._engine()
+            added = behind.add_behind(messages)  # outside the lock: it queues with other callers' adds
+            if added is not None:
+                return added == 1
         return self.add_batch([message]) == 1
-
-    def _settle(self, log: MessageLog, mirror: IndexMirror) -> None:
-        WriteBehind.settle_store(self, log, mirror)
 
     def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
         """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
@@ -172,20 +160,18 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
         with self._lock:
-            self._synced()[1].save()  # sync applied a staged add's deferred vectors and their upkeep first
+            self.purge_expired()
+            self._engine().save()
 
     def clean(self) -> None:
-        """Delete this namespace's data from disk; ``is_initialized`` becomes False. A later use starts empty."""
+        """Delete this namespace's data (its directory, or its rows on a server); ``is_initialized`` becomes
+        False. A later use starts empty."""
         with self._lock:
-            directory = self.path or (
-                namespace_dir(self.settings.storage_dir, self.kind, self.namespace) if self.namespace else None
-            )
-            if self._shared is not None:  # every handle on it lets go of the files; their next use starts empty
-                POOL.forget(self._shared)
-                self._shared.drop()
-            self._detach()
-            if directory is not None:
-                shutil.rmtree(directory, ignore_errors=True)
+            backend, self._backend = self._backend, None
+            if backend is not None:
+                backend.drop()
+            elif self.namespace is not None:
+                self._engine_type.discard(self, self.namespace)
 
     # -- beyond MetaGPT ------------------------------------------------------------------------------------
     def add_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
@@ -211,7 +197,7 @@ class MemoryStorage(PooledNamespace, DocumentStore):
 
     async def aadd(self, message: Message) -> bool:
         """Async twin of :meth:`add`."""
-        if self._behind is not None:
+        if self.settings.write_behind:
             return bool(await self._off(self.add, message))
         return await self.aadd_batch([message]) == 1
 
@@ -238,13 +224,19 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         return await self._off(self._commit, pending, embedded, replace=True) > 0
 
     def _prepare(self, messages: Iterable[Message], *, fresh_only: bool) -> rowplan.Pending:
-        known_ids = partial(self._logged, "existing_ids") if fresh_only else None
+        known_ids = self._existing_ids if fresh_only else None
         return rowplan.prepare(messages, self.settings.max_content_bytes, known_ids)
 
-    def _logged(self, method: str, *args: Any) -> Any:
-        """``log.<method>(*args)`` under the lock: the connection is shared by the handle's threads (issue 13)."""
+    def _existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored (under the lock: the engine's connection is shared by the handle's
+        threads)."""
         with self._lock:
-            return getattr(self._require()[0], method)(*args)
+            return self._engine().existing_ids(ids)
+
+    def _vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Stored content vectors by content key (under the lock): the embedder's cache."""
+        with self._lock:
+            return self._engine().vectors_by_key(keys)
 
     def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
@@ -253,30 +245,28 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         if not replace:
             return self._grouped.submit((pending, vectors))
         with self._lock:
-            log, mirror = self._require()
-            mirror.ensure_dim(vectors.shape[1])
+            backend = self._engine()
+            backend.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
-            return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
-                                history_limit=self.settings.history_limit)
+            return backend.write(rows, replace=True, update=update, history_limit=self.settings.history_limit)
 
     def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]],
-                       staging: Staging | None = None) -> builtins.list[int]:
-        """One write transaction for the adds of several callers (ltm.store.writes.add_groups); ``staging``: their
+                       staging: Any = None) -> builtins.list[int]:
+        """One write transaction for the adds of several callers (ltm.store.embedded.writes.add_groups); ``staging``:
+        their
         messages are committed in ``staged`` already, so this write moves them and needs no fsync."""
         with self._lock:
-            log, mirror = self._require()
-            return insert_groups(log, mirror, self.embedder.keys, items, self.settings.history_limit,
-                                 before=None if staging is None else staging.delete, durable=staging is None)
+            return self._engine().write_groups(items, self.embedder.keys, self.settings.history_limit, staging)
 
-    def _staging(self, messages: builtins.list[Message]) -> Staging | None:
-        """What commits an add's new messages while the model embeds them (ltm.store.behind.Staging); None with
-        ``sqlite_synchronous="normal"``, whose commits have no fsync to hide."""
-        return Staging(self, messages) if self.settings.sqlite_synchronous == "full" else None
+    def _staging(self, messages: builtins.list[Message]) -> Any:
+        """What commits an add's new messages while the model embeds them (the embedded engine's
+        ``Staging``), or None."""
+        with self._lock:
+            return self._engine().staging(messages)
 
     def _dim(self) -> int | None:
-        with self._lock:  # the manifest's once recorded: no need to load the vector indexes
-            recorded = self._require()[1].manifest.dim
-            return recorded if recorded is not None else self._synced()[1].dim
+        with self._lock:
+            return self._engine().dimension()
 
     def search(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
@@ -284,18 +274,18 @@ class MemoryStorage(PooledNamespace, DocumentStore):
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
-        ``filters``: the store's filter language (:mod:`ltm.store.filters`). Hybrid fuses dense and BM25
-        scores, calibrated (see :mod:`ltm.store.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
+        ``filters``: the store's filter language (:mod:`ltm.store.search.filters`). Hybrid fuses dense and BM25
+        scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
         ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
-        :mod:`ltm.store.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
+        :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
         """
         query_vector = given_query_vector(query, mode, vector, self._dim)
         plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
-        ahead: Future[builtins.list[tuple[int, float]]] | None = None
+        ahead: Future[builtins.list[tuple[int, float]] | None] | None = None
         if query_vector is None and mode != "keyword" and self._dim() is not None:
             text = self._dense_text(query)
-            if mode == "hybrid" and self._KEYWORD_AHEAD:  # the keyword side needs no vector: run it meanwhile
+            if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
                 ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
             query_vector = self._embed([text], QUERY)
         lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
@@ -303,30 +293,23 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain,
                             line_vectors, plan, ahead.result() if ahead is not None else None)
 
-    # whether search runs a hybrid query's keyword side while the model embeds it (an engine whose backend ranks
-    # both sides in one call says no)
-    _KEYWORD_AHEAD = True
-
     def _keyword_side(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                      ) -> builtins.list[tuple[int, float]]:
-        """A hybrid search's keyword candidates (see :func:`ltm.store.retrieval.retrieve`), found on a worker thread
-        while the model embeds the query: SQLite and ONNX Runtime both let go of the GIL while they work."""
-        where, params = compile_filters(filters)
+                      ) -> builtins.list[tuple[int, float]] | None:
+        """A hybrid search's keyword candidates, found on a worker thread while the model embeds the query (the
+        engine's :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`; None where its search ranks them)."""
         with self._lock:
-            log = self._require()[0]
-            match = keyword_match(log, text, plan.terms)
-            return log.keyword(match, max(3 * k, DEPTH), where or "1", params) if match is not None else []
+            return self._engine().keyword_candidates(text, plan, k, filters)
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
-        person (:func:`ltm.store.speakers.dense_query`)."""
+        person (:func:`ltm.store.search.speakers.dense_query`)."""
         return dense_query(query, self._speaker_names)
 
     def _speaker_names(self, words: builtins.list[str]) -> dict[str, set[str]]:
         """{word: stored names holding it} for those of ``words`` a stored message's speaker, ``sent_from`` or role
         holds."""
         with self._lock:
-            return self._require()[0].speaker_names(words)
+            return self._engine().speaker_names(words)
 
     async def asearch(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
@@ -354,24 +337,19 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
         plan: Analysis | None = None, keyword: builtins.list[tuple[int, float]] | None = None,
     ) -> builtins.list[MemoryHit]:
-        where, params = compile_filters(filters)
-        if k == 0:
-            return []
-        with self._lock:  # keyword search reads SQLite only: the vector indexes stay unloaded
-            log, mirror = self._synced() if mode != "keyword" else (self.purge_expired(), self._require())[1]
+        with self._lock:
+            self.purge_expired()
+            backend = self._engine()
             exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            hits = retrieve(log, mirror, SearchQuery(text, vector, k, mode, where, tuple(params), exact_key=exact_key,
-                                                     lines=lines, analysis=plan,
-                                                     keyword=keyword))
-            match = keyword_match(log, text) if (explain or threshold is not None) and text.strip() else None
-            return explained(hits, mode, sqlite_signals(log, vector, match), threshold, explain)
+            hits = backend.search(text, vector, k, mode, filters, exact_key, lines, plan, keyword)
+            return explained(hits, mode, partial(backend.signal_scores, vector=vector, text=text), threshold, explain)
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:
             return []
         with self._lock:
-            log, mirror = self._synced()
-            return similar(log, mirror, vectors, k, self.threshold, self.embedder.keys([text])[0])
+            self.purge_expired()
+            return self._engine().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
 
     def embed_texts(self, texts: builtins.list[str]) -> np.ndarray:
         """Unit vectors for ``texts`` (one batched, cached model call), comparable with the stored ones."""
@@ -391,57 +369,45 @@ class MemoryStorage(PooledNamespace, DocumentStore):
         if texts is not None and len(texts) != len(vectors):
             raise InvalidInput(f"best_similarities got {len(vectors)} vectors but {len(texts)} texts; pass one each")
         with self._lock:
-            log, mirror = self._synced()
-            return best_similarities(log, mirror, vectors, self.embedder.keys(list(texts)) if texts else None)
+            self.purge_expired()
+            return self._engine().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
 
     def _embed(self, texts: builtins.list[str], purpose: str, during: Callable[[], object] | None = None) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), partial(self._logged, "vectors_by_key"), purpose, during)
+        return self.embedder.embed(texts, self._known_dim(), self._vectors_by_key, purpose, during)
 
     async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        dim, known = await self._off(self._known_dim), partial(self._logged, "vectors_by_key")
-        return await self.embedder.aembed(texts, dim, known=known, purpose=purpose, run=self._off)
+        dim = await self._off(self._known_dim)
+        return await self.embedder.aembed(texts, dim, known=self._vectors_by_key, purpose=purpose, run=self._off)
 
     def _known_dim(self) -> int | None:
         """The manifest's dimension once recorded (it never changes), else what the index learned by syncing."""
-        mirror = self._mirror
-        return mirror.manifest.dim if mirror is not None and mirror.manifest.dim is not None else self._dim()
-
-    def get(self, message_id: str) -> Message:
-        """The stored message with this id; NotFound otherwise."""
-        check_id(message_id)
-        with self._lock:
-            self.purge_expired()
-            body = self._body(message_id)
-        if body is None:
-            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
-        return Message.load(body)
-
-    def delete(self, message_or_id: Message | str) -> bool:
-        """Delete a message (or its id) from SQLite, FTS and FAISS; False when it was not stored."""
-        message_id = check_id(message_or_id.id if isinstance(message_or_id, Message) else message_or_id)
-        with self._lock:
-            return self._removed(Compare("id", "eq", message_id)) > 0
-
-    def __len__(self) -> int:
-        return self.count()
+        backend = self._backend
+        known = None if backend is None else backend.known_dimension()
+        return known if known is not None else self._dim()
 
     def stats(self) -> StoreStats:
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
-            log, mirror = self._synced()
-            return mirror.stats(self.namespace, log, self.embedder.model, self.embedder.calls)
-
-    def recent(self, n: int) -> builtins.list[Message]:
-        """The ``n`` most recently added messages, oldest first."""
-        with self._lock:
-            return [Message.load(b) for b in self._require()[0].recent(check_k(n))] if n else []
+            self.purge_expired()
+            return self._engine().stats(self.namespace, self.embedder.model, self.embedder.calls)
 
     def __enter__(self) -> MemoryStorage:
         return self
+
+    def close(self) -> None:
+        """Snapshot the index if it changed, and close the files (unless another handle on this namespace
+        still uses them; nothing to release on a server). A later use reopens."""
+        with self._lock:
+            backend, self._backend = self._backend, None
+            if backend is not None:
+                backend.close()
+            self._close_pool()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"MemoryStorage(namespace={self.namespace!r}, kind={self.kind!r}, open={self.is_initialized})"
+        engine = getattr(self._engine_type, "engine_name", "embedded")
+        shown = "" if engine == "embedded" else f", backend={engine}"
+        return f"MemoryStorage(namespace={self.namespace!r}, kind={self.kind!r}, open={self.is_initialized}{shown})"
 

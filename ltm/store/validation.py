@@ -10,7 +10,7 @@ Decisions (documented here because the signatures cannot say them):
 - Every other text field (id, role, cause_by, sent_from, send_to, metadata keys and strings) must be valid
   Unicode without NUL and at most ``MAX_FIELD_BYTES`` (metadata as JSON: ``max_content_bytes``), metadata at
   most ``MAX_DEPTH`` levels deep, and every number finite: one NaN in a row's metadata JSON made SQLite's
-  json functions fail on every metadata-filtered search of the namespace (issue 13), and a NaN
+  json functions fail on every metadata-filtered search of the namespace, and a NaN
   ``created_at`` became NULL and was silently ignored by ``INSERT OR IGNORE``.
 - A metadata key (at any depth) holding ``.`` is refused: a filter reads ``metadata.a.b`` as key ``b``
   inside key ``a``, so such a key could be stored but never filtered.

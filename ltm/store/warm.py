@@ -1,4 +1,4 @@
-"""Which server-backed handles keep their embedding caches (issue 20).
+"""Which server-backed handles keep their embedding caches.
 
 A handle's :class:`~ltm.store.embedder.Embedder` caches up to 4,096 vectors so a repeated text is never
 embedded twice. The embedded store's pool empties the cache of a namespace it parks; on PostgreSQL nothing is

@@ -129,29 +129,6 @@ def test_targets_up_to_1m_are_not_met_by_a_run_that_stops_below_1m() -> None:
     assert big["flat"] == "NOT MET" and big["disk"] == "MET"
 
 
-def test_ivf_probe_runs_and_reports_recall(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench import ivf_probe
-
-    assert ivf_probe.main(["--n", "3000", "--nlist", "16", "--nprobe", "4,16", "--queries", "20"]) == 0
-    out = capsys.readouterr().out
-    assert "nlist 16: train" in out and out.count("recall@10 (20 rescored)") == 2
-
-
-def test_hnsw_pca_probe_builds_and_reports_recall(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench import hnsw_pca
-    from bench.data import dataset, query_set, vectors
-
-    assert hnsw_pca.main(["--build", "--n", "3000", "--first", "2000", "--dims", "384,64"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("first add") == 2 and "d 64: first add" in out
-    vecs = vectors(dataset(2000, 3)[1], 3)
-    hnsw_pca.recall("synthetic", vecs, query_set(vecs, 30, 3)[1], [384, 32], [20, 80])
-    lines = capsys.readouterr().out.splitlines()
-    found = {(int(line.split(": d ")[1].split(",")[0]), int(line.split(", ")[2].split(" ")[0])):
-             float(line.split("recall@10 ")[1].split(",")[0]) for line in lines}
-    assert len(found) == 4 and found[384, 20] >= 0.95  # the full graph: recall as ltm's
-    assert found[32, 20] < found[384, 20] and found[32, 80] >= found[32, 20]  # fewer dims lose; rescoring mends
-
 
 def corpus(folder: Path, rows: int, seed: int) -> None:
     """``rows`` random unit vectors and their texts, as ``bench.hnsw_real --embed`` leaves them in ``folder``."""
@@ -177,21 +154,6 @@ def test_hnsw_real_fills_through_the_store_and_compares_with_exact_search(
     assert result["graph_bytes"] > 0  # the namespace searched an HNSW graph, not a flat index
     assert 0.0 < result["ef16 held-out texts"]["recall10"] < default["recall10"]  # ef 16 misses some: a graph
 
-
-def test_pool_check_compares_the_pooled_feedback_search_with_a_second_full_scan(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from bench import hnsw_real
-    from bench.retrieval import pool_check
-
-    corpus(tmp_path, 1_200 + hnsw_real.HELD_OUT, seed=4)
-    args = ["--texts", str(tmp_path / "texts.txt"), "--work", str(tmp_path), "--n", "1200", "--questions", "0",
-            "--held-out", "30"]
-    assert pool_check.main(args) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    held = result["held-out texts"]
-    assert held["queries"] == 30 and "questions" not in result
-    assert held["top10_overlap"] >= 0.9 and 0.0 <= held["same_top10"] <= 1.0
 
 
 @pytest.mark.timeout(300)

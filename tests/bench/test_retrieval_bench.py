@@ -94,17 +94,6 @@ def test_session_dates_stamp_every_turn_at_its_sessions_first_time() -> None:
     assert run._has_sessions(data) and not run._has_sessions(json.loads(FIXTURE.read_text("utf-8")))
 
 
-def test_a_question_is_swapped_to_the_other_speaker() -> None:
-    from bench.retrieval.swapped import swap
-
-    chat = ["Fahim Khan", "Muhhamed", "Fahim Khan"]
-    assert swap("When did Fahim Khan go for a run?", chat) == "When did Muhhamed go for a run?"
-    assert swap("What are Fahim's hobbies?", chat) == "What are Muhhamed's hobbies?"
-    assert swap("Why did Muhammad quit?", chat) == "Why did Fahim quit?"  # REALTALK's other spelling
-    assert swap("What games do Fahim and Muhammad play?", chat) is None  # both named
-    assert swap("What games are popular?", chat) is None  # nobody named
-    assert swap("When did Kevin run?", ["Kevin", "Emi", "Paola"]) is None  # not a two-person chat
-
 
 def test_the_harness_reads_name_words_as_the_store_would() -> None:
     from bench.retrieval.harness import name_words
@@ -207,33 +196,14 @@ def test_qmsum_converter_keeps_the_specific_queries_with_short_spans(tmp_path: P
          "category": "committee"}]
 
 
-def test_the_seventh_rounds_keyword_phrases_and_patched_fusion() -> None:
-    import sqlite3
-
-    from bench.retrieval import round7
-    from ltm.store import fusion
-
-    match = round7.phrase_match("When did Kate visit New York?", "phrase")
-    assert match == '"kate" OR "visit" OR "new" OR "york" OR "kate visit" OR "visit new" OR "new york"'
-    near = round7.phrase_match("When did Kate visit New York?", "near3")
-    assert near is not None and 'NEAR("new" "york", 3)' in near
-    db = sqlite3.connect(":memory:")  # both shapes are queries FTS5 accepts
-    db.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='porter unicode61')")
-    db.executemany("INSERT INTO fts(content) VALUES (?)", [("Kate flew to New York",), ("York is old",)])
-    assert [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rank", [match])][0] == 1
-    assert db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [near]).fetchone()[0] == 2
-    with round7.patched(SITTING_SPAN=8):
-        assert fusion.SITTING_SPAN == 8
-    assert fusion.SITTING_SPAN == 32  # restored
-
 
 def test_the_eighth_rounds_regression_solves_its_objective_and_restores_the_prior() -> None:
-    """bench.retrieval.round8: the Newton solver ends where the L2-penalised log-loss's gradient is zero (the intercept
+    """bench.tuning.prior_fit: the Newton solver ends where the L2-penalised log-loss's gradient is zero (the intercept
     unpenalised), and the prior's weights are put back after a lever."""
     import numpy as np
 
-    from bench.retrieval import round8
-    from ltm.store import fusion
+    from bench.tuning import prior_fit as round8
+    from ltm.store.search import fusion
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(400, 3))

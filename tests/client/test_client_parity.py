@@ -1,6 +1,6 @@
 """The library's own store tests, run against ``RemoteStorage`` talking to a real server on a loopback port.
 
-The cases are the functions of tests/store/test_store.py that use only MemoryStorage's public interface
+The cases are the functions of tests/store/contract/test_store.py that use only MemoryStorage's public interface
 (the others read the server's files or settings, which a remote client cannot see by design). The server runs
 flat and, like the contract suite, HNSW (threshold 1).
 """
@@ -14,7 +14,7 @@ import pytest
 
 from ltm.client import RemoteStorage
 from ltm.config import Settings
-from tests.store import test_store as contract
+from tests.store.contract import test_store as contract
 from tests.support.service import ServiceThread
 
 CASES: list[Callable[..., None]] = [

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from ltm import ExperienceMemory, MemoryStorage, Settings
-from tests.store.test_durability import _line, _send, _worker
+from tests.store.contract.test_durability import _line, _send, _worker
 
 pytestmark = pytest.mark.slow
 

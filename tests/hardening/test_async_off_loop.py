@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.log import MessageLog
+from ltm.store.embedded.log import MessageLog
 
 
 def test_async_twins_do_their_blocking_work_off_the_loop(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:

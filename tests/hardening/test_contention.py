@@ -7,7 +7,7 @@ import threading
 from itertools import groupby
 
 from ltm import MemoryStorage, Message, Settings
-from ltm.store.locks import FairLock
+from ltm.store.embedded.locks import FairLock
 from tests.support.threads import run_in_threads
 
 ADDS = 120

@@ -13,6 +13,7 @@ from ltm.errors import BackendUnavailable, InvalidInput
 from ltm.kv import KVStore, open_kv
 from ltm.kv.redis_kv import RedisKV
 from ltm.kv.sqlite_kv import SQLiteKV
+from tests.support.clock import ManualClock
 
 
 def test_strings(kv: KVStore) -> None:
@@ -27,6 +28,16 @@ def test_strings(kv: KVStore) -> None:
     assert kv.get("a") is None
 
 
+def elapse(kv: KVStore, seconds: float) -> None:
+    """Let ``seconds`` pass for ``kv``'s expiry: its manual clock moved (SQLite), else real time (a Redis server
+    expires keys by its own clock)."""
+    clock = getattr(kv, "clock", None)
+    if isinstance(clock, ManualClock):
+        clock.advance(seconds)
+    else:
+        time.sleep(seconds)
+
+
 def test_ttl_expires_and_persist(kv: KVStore) -> None:
     kv.set("t", "v", ttl=1)
     assert kv.ttl("t") in (1,)
@@ -35,7 +46,7 @@ def test_ttl_expires_and_persist(kv: KVStore) -> None:
     assert kv.ttl("keep") is None
     kv.rpush("list", "x")
     assert kv.expire("list", 1)
-    time.sleep(1.2)
+    elapse(kv, 1.2)
     assert kv.get("t") is None and not kv.exists("t")
     assert kv.lrange("list") == [] and kv.llen("list") == 0
     assert kv.get("keep") == "v"
@@ -208,11 +219,12 @@ def test_open_kv_picks_the_backend(tmp_path: Path, redis_url: str) -> None:
 
 
 def test_sqlite_persists_across_reopen_and_purges(tmp_path: Path) -> None:
-    with SQLiteKV(tmp_path / "kv.sqlite") as kv:
+    clock = ManualClock()
+    with SQLiteKV(tmp_path / "kv.sqlite", clock=clock) as kv:
         kv.rpush("l", "a")
         kv.set("gone", "x", ttl=1)
-    time.sleep(1.1)
-    with SQLiteKV(tmp_path / "kv.sqlite") as kv:
+    clock.advance(1.1)
+    with SQLiteKV(tmp_path / "kv.sqlite", clock=clock) as kv:
         assert kv.lrange("l") == ["a"]
         assert kv.purge() == 1
         assert kv.keys() == ["l"]

@@ -22,10 +22,10 @@ from tests.support.postgres import PARTITIONS
 # PostgreSQL client is not installed); CI's main run always has both.
 BACKENDS = os.environ.get("LTM_TEST_BACKENDS", "embedded,postgres,partitioned").split(",")
 
-# The PostgreSQL engine's own tests (test_pg_*.py) import its client at module level: without the ``pg`` extra
+# The PostgreSQL engine's own tests (pg/test_*.py) import its client at module level: without the ``pg`` extra
 # they are not collected, and only when PostgreSQL was narrowed away (a missing client in CI's main run, where
 # BACKENDS holds postgres, stays a collection error).
-collect_ignore_glob = [] if "postgres" in BACKENDS else ["test_pg_*.py"]
+collect_ignore_glob = [] if "postgres" in BACKENDS else ["pg/test_*.py"]
 
 
 @pytest.fixture(params=BACKENDS)

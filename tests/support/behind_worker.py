@@ -1,8 +1,8 @@
 """A process adding messages with write_behind while its model never answers, killed -9 by
-tests/store/test_write_behind.py: ``python -m tests.support.behind_worker DIR``. Each acknowledged add is
+tests/store/embedded/test_write_behind.py: ``python -m tests.support.behind_worker DIR``. Each acknowledged add is
 reported as one ``ACK <id> <content>`` line written with ONE os.write (a kill cannot cut it in half).
 ``python -m tests.support.behind_worker DIR plain``: without write_behind, so the first add waits for the model
-with its message staged (ltm.store.behind.Staging; tests/store/test_staged_add.py)."""
+with its message staged (ltm.store.embedded.behind.Staging; tests/store/embedded/test_staged_add.py)."""
 
 from __future__ import annotations
 

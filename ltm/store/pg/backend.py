@@ -33,20 +33,19 @@ import psycopg
 from ltm.config import Settings
 from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
-from ltm.store.filters import Compare
-from ltm.store.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
-from ltm.store.log import NAME_ROWS, Row
 from ltm.store.pg.bulk import insert_rows
-from ltm.store.pg.documents import Event, PgDocuments, record
+from ltm.store.pg.documents import Event, PgDocuments, as_vector, record
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
+from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
-from ltm.store.query import question_stems
-from ltm.store.records import StoreStats
-from ltm.store.retrieval import MemoryHit
+from ltm.store.records import Analysis, MemoryHit, Row, StoreStats
+from ltm.store.search.filters import Compare
+from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
+from ltm.store.search.query import question_stems
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 
@@ -55,7 +54,7 @@ HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unles
 # (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
 NEAREST_EF_SEARCH = 100
 
-class PgBackend(PgDocuments):
+class PgBackend(PgDocuments, PgSeam):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
@@ -233,7 +232,7 @@ class PgBackend(PgDocuments):
         """Stored content vectors by content key (the embedder's cache)."""
         rows = self._rows("SELECT DISTINCT ON (text_key) text_key, embedding FROM ltm_messages "
                           "WHERE ns = %s AND text_key = ANY(%s)", (self.ns, [bytes(k) for k in keys]))
-        return {bytes(k): _array(v) for k, v in rows}
+        return {bytes(k): as_vector(v) for k, v in rows}
 
     def body_of(self, message_id: str) -> str | None:
         rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s", (self.ns, message_id))
@@ -245,34 +244,6 @@ class PgBackend(PgDocuments):
     def live(self) -> int:
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
-
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` rows holding it} as the
-        embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
-        when), the row's own names confirm it is a name."""
-        asked = list(dict.fromkeys(w for w in words if w.isalnum()))
-        if not asked:
-            return {}
-        rows = self._rows(  # one round trip: each word an indexed lookup
-            "SELECT w, m.metadata ->> 'speaker', m.sent_from, m.role FROM unnest(%s::text[]) AS w CROSS JOIN LATERAL "
-            "(SELECT metadata, sent_from, role FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', "
-            "w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> "
-            f"'speaker', '')) @@ to_tsquery('simple', w) LIMIT {NAME_ROWS}) m", (asked, self.ns))
-        found: dict[str, set[str]] = {}
-        for word, *names in rows:
-            found.setdefault(str(word), set()).update(str(v) for v in names if v)
-        return found
-
-    def recent(self, n: int) -> list[str]:
-        rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
-        return [str(r[0]) for r in reversed(rows)]
-
-    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
-        """(seq, body, content vector or None) of up to ``limit`` rows with seq > ``after``, in seq order."""
-        vector = "embedding" if with_vectors else "NULL::vector"
-        rows = self._rows(f"SELECT seq, body, {vector} FROM ltm_messages WHERE ns = %s AND seq > %s "
-                          "ORDER BY seq LIMIT %s", (self.ns, after, limit))
-        return [(int(s), str(b), None if v is None else _array(v)) for s, b, v in rows]
 
     def _ef_search(self, conn: Any, k: int) -> None:
         """``hnsw.ef_search`` for this transaction: the settings' floor, raised to 4k (pgvector's limit 1000);
@@ -295,8 +266,11 @@ class PgBackend(PgDocuments):
 
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
-               lines: np.ndarray | None = None) -> list[MemoryHit]:
-        """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`)."""
+               lines: np.ndarray | None = None, plan: Analysis | None = None,
+               keyword: list[tuple[int, float]] | None = None) -> list[MemoryHit]:
+        """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
+        the keyword side itself, so ``plan`` and ``keyword`` are not needed."""
+        del plan, keyword
         where, params = pg_filter(filters)
         if k == 0:
             return []
@@ -333,10 +307,16 @@ class PgBackend(PgDocuments):
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
         return fused(text, k, fetch, rows, exact, terms, cosines)
 
+
+    def keyword_candidates(self, text: str, plan: Analysis, k: int,
+                           filters: Mapping[str, Any] | None) -> None:
+        """None: :meth:`search` ranks the keyword side inside its one statement."""
+        del text, plan, k, filters
+
     def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
                        hnsw: bool) -> list[Any]:
         """The hybrid candidates with the dense ones searched again by the Rocchio vector, as the embedded engine
-        does (:func:`ltm.store.fusion.feedback_vector` over the first fusion's best)."""
+        does (:func:`ltm.store.search.fusion.feedback_vector` over the first fusion's best)."""
         signals, bodies = candidates(rows)
         if not signals.get("dense"):
             return rows
@@ -346,7 +326,7 @@ class PgBackend(PgDocuments):
                              (self.ns, [s for s, _, _ in seeds])).fetchall()
         if not found:
             return rows
-        moved = feedback_vector(params["q"], np.stack([_array(e) for (e,) in found]))
+        moved = feedback_vector(params["q"], np.stack([as_vector(e) for (e,) in found]))
         sql = candidates_sql(where, dense=True, context=False, keyword=False, dim=self._dim, hnsw=hnsw, ns=self.ns)
         again = conn.execute(sql, {**params, "q": _query(moved)}).fetchall()
         return [*again, *(row for row in rows if row[0] != "dense")]
@@ -416,9 +396,3 @@ def _query(vector: Any) -> np.ndarray:
     """A query vector as a parameter: pgvector's adapter sends it as a ``vector`` (binary), so the server
     neither parses text nor casts per row."""
     return np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
-
-
-def _array(value: Any) -> np.ndarray:
-    """A ``vector`` value as read through pgvector's adapter (a ``Vector``, or an array) as float32."""
-    found = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(found, dtype=np.float32)

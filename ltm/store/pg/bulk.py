@@ -1,6 +1,6 @@
 """Inserting a batch of message rows on PostgreSQL: one statement per row for a few, COPY for many.
 
-Issue 17: a batch of 1,000 rows sent as 1,000 INSERTs (pipelined ``executemany``) cost the server a parse,
+A batch of 1,000 rows sent as 1,000 INSERTs (pipelined ``executemany``) cost the server a parse,
 plan and executor start per row, plus four ``to_tsvector`` calls each evaluated row by row. From
 :data:`COPY_ROWS` rows on, the batch is streamed instead with binary ``COPY`` (vectors in pgvector's binary
 form, no text parsing) into a per-connection temporary staging table, then moved by ONE ``INSERT ... SELECT
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ltm.errors import InvalidInput
-from ltm.store.log import Row, decode
 from ltm.store.pg.search import words
+from ltm.store.records import Row, decode
 
 __all__ = ["COPY_ROWS", "insert_rows", "row_values"]
 

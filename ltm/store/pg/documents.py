@@ -1,9 +1,9 @@
-"""The document API on PostgreSQL (issue 16 on issue 17's backend): filtered list / count / delete, expiry,
+"""The document API on PostgreSQL: filtered list / count / delete, expiry,
 the audit trail, per-signal scores for ``explain``, metadata indexes.
 
 :class:`PgDocuments` is a base of :class:`~ltm.store.pg.backend.PgBackend`. Filters arrive parsed (one tree,
-:mod:`ltm.store.filters`) and become SQL through :func:`~ltm.store.pg.filters.pg_where`. The trail is stored as
-the embedded one (:mod:`ltm.store.history`): one ``ltm_history`` row per event with the *old* body only,
+:mod:`ltm.store.search.filters`) and become SQL through :func:`~ltm.store.pg.filters.pg_where`. The trail is stored as
+the embedded one (:mod:`ltm.store.embedded.history`): one ``ltm_history`` row per event with the *old* body only,
 written in the same transaction as the change, under the namespace's advisory lock, timed by the server's clock
 (one clock for writers on every host); the namespace row counts its events, so bounding the trail to
 ``Settings.history_limit`` costs no scan.
@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from ltm.store import history as trail
-from ltm.store.filters import Filter, metadata_path
-from ltm.store.history import HistoryEvent
 from ltm.store.pg.filters import metadata_expr, pg_where
 from ltm.store.pg.pool import translate
 from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.search import TSQUERY_WEIGHTS, tsquery_text
+from ltm.store.records import HistoryEvent, assemble
+from ltm.store.search.filters import Filter, metadata_path
+from ltm.store.search.speakers import NAME_ROWS
 
-__all__ = ["PgDocuments", "record"]
+__all__ = ["PgDocuments", "as_vector", "record"]
 
 Event = tuple[str, str, str | None]  # (message id, ADD / UPDATE / DELETE, old body or None)
 Stored = tuple[str, str, str | None, float]  # an event with its time, as :meth:`PgDocuments.trail_rows` reads it
@@ -67,6 +67,34 @@ class PgDocuments:
             return list(conn.execute(sql, params).fetchall())
 
     # -- reading -----------------------------------------------------------------------------------------
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` rows holding it} as the
+        embedded engine's *who* column answers: the GIN index finds rows holding the word at weight B (who or
+        when), the row's own names confirm it is a name."""
+        asked = list(dict.fromkeys(w for w in words if w.isalnum()))
+        if not asked:
+            return {}
+        rows = self._rows(  # one round trip: each word an indexed lookup
+            "SELECT w, m.metadata ->> 'speaker', m.sent_from, m.role FROM unnest(%s::text[]) AS w CROSS JOIN LATERAL "
+            "(SELECT metadata, sent_from, role FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', "
+            "w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> "
+            f"'speaker', '')) @@ to_tsquery('simple', w) LIMIT {NAME_ROWS}) m", (asked, self.ns))
+        found: dict[str, set[str]] = {}
+        for word, *names in rows:
+            found.setdefault(str(word), set()).update(str(v) for v in names if v)
+        return found
+
+    def recent(self, n: int) -> list[str]:
+        rows = self._rows("SELECT body FROM ltm_messages WHERE ns = %s ORDER BY seq DESC LIMIT %s", (self.ns, n))
+        return [str(r[0]) for r in reversed(rows)]
+
+    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
+        """(seq, body, content vector or None) of up to ``limit`` rows with seq > ``after``, in seq order."""
+        vector = "embedding" if with_vectors else "NULL::vector"
+        rows = self._rows(f"SELECT seq, body, {vector} FROM ltm_messages WHERE ns = %s AND seq > %s "
+                          "ORDER BY seq LIMIT %s", (self.ns, after, limit))
+        return [(int(s), str(b), None if v is None else as_vector(v)) for s, b, v in rows]
+
     def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
         """(seq, body) of up to ``limit`` rows matching ``tree`` with seq > ``after``, in seq order."""
         where, params = pg_where(tree)
@@ -94,7 +122,7 @@ class PgDocuments:
                                 (self.ns, message_id)).fetchall()
             body = conn.execute("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s",
                                 (self.ns, message_id)).fetchone()
-        return trail.assemble(message_id, rows, None if body is None else str(body[0]))
+        return assemble(message_id, rows, None if body is None else str(body[0]))
 
     def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
                       text: str | None) -> dict[str, dict[str, float]]:
@@ -160,3 +188,9 @@ class PgDocuments:
                 conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON ltm_messages(ns, {expr})')
             finally:
                 conn.autocommit = False
+
+
+def as_vector(value: Any) -> np.ndarray:
+    """A ``vector`` value as read through pgvector's adapter (a ``Vector``, or an array) as float32."""
+    found = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(found, dtype=np.float32)

@@ -1,12 +1,12 @@
-"""The store's filter language as PostgreSQL: the second SQL dialect of :mod:`ltm.store.filters`.
+"""The store's filter language as PostgreSQL: the second SQL dialect of :mod:`ltm.store.search.filters`.
 
-One parser (:func:`ltm.store.filters.parse`: the same checks, the same InvalidInput messages for a bad
-filter), two emitters: SQLite's in :mod:`ltm.store.filters`, this one over ``ltm_messages m``. Every value is a
+One parser (:func:`ltm.store.search.filters.parse`: the same checks, the same InvalidInput messages for a bad
+filter), two emitters: SQLite's in :mod:`ltm.store.search.filters`, this one over ``ltm_messages m``. Every value is a
 named, bound parameter (``%(fN)s``, cast to its type); a metadata key, a name already checked against
 ``[A-Za-z0-9_-]{1,64}`` per segment, is written as a quoted literal of a jsonb ``->`` chain, as SQLite's
 emitter writes a JSON path literal: that is what lets an expression index (``index_metadata``) serve it.
 
-Semantics are the embedded engine's (the oracle in ``tests/store/test_filters.py`` runs on both): two-valued
+Semantics are the embedded engine's (the oracle in ``tests/store/contract/test_filters.py`` runs on both): two-valued
 logic (``NOT coalesce(x, false)``), numbers compare with numbers and text with text (byte order, ``COLLATE
 "C"``, as SQLite's BINARY), ``true`` equals only ``true``, ``contains`` is a substring of a text value or an
 element of a list value. ``icontains`` folds case with the server's ``lower()`` on both sides (Python's
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ltm.store.filters import FIELDS, And, Compare, Filter, Not, Or, metadata_path
-from ltm.store.query import checked_filters
+from ltm.store.search.filters import FIELDS, And, Compare, Filter, Not, Or, metadata_path
+from ltm.store.search.query import checked_filters
 
 __all__ = ["metadata_expr", "pg_filter", "pg_where"]
 

@@ -1,9 +1,9 @@
 """Which words a keyword search on PostgreSQL ranks: the embedded engine's plan (rarest terms within a budget).
 
 A keyword search ranks every row holding any of its words (``ts_rank_cd`` per row), so one common word makes it
-linear in the namespace: ``aaa | note``, a word in every row, took 412 ms at 100k rows (issue 17). The embedded
-engine bounds this with :func:`~ltm.store.query.keyword_terms`; so does this one, with the same function: once
-the namespace holds more than :data:`~ltm.store.query.KEYWORD_BUDGET` rows, each word's document frequency is
+linear in the namespace: ``aaa | note``, a word in every row, took 412 ms at 100k rows. The embedded
+engine bounds this with :func:`~ltm.store.search.query.keyword_terms`; so does this one, with the same function: once
+the namespace holds more than :data:`~ltm.store.search.query.KEYWORD_BUDGET` rows, each word's document frequency is
 counted up to the budget (a ``LIMIT``ed probe of the GIN index, so a common word costs no more than a rare
 one), and only the rarest words whose frequencies add up to the budget are OR-ed (all of them AND-ed when even
 the rarest is that common). Counts are cached per handle until the namespace grew by a tenth: they only steer
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ltm.store import query
 from ltm.store.pg.search import tsquery_terms
-from ltm.store.query import keyword_terms
+from ltm.store.search import query
+from ltm.store.search.query import keyword_terms
 
 __all__ = ["KeywordPlanner"]
 

@@ -1,4 +1,5 @@
-"""Hybrid ranking of PostgreSQL's candidates: the embedded engine's fusion (:func:`ltm.store.fusion.fuse`), so both
+"""Hybrid ranking of PostgreSQL's candidates: the embedded engine's fusion (:func:`ltm.store.search.fusion.fuse`), so
+both
 engines rank alike."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ltm.message import Message
-from ltm.store.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, near_exact, prior_source
-from ltm.store.query import query_terms
-from ltm.store.retrieval import MemoryHit
-from ltm.store.speakers import body_speakers, spoken_by_named
+from ltm.store.records import MemoryHit
+from ltm.store.search.fusion import LONG_QUERY_TERMS, LONG_QUERY_WEIGHTS, WEIGHTS, fuse, near_exact, prior_source
+from ltm.store.search.query import query_terms
+from ltm.store.search.speakers import body_speakers, spoken_by_named
 
 __all__ = ["candidates", "fused", "weights_for"]
 
@@ -20,7 +21,8 @@ def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[An
           terms: frozenset[str] | None = None, cosines: Mapping[int, float] | None = None) -> list[MemoryHit]:
     """Hybrid hits from the candidates of :func:`ltm.store.pg.search.candidates_sql` (signal, seq, score, body),
     fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies, and
-    for one question, ``terms`` its :func:`~ltm.store.query.question_stems`, each candidate's prior from ``cosines``,
+    for one question, ``terms`` its :func:`~ltm.store.search.query.question_stems`, each candidate's prior from
+    ``cosines``,
     its query vector's cosine)."""
     signals, bodies = candidates(rows)
     bodies.update((int(seq), str(body)) for seq, body in exact)

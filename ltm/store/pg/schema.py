@@ -79,7 +79,7 @@ CREATE INDEX ltm_messages_ns_seq ON ltm_messages(ns, seq);
 CREATE INDEX ltm_messages_ns_key ON ltm_messages(ns, text_key);
 CREATE INDEX ltm_messages_fts ON ltm_messages USING gin(fts);
 """),
-    # Issue 16's document API: scope / expiry / recipient columns filled from each row (as the embedded schema
+    # The document API: scope / expiry / recipient columns filled from each row (as the embedded schema
     # 3 -> 4), the audit trail, and a per-namespace event counter that bounds it without a scan.
     (2, """
 ALTER TABLE ltm_messages ADD COLUMN user_id text, ADD COLUMN agent_id text, ADD COLUMN run_id text,
@@ -120,7 +120,7 @@ CREATE TABLE ltm_history(
 CREATE INDEX ltm_history_ns ON ltm_history(ns, hseq);
 CREATE INDEX ltm_history_id ON ltm_history(ns, id, hseq);
 """),
-    # Query speed (issue 17 item 2): vectors in the row, an HNSW index per big namespace instead of one per
+    # Query speed: vectors in the row, an HNSW index per big namespace instead of one per
     # dimension (ensure_hnsw), the rows with a context vector indexed for hybrid search.
     (3, """
 ALTER TABLE ltm_messages ALTER COLUMN embedding SET STORAGE MAIN,
@@ -136,7 +136,7 @@ BEGIN
     END LOOP;
 END $$;
 """),
-    # stats() without a scan (issue 17): the namespace row counts its rows with a context vector beside its
+    # stats() without a scan: the namespace row counts its rows with a context vector beside its
     # live rows, both kept in each write transaction; recounted once here (live too: it is what stats reports now).
     (4, """
 ALTER TABLE ltm_namespaces ADD COLUMN contexts bigint NOT NULL DEFAULT 0;
@@ -151,7 +151,7 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 # place of MIGRATIONS 1..4: the same tables, columns (in the same order), storage and index names, except that the
 # two per-namespace tables are PARTITION BY HASH (ns) and their primary keys hold the partition key ((ns, seq),
 # (ns, hseq): which also makes ltm_messages_ns_seq and ltm_history_ns redundant, so they are not built).
-# tests/store/test_pg_partitions.py compares the two layouts column by column and index by index. Every migration
+# tests/store/pg/test_partitions.py compares the two layouts column by column and index by index. Every migration
 # appended after version 4 runs on both layouts and must be written for both (DDL on the parent recurses;
 # storage parameters and CONCURRENTLY do not).
 _PARTITIONED = """

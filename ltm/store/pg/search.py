@@ -8,10 +8,10 @@
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
 - a long multi-line query (hybrid only): the dense candidates are scored exactly by
-  :func:`ltm.store.fusion.line_scores` (each line's cosine from ``unnest`` of the line vectors), as the embedded
+  :func:`ltm.store.search.fusion.line_scores` (each line's cosine from ``unnest`` of the line vectors), as the embedded
   engine scores them.
 - hybrid: each signal's top ``max(3k, 50)`` candidates with their scores, all in ONE statement (a CTE per
-  signal), fused by the embedded engine's calibrated fusion (:func:`ltm.store.fusion.fuse`), so both engines
+  signal), fused by the embedded engine's calibrated fusion (:func:`ltm.store.search.fusion.fuse`), so both engines
   rank alike; the query verbatim first.
 
 Every statement, down to the join that fetches the candidates' bodies, says ``m.ns = ...``: on a database
@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ltm.store.fusion import LINE_WHOLE
-from ltm.store.query import query_terms
+from ltm.store.search.fusion import LINE_WHOLE
+from ltm.store.search.query import query_terms
 
 __all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_terms", "tsquery_text",
            "vector_text", "words"]
@@ -41,13 +41,13 @@ def tsquery_text(query: str) -> str | None:
 
 
 def tsquery_terms(query: str) -> list[str]:
-    """The query's words (:func:`~ltm.store.query.query_terms`) that are letters, digits and _ only: nothing
+    """The query's words (:func:`~ltm.store.search.query.query_terms`) that are letters, digits and _ only: nothing
     for ``to_tsquery``'s parser to misread."""
     return [t for t in query_terms(query) if t.replace("_", "").isalnum()]
 
 
 def words(text: str) -> str:
-    """``text`` as the words a query is split into (``\\w+``, as :func:`~ltm.store.query.query_terms`), so
+    """``text`` as the words a query is split into (``\\w+``, as :func:`~ltm.store.search.query.query_terms`), so
     the server's parser sees "2023-06-01" as the words 2023, 06 and 01, not a date and two signed numbers."""
     return " ".join(_WORD.findall(text))
 
@@ -118,7 +118,7 @@ def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim
                    hnsw: bool, ns: int, lines: bool = False) -> str:
     """ONE statement for a hybrid search: every signal's candidates (dense HNSW or exact, context, tsvector
     keyword) with their scores and bodies, rows (signal, seq, score, body) in each signal's rank order. The
-    fusion itself is :func:`ltm.store.fusion.fuse`, the embedded engine's, so both rank alike. ``lines``: the
+    fusion itself is :func:`ltm.store.search.fusion.fuse`, the embedded engine's, so both rank alike. ``lines``: the
     dense signal by the line vectors (parameter ``lines``, a list of vectors) too."""
     ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns,
                            lines=lines)

@@ -1,0 +1,289 @@
+""":class:`EmbeddedBackend`: one namespace as a SQLite file + FAISS indexes in a local directory (the default engine).
+
+``<storage_dir>/<kind>/<safe namespace>/`` holds ``memory.sqlite`` (the truth: :mod:`ltm.store.embedded.log`), the
+FAISS snapshots that follow it (:mod:`ltm.store.embedded.mirror`) and ``manifest.json`` (model, dimension, schema).
+Several processes may open one namespace: SQLite serialises their writes, and each process's mirror replays the
+others' commits before it reads. In one process, the handles on a namespace share one engine (one connection, one
+copy of the indexes: :mod:`ltm.store.embedded.engine`), parked by the pool when idle (:mod:`ltm.store.embedded.pool`).
+
+A :class:`EmbeddedBackend` is one handle's view of its open namespace (the handle is the
+:class:`~ltm.store.storage.MemoryStorage` that opened it); the handle calls it under its lock, which is the shared
+engine's lock once the namespace is open.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import shutil
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltm.message import Message
+from ltm.store import rows as rowplan
+from ltm.store.embedded import history as trail
+from ltm.store.embedded.behind import Staging, WriteBehind
+from ltm.store.embedded.engine import ENGINES
+from ltm.store.embedded.explain import sqlite_signals
+from ltm.store.embedded.filters import compile_filters, to_sql
+from ltm.store.embedded.log import MessageLog, translate
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.pool import POOL, PooledNamespace
+from ltm.store.embedded.retrieval import best_similarities, keyword_match, retrieve, similar
+from ltm.store.embedded.writes import insert_groups, replace_rows
+from ltm.store.naming import namespace_dir
+from ltm.store.records import Analysis, HistoryEvent, MemoryHit, Mode, Row, SearchQuery, StoreStats, unpack
+from ltm.store.search.filters import Compare, Filter, metadata_path
+from ltm.store.search.fusion import DEPTH
+
+__all__ = ["EmbeddedBackend"]
+
+_DELETE_CHUNK = 500  # rows deleted per statement batch by remove (SQLite's host-parameter limit)
+
+
+class EmbeddedBackend(PooledNamespace):
+    """One handle's open namespace directory. Build it with :meth:`open`; call it under the handle's lock."""
+
+    engine_name = "embedded"
+
+    def __init__(self, store: Any) -> None:
+        self.settings, self.kind, self.namespace = store.settings, store.kind, None
+        self._lock = store._lock
+        self._store = weakref.ref(store)  # the engine holds its backends weakly: a dropped handle lets go
+        self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.embedded.behind
+
+    @classmethod
+    def open(cls, store: Any, namespace: str) -> EmbeddedBackend:
+        """Open (creating when new) ``namespace`` for the handle ``store``; StoreMismatch for another model."""
+        backend = cls(store)
+        backend._open(namespace)
+        return backend
+
+    @classmethod
+    def discard(cls, store: Any, namespace: str) -> None:
+        """Delete ``namespace``'s directory for a handle that has it closed (other handles' engine let go first)."""
+        directory = namespace_dir(store.settings.storage_dir, store.kind, namespace)
+        engine = ENGINES.find(directory, namespace)
+        if engine is not None:
+            with engine.lock:
+                POOL.forget(engine)
+                engine.drop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    @property
+    def embedder(self) -> Any:
+        store = self._store()
+        assert store is not None, "the handle of this namespace was collected"
+        return store.embedder
+
+    @property
+    def _embedder(self) -> Any:
+        """The handle's embedder if it has one yet (the pool drops its cache when it parks the namespace)."""
+        store = self._store()
+        return None if store is None else store._embedder
+
+    # -- where, and what dimension ---------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
+    def directory(self) -> Path | None:
+        return self.path
+
+    def touch(self) -> None:
+        """Nothing: every call below marks the namespace used in the pool (:meth:`_require`)."""
+
+    def _settle(self, log: MessageLog, mirror: IndexMirror) -> None:
+        WriteBehind.settle_store(self, log, mirror)
+
+    def _synced(self) -> tuple[MessageLog, IndexMirror]:
+        """The open log and its mirror, caught up with every commit."""
+        log, mirror = self._require()
+        mirror.sync(log)
+        return log, mirror
+
+    def dimension(self) -> int | None:
+        recorded = self._require()[1].manifest.dim  # the manifest's, once recorded: no need to load the indexes
+        return recorded if recorded is not None else self._synced()[1].dim
+
+    def known_dimension(self) -> int | None:
+        """The manifest's dimension once recorded (it never changes); None when it has to be learned."""
+        mirror = self._mirror
+        return mirror.manifest.dim if mirror is not None else None
+
+    def ensure_dim(self, dim: int) -> None:
+        self._require()[1].ensure_dim(dim)
+
+    # -- writes ----------------------------------------------------------------------------------------------
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        return self._require()[0].existing_ids(ids)
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        return self._require()[0].vectors_by_key(keys)
+
+    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
+        log, mirror = self._require()
+        if replace:
+            return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
+                                history_limit=history_limit)
+        with mirror.writing(log) as write:
+            write.insert(log.insert(rows))
+            trail.record(log.db, [(row.id, "ADD", None) for _, row in write.inserted], time.time(), history_limit)
+        return len(write.inserted)
+
+    def write_groups(self, items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+                     keys: Callable[[Sequence[str]], builtins.list[bytes]], history_limit: int,
+                     staging: Staging | None = None) -> builtins.list[int]:
+        """The adds of several callers in ONE write transaction (:func:`ltm.store.embedded.writes.insert_groups`);
+        ``staging``: their messages are committed in ``staged`` already, so this write moves them, unfsynced."""
+        log, mirror = self._require()
+        return insert_groups(log, mirror, keys, items, history_limit,
+                             before=None if staging is None else staging.delete, durable=staging is None)
+
+    def staging(self, messages: builtins.list[Message]) -> Staging | None:
+        """What commits an add's new messages while the model embeds them (:class:`Staging`); None with
+        ``sqlite_synchronous="normal"``, whose commits have no fsync to hide."""
+        return Staging(self, messages) if self.settings.sqlite_synchronous == "full" else None
+
+    def add_behind(self, messages: builtins.list[Message]) -> int | None:
+        """With ``Settings.write_behind``: stage ``messages`` durably, their vectors computed later; how many were
+        new. None without it (the handle adds as ever)."""
+        return None if self._behind is None else self._behind.add(messages)
+
+    def delete(self, message_id: str, history_limit: int = 0) -> bool:
+        return self.remove(Compare("id", "eq", message_id), history_limit) > 0
+
+    def remove(self, tree: Filter | None, history_limit: int) -> int:
+        """Delete the messages matching ``tree`` (all when None), each with a DELETE event; how many."""
+        where, params = to_sql(tree) if tree is not None else ("1", [])
+        log, mirror = self._require()
+        with mirror.writing(log) as write:
+            rows = log.db.execute(f"SELECT m.seq, m.id, m.body FROM messages m WHERE {where}", params).fetchall()
+            for start in range(0, len(rows), _DELETE_CHUNK):
+                part = rows[start:start + _DELETE_CHUNK]
+                seqs = [(int(seq),) for seq, _, _ in part]
+                log.db.executemany("DELETE FROM messages WHERE seq = ?", seqs)
+                log.db.executemany("DELETE FROM fts WHERE rowid = ?", seqs)
+                log.db.executemany("INSERT INTO tombstones(seq) VALUES (?)", seqs)
+            for seq, _, _ in rows:
+                write.remove(int(seq))
+            trail.record(log.db, [(mid, "DELETE", body) for _, mid, body in rows], time.time(), history_limit)
+        return len(rows)
+
+    def index_metadata(self, key: str) -> None:
+        name = "messages_meta_" + key.replace(".", "__")
+        log = self._require()[0]
+        with log.transaction(write=True):
+            path = metadata_path(f"metadata.{key}")
+            log.db.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON messages(json_extract(metadata, {path}))')
+
+    def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
+        log = self._require()[0]
+        with translate(log.path), log.transaction(write=True):
+            log.db.executemany("DELETE FROM history WHERE id = ?", [(i,) for i in sorted({r[0] for r in rows})])
+            trail.append(log.db, rows, history_limit)
+
+    def bulk(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to defer: the embedded engine writes each batch as ever."""
+        return contextlib.nullcontext()
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    def body_of(self, message_id: str) -> str | None:
+        return self._require()[0].body_of(message_id)
+
+    def count(self) -> int:
+        return self._require()[0].count()
+
+    def count_where(self, tree: Filter | None) -> int:
+        log = self._require()[0]
+        return log.count() if tree is None else len(log.matching_seqs(*to_sql(tree)))
+
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        return self._require()[0].speaker_names(words)
+
+    def recent(self, n: int) -> builtins.list[str]:
+        return self._require()[0].recent(n)
+
+    def page(self, after: int, limit: int, with_vectors: bool) -> builtins.list[tuple[int, str, np.ndarray | None]]:
+        return [(seq, body, None if blob is None else unpack(blob))
+                for seq, body, blob in self._require()[0].page(after, limit, with_vectors)]
+
+    def listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:
+        where, params = to_sql(tree) if tree is not None else ("1", [])
+        return self._require()[0].listed(after, limit, where, params)
+
+    def events(self, message_id: str) -> builtins.list[HistoryEvent]:
+        log = self._require()[0]
+        with translate(log.path), log.transaction(write=False):
+            return trail.events_of(log.db, message_id, log.body_of(message_id))
+
+    def due(self, now: float) -> bool:
+        log = self._require()[0]
+        with translate(log.path):
+            return log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() \
+                is not None
+
+    def trail_rows(self) -> builtins.list[tuple[str, str, str | None, float]]:
+        log = self._require()[0]
+        with translate(log.path):
+            rows = log.db.execute("SELECT id, event, old, at FROM history ORDER BY hseq").fetchall()
+        return [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
+
+    def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
+               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
+               lines: np.ndarray | None = None, plan: Analysis | None = None,
+               keyword: builtins.list[tuple[int, float]] | None = None) -> builtins.list[MemoryHit]:
+        where, params = compile_filters(filters)
+        if k == 0:
+            return []
+        # keyword search reads SQLite only: the vector indexes stay unloaded
+        log, mirror = self._synced() if mode != "keyword" else self._require()
+        mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
+        return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key,
+                                                 lines=lines, analysis=plan, keyword=keyword))
+
+    def keyword_candidates(self, text: str, plan: Analysis, k: int,
+                           filters: Mapping[str, Any] | None) -> builtins.list[tuple[int, float]]:
+        """FTS5's candidates (SQLite lets go of the GIL while it ranks, so this overlaps the model's work)."""
+        where, params = compile_filters(filters)
+        log = self._require()[0]
+        match = keyword_match(log, text, plan.terms)
+        return log.keyword(match, max(3 * k, DEPTH), where or "1", params) if match is not None else []
+
+    def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
+                      text: str | None) -> dict[str, dict[str, float]]:
+        log = self._require()[0]
+        match = keyword_match(log, text) if text and text.strip() else None
+        return sqlite_signals(log, vector, match)(list(ids))
+
+    def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> builtins.list[Message]:
+        log, mirror = self._synced()
+        return similar(log, mirror, vector, k, threshold, key)
+
+    def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
+        log, mirror = self._synced()
+        return best_similarities(log, mirror, vectors, keys)
+
+    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
+        log, mirror = self._synced()
+        return mirror.stats(namespace, log, model, embedding_calls)
+
+    # -- lifetime --------------------------------------------------------------------------------------------
+    def save(self) -> None:
+        self._synced()[1].save()  # sync applied a staged add's deferred vectors and their upkeep first
+
+    def drop(self) -> None:
+        """Delete the namespace's directory; every handle on it lets go of the files (their next use starts
+        empty)."""
+        directory = self.path or namespace_dir(self.settings.storage_dir, self.kind, self.namespace or "")
+        if self._shared is not None:
+            POOL.forget(self._shared)
+            self._shared.drop()
+        self._detach()
+        shutil.rmtree(directory, ignore_errors=True)

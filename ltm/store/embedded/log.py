@@ -1,0 +1,430 @@
+"""``memory.sqlite``: the namespace's source of truth.
+
+Messages (each with a ``seq`` from AUTOINCREMENT, so a seq is never reused even after deletes), their
+embeddings as float16 blobs keyed by content hash (half the bytes of float32; FAISS holds exactly
+:func:`decode` of what is stored, so the index before and after a rebuild holds the very same values),
+tombstones (so a FAISS snapshot older than a delete can be replayed forward) and an FTS5 table for BM25
+keyword search, all in WAL mode with ``synchronous=FULL`` by default: a write returns only after its
+transaction is on disk (``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or
+power loss for cheaper writes; a kill -9 loses nothing either way). sqlite3 errors are translated
+here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadable file -> StoreCorrupted.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ltm.errors import BackendUnavailable, StoreCorrupted
+from ltm.store.embedded import history
+from ltm.store.embedded.locks import FairLock, namespace_lock
+from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
+from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
+from ltm.store.search.filters import casefold
+from ltm.store.search.speakers import NAME_ROWS
+
+__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "CandidateRow", "MessageLog", "Row", "corrupted", "decode", "pack",
+           "translate", "unpack"]
+
+CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
+
+# The keyword index stems (porter over unicode61: "hobbies" finds "hobby", "moved" finds "moving"); schema <= 2
+# stores had unicode61 alone and get their index rebuilt from the log on open (migrations.rebuild_keywords).
+FTS_SPEC = "fts5(content, who, at, context, tokenize='porter unicode61 remove_diacritics 2')"
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS messages(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    role TEXT NOT NULL,
+    cause_by TEXT NOT NULL,
+    sent_from TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    metadata TEXT NOT NULL,
+    body TEXT NOT NULL,
+    text_key BLOB NOT NULL,
+    embedding BLOB NOT NULL,
+    context_embedding BLOB,
+    user_id TEXT,
+    agent_id TEXT,
+    run_id TEXT,
+    expires_at REAL
+);
+"""
+_DDL = f"""
+CREATE INDEX IF NOT EXISTS messages_text_key ON messages(text_key);
+CREATE INDEX IF NOT EXISTS messages_created_at ON messages(created_at);
+-- counting the rows with a context vector (checked on every open) must not scan the table
+CREATE INDEX IF NOT EXISTS messages_with_context ON messages(seq) WHERE context_embedding IS NOT NULL;
+CREATE TABLE IF NOT EXISTS tombstones(
+    tseq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER NOT NULL
+);
+-- what the namespace is, recorded beside the rows so a lost manifest.json can be rebuilt, and the log's
+-- identity that binds index snapshots to this file
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
+"""
+
+# BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
+BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
+_INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
+           "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
+_NAMES_KEPT = 4096  # words whose speaker_names answer is kept between writes
+_DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
+
+
+class MessageLog:
+    """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
+                 *, read_only: bool = False) -> None:
+        self.path = path
+        self.read_only = read_only
+        # this process's writers of the namespace queue here before SQLite's lock (ltm.store.embedded.locks); looked up
+        # once: the lookup resolves the path (an lstat per component), which every add paid for
+        self.write_lock: FairLock = namespace_lock(path)
+        self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
+        self._df_rows = 0
+        # speaker_names' answers, valid while nothing was written (by this connection or another)
+        self._names: dict[str, set[str]] = {}
+        self._names_state: tuple[int, int] = (-1, -1)
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
+        self.synchronous = synchronous
+        with translate(path):
+            if read_only:
+                self.db = _open_read_only(path, busy_timeout_ms)
+                self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+                return
+            self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                      check_same_thread=False)
+            self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+            self.db.executescript(_TABLE)
+            add_scope_columns(self.db)
+            self.db.executescript(_DDL + SCOPE_DDL + history.DDL)
+            self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self, write: bool = True, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction: ``BEGIN IMMEDIATE`` (takes the write lock now) or a deferred read snapshot.
+
+        ``durable=False``: the commit is not fsynced even with ``synchronous=FULL`` (WAL mode keeps it through a
+        crash of the process, not of the machine): for a write whose content an earlier fsynced commit already
+        holds (ltm.store.embedded.behind.Staging)."""
+        relaxed = write and not durable and self.synchronous == "full"
+        with translate(self.path):
+            if relaxed:
+                self.db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield self.db
+                except BaseException:
+                    self.db.execute("ROLLBACK")
+                    raise
+                self.db.execute("COMMIT")
+            finally:
+                if relaxed:
+                    self.db.execute("PRAGMA synchronous=FULL")
+
+    # -- change detection --------------------------------------------------------------------------------
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (PRAGMA data_version): a cheap "anything new?"."""
+        with translate(self.path):
+            return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
+    def heads(self) -> tuple[int, int]:
+        """(highest message seq ever assigned, highest tombstone seq ever assigned)."""
+        with translate(self.path):
+            found = dict(self.db.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+        return int(found.get("messages", 0)), int(found.get("tombstones", 0))
+
+    # -- writes (inside transaction()) -------------------------------------------------------------------
+    def insert(self, rows: Sequence[Row]) -> list[tuple[int, Row]]:
+        """Insert rows whose id is new; returns (seq, row) for each inserted one, in seq order.
+
+        Must run inside ``transaction(write=True)``: holding the write lock, every seq above the head read
+        first is ours, which lets both inserts go through ``executemany``. A single row (one-at-a-time adds)
+        takes its seq from ``lastrowid`` instead: two statements fewer.
+        """
+        values = [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
+                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector), *r.scopes)
+                  for r in rows]
+        if len(rows) == 1:
+            cursor = self.db.execute(_INSERT, values[0])
+            out = [(int(cursor.lastrowid), rows[0])] if cursor.rowcount == 1 and cursor.lastrowid else []
+        else:
+            before = self.heads()[0]
+            self.db.executemany(_INSERT, values)
+            by_id = {r.id: r for r in rows}
+            out = [(int(seq), by_id[mid]) for seq, mid in
+                   self.db.execute("SELECT seq, id FROM messages WHERE seq > ? ORDER BY seq", (before,))]
+        self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                            [(seq, *row.fts) for seq, row in out])
+        return out
+
+    def delete(self, message_id: str) -> int | None:
+        """Delete one message, leave a tombstone; its seq, or None when absent."""
+        found = self.db.execute("SELECT seq FROM messages WHERE id=?", (message_id,)).fetchone()
+        if found is None:
+            return None
+        seq = int(found[0])
+        self.db.execute("DELETE FROM messages WHERE seq=?", (seq,))
+        self.db.execute("DELETE FROM fts WHERE rowid=?", (seq,))
+        self.db.execute("INSERT INTO tombstones(seq) VALUES (?)", (seq,))
+        return seq
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def vectors_after(self, seq: int, column: str = CONTENT) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, vectors) of live rows with seq > ``seq`` and a vector in ``column``, in seq order."""
+        if column not in (CONTENT, CONTEXT):
+            raise ValueError(f"no vector column {column!r}")
+        return self._vectors(
+            f"SELECT seq, {column} FROM messages WHERE seq > ? AND {column} IS NOT NULL ORDER BY seq", (seq,)
+        )
+
+    def tombstones_after(self, tseq: int) -> np.ndarray:
+        with translate(self.path):
+            rows = self.db.execute("SELECT seq FROM tombstones WHERE tseq > ?", (tseq,)).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def _vectors(self, sql: str, params: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
+        with translate(self.path):
+            return _stacked(self.db.execute(sql, params).fetchall())
+
+    def where_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+        """Rows of ``sql``, whose ``{marks}`` is an ``IN (...)`` list, over ``values`` in chunks below SQLite's
+        host-parameter limit."""
+        with translate(self.path):
+            for start in range(0, len(values), _CHUNK):
+                part = list(values[start:start + _CHUNK])
+                yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Stored embeddings by content key (the store's embedding cache)."""
+        rows = self.where_in("SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", keys)
+        return {bytes(key): unpack(blob) for key, blob in rows}
+
+    def seqs_by_key(self, keys: Sequence[bytes]) -> dict[bytes, list[int]]:
+        """Seqs of the live messages whose content key is in ``keys`` (exact stored content), by key."""
+        found: dict[bytes, list[int]] = {}
+        sql = "SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC"
+        for key, seq in self.where_in(sql, keys):
+            found.setdefault(bytes(key), []).append(int(seq))
+        return found
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        return {r[0] for r in self.where_in("SELECT id FROM messages WHERE id IN ({marks})", ids)}
+
+    def bodies(self, seqs: Sequence[int]) -> dict[int, str]:
+        """Message JSON by seq (absent seqs were deleted meanwhile)."""
+        rows = self.where_in("SELECT seq, body FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
+        return dict(rows)
+
+    def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        """Content vectors by seq as an unquantized index holds them (absent seqs were deleted meanwhile)."""
+        # decoded together: one pass instead of one numpy round per vector (~10 us each; a dense search at 1M
+        # rescores 20, find_news hundreds), the same float32 rows as vectors_after gives the index
+        found, matrix = _stacked(list(self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})",
+                                                    [int(s) for s in seqs])))
+        return {int(seq): row for seq, row in zip(found, matrix, strict=True)}
+
+    def candidates(self, seqs: Sequence[int]) -> list[CandidateRow]:
+        """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
+        meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read (as
+        the keyword index holds it), the body a hit returns and the content vector the prior's cosines use."""
+        sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
+               "m.body, m.embedding FROM messages m JOIN fts f ON f.rowid = m.seq WHERE m.seq IN ({marks})")
+        rows = list(self.where_in(sql, [int(s) for s in seqs]))
+        if not rows:
+            return []
+        matrix = decode(np.frombuffer(b"".join(r[7] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
+        return [CandidateRow(seq, at, tuple([str(v) for v in (speaker, sent_from, role) if v]), content, body, vector)
+                for (seq, at, speaker, sent_from, role, content, body, _), vector in zip(rows, matrix, strict=True)]
+
+    def contents(self, seqs: Sequence[int]) -> dict[int, str]:
+        """Message contents by seq, as the keyword index holds them (absent seqs were deleted meanwhile)."""
+        return {int(seq): str(text) for seq, text in self.where_in("SELECT rowid, content FROM fts WHERE rowid IN "
+                                                                     "({marks})", [int(s) for s in seqs])}
+
+    def body_of(self, message_id: str) -> str | None:
+        with translate(self.path):
+            row = self.db.execute("SELECT body FROM messages WHERE id=?", (message_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def count(self, column: str | None = None) -> int:
+        """Live messages; with ``column``, those holding a vector there."""
+        where = f" WHERE {column} IS NOT NULL" if column in (CONTENT, CONTEXT) else ""
+        with translate(self.path):
+            return int(self.db.execute(f"SELECT count(*) FROM messages{where}").fetchone()[0])
+
+    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, bytes | None]]:
+        """(seq, body, content vector blob or None) of up to ``limit`` live rows with seq > ``after``."""
+        vector = CONTENT if with_vectors else "NULL"
+        with translate(self.path):
+            rows = self.db.execute(f"SELECT seq, body, {vector} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+                                   (after, limit)).fetchall()
+        return [(int(seq), str(body), blob) for seq, body, blob in rows]
+
+    def listed(self, after: int, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, str]]:
+        """(seq, body) of up to ``limit`` live rows with seq > ``after`` matching a filter clause over
+        ``messages m`` (from ``query.compile_filters``), in seq order."""
+        sql = f"SELECT m.seq, m.body FROM messages m WHERE m.seq > ? AND ({where}) ORDER BY m.seq LIMIT ?"
+        with translate(self.path):
+            rows = self.db.execute(sql, [after, *params, limit]).fetchall()
+        return [(int(seq), str(body)) for seq, body in rows]
+
+    def recent(self, n: int) -> list[str]:
+        """Bodies of the newest ``n`` messages by insertion order, oldest first."""
+        with translate(self.path):
+            rows = self.db.execute("SELECT body FROM messages ORDER BY seq DESC LIMIT ?", (n,)).fetchall()
+        return [r[0] for r in reversed(rows)]
+
+    def forget_doc_freqs(self) -> None:
+        """Drop the remembered term counts (the keyword index was rebuilt)."""
+        self._df, self._df_rows = {}, 0
+
+    def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
+        """Seqs of live messages satisfying a filter clause (from ``query.compile_filters``)."""
+        with translate(self.path):
+            rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def doc_freqs(self, terms: Sequence[str], cap: int, rows: int) -> dict[str, int]:
+        """{term: rows holding it, counted up to ``cap``} in a table of about ``rows`` rows.
+
+        Counting stops at ``cap`` so a common term costs no more than a rare one (fts5vocab would walk its
+        whole doclist). Counts are cached in this process until the table has grown by a tenth: they only
+        steer which terms a query keeps, so a slightly stale count is harmless.
+        """
+        if rows > self._df_rows * 1.1 or len(self._df) > _DF_CACHE_MAX:
+            self._df, self._df_rows = {}, rows
+        todo = [t for t in dict.fromkeys(terms) if t not in self._df]
+        with translate(self.path):
+            for start in range(0, len(todo), 32):  # one statement per 32 terms
+                part = todo[start:start + 32]
+                counts = ",".join(
+                    f"(SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?{i + 1} LIMIT {int(cap)}))"
+                    for i in range(len(part))
+                )
+                found = self.db.execute(f"SELECT {counts}", ['"' + t.replace('"', '""') + '"' for t in part])
+                self._df.update(zip(part, (int(c) for c in found.fetchone()), strict=True))
+        return {t: self._df[t] for t in terms}
+
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` live messages whose keyword
+        index's *who* column holds it} for each of ``words`` (lower case) some message's names hold (one indexed
+        lookup each; :mod:`ltm.store.search.speakers`)."""
+        sql = (f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
+               f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid")
+        with translate(self.path):
+            # answers are kept until a write: one by this connection moves total_changes, another's data_version
+            state = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
+            if state != self._names_state or len(self._names) > _NAMES_KEPT:
+                self._names, self._names_state = {}, state
+            for word in dict.fromkeys(words):
+                if word not in self._names:
+                    rows = self.db.execute(sql, ['who : "' + word.replace('"', '""') + '"']).fetchall()
+                    self._names[word] = {str(v) for row in rows for v in row if v}
+        return {word: self._names[word] for word in words if self._names[word]}
+
+    def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
+        """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0).
+
+        Unfiltered (``where`` is "1"), the keyword index alone answers: its rows are written and deleted with
+        the messages' in one transaction, so joining the table back, which cost a lookup per matching row
+        before ``LIMIT`` applies, only slowed the query (3-7 ms -> 0.9 ms at 5,000 chat turns)."""
+        if where == "1" and not params:
+            sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
+        else:
+            sql = (
+                f"SELECT m.seq, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
+                f"WHERE fts MATCH ? AND ({where}) ORDER BY 2 DESC LIMIT ?"
+            )
+        with translate(self.path):
+            rows = self.db.execute(sql, [match, *params, limit]).fetchall()
+        return [(int(s), float(v)) for s, v in rows]
+
+
+class CandidateRow(NamedTuple):
+    """One search candidate's row (:meth:`MessageLog.candidates`; a tuple: a search builds ~100 of them)."""
+
+    seq: int
+    created_at: float
+    names: tuple[str, ...]  # metadata speaker, sent_from, role: the names a question can name
+    content: str
+    body: str
+    vector: np.ndarray  # the content vector as an unquantized index holds it
+
+
+def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(seqs, float32 unit vectors) of ``(seq, blob)`` rows, decoded in one pass."""
+    seqs = np.array([r[0] for r in rows], dtype=np.int64)
+    if not rows:
+        return seqs, np.zeros((0, 0), dtype=np.float32)
+    blob = b"".join(r[1] for r in rows)
+    return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
+
+
+@contextmanager
+def translate(path: Path) -> Iterator[None]:
+    """sqlite3 exceptions -> ltm errors naming the file and the fix."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if "locked" in text or "busy" in text:
+            raise BackendUnavailable(
+                f"{path} stayed locked by another writer past the busy timeout; retry, or find the stuck process"
+            ) from exc
+        if "malformed" in text or "not a database" in text or "corrupt" in text:
+            raise corrupted(path, exc) from exc
+        if "unable to open" in text or "disk i/o" in text or "readonly" in text:
+            raise BackendUnavailable(f"{path} cannot be opened or written ({exc}); check the path and disk") from exc
+        raise
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
+            raise
+        raise corrupted(path, exc) from exc
+
+
+def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection that never writes, for read-only media: ``mode=ro`` when SQLite can use the
+    WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise BackendUnavailable(
+                f"{path} is on read-only storage with committed rows still in {wal.name}; copy the namespace "
+                "folder to writable storage (or open it once where it is writable) to read it"
+            ) from None
+    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return db
+
+
+def corrupted(path: Path, exc: Exception) -> StoreCorrupted:
+    """The StoreCorrupted error for an unreadable log file, naming how to recover it."""
+    return StoreCorrupted(
+        f"{path} is corrupted ({exc}); restore it from a backup, or recover what is readable with "
+        f"`sqlite3 {path} .recover`, then reopen"
+    )

@@ -1,0 +1,66 @@
+"""Schema migrations of a namespace's SQLite log, run in place on open (each in one transaction, idempotent).
+
+- schema 1 -> 2: float32 vector blobs become float16 (:func:`migrate_float16`);
+- schema 2 -> 3: the keyword index stems (FTS5 porter) and holds who spoke and when (:func:`rebuild_keywords`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ltm.store.embedded.log import CONTENT, CONTEXT, FTS_SPEC, MessageLog, translate
+from ltm.store.records import pack
+
+__all__ = ["keywords_stemmed", "migrate_float16", "rebuild_keywords"]
+
+
+def migrate_float16(log: MessageLog, dim: int) -> int:
+    """Schema 1 -> 2: rewrite float32 vector blobs (4 * dim bytes) as float16, in one transaction.
+
+    Idempotent (only blobs of the float32 length are touched), so an interrupted migration is finished by
+    the next open. Returns how many rows were rewritten. The freed pages are reused by later writes;
+    ``VACUUM`` the file to give them back to the disk at once.
+    """
+    def to_half(blob: bytes | None) -> bytes | None:
+        return None if blob is None else pack(np.frombuffer(blob, dtype=np.float32))
+
+    with translate(log.path):
+        log.db.create_function("ltm_half", 1, to_half, deterministic=True)
+        with log.transaction(write=True):
+            changed = 0
+            for column in (CONTENT, CONTEXT):
+                changed += log.db.execute(
+                    f"UPDATE messages SET {column} = ltm_half({column}) WHERE length({column}) = ?", (4 * dim,)
+                ).rowcount
+    return changed
+
+def keywords_stemmed(log: MessageLog) -> bool:
+    """True when the keyword index is the current (porter) one."""
+    with translate(log.path):
+        row = log.db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
+    return row is not None and "porter" in str(row[0])
+
+def rebuild_keywords(log: MessageLog, columns: Callable[[str], tuple[str, str, str, str]], batch: int = 2000) -> int:
+    """Schema 2 -> 3: a fresh (stemming) keyword index from the stored messages, in one transaction.
+
+    ``columns`` maps a message body to its four keyword texts. Nothing but the ``fts`` table changes, so
+    an interrupted rebuild leaves the old index and is redone by the next open. Returns the rows indexed.
+    """
+    total = 0
+    with translate(log.path), log.transaction(write=True):
+        log.db.execute("DROP TABLE IF EXISTS fts")
+        log.db.execute(f"CREATE VIRTUAL TABLE fts USING {FTS_SPEC}")
+        after = 0
+        while True:
+            rows = log.db.execute("SELECT seq, body FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+                                   (after, batch)).fetchall()
+            if not rows:
+                break
+            log.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                                [(seq, *columns(body)) for seq, body in rows])
+            total += len(rows)
+            after = rows[-1][0]
+    log.forget_doc_freqs()
+    return total

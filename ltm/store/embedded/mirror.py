@@ -1,0 +1,415 @@
+"""FAISS follows SQLite: :class:`IndexMirror` keeps a namespace's two vector indexes in step with its log.
+
+SQLite (:mod:`ltm.store.embedded.log`) is the truth; the content and context :class:`VectorIndex` are a mirror of it
+that may lag and is repaired from it, never the other way round. Everything that knows how lives here:
+
+- :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``): an HNSW graph only. A flat
+  index is not snapshotted: its vectors are exactly SQLite's float16 ones, so a second copy doubled
+  the bytes per message for nothing but a faster open; it is replayed from SQLite on open instead (older
+  stores' flat snapshots still load, and are removed at the next save);
+- :meth:`IndexMirror.sync` replays the rows and tombstones committed since the mirror last looked, by this
+  process or another (``PRAGMA data_version`` tells cheaply whether anything changed), and rebuilds from
+  SQLite's stored vectors when a snapshot is damaged or does not match (no embedding call);
+- :meth:`IndexMirror.writing` wraps one write transaction (diskcache's ``transact`` idea): ``BEGIN
+  IMMEDIATE``, catch up if another connection committed, let the caller write, and after the commit apply
+  exactly what was written to the indexes; a write that fails leaves the mirror marked stale, so the next
+  read replays from SQLite;
+- :meth:`IndexMirror.maintain` switches flat -> HNSW past ``hnsw_threshold``, rebuilds an HNSW graph whose
+  ghosts pass a fifth of it, and snapshots after enough changes (to an HNSW graph: rows still in its fresh
+  segment do not count, and a graph that did not change is not rewritten on close; see ltm.store.embedded.vectors).
+
+Not thread-safe by itself: :class:`~ltm.store.storage.MemoryStorage` serialises calls with its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import overload
+
+import numpy as np
+
+from ltm.config import Settings
+from ltm.errors import BackendUnavailable
+from ltm.message import Message
+from ltm.store.embedded import identity, migrations
+from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog
+from ltm.store.embedded.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.embedded.vectors import VectorIndex
+from ltm.store.records import Row, StoreStats, decode
+from ltm.store.search.query import keyword_columns
+
+__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate"]
+
+GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of their vectors is deleted
+_CONTENT_FILE, _CONTEXT_FILE = "index.faiss", "context.faiss"
+_LOG = logging.getLogger("ltm.store")
+
+
+class Write:
+    """What one :meth:`IndexMirror.writing` block changed, applied to the indexes once it commits."""
+
+    def __init__(self) -> None:
+        self.inserted: list[tuple[int, Row]] = []
+        self.removed: list[int] = []
+
+    def insert(self, inserted: Sequence[tuple[int, Row]]) -> None:
+        """Record rows the block inserted: (seq, row) as :meth:`MessageLog.insert` returns them."""
+        self.inserted.extend(inserted)
+
+    def remove(self, seq: int | None) -> None:
+        """Record a message the block deleted (its seq; None, for "nothing was deleted", is ignored)."""
+        if seq is not None:
+            self.removed.append(seq)
+
+
+class _Settled:
+    """An index attribute of :class:`IndexMirror` (``content``, ``context``): reading it applies the writes
+    deferred by ``writing(defer=True)`` first; setting it drops them, since a new index (a rebuild from the log,
+    a snapshot and its replay) holds them already."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    @overload
+    def __get__(self, mirror: None, owner: type) -> _Settled: ...
+
+    @overload
+    def __get__(self, mirror: IndexMirror, owner: type) -> VectorIndex | None: ...
+
+    def __get__(self, mirror: IndexMirror | None, owner: type) -> VectorIndex | None | _Settled:
+        if mirror is None:
+            return self
+        if mirror._deferred:
+            mirror._apply_deferred()
+        index: VectorIndex | None = getattr(mirror, self._slot)
+        return index
+
+    def __set__(self, mirror: IndexMirror, index: VectorIndex | None) -> None:
+        mirror._deferred = []
+        setattr(mirror, self._slot, index)
+
+
+class IndexMirror:
+    """The content and context indexes of one namespace directory, and how far they follow its log."""
+
+    def __init__(self, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None) -> None:
+        self.dir, self.manifest, self.settings, self.log = directory, manifest, settings, log
+        self.read_only = log is not None and log.read_only  # read-only media: nothing is ever written
+        self._content: VectorIndex | None = None  # the indexes behind .content and .context (see _Settled)
+        self._context: VectorIndex | None = None
+        self._deferred: list[tuple[Write, int]] = []  # committed writes not applied yet (see writing's defer)
+        self._upkeep = False  # a deferred write was applied without the maintain() that follows a write
+        self.version = -1  # the log's data_version the indexes were last brought to
+        self.stale = False  # a write began and did not finish: replay before trusting the indexes
+        self.unsaved = 0  # changes since the last snapshot
+        self.loaded = True  # False: opened lazily, no snapshot read yet (the first sync reads them)
+
+    @classmethod
+    def open(
+        cls, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None, *,
+        lazy: bool = False,
+    ) -> IndexMirror:
+        """A mirror starting from the directory's snapshots when they belong to ``log`` (none, a damaged
+        one, or one that follows another log: from empty, rebuilt from SQLite by the first sync).
+
+        ``lazy``: read no snapshot now; the first :meth:`sync` loads them (and checks them against
+        the log). Until then writes go to SQLite only (the load replays them), so ``recent``, ``get``,
+        ``count``, ``list``, keyword search and adds never read a vector file."""
+        mirror = cls(directory, manifest, settings, log)
+        if lazy:
+            mirror.loaded = False
+        else:
+            mirror.load()
+        return mirror
+
+    def load(self) -> None:
+        """Read the snapshots (once): see :meth:`open`."""
+        self.loaded, manifest, directory, log = True, self.manifest, self.dir, self.log
+        if manifest.dim is None:
+            return
+        content = VectorIndex.load(directory / _CONTENT_FILE, manifest.dim)
+        context = VectorIndex.load(directory / _CONTEXT_FILE, manifest.dim)
+        if content is not None:
+            content.ef_search = self.settings.hnsw_ef_search
+        foreign = [i for i in (content, context) if i is not None and log is not None and not _belongs(i, log)]
+        if foreign:
+            _LOG.warning("%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
+                         "copied from another namespace): rebuilding them from it", directory)
+        elif content is not None:  # a flat index has no snapshot (see save): the first sync replays it
+            self.content, self.context = content, context
+
+    # -- the indexes, with the writes deferred by writing(defer=True) applied before anyone looks ---------------
+    content = _Settled()  # search_similar, find_news, dense search
+    context = _Settled()  # conversation-context vectors (always flat): hybrid search only
+
+    def _apply_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        try:
+            for write, tseq in deferred:
+                if not self._apply(write, tseq):
+                    self.stale = True  # no indexes to apply it to: the next sync replays from the log
+        except BaseException:
+            self.stale = True  # the rest are in the log: the next sync replays what the indexes miss
+            raise
+        self._upkeep = True
+
+    def settle(self, log: MessageLog) -> None:
+        """Apply the deferred writes, then the upkeep a write is followed by (:meth:`maintain`). Outside any
+        transaction, under the store's lock: the add's staging helper calls it while the model runs."""
+        if self._deferred:
+            self._apply_deferred()
+        if self._upkeep:
+            self._upkeep = False
+            self.maintain(log)
+
+    @property
+    def dim(self) -> int | None:
+        """The vectors' dimension once any is known."""
+        return self.content.dim if self.content is not None else None
+
+    @property
+    def damaged(self) -> bool:
+        """A big snapshot's vectors are checked in the background after open (see ltm.store.embedded.snapshot)."""
+        return any(index is not None and index.damaged for index in (self.content, self.context))
+
+    def stats(self, namespace: str | None, log: MessageLog, model: str, embedding_calls: int) -> StoreStats:
+        """The store's health counts: SQLite's message count beside what the indexes hold, read in ONE
+        transaction (two reads disagreed 121 times in 25 s while another process wrote)."""
+        with log.transaction(write=False):
+            self.catch_up(log)
+            messages = log.count()
+        index, context = self.content, self.context
+        return StoreStats(
+            namespace=namespace, path=str(self.dir), messages=messages, vectors=index.live if index else 0,
+            index=index.kind if index else "none", context_vectors=context.live if context else 0,
+            ghosts=index.ghost_count if index else 0, last_seq=index.last_seq if index else 0, model=model,
+            embedding_calls=embedding_calls,
+        )
+
+    # -- reading -----------------------------------------------------------------------------------------
+    def sync(self, log: MessageLog, *, verify: bool = False) -> None:
+        """Apply rows and tombstones committed since the mirror last looked (by anyone). ``verify`` also
+        compares the live counts with SQLite's and rebuilds on a mismatch (done when a namespace opens)."""
+        self.settle(log)  # our own deferred writes first, with the upkeep (growth, compaction) they call for
+        if not self.loaded:
+            with log.transaction(write=False):  # the snapshots' check against the log sees one state of it
+                self.load()
+            verify = True  # as on open: live counts against SQLite's
+        version = log.data_version()
+        damaged = self.damaged
+        if version == self.version and not self.stale and not verify and not damaged:
+            return
+        with log.transaction(write=False):
+            if damaged:
+                self.rebuild(log)
+            self.catch_up(log)
+            if verify and self.content is not None and self.context is not None and (
+                self.content.live != log.count() or self.context.live != log.count(CONTEXT)
+            ):
+                self.rebuild(log)
+        self.version, self.stale = version, False
+
+    def catch_up(self, log: MessageLog) -> None:
+        """Inside a transaction: replay what the indexes miss (a read snapshot, or our own write lock)."""
+        heads = log.heads()
+        if self.content is None:
+            if heads[0] == 0:
+                return
+            manifest = Manifest.read(self.dir / "manifest.json")  # another process may have set the dim
+            if manifest is None or manifest.dim is None:
+                return
+            self.manifest = manifest
+            self.rebuild(log)  # of the kind the count calls for: a lost HNSW snapshot reopens as HNSW
+            return
+        if self.context is None:
+            self.context = VectorIndex(self.content.dim)
+        for index, column in ((self.content, CONTENT), (self.context, CONTEXT)):
+            if (index.last_seq, index.last_tseq) == heads:
+                continue
+            index.remove(log.tombstones_after(index.last_tseq))
+            seqs, vectors = log.vectors_after(index.last_seq, column)
+            index.add(seqs, vectors)
+            index.last_seq, index.last_tseq = heads
+            self.unsaved += len(seqs)
+
+    def rebuild(self, log: MessageLog) -> None:
+        """Inside a transaction: fresh indexes from SQLite's stored vectors (no embedding call), of the kind
+        the live count calls for (recorded in the manifest); the next :meth:`maintain` snapshots them."""
+        assert self.manifest.dim is not None
+        heads = log.heads()
+        seqs, vectors = log.vectors_after(0)
+        kind = "hnsw" if len(seqs) >= self.settings.hnsw_threshold else "flat"
+        content = VectorIndex(self.manifest.dim, kind)
+        content.ef_search = self.settings.hnsw_ef_search
+        content.add(seqs, vectors)
+        context = VectorIndex(self.manifest.dim)
+        context.add(*log.vectors_after(0, CONTEXT))
+        content.last_seq, content.last_tseq = context.last_seq, context.last_tseq = heads
+        self.content, self.context = content, context
+        self.unsaved = len(seqs) or 1
+        if self.manifest.index_type != kind and not self.read_only:
+            self.manifest.index_type = kind
+            self.manifest.write(self.dir / "manifest.json")
+
+    # -- writing -----------------------------------------------------------------------------------------
+    def writable(self) -> None:
+        """BackendUnavailable when this namespace is on read-only media (it can be searched, not written)."""
+        if self.read_only:
+            raise BackendUnavailable(f"{self.dir} is read-only (read-only media or permissions): it can be "
+                                     "searched and exported but not written; copy it to writable storage to write")
+
+    def ensure_dim(self, dim: int) -> None:
+        """Record the dimension on the first vector (refusing another one later: StoreMismatch)."""
+        self.writable()
+        if self.manifest.dim == dim and self._content is not None and self._context is not None:
+            return  # every add after the first: nothing to record or create
+        if self.manifest.check_dim(dim, self.dir / "manifest.json"):
+            self.manifest.write(self.dir / "manifest.json")
+        if self.content is None and self.loaded:  # not loaded: the first sync builds them from the log
+            self.content = VectorIndex(dim)
+        if self.context is None and self.loaded:
+            self.context = VectorIndex(dim)
+
+    @contextmanager
+    def writing(self, log: MessageLog, *, durable: bool = True, defer: bool = False) -> Iterator[Write]:
+        """One write transaction on ``log`` whose changes the indexes follow once it commits.
+
+        ``with mirror.writing(log) as write: write.insert(log.insert(rows))``. On entry: ``BEGIN IMMEDIATE``
+        and, when another connection committed since the mirror last looked, a catch-up under the write lock
+        (so the seqs this block gets come right after what the indexes hold). After the commit: the recorded
+        inserts and deletes are applied and :meth:`maintain` runs. An exception rolls the transaction back
+        and leaves the mirror stale: the next :meth:`sync` replays from SQLite. ``durable``: as in
+        :meth:`MessageLog.transaction`.
+        """
+        self.writable()
+        write = Write()
+        # writers of this process queue first come first served before SQLite's lock (two handles
+        # on one namespace starved each other through SQLite's sleeping busy handler)
+        loaded = self.loaded
+        with log.write_lock.held(), log.transaction(write=True, durable=durable):
+            version = self._write_catch_up(log) if loaded else -1
+            yield write
+            tseq = log.heads()[1] if write.removed and loaded else 0
+        if not loaded:  # SQLite only: the first sync loads the snapshots and replays this from the log
+            return
+        if defer and self._content is not None and self._context is not None:
+            self._deferred.append((write, tseq))  # applied by settle(), or by whoever reads the indexes first
+            self.version, self.stale = version, False  # as if applied: nothing else may replay these rows
+            return
+        if self._apply(write, tseq):
+            self.version, self.stale = version, False  # our own commit leaves data_version as it was
+        self.maintain(log)
+        self._upkeep = False
+
+    def _write_catch_up(self, log: MessageLog) -> int:
+        """Inside a write transaction: catch up unless nothing was committed since the mirror last looked;
+        returns the data_version the indexes match once this write is applied.
+
+        Read under the write lock, data_version covers every commit by others up to now, and our own commits
+        never change it: when it equals the version the indexes were brought to (and nothing failed since),
+        the heads query and the replay are skipped, the common case for a process adding one at a time.
+        """
+        version = log.data_version()
+        current = not self.stale and version == self.version and self.content is not None and self.context is not None
+        self.stale = True  # until the indexes hold what the caller commits
+        if not current:
+            self.catch_up(log)
+        return version
+
+    def _apply(self, write: Write, tseq: int) -> bool:
+        """The committed changes into the indexes: deletes first (a replaced message's old seq), then rows
+        as the rebuild would see them (FAISS gets decode() of the stored float16 vector). False when there
+        are no indexes yet to apply them to (the mirror stays stale: the next sync replays)."""
+        if self.content is None or self.context is None:
+            return not (write.inserted or write.removed)
+        if write.removed:
+            seqs = np.array(write.removed, dtype=np.int64)
+            for index in (self.content, self.context):
+                index.remove(seqs)
+                index.last_tseq = tseq
+            self.unsaved += len(write.removed)
+        inserted = write.inserted
+        if inserted:
+            self.content.add(np.array([s for s, _ in inserted], dtype=np.int64),
+                             decode(np.stack([r.vector for _, r in inserted])))
+            with_context = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
+            if with_context:
+                self.context.add(np.array([s for s, _ in with_context], dtype=np.int64),
+                                 decode(np.stack([v for _, v in with_context])))
+            self.content.last_seq = self.context.last_seq = inserted[-1][0]
+            self.unsaved += len(inserted)
+        return True
+
+    # -- upkeep ------------------------------------------------------------------------------------------
+    def maintain(self, log: MessageLog) -> None:
+        """Switch flat -> HNSW past the threshold, compact HNSW ghosts, snapshot after enough changes."""
+        index = self.content
+        if index is None:
+            return
+        grow = index.kind == "flat" and index.live >= self.settings.hnsw_threshold
+        compact = index.kind == "hnsw" and len(index.ghosts) > GHOST_SHARE * max(int(index.index.ntotal), 1)
+        if grow or compact:
+            with log.transaction(write=False):
+                self.rebuild(log)
+            assert self.content is not None
+            index = self.content
+        # HNSW: only a changed graph is worth a snapshot (its fresh segment is replayed from SQLite on open)
+        changes = index.graph_changes if index.kind == "hnsw" else self.unsaved
+        if changes >= max(self.settings.snapshot_every, index.live // 10):
+            self.save()
+
+    def save(self) -> None:
+        """Write both snapshots (atomically each), each bound to the log it follows (see :func:`_belongs`),
+        and reset the unsaved count. Nothing on read-only media."""
+        if self.content is not None and self.context is not None and not self.read_only:
+            if self.log is not None:
+                tail = identity.tail(self.log, self.content.snapshot_seq)
+                binding = {"log": identity.meta(self.log, "log_id"), "tail": tail}
+                self.content.binding = self.context.binding = binding
+            for index, name in ((self.content, _CONTENT_FILE), (self.context, _CONTEXT_FILE)):
+                if index.kind == "flat":  # SQLite holds these very float16 vectors: read back from it on open
+                    (self.dir / name).unlink(missing_ok=True)
+                elif index.graph_changes or not (self.dir / name).exists():  # else the file holds this graph
+                    index.save(self.dir / name)
+            self.unsaved = 0
+
+
+def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
+    """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (the float32
+    snapshots are deleted: the mirror rebuilds them from SQLite on open); 2 -> 3 a stemming keyword index that
+    holds the message's day, rebuilt from the stored messages (vectors untouched); 3 -> 4 scope / expiry
+    columns and the history table, which :class:`MessageLog` adds when it opens the file (nothing left here)."""
+    if manifest.schema_version < 2:
+        if manifest.dim is not None:
+            migrations.migrate_float16(log, manifest.dim)
+        for name in (_CONTENT_FILE, _CONTEXT_FILE):
+            (directory / name).unlink(missing_ok=True)
+    if not migrations.keywords_stemmed(log):
+        migrations.rebuild_keywords(log, lambda body: keyword_columns(Message.load(body)))
+    manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
+    manifest.write(directory / "manifest.json")
+
+
+def _belongs(index: VectorIndex, log: MessageLog) -> bool:
+    """Whether a loaded snapshot follows ``log``: it covers no seq the log never assigned, was written for
+    this log (its id), and the last live row it saw is still there with the same id, or deleted since.
+
+    A count comparison alone let a restored older memory.sqlite, or another namespace's snapshot of the same
+    size, pass (0 of 50 restored rows found by dense search)."""
+    heads = log.heads()
+    if index.last_seq > heads[0] or index.last_tseq > heads[1]:
+        return False
+    binding = index.binding
+    if binding is None:  # written before logs had an id: the count check on open is all there is
+        return True
+    log_id = identity.meta(log, "log_id")
+    if binding.get("log") is not None and log_id is not None and binding.get("log") != log_id:
+        return False
+    tail = binding.get("tail")
+    if isinstance(tail, list) and len(tail) == 2:
+        found, deleted = identity.row_at(log, int(tail[0]))
+        return found == str(tail[1]) or (found is None and deleted)
+    return True

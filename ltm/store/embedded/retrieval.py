@@ -1,0 +1,264 @@
+"""Ranking for :meth:`MemoryStorage.search`: dense (FAISS), keyword (FTS5 BM25) and their calibrated fusion."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ltm.message import Message
+from ltm.store.embedded.log import CandidateRow, MessageLog
+from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.vectors import VectorIndex
+from ltm.store.embedded.when import newest_time
+from ltm.store.records import MemoryHit, SearchQuery
+from ltm.store.search import query as plans
+from ltm.store.search.fusion import (
+    DEPTH,
+    FEEDBACK_SEEDS,
+    FEEDBACK_WEIGHT,
+    LONG_QUERY_WEIGHTS,
+    WEIGHTS,
+    feedback_vector,
+    fuse,
+    line_scores,
+    near_exact,
+    prior_source,
+)
+from ltm.store.search.query import Analysis, analyse, keyword_plan, query_terms
+from ltm.store.search.speakers import spoken_by_named
+from ltm.store.search.when import query_window
+
+# A hybrid question's feedback search over a flat index ranks the first search's FEEDBACK_POOL x fetch nearest
+# (200 for k <= 16) instead of scanning the index again: see _hybrid.
+FEEDBACK_POOL = 4
+
+__all__ = ["best_similarities", "dense", "keyword_match", "retrieve", "similar"]
+
+def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
+    """The ``query.k`` best hits, from the log and the mirror's content and context indexes (in step).
+
+    Hybrid takes max(3k, 50) candidates from each signal (dense content, dense context when the namespace
+    holds conversation turns, keyword, and dense inside the time window the query names, if any) and fuses
+    them (:mod:`ltm.store.search.fusion`); messages whose content is the query (``exact_key``) or equals it up to
+    case, spacing and punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine
+    similarities. The query is analysed once (:func:`~ltm.store.query.analyse`) and every stop reads that.
+    """
+    k, mode, vector, where, params = query.k, query.mode, query.vector, query.where, list(query.params)
+    hybrid = mode == "hybrid"
+    fetch = k if not hybrid else max(3 * k, DEPTH)
+    signals: dict[str, list[tuple[int, float]]] = {}
+    allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
+    sources = (("dense", mirror.content), ("context", mirror.context if hybrid else None))
+    pool: list[tuple[int, float]] | None = None
+    plan = query.analysis if query.analysis is not None and query.analysis.text == query.text else analyse(query.text)
+    terms = plan.stems if hybrid and query.lines is None else None  # a question's: the prior's
+    feedback = hybrid and _feedback(query, terms)
+    for name, index in sources:
+        if mode == "keyword" or vector is None or index is None or not index.live:
+            continue
+        lines = query.lines if hybrid and name == "dense" else None
+        if feedback and name == "dense" and FEEDBACK_POOL and index.kind == "flat":
+            pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed)  # the feedback search's pool
+            signals[name] = pool[:fetch]
+            continue
+        signals[name] = _search(log, index, vector, fetch, allowed, lines)
+    if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
+        if query.keyword:
+            signals["keyword"] = query.keyword[:fetch]
+    elif (match := keyword_match(log, query.text, plan.terms) if mode != "dense" else None) is not None:
+        signals["keyword"] = log.keyword(match, fetch, where or "1", params)
+    if not hybrid:
+        name = "keyword" if mode == "keyword" else "dense"
+        ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
+        bodies = log.bodies([s for s, _, _ in ranked])
+    else:
+        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms)
+    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+
+
+class _Rows:
+    """The candidates' rows (:meth:`MessageLog.candidates`), each read once however many stops of the search ask."""
+
+    def __init__(self, log: MessageLog) -> None:
+        self._log = log
+        self.rows: dict[int, CandidateRow] = {}
+        self._asked: set[int] = set()
+
+    def read(self, seqs: Sequence[int]) -> dict[int, CandidateRow]:
+        """The rows of ``seqs`` still live, reading those not read yet in one query."""
+        missing = [s for s in seqs if s not in self._asked]
+        if missing:
+            self._asked.update(missing)
+            self.rows.update((row.seq, row) for row in self._log.candidates(missing))
+        return {s: self.rows[s] for s in seqs if s in self.rows}
+
+
+def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, plan: Analysis,
+            signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
+            fetch: int, pool: list[tuple[int, float]] | None = None, terms: frozenset[str] | None = None,
+            ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
+    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
+    bodies. Every candidate's row (time, names, content, body, vector) is read once (:class:`_Rows`).
+
+    ``pool``: the query's :data:`FEEDBACK_POOL` x ``fetch`` nearest in a flat index, of which ``signals["dense"]``
+    is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
+    computes only the pool's inner products) instead of a second scan of every vector (~0.12 us per stored vector:
+    12 ms at 100,000): the moved vector is the query plus 0.3 x the mean of its 5 best, so what it ranks first is
+    near the query too (checked against the full second scan: BENCHMARKS.md)."""
+    k, vector, where, params = query.k, query.vector, query.where, list(query.params)
+    weights = LONG_QUERY_WEIGHTS if plan.long else WEIGHTS
+    window = query_window(query.text, _now(log, query)) if weights["time"] else None
+    if window is not None and vector is not None and content is not None and content.live:
+        inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
+        if len(inside):
+            signals["time"] = _search(log, content, vector, fetch, inside)
+    exact = log.seqs_by_key([query.exact_key]).get(query.exact_key, []) if query.exact_key is not None else []
+    if allowed is not None:
+        permitted = set(allowed.tolist())
+        exact = [s for s in exact if s in permitted]
+    rows = _Rows(log)
+    found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
+    if _feedback(query, terms) and signals.get("dense") and content is not None and vector is not None:
+        seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=_times(found))
+        stored = [found[s].vector for s, _, _ in seeds if s in found]
+        if stored:  # Rocchio: the dense side again, towards what the best hits share
+            moved = feedback_vector(vector, np.stack(stored))
+            within = allowed if pool is None else np.array(sorted(s for s, _ in pool), dtype=np.int64)
+            signals["dense"] = _search(log, content, moved, fetch, within)
+            found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
+    times = _times(found)
+    named = spoken_by_named(query.text, {s: r.names for s, r in found.items()}, plan.terms) \
+        if weights["speaker"] else set()
+    priors = None
+    if terms is not None and vector is not None and content is not None and content.live:
+        known = dict(signals.get("dense", ()))  # the query's own cosines: a question gets no feedback search
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+
+        def cosines(seqs: Sequence[int]) -> dict[int, float]:  # the others' from their stored vectors
+            return {s: known[s] if s in known else float(found[s].vector @ query_vector)
+                    for s in seqs if s in known or s in found}
+
+        priors = prior_source(cosines, lambda seqs: {s: found[s].content for s in seqs if s in found}, terms)
+    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
+                  priors=priors)
+    near = near_exact(query.text, {s: found[s].content for s, _, _ in ranked if s in found})
+    if near:
+        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
+                      named=named, priors=priors)
+    return ranked[:k], {s: found[s].body for s, _, _ in ranked[:k] if s in found}
+
+
+def _times(rows: dict[int, CandidateRow]) -> dict[int, float]:
+    return {s: row.created_at for s, row in rows.items()}
+
+
+def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
+    """Whether a hybrid query's dense side is searched again by the Rocchio vector: a one-vector query that gets no
+    prior (``terms``, its :func:`~ltm.store.search.query.question_stems`, is None). With the prior, a one-line question
+    gained nothing from it (REALTALK 0.652 without, 0.651 with; dev 0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms
+    search at 10,000 messages (docs/RETRIEVAL.md)."""
+    return bool(FEEDBACK_WEIGHT) and query.lines is None and terms is None
+
+
+def _now(log: MessageLog, query: SearchQuery) -> float:
+    """What relative dates in the query count from: ``query.now``, else the namespace's newest message (a
+    conversation imported after the fact is read as its people meant it), else the clock."""
+    if query.now is not None:
+        return query.now
+    newest = newest_time(log)
+    return time.time() if newest is None else float(newest)
+
+
+def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
+            lines: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.search.fusion.line_scores` (over the
+    stored
+    vectors) of the union of the whole query's and each line's nearest ``fetch``."""
+    if lines is None or len(lines) < 2:
+        scores, ids = dense(log, index, vector, fetch, allowed)
+        return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
+    whole = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+    _, ids = dense(log, index, np.vstack([whole, np.asarray(lines, dtype=np.float32)]), fetch, allowed)
+    stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
+    if not stored:
+        return []
+    seqs = np.array(sorted(stored), dtype=np.int64)
+    scores = line_scores(np.stack([stored[int(s)] for s in seqs]), whole, lines)
+    order = np.lexsort((seqs, -scores))[:fetch]
+    return [(int(seqs[i]), float(scores[i])) for i in order]
+
+
+def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,
+          allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``index.search`` with exact cosines: an index of 8-bit codes (:attr:`VectorIndex.quantized`) is asked
+    for :func:`_candidates` of ``k``, rescored with SQLite's stored vectors (the values an unquantized index
+    holds), best ``k`` kept. Also mends the ranking the quantization blurs (recall@10 vs exact search)."""
+    if not index.quantized:
+        return index.search(queries, k, allowed)
+    _, ids = index.search(queries, _candidates(k), allowed)
+    stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
+    out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+    for row, query in enumerate(np.asarray(queries, dtype=np.float32)):
+        found = np.array([s for s in ids[row].tolist() if s in stored], dtype=np.int64)
+        if not len(found):
+            continue
+        exact = np.stack([stored[int(s)] for s in found]) @ query
+        order = np.argsort(-exact, kind="stable")[:k]
+        out_scores[row, :len(order)], out_ids[row, :len(order)] = exact[order], found[order]
+    return out_scores, out_ids
+
+
+def _candidates(k: int) -> int:
+    """Candidates a quantized search fetches for a top-``k``: ranks within ~1e-3 of each other may swap."""
+    return max(2 * k, k + 8)
+
+
+def similar(
+    log: MessageLog, mirror: IndexMirror, vectors: np.ndarray, k: int, threshold: float, key: bytes
+) -> list[Message]:
+    """Up to ``k`` messages whose content vector's cosine to ``vectors[0]`` is >= ``threshold``, best first.
+
+    Messages holding exactly the query's content (``key``) have cosine 1.0: they come first, even when an
+    approximate (HNSW) search missed them."""
+    index = mirror.content
+    if index is None or not index.live:
+        return []
+    scores, ids = dense(log, index, vectors, k)
+    found = [int(s) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0 and v >= threshold]
+    exact = log.seqs_by_key([key]).get(key, [])
+    seqs = list(dict.fromkeys([*exact, *found]))[:k]
+    bodies = log.bodies(seqs)
+    return [Message.load(bodies[s]) for s in seqs if s in bodies]
+
+
+def best_similarities(
+    log: MessageLog, mirror: IndexMirror, vectors: np.ndarray, keys: Sequence[bytes] | None
+) -> np.ndarray:
+    """Each row's highest cosine to any stored message (-1.0 when none); 1.0 for rows whose content key
+    (``keys``, same order) is stored verbatim, whatever an approximate search answers."""
+    if mirror.content is None:
+        return np.full(len(vectors), -1.0, dtype=np.float32)
+    index, queries = mirror.content, np.asarray(vectors, dtype=np.float32)
+    if index.quantized and index.live and len(queries):
+        scores, ids = dense(log, index, queries, 1)
+        best = np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
+    else:
+        best = index.best(queries)
+    if keys:
+        stored = log.seqs_by_key(keys)
+        best[[i for i, key in enumerate(keys) if key in stored]] = 1.0
+    return best
+
+
+def keyword_match(log: MessageLog, query: str, terms: Sequence[str] | None = None) -> str | None:
+    """The FTS5 query for ``query`` (``terms``: its query_terms, when the caller has them): its rarest terms once
+    the table is large (cost bounded: see keyword_plan)."""
+    terms = query_terms(query) if terms is None else list(terms)
+    rows = log.heads()[0]  # rows ever added: an upper bound on the table's size, read in one cheap lookup
+    budget = plans.KEYWORD_BUDGET  # read at call time: one knob for both engines (ltm.store.pg.keyword)
+    if not terms or rows <= budget:
+        return keyword_plan(terms, dict.fromkeys(terms, 1), rows, budget)  # all: the table bounds the cost
+    return keyword_plan(terms, log.doc_freqs(terms, budget + 1, rows), rows, budget)

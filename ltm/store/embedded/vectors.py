@@ -1,0 +1,389 @@
+"""The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
+
+Flat (``IndexFlatIP`` over unit vectors, exact cosine) until the namespace holds ``hnsw_threshold``
+live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3; older stores' float32
+``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
+becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
+so searches exclude ghosts with an ``IDSelectorNot`` and the store rebuilds the graph from SQLite when ghosts
+pass a fifth of it (no re-embedding: vectors are stored in SQLite). Vectors added to an existing graph first go
+to its *fresh segment* (LSM-style): a small exact flat index searched beside the graph, folded into it in
+one parallel add once :data:`FOLD_AT` accumulate. Only the graph is snapshotted, claiming the seqs it holds
+(:attr:`VectorIndex.snapshot_seq`); the store replays the newer rows from SQLite into a new fresh segment on open,
+so a few adds neither copy a memory-mapped graph into RAM nor rewrite its snapshot. A flat index could remove
+one vector at a time, but ``remove_ids`` compacts the whole array (O(N): 10 ms per delete at 100k), so flat ghosts
+are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the
+ghost count and drops them (keeping FAISS's BLAS path, which a selector would leave).
+
+:meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.embedded.snapshot`, which owns both
+file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
+mapped index is read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add to
+the graph (a fold) swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is truncated or
+fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly
+after), and the store rebuilds it from SQLite without re-embedding.
+
+A search runs FAISS on one OpenMP thread (one thread answers a single query faster than two), and a batch added
+to an HNSW graph on every core (up to 8), each for the length of that call only (:func:`omp_threads`): OpenMP's
+thread count belongs to the calling thread in libgomp, which the faiss wheels ship, and ltm sets and restores it
+around its own FAISS calls, so importing ltm leaves the host application's count as it was. The BLAS threshold
+below is process-global: it applies to every index in the process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from ltm.store.embedded import snapshot
+
+__all__ = ["VectorIndex", "omp_threads"]
+
+_HNSW_M = 32
+# efConstruction 112: at 1M the graph built by 8,192-vector folds answered recall@10 0.9475
+# at efSearch 384 (0.9535 with 1,000-vector adds: build-to-build spread), and rescoring 40 candidates instead of 20
+# found no more (the misses are the graph search's); a better graph costs build time, not search time
+_EF_CONSTRUCTION = 112
+# HNSW vectors are stored as 8-bit codes per dimension (IndexHNSWSQ, QT_8bit): 384 bytes instead of
+# 1,536 per vector at 384 dims, so a 1M snapshot beside SQLite's float16 copy fits 2.5 KB/message. The range of
+# each dimension is trained on the vectors the graph is built from (every HNSW index starts from a rebuild),
+# widened by _SQ_MARGIN of its span each side for later vectors and to at least +-_SQ_FLOOR_SIGMAS/sqrt(dim)
+# (a random unit vector's component has sd 1/sqrt(dim)), so a small first batch cannot collapse a range.
+_SQ_MARGIN = 0.1
+_SQ_FLOOR_SIGMAS = 4.0
+_PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FAISS splits them with OpenMP)
+# LSM-style fresh segment: vectors added to a non-empty HNSW graph first go to a small exact flat
+# index searched beside it, and are folded into the graph together once FOLD_AT of them accumulate (one parallel
+# FAISS add of FOLD_AT instead of many small ones; no graph snapshot between folds; a crash replays at most this
+# many rows, into the flat segment, on open). A single-query flat search of 8,192 384-d float32 vectors takes
+# ~0.2 ms; at 16k it falls out of the cache (~0.6 ms).
+FOLD_AT = 8192
+_EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, bench/hnsw_sweep.py
+_EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
+_EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
+_FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
+_SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
+_ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
+# faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
+# distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
+# dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
+# instead of 0.1 s. Each search sets the threshold to _BLAS_FROM_QUERIES * dim: batches use BLAS, while
+# one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
+# It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
+_BLAS_FROM_QUERIES = 3
+_faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords, the HNSW parameter class, IndexHNSWSQ(qtype)
+# faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
+# selector is translated to the inner index's positions by hand, as faiss >= 1.8 does inside IndexIDMap.
+_IDMAP_TAKES_PARAMS = tuple(int(p) for p in faiss.__version__.split(".")[:2]) >= (1, 8)
+
+
+class VectorIndex:
+    """An IndexIDMap2 (flat or HNSW) plus the seqs it covers; methods never touch SQLite."""
+
+    def __init__(self, dim: int, kind: str = "flat") -> None:
+        if kind not in ("flat", "hnsw"):
+            raise ValueError(f"index kind must be flat or hnsw, got {kind!r}")
+        self.dim, self.kind = dim, kind
+        # which log this snapshot follows: {"log": the log's id, "tail": [seq, id] of the last live row it saw}
+        # (set by the mirror before a save; None in snapshots written before logs had an id)
+        self.binding: dict[str, Any] | None = None
+        inner: Any
+        if kind == "flat":
+            inner = faiss.IndexFlatIP(dim)
+        else:
+            inner = _faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            inner.hnsw.efConstruction = _EF_CONSTRUCTION
+        self.index: Any = faiss.IndexIDMap2(inner)
+        self.last_seq = 0  # every message seq <= this is applied
+        self.last_tseq = 0  # every tombstone <= this is applied
+        self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
+        self.fresh: VectorIndex | None = None  # HNSW only: the newest vectors, not yet folded into the graph
+        self.graph_changes = 0  # HNSW only: vectors folded into the graph and ghosts added since the last save
+        self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
+        self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
+
+    # -- size --------------------------------------------------------------------------------------------
+    @property
+    def live(self) -> int:
+        return int(self.index.ntotal) - len(self.ghosts) + (self.fresh.live if self.fresh is not None else 0)
+
+    @property
+    def ghost_count(self) -> int:
+        """Removed seqs still held (graph and fresh segment): what a compaction or rebuild would drop."""
+        return len(self.ghosts) + (len(self.fresh.ghosts) if self.fresh is not None else 0)
+
+    @property
+    def snapshot_seq(self) -> int:
+        """The ``last_seq`` a snapshot of the graph alone can claim: every seq up to it is in the graph or was
+        deleted. The fresh segment is not saved: it holds the newest live rows, which the store replays from
+        SQLite on open (into a new fresh segment)."""
+        if self.fresh is None or not self.fresh.index.ntotal:
+            return self.last_seq
+        return int(faiss.vector_to_array(self.fresh.index.id_map).min()) - 1
+
+    @property
+    def quantized(self) -> bool:
+        """Whether the vectors are held as 8-bit codes (HNSW): scores are cosines to ~1e-3 only,
+        so callers that need exact cosines rescore the candidates (ltm.store.embedded.retrieval)."""
+        return self.kind == "hnsw" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexHNSWSQ)
+
+    # -- changes -----------------------------------------------------------------------------------------
+    def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors under their seqs (ascending, above every seq held). HNSW: into the graph when it is empty
+        or the batch alone is FOLD_AT or more (a rebuild), else into the fresh segment, folded at FOLD_AT."""
+        if not len(seqs):
+            return
+        if self.kind == "hnsw" and self.index.ntotal and len(seqs) < FOLD_AT:
+            if self.fresh is None:
+                self.fresh = VectorIndex(self.dim)
+            self.fresh.add(seqs, vectors)
+            if self.fresh.index.ntotal >= FOLD_AT:
+                self.fold()
+            return
+        if self.kind == "hnsw" and self.fresh is not None and self.fresh.index.ntotal:
+            self.fold()
+        self._graph_add(seqs, vectors)
+
+    def fold(self) -> None:
+        """HNSW: move the fresh segment's live vectors into the graph in one (parallel) add."""
+        fresh, self.fresh = self.fresh, None
+        if fresh is None or not fresh.index.ntotal:
+            return
+        seqs = faiss.vector_to_array(fresh.index.id_map).astype(np.int64)
+        vectors = fresh.index.index.reconstruct_n(0, int(fresh.index.ntotal))
+        if fresh.ghosts:
+            keep = ~np.isin(seqs, np.fromiter(fresh.ghosts, dtype=np.int64, count=len(fresh.ghosts)))
+            seqs, vectors = seqs[keep], vectors[keep]
+        self._graph_add(seqs, vectors)
+
+    def _graph_add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        if not len(seqs):
+            return
+        self._own()
+        self.graph_changes += len(seqs)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        inner = faiss.downcast_index(self.index.index)
+        if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
+            inner.train(quantizer_ranges(vectors))
+        if self.kind == "hnsw" and len(seqs) >= _PARALLEL_ADD_FROM:
+            with omp_threads(_ADD_THREADS):  # per calling thread (libgomp): searches elsewhere keep theirs
+                self.index.add_with_ids(vectors, seqs.astype(np.int64))
+        else:
+            with omp_threads(_SEARCH_THREADS):
+                self.index.add_with_ids(vectors, seqs.astype(np.int64))
+
+    def remove(self, seqs: np.ndarray) -> None:
+        if not len(seqs):
+            return
+        if self.fresh is not None and self.fresh.index.ntotal:  # the newest seqs: in the fresh segment
+            first = self.snapshot_seq
+            seqs = np.asarray(seqs, dtype=np.int64)
+            self.fresh.remove(seqs[seqs > first])
+            seqs = seqs[seqs <= first]
+        ghosts = {int(s) for s in seqs if int(s) not in self.ghosts and self._holds(int(s))}
+        self.ghosts |= ghosts
+        if self.kind == "hnsw":
+            self.graph_changes += len(ghosts)
+        if self.kind == "flat" and len(self.ghosts) >= _FLAT_GHOSTS_MAX:
+            self.compact()
+
+    def compact(self) -> None:
+        """Flat only: really remove the ghosts (one pass over the array). HNSW is rebuilt by the store."""
+        if self.kind == "flat" and self.ghosts:
+            self._own()
+            self.index.remove_ids(np.array(sorted(self.ghosts), dtype=np.int64))
+            self.ghosts = set()
+
+    def _holds(self, seq: int) -> bool:
+        try:  # IndexIDMap2 looks the id up in its reverse map; an absent id raises
+            self.index.reconstruct(seq)
+        except RuntimeError:
+            return False
+        return True
+
+    # -- queries -----------------------------------------------------------------------------------------
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist. HNSW: the graph's
+        and the fresh segment's results merged."""
+        fresh = self.fresh if self.fresh is not None and self.fresh.live else None
+        with omp_threads(_SEARCH_THREADS):
+            if fresh is None:
+                return self._search(queries, k, allowed)
+            k = max(1, min(k, max(self.live, 1)))
+            found = [fresh.search(queries, k, allowed)]
+            if int(self.index.ntotal) > len(self.ghosts):
+                found.append(self._search(queries, k, allowed))
+        return _merge(found, k)
+
+    def _search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's (or the flat index's) own search."""
+        k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if faiss.cvar.distance_compute_blas_threshold != _BLAS_FROM_QUERIES * self.dim:
+            faiss.cvar.distance_compute_blas_threshold = _BLAS_FROM_QUERIES * self.dim
+        if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
+            return self._exact(queries, k, allowed)
+        if self.kind == "flat" and allowed is None and self.ghosts:
+            return self._flat_skipping_ghosts(queries, k)
+        selector = self._selector(allowed)
+        if self.kind == "flat":
+            params = _faiss.SearchParameters(sel=selector) if selector is not None else None
+        else:
+            params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search))
+            if selector is not None:
+                params.sel = selector
+        if params is not None and not _IDMAP_TAKES_PARAMS:
+            return self._search_inner(queries, k, allowed, params)
+        scores, ids = self.index.search(queries, k, params=params)
+        return scores, ids
+
+    def _search_inner(self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any) -> tuple[
+            np.ndarray, np.ndarray]:
+        """faiss < 1.8: search the IndexIDMap's inner index with a selector over its positions, then map back."""
+        seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        if allowed is not None or self.ghosts:
+            keep = np.ones(len(seqs), dtype=bool) if allowed is None else np.isin(seqs, allowed)
+            if self.ghosts:
+                keep &= ~np.isin(seqs, np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts)))
+            positions = faiss.IDSelectorBatch(np.nonzero(keep)[0].astype(np.int64))
+            params.sel = positions
+            params.referenced = positions  # keep the SWIG selector alive while params is
+        scores, found = faiss.downcast_index(self.index.index).search(queries, k, params=params)
+        return scores, np.where(found >= 0, seqs[np.clip(found, 0, None)], -1)
+
+    def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Flat search for k + len(ghosts), ghosts dropped: the result of searching without them."""
+        scores, ids = self.index.search(queries, min(k + len(self.ghosts), int(self.index.ntotal)))
+        ghosts = np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts))
+        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for row in range(len(queries)):
+            keep = (ids[row] >= 0) & ~np.isin(ids[row], ghosts)
+            found_ids, found_scores = ids[row][keep][:k], scores[row][keep][:k]
+            out_ids[row, :len(found_ids)], out_scores[row, :len(found_ids)] = found_ids, found_scores
+        return out_scores, out_ids
+
+    def _selector(self, allowed: np.ndarray | None) -> Any:
+        parts: list[Any] = []
+        if allowed is not None:
+            parts.append(faiss.IDSelectorBatch(allowed.astype(np.int64)))
+        if self.ghosts:
+            parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.array(sorted(self.ghosts), dtype=np.int64))))
+        if not parts:
+            return None
+        selector: Any = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
+        selector.referenced = parts  # keep the SWIG objects alive as long as the selector
+        return selector
+
+    def _exact(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.array([s for s in allowed.tolist() if s not in self.ghosts], dtype=np.int64)
+        if self.fresh is not None and len(ids):  # the fresh segment answers for its own seqs
+            ids = ids[ids <= self.snapshot_seq]
+        if not len(ids):
+            return np.full((len(queries), k), -np.inf, np.float32), np.full((len(queries), k), -1, np.int64)
+        vectors = np.vstack([self.index.reconstruct(int(i)) for i in ids])
+        sims = queries @ vectors.T
+        order = np.argsort(-sims, axis=1)[:, :k]
+        scores = np.take_along_axis(sims, order, axis=1)
+        found = ids[order]
+        if found.shape[1] < k:
+            pad = k - found.shape[1]
+            scores = np.hstack([scores, np.full((len(queries), pad), -np.inf, np.float32)])
+            found = np.hstack([found, np.full((len(queries), pad), -1, np.int64)])
+        return scores.astype(np.float32), found
+
+    def best(self, queries: np.ndarray) -> np.ndarray:
+        """Each query's highest cosine to any live vector; -1.0 when the index is empty."""
+        if self.live == 0 or not len(queries):
+            return np.full(len(queries), -1.0, dtype=np.float32)
+        scores, ids = self.search(queries, 1)
+        return np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
+
+    # -- snapshot (the file layouts: ltm.store.embedded.snapshot) -----------------------------------------------------
+    def save(self, path: Path) -> None:
+        """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
+        header = {"last_seq": self.snapshot_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
+                  "ghosts": sorted(self.ghosts), "binding": self.binding}
+        snapshot.write(path, self.index, header)
+        self.graph_changes = 0
+
+    @property
+    def damaged(self) -> bool:
+        """True when the background check of a big snapshot found its vectors corrupted: rebuild."""
+        return self._loaded is not None and self._loaded.damaged
+
+    def _own(self) -> None:
+        """Before any write: swap a memory-mapped (read-only) index for an in-RAM copy."""
+        if self._loaded is not None and self._loaded.mapped:
+            self.index = self._loaded.owned()
+            self._loaded.close()
+
+    @classmethod
+    def load(cls, path: Path, dim: int, inline_max: int | None = None) -> VectorIndex | None:
+        """The snapshot at ``path``; None when it is missing, truncated, corrupted or of another dim.
+
+        A big HNSW payload (above ``inline_max`` bytes, default ``snapshot.INLINE_VERIFY_MAX``) is
+        memory-mapped and its vectors are checked in the background (:attr:`damaged`); the first write makes
+        an in-RAM copy. A flat snapshot is always read into RAM."""
+        loaded = snapshot.read(path, snapshot.INLINE_VERIFY_MAX if inline_max is None else inline_max)
+        if loaded is None:
+            return None
+        header = loaded.header
+        if header.get("dim") != dim or header.get("kind") not in ("flat", "hnsw") or int(loaded.index.d) != dim:
+            loaded.close()
+            return None
+        index = cls(dim, header["kind"])
+        index.index = loaded.index
+        index._loaded = None if header["kind"] == "flat" else loaded  # flat: in RAM, nothing to check later
+        index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
+        index.ghosts = {int(g) for g in header["ghosts"]}
+        binding = header.get("binding")
+        index.binding = binding if isinstance(binding, dict) else None
+        return index
+
+
+@contextmanager
+def omp_threads(threads: int) -> Iterator[None]:
+    """FAISS's OpenMP thread count of the calling thread set to ``threads`` for the block, then restored."""
+    before = faiss.omp_get_max_threads()
+    if before == threads:
+        yield
+        return
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def quantizer_ranges(vectors: np.ndarray) -> np.ndarray:
+    """Two rows, each dimension's low and high end, to train an 8-bit quantizer on (FAISS's min/max range
+    statistic takes them as they are): the vectors' own range, widened (see _SQ_MARGIN, _SQ_FLOOR_SIGMAS)."""
+    floor = np.float32(_SQ_FLOOR_SIGMAS / np.sqrt(vectors.shape[1]))
+    low = np.minimum(vectors.min(axis=0), -floor)
+    high = np.maximum(vectors.max(axis=0), floor)
+    span = high - low
+    return np.ascontiguousarray(np.stack([low - _SQ_MARGIN * span, high + _SQ_MARGIN * span]), dtype=np.float32)
+
+
+def ef_search_for(k: int, floor: int) -> int:
+    """HNSW efSearch for a top-``k`` query: the configured ``floor``, raised to ``_EF_PER_K * k`` for large k."""
+    return max(floor, _EF_PER_K * k)
+
+
+def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of several (scores, seqs) results for the same queries (seq -1: padding)."""
+    scores = np.hstack([np.where(ids >= 0, sc, -np.inf).astype(np.float32) for sc, ids in found])
+    ids = np.hstack([ids for _, ids in found])
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    out_scores, out_ids = np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
+    out_ids = np.where(np.isfinite(out_scores), out_ids, -1)
+    if out_ids.shape[1] < k:
+        pad = k - out_ids.shape[1]
+        out_scores = np.hstack([out_scores, np.full((len(ids), pad), -np.inf, np.float32)])
+        out_ids = np.hstack([out_ids, np.full((len(ids), pad), -1, np.int64)])
+    return out_scores, out_ids

@@ -1,0 +1,82 @@
+"""What :class:`~ltm.store.pg.backend.PgBackend` answers a :class:`~ltm.store.storage.MemoryStorage` handle beyond
+the rows: how it is opened and removed, and the write paths the embedded engine specialises (group commits,
+staged adds, write-behind), which on the server are plain transactions."""
+
+from __future__ import annotations
+
+import builtins
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ltm.config import Settings
+from ltm.message import Message
+from ltm.store import rows as rowplan
+from ltm.store.records import Row
+from ltm.store.warm import WARM
+
+__all__ = ["PgSeam"]
+
+
+class PgSeam:
+    """The handle-facing half of :class:`~ltm.store.pg.backend.PgBackend` (a base class of it)."""
+
+    engine_name = "postgresql"
+    settings: Settings
+    _handle: weakref.ref[Any] | None = None
+
+    @classmethod
+    def open(cls, store: Any, namespace: str) -> Any:
+        """Open (creating when new) ``namespace`` for the handle ``store``, on ``store.settings.store_url``."""
+        make: Any = cls  # PgBackend: its constructor opens the namespace
+        backend = make(store.settings.store_url, store.kind, namespace, store.embedder.model, store.settings)
+        backend._handle = weakref.ref(store)
+        return backend
+
+    @classmethod
+    def discard(cls, store: Any, namespace: str) -> None:
+        """Delete ``namespace``'s rows: found through the open namespace."""
+        cls.open(store, namespace).drop()
+
+    @property
+    def directory(self) -> Path | None:
+        """None: the server keeps the namespace."""
+        return None
+
+    def touch(self) -> None:
+        """The handle was used: the least recently used handles' embedding caches go (:mod:`ltm.store.warm`)."""
+        handle = None if self._handle is None else self._handle()
+        if handle is not None:
+            WARM.touch(handle, self.settings.max_open_namespaces)
+
+    if TYPE_CHECKING:  # PgBackend's own
+        def dimension(self) -> int | None: ...
+        def ensure_dim(self, dim: int) -> None: ...
+        def drop(self) -> None: ...
+        def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False,
+                  history_limit: int = 0) -> int: ...
+
+    def known_dimension(self) -> int | None:
+        return self.dimension()
+
+    def write_groups(self, items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+                     keys: Callable[[Sequence[str]], builtins.list[bytes]], history_limit: int,
+                     staging: Any = None) -> builtins.list[int]:
+        """The adds of several callers: one server transaction each."""
+        counts = []
+        for pending, vectors in items:
+            self.ensure_dim(vectors.shape[1])
+            rows = rowplan.build_rows(pending, keys(pending.contents), vectors)
+            counts.append(self.write(rows, replace=False, history_limit=history_limit))
+        return counts
+
+    def staging(self, messages: builtins.list[Message]) -> None:
+        """None: the server commits each add in one transaction after the model (there is no staged table)."""
+        return None
+
+    def add_behind(self, messages: builtins.list[Message]) -> int | None:
+        """None: write-behind is the embedded engine's; the handle adds as ever."""
+        return None

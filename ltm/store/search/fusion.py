@@ -1,0 +1,294 @@
+"""Hybrid ranking: calibrated score fusion of the dense and keyword candidates.
+
+Each signal's candidates (best first, with their raw scores: cosine, ``-bm25``) are put on one scale:
+``(score - floor) / (top - floor)``, 1 for the signal's best candidate and 0 at its floor, the score a
+message outside the candidate list could at most have (the last dense candidate's cosine; 0 for keyword
+search when fewer than ``depth`` messages matched, since a message without the words scores 0). The fused score
+is the weighted sum. A *flat* signal (its best and its floor are equal: every candidate looks the same to it,
+e.g. a query whose only matching word is in every message) says nothing about the order and gets no weight,
+so the other signal decides alone; a signal with no candidates likewise.
+
+Why not reciprocal rank fusion with equal weights (the first version): on real conversations (REALTALK, MADial-
+Bench; see BENCHMARKS.md) it ranked below the better of its two inputs, because it gives the 50th candidate of
+a weak signal almost as much as the 1st of a strong one and ignores how far apart the scores are. The weights
+below were chosen on the dev halves of those sets (``python -m bench.retrieval.explore``).
+
+A long query of several lines (a pasted conversation: :func:`ltm.store.search.query.query_lines`) is also embedded line
+by line, and its dense score for a message is :func:`line_scores`: the best of its lines' cosines averaged with
+the whole query's. One line that names what a memory is about reaches it even when the rest of the conversation
+is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/RETRIEVAL.md).
+
+A one-vector query that gets no prior (below: a short pasted conversation, a long one-line query) then gets
+pseudo-relevance feedback (Rocchio): the dense side is searched again with the
+query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion's :data:`FEEDBACK_SEEDS` best
+(:func:`feedback_vector`), and fused again: what the best hits share (the topic of the conversation the question
+is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
+
+A question that names a person who spoke (a word of a candidate's speaker, ``sent_from`` or role) adds
+``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.search.speakers`; REALTALK 0.572 -> 0.610), and its
+dense vector is computed with those names in the first person ("What are my hobbies?": stored turns are embedded
+without their speaker; :func:`ltm.store.search.speakers.first_person`).
+
+Last, a candidate gets :data:`SITTING_SHARE` of the best score among the *other* candidates written within
+:data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN` messages of it (the same sitting, as far as the candidates tell): a
+turn of the sitting where the question's topic came up is likelier to be part of the answer than an equally
+scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.632, FriendsQA 0.663 -> 0.678, QMSum
+0.549 -> 0.566; docs/RETRIEVAL.md).
+
+Then a one-line question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
+query's cosine to each candidate on its own scale (the fused dense score is relative to the best and the floor, and a
+candidate only the keyword side found gets none of it), the candidate's length (a longer turn holds more that can
+be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
+of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
+score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
+whose long questions are evidence, lose: 0.566 -> 0.545; docs/RETRIEVAL.md). Only the
+:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.search.query.question_stems`), which
+then
+gets no Rocchio feedback: beside the prior it added nothing, for ~0.9 ms a search.
+
+Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
+ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
+           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "PRIOR_DEPTH", "SITTING_SHARE", "SITTING_SPAN", "STEM",
+           "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores", "near_exact", "normalised_text", "prior",
+           "prior_source", "priors", "stems"]
+
+DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
+# Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
+# grid). A question weighs words (names, places, dates; the keyword index knows who spoke and when) and meaning
+# alike (below); a long query (a pasted conversation, past
+# LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
+# "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
+# naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
+# "speaker" is added to candidates spoken by someone the question names (ltm.store.search.speakers); none for a long
+# query.
+# Dense and keyword weigh alike (docs/RETRIEVAL.md): once a question's speaker names are put in the first person before
+# it is embedded (ltm.store.search.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an
+# equal share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
+# speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the whole
+# set's test half (0.608 -> 0.602).
+WEIGHTS: Mapping[str, float] = {"dense": 0.5, "keyword": 0.5, "context": 0.35, "time": 0.0, "speaker": 0.3}
+LONG_QUERY_TERMS = 24
+LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3, "speaker": 0.0}
+# A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation
+# added in order): "I did, last week" gets some of the topic of the question it answers. Only from a neighbour
+# written within NEIGHBOUR_GAP seconds (the same sitting): separate notes added one after the other (MADial-Bench's
+# memories, days apart) lend nothing. 97.6% of REALTALK's consecutive turns are within 6 hours, none of MADial's.
+NEIGHBOUR_SHARE = 0.3
+NEIGHBOUR_GAP = 6 * 3600.0
+# A share of the best score among the other candidates of the same sitting (chosen on REALTALK's dev
+# half: 0.1 / 0.15 / 0.2 / 0.25 / 0.3 give 0.651 / 0.654 / 0.655 / 0.652 / 0.640 against 0.647 without).
+SITTING_SHARE = 0.2
+# "The same sitting" as far as the candidates tell: written within NEIGHBOUR_GAP of each other AND at most this many
+# messages apart. Time alone joins notes of the same day that were added far apart (MADial-Bench: 17 such pairs
+# among 160 memories cost it 0.9 points); a conversation's sitting is a run of messages (REALTALK's median 27,
+# FriendsQA's scenes 19). Spans 8 / 16 / 32 / 64 / none: REALTALK dev 0.650 / 0.654 / 0.655 / 0.656 / 0.656,
+# MADial 0.765 / 0.763 / 0.763 / 0.759 / 0.756. On PostgreSQL seqs come from one sequence for every namespace, so
+# writers to other namespaces at the same time widen a conversation's gaps: fewer pairs qualify, never two namespaces.
+SITTING_SPAN = 32
+# A multi-line long query's dense score: (best line's cosine + LINE_WHOLE x the whole query's) / (1 + LINE_WHOLE),
+# so it stays on the cosine scale. Chosen on MADial-Bench's dev half (0.5 / 1.0 / 2.0: 0.803 / 0.812 / 0.798).
+LINE_WHOLE = 1.0
+# Rocchio feedback for a one-vector query (chosen on the dev halves: weight 0.3 / 0.6 / 1.0 x seeds 3 / 5 / 10).
+# Not after a multi-line query: its lines already widen it, and feedback on top cost MADial 0.8 points (dev).
+FEEDBACK_WEIGHT = 0.3
+FEEDBACK_SEEDS = 5
+# The prior of a one-line question's candidate (:func:`prior`): a logistic regression of "is evidence"
+# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, the 29,750
+# candidates of the search as shipped, without feedback; `FEEDBACK=0 python -m bench.tuning.prior_fit fit`), divided
+# by the fused score's coefficient (0.50 / 0.142 / -0.187 / 0.182) and rounded to 0.05. Alone, a feature does little
+# or costs; together they pay on both halves of REALTALK and of FriendsQA, which had no part in the fit. QMSum's
+# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/RETRIEVAL.md).
+PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.2}
+# The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
+# fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95
+# candidates: REALTALK 0.651 / 0.651, FriendsQA 0.694 / 0.695).
+PRIOR_DEPTH = 50
+# Words are compared by their first STEM letters: "recipe" and "recipes", "travel", "travelled" and "traveling" alike.
+STEM = 5
+# A namespace smaller than the candidate depth returns every message; cosines a few hundredths apart then
+# must not become 0 and 1, so the dense floor is at least this far below the best.
+MIN_COSINE_SPREAD = 0.1
+Candidates = Sequence[tuple[int, float]]  # (seq, raw score), best first
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def normalised_text(text: str) -> str:
+    """Text compared for a near-exact match: case-folded, punctuation and runs of spaces dropped."""
+    return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def near_exact(query: str, contents: Mapping[int, str]) -> list[int]:
+    """The seqs (in ``contents``' order) whose content equals ``query`` once case, spacing and punctuation are ignored
+    (:func:`normalised_text`). Only a content holding the query's longest word (a run of word characters of the
+    case-folded text, so of its normalised form too) is normalised."""
+    target = normalised_text(query)
+    word = max(target.split(), key=len, default="")
+    return [s for s, text in contents.items() if word in text.casefold() and normalised_text(text) == target]
+
+
+def stems(words: Iterable[str]) -> frozenset[str]:
+    """The words' stems as :func:`prior` compares them: lower-cased, their first :data:`STEM` letters."""
+    return frozenset(w.lower()[:STEM] for w in words)
+
+
+def prior(cosine: float, content: str, terms: Collection[str]) -> float:
+    """What a candidate earns beside its fused score (:data:`PRIOR`): ``cosine`` (the query's cosine to its content
+    vector), log(1 + its words), -1 when it ends with a question mark, and the share of ``terms`` (the question's
+    :func:`stems`) among its words' stems."""
+    return priors({0: cosine}, {0: content}, terms)[0]
+
+
+def priors(cosines: Mapping[int, float], contents: Mapping[int, str], terms: Collection[str]) -> dict[int, float]:
+    """:func:`prior` of every candidate with both a cosine and a content (others were deleted meanwhile)."""
+    wanted = frozenset(terms)
+    share = PRIOR["coverage"] / len(wanted) if wanted else 0.0
+    w_cosine, w_length, w_question = PRIOR["cosine"], PRIOR["length"], PRIOR["question"]
+    out = {}
+    for seq, cosine in cosines.items():
+        content = contents.get(seq)
+        if content is None:
+            continue
+        words = _WORD.findall(content.lower())
+        out[seq] = (w_cosine * cosine + w_length * math.log1p(len(words))
+                    + w_question * content.rstrip().endswith("?")
+                    + share * len(wanted.intersection([w[:STEM] for w in words])))
+    return out
+
+
+def prior_source(cosines: Callable[[list[int]], Mapping[int, float]],
+                 contents: Callable[[list[int]], Mapping[int, str]],
+                 terms: Collection[str]) -> Callable[[Sequence[int]], dict[int, float]]:
+    """What :func:`fuse` takes as ``priors``: given candidates, their :func:`priors`, each computed once (a second
+    fusion of the same search asks again) from ``cosines(seqs)`` and ``contents(seqs)`` of the new ones."""
+    known: dict[int, float] = {}
+
+    def of(seqs: Sequence[int]) -> dict[int, float]:
+        new = [s for s in seqs if s not in known]
+        if new:
+            known.update(priors(cosines(new), contents(new), terms))
+        return {s: known[s] for s in seqs if s in known}
+
+    return of
+
+
+def line_scores(vectors: np.ndarray, whole: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """The multi-line dense score of each row of ``vectors`` (unit vectors): the best cosine to a row of
+    ``lines`` and the cosine to ``whole`` (shape (dim,) or (1, dim)), weighed 1 : :data:`LINE_WHOLE`."""
+    best = (vectors @ np.asarray(lines, dtype=np.float32).T).max(axis=1)
+    return np.asarray((best + LINE_WHOLE * (vectors @ np.asarray(whole, dtype=np.float32).reshape(-1)))
+                      / (1.0 + LINE_WHOLE), dtype=np.float32)
+
+
+def feedback_vector(vector: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """The query vector moved towards the mean of the ``seeds``' vectors (rows), as a (1, dim) unit vector."""
+    moved = np.asarray(vector, dtype=np.float32).reshape(-1) + FEEDBACK_WEIGHT * np.asarray(seeds).mean(axis=0)
+    return np.asarray(moved / max(float(np.linalg.norm(moved)), 1e-12), dtype=np.float32).reshape(1, -1)
+
+
+def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
+    if not hits:
+        return {}
+    top = hits[0][1]
+    floor = 0.0 if zero_floor and len(hits) < depth else hits[-1][1]
+    if not zero_floor and len(hits) < depth:
+        floor = min(floor, top - MIN_COSINE_SPREAD)  # the whole (small) namespace: its worst is no floor
+    if top - floor <= 1e-9 * max(1.0, abs(top)):
+        return {}  # flat: no information about the order
+    return {seq: (score - floor) / (top - floor) for seq, score in hits}
+
+
+def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
+    """``score`` plus ``share`` x the best score among the other candidates of the same sitting: written within
+    NEIGHBOUR_GAP of it and at most SITTING_SPAN messages away (a candidate whose time is unknown lends and gets
+    nothing). Seqs are distinct, so a candidate's sitting holds at most the SITTING_SPAN candidates on either side of
+    it in seq order: one (n, 2 x SITTING_SPAN) array of those, O(n x SITTING_SPAN) whatever ``k`` made n."""
+    seqs = np.array(sorted(score), dtype=np.int64)
+    value = np.array([score[int(s)] for s in seqs], dtype=np.float64)
+    when = np.array([times.get(int(s), np.nan) for s in seqs], dtype=np.float64)
+    n = len(seqs)
+    reach = min(SITTING_SPAN, n - 1)
+    steps = np.concatenate([np.arange(-reach, 0), np.arange(1, reach + 1)])
+    other = np.arange(n)[:, None] + steps[None, :]  # positions of the candidates on either side, in seq order
+    inside = (other >= 0) & (other < n)
+    other = np.clip(other, 0, n - 1)
+    pair = inside & (np.abs(seqs[other] - seqs[:, None]) <= SITTING_SPAN) & (
+        np.abs(when[other] - when[:, None]) <= NEIGHBOUR_GAP)  # NaN: False
+    best = np.where(pair, value[other], -np.inf).max(axis=1, initial=-np.inf)
+    bonus = share * np.where(np.isfinite(best), best, 0.0)
+    return {int(s): float(v + b) for s, v, b in zip(seqs, value, bonus, strict=True)}
+
+
+def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
+         neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
+         times: Mapping[int, float] | None = None, named: Collection[int] = (),
+         sitting: float = SITTING_SHARE, priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
+         ) -> list[tuple[int, float, tuple[str, ...]]]:
+    """The ``k`` best (seq, fused score, signals that found it).
+
+    ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
+    candidates inside the window a query names) to candidates. ``exact`` seqs hold the query verbatim,
+    ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
+    candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
+    the dense scale. ``times`` ({seq: created_at} of the candidates; None: unknown) limits the neighbours' share
+    to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
+    query names: :mod:`ltm.store.search.speakers`) get ``weights["speaker"]`` added, after the neighbours' share; then
+    each candidate gets ``sitting`` x the best score of another candidate of its sitting (written within
+    ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None). Last, the
+    :data:`PRIOR_DEPTH` best get ``priors(their seqs)`` ({seq: :func:`prior`}, e.g. :func:`prior_source`) added.
+    """
+    timed = signals.get("time", ())
+    signals = {name: hits for name, hits in signals.items() if name != "time"}
+    scaled = {name: _scaled(hits, depth, zero_floor=name == "keyword") for name, hits in signals.items()}
+    raw = {name: dict(hits) for name, hits in signals.items()}
+    found: dict[int, list[str]] = {}
+    score: dict[int, float] = {}
+    for name, hits in signals.items():
+        weight, scale = weights.get(name, 0.0), scaled[name]
+        for seq, _ in hits:
+            found.setdefault(seq, []).append(name)
+            score[seq] = score.get(seq, 0) + weight * scale.get(seq, 0.0)
+    dense_hits = signals.get("dense", ())
+    for seq, cosine in timed:  # inside the window the query names: a fixed boost, scored by meaning within it
+        if seq not in found:
+            found[seq] = []
+            score[seq] = 0.0
+            if len(dense_hits) > 1 and dense_hits[0][1] > dense_hits[-1][1]:
+                top, floor = dense_hits[0][1], dense_hits[-1][1]
+                score[seq] = weights["dense"] * max(0.0, (cosine - floor) / (top - floor))
+        found[seq].append("time")
+        score[seq] += weights["time"]
+    if neighbours:
+        def lent(seq: int, other: int) -> float:
+            value = score.get(other)  # most neighbours are no candidate: no time to compare
+            if value is None or (times is not None
+                                 and abs(times.get(seq, 0.0) - times.get(other, float("inf"))) > NEIGHBOUR_GAP):
+                return 0.0
+            return value
+
+        score = {s: v + neighbours * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
+    if named and weights.get("speaker", 0.0):
+        score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
+    if sitting and times is not None and len(score) > 1:
+        score = _with_sitting(score, times, sitting)
+    if priors is not None and score:
+        bonus = priors(sorted(score, key=lambda s: (-score[s], -s))[:PRIOR_DEPTH])
+        score = {s: v + bonus.get(s, 0.0) for s, v in score.items()}
+    for seq in [*exact, *near_exact]:
+        if seq not in found:
+            found[seq], score[seq] = ["exact"], 0.0
+    first = {seq: 2 for seq in exact} | {seq: 1 for seq in near_exact if seq not in exact}
+    dense, keyword = raw.get("dense", {}), raw.get("keyword", {})
+    order = sorted(score, key=lambda s: (-first.get(s, 0), -score[s], -dense.get(s, -2.0), -keyword.get(s, -1.0), -s))
+    return [(s, score[s], tuple(found[s])) for s in order[:k]]
