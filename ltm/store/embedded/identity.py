@@ -6,13 +6,17 @@ backup) is recognised and rebuilt instead of trusted."""
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.records import VECTOR_DTYPE
 
-__all__ = ["meta", "row_at", "set_meta", "stored_dim", "tail"]
+if TYPE_CHECKING:
+    from ltm.store.embedded.vectors import VectorIndex
+
+__all__ = ["belongs", "meta", "row_at", "set_meta", "stored_dim", "tail"]
 
 
 def meta(log: MessageLog, key: str) -> str | None:
@@ -57,3 +61,24 @@ def stored_dim(log: MessageLog) -> int | None:
         row = log.db.execute("SELECT length(embedding) FROM messages LIMIT 1").fetchone()
     return None if row is None else int(row[0]) // np.dtype(VECTOR_DTYPE).itemsize
 
+
+def belongs(index: VectorIndex, log: MessageLog) -> bool:
+    """Whether a loaded snapshot follows ``log``: it covers no seq the log never assigned, was written for
+    this log (its id), and the last live row it saw is still there with the same id, or deleted since.
+
+    A count comparison alone let a restored older memory.sqlite, or another namespace's snapshot of the same
+    size, pass (0 of 50 restored rows found by dense search)."""
+    heads = log.heads()
+    if index.last_seq > heads[0] or index.last_tseq > heads[1]:
+        return False
+    binding = index.binding
+    if binding is None:  # written before logs had an id: the count check on open is all there is
+        return True
+    log_id = meta(log, "log_id")
+    if binding.get("log") is not None and log_id is not None and binding.get("log") != log_id:
+        return False
+    tail = binding.get("tail")
+    if isinstance(tail, list) and len(tail) == 2:
+        found, deleted = row_at(log, int(tail[0]))
+        return found == str(tail[1]) or (found is None and deleted)
+    return True

@@ -20,10 +20,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ltm.errors import BackendUnavailable, StoreCorrupted
+from ltm.errors import BackendUnavailable
 from ltm.store.embedded import history
 from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
+from ltm.store.embedded.sqlite_errors import corrupted, translate
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
 from ltm.store.search.filters import casefold
 from ltm.store.search.speakers import NAME_ROWS
@@ -379,28 +380,6 @@ def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
 
 
-@contextmanager
-def translate(path: Path) -> Iterator[None]:
-    """sqlite3 exceptions -> ltm errors naming the file and the fix."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        text = str(exc).lower()
-        if "locked" in text or "busy" in text:
-            raise BackendUnavailable(
-                f"{path} stayed locked by another writer past the busy timeout; retry, or find the stuck process"
-            ) from exc
-        if "malformed" in text or "not a database" in text or "corrupt" in text:
-            raise corrupted(path, exc) from exc
-        if "unable to open" in text or "disk i/o" in text or "readonly" in text:
-            raise BackendUnavailable(f"{path} cannot be opened or written ({exc}); check the path and disk") from exc
-        raise
-    except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
-            raise
-        raise corrupted(path, exc) from exc
-
-
 def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A connection that never writes, for read-only media: ``mode=ro`` when SQLite can use the
     WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
@@ -420,11 +399,3 @@ def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     return db
-
-
-def corrupted(path: Path, exc: Exception) -> StoreCorrupted:
-    """The StoreCorrupted error for an unreadable log file, naming how to recover it."""
-    return StoreCorrupted(
-        f"{path} is corrupted ({exc}); restore it from a backup, or recover what is readable with "
-        f"`sqlite3 {path} .recover`, then reopen"
-    )

@@ -134,7 +134,7 @@ class IndexMirror:
         context = VectorIndex.load(directory / _CONTEXT_FILE, manifest.dim)
         if content is not None:
             content.ef_search = self.settings.hnsw_ef_search
-        foreign = [i for i in (content, context) if i is not None and log is not None and not _belongs(i, log)]
+        foreign = [i for i in (content, context) if i is not None and log is not None and not identity.belongs(i, log)]
         if foreign:
             _LOG.warning("%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
                          "copied from another namespace): rebuilding them from it", directory)
@@ -362,8 +362,8 @@ class IndexMirror:
             self.save()
 
     def save(self) -> None:
-        """Write both snapshots (atomically each), each bound to the log it follows (see :func:`_belongs`),
-        and reset the unsaved count. Nothing on read-only media."""
+        """Write both snapshots (atomically each), each bound to the log it follows (see
+        :func:`~ltm.store.embedded.identity.belongs`), and reset the unsaved count. Nothing on read-only media."""
         if self.content is not None and self.context is not None and not self.read_only:
             if self.log is not None:
                 tail = identity.tail(self.log, self.content.snapshot_seq)
@@ -391,25 +391,3 @@ def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
         migrations.rebuild_keywords(log, lambda body: keyword_columns(Message.load(body)))
     manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
     manifest.write(directory / "manifest.json")
-
-
-def _belongs(index: VectorIndex, log: MessageLog) -> bool:
-    """Whether a loaded snapshot follows ``log``: it covers no seq the log never assigned, was written for
-    this log (its id), and the last live row it saw is still there with the same id, or deleted since.
-
-    A count comparison alone let a restored older memory.sqlite, or another namespace's snapshot of the same
-    size, pass (0 of 50 restored rows found by dense search)."""
-    heads = log.heads()
-    if index.last_seq > heads[0] or index.last_tseq > heads[1]:
-        return False
-    binding = index.binding
-    if binding is None:  # written before logs had an id: the count check on open is all there is
-        return True
-    log_id = identity.meta(log, "log_id")
-    if binding.get("log") is not None and log_id is not None and binding.get("log") != log_id:
-        return False
-    tail = binding.get("tail")
-    if isinstance(tail, list) and len(tail) == 2:
-        found, deleted = identity.row_at(log, int(tail[0]))
-        return found == str(tail[1]) or (found is None and deleted)
-    return True
