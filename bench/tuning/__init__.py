@@ -6,5 +6,5 @@
 
 The one-off probes of the retrieval tuning (the other harness rounds, the swapped-speaker slice, the IVF and PCA
 index probes, the embedding-cost and pool checks) are kept at the git tag ``research/retrieval-2026``
-(``git show research/retrieval-2026:bench/ivf_probe.py``), where BENCHMARKS.md and docs/RETRIEVAL.md cite them.
+(``git show research/retrieval-2026:bench/ivf_probe.py``), where BENCHMARKS.md and docs/search.md cite them.
 """

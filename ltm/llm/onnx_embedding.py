@@ -8,7 +8,7 @@ name for both runtimes, and a namespace written by one is searched by the other.
 
 ``int8=True`` (``local_runtime="onnx-int8"``, opt-in) runs a copy of that graph whose weights ONNX Runtime's
 dynamic quantization stored as int8 (``quantize_int8``, cached beside the fp32 graph): smaller and faster in
-batches, but its vectors are no longer torch's (mean cosine 0.99 to fp32's; docs/RETRIEVAL.md has its recall on
+batches, but its vectors are no longer torch's (mean cosine 0.99 to fp32's; docs/search.md has its recall on
 the public sets). The manifest name stays the model's: both graphs are the same model.
 
 At run time only ``onnxruntime`` and ``tokenizers`` are imported. Measured on this 2-core machine under load:

@@ -158,7 +158,7 @@ def _feedback(query: SearchQuery, terms: frozenset[str] | None) -> bool:
     """Whether a hybrid query's dense side is searched again by the Rocchio vector: a one-vector query that gets no
     prior (``terms``, its :func:`~ltm.store.search.query.question_stems`, is None). With the prior, a one-line question
     gained nothing from it (REALTALK 0.652 without, 0.651 with; dev 0.681 / 0.673) and it cost 0.9 ms of a 4.7 ms
-    search at 10,000 messages (docs/RETRIEVAL.md)."""
+    search at 10,000 messages (docs/search.md)."""
     return bool(FEEDBACK_WEIGHT) and query.lines is None and terms is None
 
 

@@ -16,13 +16,13 @@ below were chosen on the dev halves of those sets (``python -m bench.retrieval.e
 A long query of several lines (a pasted conversation: :func:`ltm.store.search.query.query_lines`) is also embedded line
 by line, and its dense score for a message is :func:`line_scores`: the best of its lines' cosines averaged with
 the whole query's. One line that names what a memory is about reaches it even when the rest of the conversation
-is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/RETRIEVAL.md).
+is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/search.md).
 
 A one-vector query that gets no prior (below: a short pasted conversation, a long one-line query) then gets
 pseudo-relevance feedback (Rocchio): the dense side is searched again with the
 query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion's :data:`FEEDBACK_SEEDS` best
 (:func:`feedback_vector`), and fused again: what the best hits share (the topic of the conversation the question
-is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/RETRIEVAL.md).
+is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/search.md).
 
 A question that names a person who spoke (a word of a candidate's speaker, ``sent_from`` or role) adds
 ``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.search.speakers`; REALTALK 0.572 -> 0.610), and its
@@ -33,7 +33,7 @@ Last, a candidate gets :data:`SITTING_SHARE` of the best score among the *other*
 :data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN` messages of it (the same sitting, as far as the candidates tell): a
 turn of the sitting where the question's topic came up is likelier to be part of the answer than an equally
 scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.632, FriendsQA 0.663 -> 0.678, QMSum
-0.549 -> 0.566; docs/RETRIEVAL.md).
+0.549 -> 0.566; docs/search.md).
 
 Then a one-line question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
 query's cosine to each candidate on its own scale (the fused dense score is relative to the best and the floor, and a
@@ -41,7 +41,7 @@ candidate only the keyword side found gets none of it), the candidate's length (
 be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
 of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
 score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
-whose long questions are evidence, lose: 0.566 -> 0.545; docs/RETRIEVAL.md). Only the
+whose long questions are evidence, lose: 0.566 -> 0.545; docs/search.md). Only the
 :data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.search.query.question_stems`), which
 then
 gets no Rocchio feedback: beside the prior it added nothing, for ~0.9 ms a search.
@@ -72,7 +72,7 @@ DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (
 # naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
 # "speaker" is added to candidates spoken by someone the question names (ltm.store.search.speakers); none for a long
 # query.
-# Dense and keyword weigh alike (docs/RETRIEVAL.md): once a question's speaker names are put in the first person before
+# Dense and keyword weigh alike (docs/search.md): once a question's speaker names are put in the first person before
 # it is embedded (ltm.store.search.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an
 # equal share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
 # speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the whole
@@ -108,7 +108,7 @@ FEEDBACK_SEEDS = 5
 # candidates of the search as shipped, without feedback; `FEEDBACK=0 python -m bench.tuning.prior_fit fit`), divided
 # by the fused score's coefficient (0.50 / 0.142 / -0.187 / 0.182) and rounded to 0.05. Alone, a feature does little
 # or costs; together they pay on both halves of REALTALK and of FriendsQA, which had no part in the fit. QMSum's
-# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/RETRIEVAL.md).
+# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/search.md).
 PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.2}
 # The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
 # fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95

@@ -404,7 +404,7 @@ def test_the_sitting_share_matches_its_definition_on_random_candidates() -> None
 
 
 def test_the_prior_is_what_the_fusion_does_not_see() -> None:
-    """Eighth round (docs/RETRIEVAL.md): the query's own cosine, the length, a question mark and the share of the
+    """Eighth round (docs/search.md): the query's own cosine, the length, a question mark and the share of the
     question's words (by their first letters) a candidate holds, weighed by PRIOR."""
     terms = stems(["recipes", "travel"])
     assert terms == {"recip", "trave"}

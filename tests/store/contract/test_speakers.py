@@ -2,7 +2,7 @@
 
 Stored turns are embedded as their bare text ("I went for a run"), never with who said them, so the dense side of
 "When did Fahim go for a run?" is computed from "When did I go for a run?" (REALTALK dense recall@10 0.409 ->
-0.531; docs/RETRIEVAL.md). Which words are names is asked of the namespace itself: the keyword index's *who*
+0.531; docs/search.md). Which words are names is asked of the namespace itself: the keyword index's *who*
 column on the embedded engine, the rows' own names on PostgreSQL."""
 
 from __future__ import annotations
