@@ -123,8 +123,11 @@ class _DesignFromPRD(Action):
 def test_a_different_prd_that_looks_like_a_handled_one_is_still_designed(tmp_path: Path) -> None:
     settings = Settings(storage_dir=tmp_path / "storage", embedding="local")
     snake = Message(_PRD_TEMPLATE.format("a snake game in the terminal"), cause_by=WritePRD, sent_from="Alice")
-    puzzle = Message(_PRD_TEMPLATE.format("a 2048 puzzle game in the browser with an undo button"),
-                     cause_by=WritePRD, sent_from="Alice")
+    puzzle = Message(
+        _PRD_TEMPLATE.format("a 2048 puzzle game in the browser with an undo button"),
+        cause_by=WritePRD,
+        sent_from="Alice",
+    )
     architect = Role("Bob", "Architect", watch={WritePRD}, action=_DesignFromPRD(), settings=settings)
     store = architect.memory.memory_storage
     assert store is not None
@@ -136,8 +139,10 @@ def test_a_different_prd_that_looks_like_a_handled_one_is_still_designed(tmp_pat
     env.publish_message(puzzle)  # ...but another product: designed too
     env.run()
     designs = [m.content for m in env.history if m.cause_by == any_to_str(_DesignFromPRD)]
-    assert designs == ["Design for: a snake game in the terminal",
-                       "Design for: a 2048 puzzle game in the browser with an undo button"]
+    assert designs == [
+        "Design for: a snake game in the terminal",
+        "Design for: a 2048 puzzle game in the browser with an undo button",
+    ]
     env.close()
 
     architect = Role("Bob", "Architect", watch={WritePRD}, action=_DesignFromPRD(), settings=settings)

@@ -52,8 +52,15 @@ def blocks(page: Path) -> list[Block]:
         notes: list[str] = []
         while above and above[-1].startswith("<!--"):
             notes.append(above.pop())
-        out.append(Block(str(page.relative_to(DOCS)), text.count("\n", 0, m.start()) + 1, m.group("lang"),
-                         m.group("code"), tuple(notes)))
+        out.append(
+            Block(
+                str(page.relative_to(DOCS)),
+                text.count("\n", 0, m.start()) + 1,
+                m.group("lang"),
+                m.group("code"),
+                tuple(notes),
+            )
+        )
     return out
 
 
@@ -79,8 +86,11 @@ def test_a_block_not_run_here_names_where_it_runs(block: Block) -> None:
 
 def test_the_rule_refuses_a_block_that_names_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = tmp_path / "page.md"
-    page.write_text("```bash\nltm serve\n```\n\n<!-- docs: runs in tests/nowhere.py -->\n```bash\nltm serve\n```\n"
-                    "\n<!-- docs: a diagram, not code -->\n```python\nx = 1\n```\n", "utf-8")
+    page.write_text(
+        "```bash\nltm serve\n```\n\n<!-- docs: runs in tests/nowhere.py -->\n```bash\nltm serve\n```\n"
+        "\n<!-- docs: a diagram, not code -->\n```python\nx = 1\n```\n",
+        "utf-8",
+    )
     monkeypatch.setattr(sys.modules[__name__], "DOCS", tmp_path)
     found = [problem(b) for b in blocks(page)]
     assert found[0] is not None and "must run" in found[0]
@@ -105,16 +115,23 @@ def test_every_python_example_of_the_page_runs(page: str, tmp_path: Path, monkey
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in ALL if b.runs_here and b.lang == "bash"],
-                         ids=lambda b: f"{b.page}:{b.line}")
+@pytest.mark.parametrize(
+    "block", [b for b in ALL if b.runs_here and b.lang == "bash"], ids=lambda b: f"{b.page}:{b.line}"
+)
 def test_every_shell_session_runs(block: Block, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LTM_", "OPENAI_"))}
-    env.update(LTM_STORAGE_DIR=str(tmp_path / "storage"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        LTM_STORAGE_DIR=str(tmp_path / "storage"),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     script = "set -euo pipefail\n" + block.code
-    out = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-                         check=False)
+    out = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert out.returncode == 0, f"docs/{block.page}:{block.line} failed:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
 
 

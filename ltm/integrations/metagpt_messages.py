@@ -214,8 +214,10 @@ class OriginLiftedEmbedding(BaseEmbedding):
 
 def _proxied() -> bool:
     """True when requests go through a proxy (then the server itself may be out of direct reach)."""
-    return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
-                                                 "ALL_PROXY", "all_proxy"))
+    return any(
+        os.environ.get(name)
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+    )
 
 
 def metagpt_embedding() -> BaseEmbedding:
