@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ltm.store.log import MessageLog
 
 from ltm import MemoryStorage, Message, Settings
+from ltm.store.embedded.log import MessageLog
 
 TURNS = [
     ("Fahim", "I went for a morning run after the rain"),

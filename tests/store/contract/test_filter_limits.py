@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ltm.store.filters import MAX_DEPTH, MAX_TERMS
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store import MemoryStorage
+from ltm.store.search.filters import MAX_DEPTH, MAX_TERMS
 
 
 def _nested(op: str, depth: int) -> dict[str, Any]:
