@@ -1,5 +1,5 @@
-"""With no embedding server where MetaGPT's config points, the README's MetaGPT example fails in seconds with
-one clear error (the OpenAI client alone would retry a refused connection for minutes)."""
+"""With no embedding server where MetaGPT's config points, the MetaGPT guide's example (docs/metagpt.md) fails in
+seconds with one clear error (the OpenAI client alone would retry a refused connection for minutes)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def test_the_metagpt_example_fails_fast_without_an_embedding_server(tmp_path: Pa
         encoding="utf-8",
     )
     (tmp_path / "project").mkdir()
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    code = re.search(r"```python\n(.*?)```", readme[readme.index("## Using ltm from MetaGPT") :], re.S)
+    guide = (ROOT / "docs" / "metagpt.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", guide, re.S)
     assert code
     script = tmp_path / "example.py"
     script.write_text(code.group(1), encoding="utf-8")
