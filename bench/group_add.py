@@ -1,4 +1,4 @@
-"""Concurrent single-message adds, the store's work alone (issue 21 item 4: 50x the llama-index way at 10k).
+"""Concurrent single-message adds, the store's work alone (50x the llama-index way at 10k).
 
 ``--callers`` threads add ``--n`` of the bench's chat messages into a new namespace, one message per ``add``,
 each call returning once its message is durable (group commit: ltm.store.group); the vectors are precomputed

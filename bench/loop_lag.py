@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Event-loop lag of ltm's async API (issue 13 #8): does ``aadd`` / ``asearch`` keep the loop responsive?
+"""Event-loop lag of ltm's async API: does ``aadd`` / ``asearch`` keep the loop responsive?
 
     python -m bench.loop_lag                  # 64 tasks, 2,000 prefilled rows, 3 repeats
     python -m bench.loop_lag --tasks 8 --prefill 500 --repeats 1    # the quick run the tests use

@@ -1,4 +1,4 @@
-"""Open-to-first-answered-query of a big namespace in a fresh process (issue 6's "recover" figure).
+"""Open-to-first-answered-query of a big namespace in a fresh process (the "recover" figure of BENCHMARKS.md).
 
 ``build`` fills a namespace with the bench's precomputed vectors (``bench_data``, batches of 20k, flat index
 so it is quick) and snapshots it; ``--hnsw-from`` then swaps in an HNSW graph already built on the same

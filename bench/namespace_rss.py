@@ -1,4 +1,4 @@
-"""What each namespace keeps in RAM once the pool closed it (issue 20).
+"""What each namespace keeps in RAM once the pool closed it.
 
     python -m bench.namespace_rss -n 400 -m 100
     python -m bench.namespace_rss -n 1200 -m 100      # the slope between the two is the cost of a closed one

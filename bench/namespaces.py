@@ -1,4 +1,4 @@
-"""Thousands of namespaces in one process under ``ulimit -n 1024`` (issue 20): the pool of open namespaces.
+"""Thousands of namespaces in one process under ``ulimit -n 1024``: the pool of open namespaces.
 
     python -m bench.namespaces                         # 2,000 namespaces x 10 messages, the default pool
     python -m bench.namespaces -n 10000 -m 100         # the issue's target

@@ -1,4 +1,4 @@
-"""Where one caller's single-message ``add`` spends its time outside the model (issue 21 item 3).
+"""Where one caller's single-message ``add`` spends its time outside the model.
 
 One process, the local model on ONNX Runtime (one thread): ``--n`` adds of one message each into a new
 namespace, every ``session.run`` timed. Prints the mean time per add, the model's share of it and the rest

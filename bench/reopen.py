@@ -1,4 +1,4 @@
-"""A call on a parked (closed) namespace, per kind of call: what lazy FAISS loading saves (issue 20).
+"""A call on a parked (closed) namespace, per kind of call: what lazy FAISS loading saves.
 
     python -m bench.reopen --messages 1000 --label after
 

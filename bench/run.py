@@ -4,7 +4,7 @@
     python -m bench.run --quick                      # < 2 min smoke run (CI)
     python -m bench.run --all                        # bench/results/: 1k, 10k, 100k (~20 min), plots
     python -m bench.run --all --sizes 1000,10000,100000,1000000   # and 1M (~30+ min more, ~6 GB RAM)
-    python -m bench.run --model-only --baseline 4311524^          # ingest only, against ltm before issue 21 (torch)
+    python -m bench.run --model-only --baseline 4311524^          # ingest only, against ltm on torch
 
 Every system at every size runs in its own worker process (peak RSS is per worker); recovery is timed in a
 further fresh process. Each figure is the median over ``--repeats`` runs; baselines run in the same
@@ -34,7 +34,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 FULL_SIZES = [1_000, 10_000, 100_000, 1_000_000]
 DEFAULT_SIZES = [1_000, 10_000, 100_000]  # ~20 min; add 1000000 with --sizes (peak ~6 GB RAM, ~30+ min more)
 QUICK_SIZES = [1_000, 2_000]
-BASELINE_REF = "0703872"  # main before issue 21's write-path work: the "before" of every ltm figure
+BASELINE_REF = "0703872"  # ltm before its batched write path: the "before" of every ltm figure
 RESULTS = Path(__file__).resolve().parent / "results"
 BENCHMARKS = RESULTS.parent.parent / "BENCHMARKS.md"
 

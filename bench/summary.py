@@ -6,7 +6,7 @@ is averaged over the three references:
 
 - ``lead``: the first sentences in order (the classic lead-k baseline);
 - ``random``: sentences drawn at random (seeded), in order;
-- ``before``: ltm's summarizer before issue 19 (``bench/summary_before.py``), at the same budget;
+- ``before``: ltm 0.1.0's summarizer (``bench/summary_before.py``), at the same budget;
 - ``tfidf`` / ``embedding``: ``ltm.llm.summary`` with TF-IDF vectors / the local all-MiniLM-L6-v2 model.
 
 Titles are scored by ROUGE-1 F1 against the best of the three reference topics, and counted as *negated* when

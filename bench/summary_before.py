@@ -1,4 +1,4 @@
-"""ltm's offline summary and title as they were before issue 19 (main at e6caf84), kept as the "before" baseline
+"""ltm's offline summary and title as they were at e6caf84 (ltm 0.1.0), kept as the "before" baseline
 of ``python -m bench.summary`` so that every figure comes from one run: TF-IDF degree centrality over distinct
 sentences, the text returned verbatim when it fits ``max_words``, and a title of several RAKE keyphrases.
 """

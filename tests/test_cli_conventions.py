@@ -1,4 +1,4 @@
-"""CLI conventions users of sqlite-utils, llm or httpie expect (issue 19): version, ISO dates, JSON, progress."""
+"""CLI conventions users of sqlite-utils, llm or httpie expect: version, ISO dates, JSON, progress."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`ltm --url` talks to a running `ltm serve` instead of opening local files (issue 19)."""
+"""`ltm --url` talks to a running `ltm serve` instead of opening local files."""
 
 from __future__ import annotations
 

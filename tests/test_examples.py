@@ -1,4 +1,4 @@
-"""Every example in examples/ runs as written, offline, in a fresh interpreter (issue 19)."""
+"""Every example in examples/ runs as written, offline, in a fresh interpreter."""
 
 from __future__ import annotations
 

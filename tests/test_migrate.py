@@ -76,7 +76,7 @@ def test_migrate_needs_one_side_of_each(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_migrate_carries_scopes_expiry_and_history_both_ways(tmp_path: Path, pg_url: str,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 16's data crosses engines: scope and expiry filters answer the same, the audit trail (events,
+    """The document API's data crosses engines: scope and expiry filters answer the same, the audit trail (events,
     old / new values, times) is the source's, and a second run leaves one trail, not two."""
     embedded = Settings(storage_dir=tmp_path / "a", embedding="hash")
     later = time.time() + 3600

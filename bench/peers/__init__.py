@@ -1,4 +1,4 @@
-"""ltm against its peers, measured side by side in one run (issue 21): ``python -m bench.peers``.
+"""ltm against its peers, measured side by side in one run: ``python -m bench.peers``.
 
 mem0 (``mem0ai``) runs in its own virtual environment, ``bench/.venvs/mem0`` (git-ignored, made by
 :mod:`bench.peers.venv` on the first run), never in the project's; each engine is a :mod:`bench.peers.worker`

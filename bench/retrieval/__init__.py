@@ -1,4 +1,4 @@
-"""Retrieval quality on public, human-written conversational-memory benchmarks (issue 15).
+"""Retrieval quality on public, human-written conversational-memory benchmarks.
 
 ``python -m bench.retrieval.fetch`` converts the public sets into ``bench/data/`` (git-ignored: their data is
 never committed); ``python -m bench.retrieval`` stores every set through the ordinary path

@@ -1,10 +1,10 @@
-"""The store's own candidates for every public question, to measure search levers on (issue 15).
+"""The store's own candidates for every public question, to measure search levers on.
 
 Each conversation is stored once through the ordinary path (``add_batch``, cached vectors) under
 ``bench/data/stores/`` (git-ignored); then, for every question, the store's own keyword index (FTS5, any column
 weights and query) and its stored vectors give the candidates, and :func:`ltm.store.search.fusion.fuse` ranks them, so
 :func:`base` reproduces ``MemoryStorage.search`` as it was at 34e683c and :func:`shipped` as it is now (both checked
-against ``python -m bench.retrieval``; :func:`shipped` again after the fourth round's first-person questions).
+against ``python -m bench.retrieval``; :func:`shipped` again once questions name their speakers in the first person).
 The levers themselves are in :mod:`bench.tuning.levers`.
 """
 
@@ -187,8 +187,8 @@ def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
             weights: Mapping[str, float] | None = None, keyword: Callable[[Question], Cand] | None = None,
             sitting: float | None = None, prior: bool = True) -> list[int]:
     """What search ships now: a pasted conversation's lines, else the question's names in the first person,
-    Rocchio feedback, the named speaker's boost and each candidate's prior (eighth round). Each switch takes one of
-    them away (the sixth round's rows); ``keyword`` gives the keyword candidates from another index."""
+    Rocchio feedback, the named speaker's boost and each candidate's prior. Each switch takes one of
+    them away; ``keyword`` gives the keyword candidates from another index."""
     c, original = q.conv, q
     q = spoken(q) if first_person else q
     kw = (keyword or (lambda q: c.keyword(match_of(q))[:50]))(original)

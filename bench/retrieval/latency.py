@@ -1,4 +1,4 @@
-"""Search and ingest time of this tree's store against an older commit's, measured in one run (issue 15).
+"""Search and ingest time of this tree's store against an older commit's, measured in one run.
 
 The older commit's ``ltm/`` is extracted (``git archive``) into a temp dir; each round runs one worker
 process per tree, alternating, on the same data: 10,000 real turns (REALTALK from bench/data/ when fetched,

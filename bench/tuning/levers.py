@@ -1,4 +1,4 @@
-"""Search levers measured on the store's own candidates, dev / test halves (issue 15; docs/search.md).
+"""Search levers measured on the store's own candidates, dev / test halves (docs/search.md).
 
 "base" is search at 34e683c and "shipped" is search now (each reproduces ``python -m bench.retrieval``); every other
 row changes one thing (see :mod:`bench.retrieval.harness`). Chosen on dev (REALTALK chats 1-5, MADial even-numbered
@@ -7,7 +7,7 @@ lever was chosen: :func:`sixth_round` takes each one away from what ships, to se
 
     python -m bench.tuning.levers                       # every lever on every set
     LEVERS='^(base|shipped|rocchio)' SETS=realtalk python -m bench.tuning.levers
-    LEVERS='^(shipped|keyword$|dense|base$)' SETS=friendsqa python -m bench.tuning.levers   # the sixth round
+    LEVERS='^(shipped|keyword$|dense|base$)' SETS=friendsqa python -m bench.tuning.levers
 """
 
 from __future__ import annotations
@@ -335,7 +335,7 @@ def sixth_round() -> dict[str, Lever]:
 
 
 def levers() -> dict[str, Lever]:
-    """Every lever docs/search.md reports (third round), by name."""
+    """Every lever docs/search.md reports, by name."""
     out: dict[str, Lever] = {"base": base, "shipped": shipped, "keyword": only("keyword"), "dense": only("dense")}
     for kind in ("mean", "max"):
         for whole in (0.0, 0.5, 1.0, 2.0):

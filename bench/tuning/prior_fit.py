@@ -1,4 +1,4 @@
-"""The eighth round of search levers (issue 15; docs/search.md): a prior for each candidate of a one-line question.
+"""Fitting the search prior's weights (docs/search.md): a prior for each candidate of a one-line question.
 
 After the fusion, each candidate gets :func:`ltm.store.search.fusion.prior`: the query's cosine to it on its own
 scale, its
@@ -89,7 +89,7 @@ def step_one(q: Question) -> list[int]:
 
 def eighth_round() -> dict[str, Lever]:
     """shipped (step 2), without the prior (08f6fd4), the refitted prior beside feedback, step 1, and the feature
-    table: step 1 with one weight of the prior changed (docs/search.md, eighth round)."""
+    table: step 1 with one weight of the prior changed (docs/search.md)."""
     out: dict[str, Lever] = {"shipped": shipped, "no prior": lambda q: shipped(q, prior=False),
                              "feedback too": feedback_too, "step 1: feedback too, its weights": step_one}
     for name in FEATURES:

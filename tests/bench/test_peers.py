@@ -1,4 +1,4 @@
-"""bench/peers (issue 21): the worker protocol, the interleaving, the ratios, the corpus and the closed LLM port."""
+"""bench/peers: the worker protocol, the interleaving, the ratios, the corpus and the closed LLM port."""
 
 from __future__ import annotations
 

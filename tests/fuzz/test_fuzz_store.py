@@ -1,5 +1,5 @@
 """Fuzz the store's public API with hostile values; after every case the namespace still reopens, its rows
-equal its vectors and a filtered search answers (issue 13: the probe's method, kept in the project)."""
+equal its vectors and a filtered search answers (the probe's method, kept in the project)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, defect 8: the async twins never run SQLite or FAISS on the event loop's thread."""
+"""The async twins never run SQLite or FAISS on the event loop's thread."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, defects 2, 3 and 11: one bad value is refused at the door with a typed error that names the fix,
+"""One bad value is refused at the door with a typed error that names the fix,
 and the namespace keeps working (reopens, rows equal vectors, a filtered search still answers)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, defects 9, 12, 13, 14, 16, 17 through the ``ltm`` command: destructive commands touch only what
+"""Through the ``ltm`` command: destructive commands touch only what
 ltm made, imports are idempotent and say where they failed, OS errors are one line, reading never creates."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, defect 7: two handles on one namespace in one process share the writes fairly and never stall
+"""Two handles on one namespace in one process share the writes fairly and never stall
 into BackendUnavailable; threads sharing one handle never use its connection at the same time."""
 
 from __future__ import annotations

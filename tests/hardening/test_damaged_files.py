@@ -1,4 +1,4 @@
-"""Issue 13: every file of a namespace deleted, truncated, filled with garbage or swapped for another
+"""Every file of a namespace deleted, truncated, filled with garbage or swapped for another
 namespace's copy. Each case ends "rebuilt" (opens; rows equal vectors; every stored row is found by dense
 search of its own text; a filtered search works; a second reopen agrees) or with a clear error (an LTMError
 naming the file) that leaves the surviving files untouched. Never silently wrong.
@@ -20,7 +20,7 @@ from ltm.store.naming import namespace_dir
 
 ROWS = 40
 FILES = ["memory.sqlite", "memory.sqlite-wal", "index.faiss", "manifest.json"]
-# Only an HNSW graph is snapshotted (a flat index is replayed from SQLite: issue 21), so these namespaces switch
+# Only an HNSW graph is snapshotted (a flat index is replayed from SQLite), so these namespaces switch
 # to HNSW early and index.faiss exists to be damaged; context.faiss (always flat) is no longer written.
 HNSW_AT = 10
 
@@ -179,6 +179,6 @@ def test_an_edited_dimension_is_a_clear_error(tmp_path: Path) -> None:
     manifest = json.loads((directory / "manifest.json").read_text())
     manifest["dim"] = 385
     (directory / "manifest.json").write_text(json.dumps(manifest))
-    (directory / "index.faiss").unlink(missing_ok=True)  # 5 rows: flat, no snapshot (issue 21)
+    (directory / "index.faiss").unlink(missing_ok=True)  # 5 rows: flat, no snapshot
     with pytest.raises(LTMError, match="manifest.json"):
         MemoryStorage("alpha", settings=settings).search("record 1", mode="dense")

@@ -1,4 +1,4 @@
-"""Issue 13, defect 10: killed snapshot writes leave no temp files behind, an HNSW namespace whose snapshot is
+"""Killed snapshot writes leave no temp files behind, an HNSW namespace whose snapshot is
 lost reopens as HNSW, and ``stats()`` is one consistent read even while another handle writes."""
 
 from __future__ import annotations

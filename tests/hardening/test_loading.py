@@ -1,4 +1,4 @@
-"""Issue 13, defect 1: loading a stored message never imports the module its JSON names."""
+"""Loading a stored message never imports the module its JSON names."""
 
 from __future__ import annotations
 

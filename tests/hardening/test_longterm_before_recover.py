@@ -1,4 +1,4 @@
-"""Issue 13, defect 15: a watched message added before ``recover_memory`` is stored or refused, never lost."""
+"""A watched message added before ``recover_memory`` is stored or refused, never lost."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, defect 6: secrets never appear in errors (the Settings part is tested in tests/test_config.py)."""
+"""Secrets never appear in errors (the Settings part is tested in tests/test_config.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The local model on ONNX Runtime gives the vectors sentence-transformers gives (issue 21), exported offline."""
+"""The local model on ONNX Runtime gives the vectors sentence-transformers gives, exported offline."""
 
 from __future__ import annotations
 

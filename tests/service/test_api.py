@@ -1,4 +1,4 @@
-"""The HTTP API against a real server on a loopback port: the paths of issue 18, errors as JSON with their
+"""The HTTP API against a real server on a loopback port: the documented paths, errors as JSON with their
 status, body limits, pagination of the lists that grow."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How the store calls its embedding (issue 21): ltm's own ONNX model directly while nothing observes
+"""How the store calls its embedding: ltm's own ONNX model directly while nothing observes
 llama-index's embedding events; any other llama-index embedding, and ltm's own once a handler listens, through
 llama-index's public entry points, so their instrumentation sees every call."""
 

@@ -1,4 +1,4 @@
-"""Hybrid ranking (issue 15): calibrated fusion, flat-signal fallback, exact matches first, deterministic
+"""Hybrid ranking: calibrated fusion, flat-signal fallback, exact matches first, deterministic
 ties, and the time window a query names."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tests.support.embeddings import ConceptEmbedding
 
 
 def test_the_exact_sentence_beats_its_word_swapped_twin(settings: Settings) -> None:
-    """The defect of issue 15: both sentences hold the same words, so every signal tied and the older, swapped
+    """Both sentences hold the same words, so every signal tied and the older, swapped
     one came first in hybrid mode."""
     with MemoryStorage("food", settings=settings) as store:
         store.add(Message(content="I prefer dumplings over sourdough", role="user"))
@@ -91,7 +91,7 @@ def test_only_a_neighbour_from_the_same_sitting_lends() -> None:
 
 
 def test_a_candidate_gets_a_share_of_the_best_other_candidate_of_its_sitting() -> None:
-    """Seventh round of issue 15: of two turns that score alike, the one said in the sitting where the question's
+    """Of two turns that score alike, the one said in the sitting where the question's
     topic came up ranks first; a candidate whose time is unknown lends and gets nothing."""
     dense = [(1, 0.9), (5, 0.6), (9, 0.6)] + [(20 + i, 0.2) for i in range(47)]
     signals = {"dense": dense}
@@ -248,7 +248,7 @@ PASTED = "\n".join([  # a pasted conversation: long, and only its last line is a
 
 
 def test_a_pasted_conversation_reaches_the_memory_one_line_is_about(settings: Settings) -> None:
-    """Issue 15 (MADial-Bench's queries): embedded whole, the conversation is closest to the memories that mix
+    """Embedded whole, the conversation is closest to the memories that mix
     its main topics; each line embedded too, the one line about an award reaches the one memory about it (no
     word in common: the keyword index cannot help). Dense mode stays the whole query's cosine."""
     memories = ["medal", "rain homework", "homework piano", "rain piano", "storm quiz", "quiz song", "storm song",
@@ -277,10 +277,10 @@ def test_query_lines_and_line_scores() -> None:
 
 
 def test_feedback_brings_what_the_best_hits_share(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rocchio feedback (issue 15), for a query that gets no prior (here a pasted conversation of two short lines):
+    """Rocchio feedback, for a query that gets no prior (here a pasted conversation of two short lines):
     the best hits for "trophy" were all also about storms, so the storm note (nothing in common with the query
     itself) comes before a chatty note that merely names a medal. A one-line question gets the prior instead, and
-    no second dense search (eighth round: with the prior, feedback added nothing to questions)."""
+    no second dense search (with the prior, feedback added nothing to questions: docs/search.md)."""
     from ltm.store.embedded import retrieval
 
     chatter = " ".join(f"word{i}" for i in range(20))
@@ -312,7 +312,7 @@ def test_feedback_brings_what_the_best_hits_share(settings: Settings, monkeypatc
 
 
 def test_a_question_naming_a_speaker_favours_what_they_said(settings: Settings) -> None:
-    """Issue 15 (REALTALK: 9 in 10 evidence turns of a question naming a speaker are theirs): Elise's turn says
+    """Elise's turn says
     more of the question's words, but the question asks about Kevin, so Kevin's own turn gains on hers (the bonus,
     WEIGHTS["speaker"]) against the same question naming nobody; a word of a longer name is enough ("Fahim" names
     "Fahim Khan"). Keyword mode, which has no bonus, puts Elise's turn first."""
@@ -404,7 +404,7 @@ def test_the_sitting_share_matches_its_definition_on_random_candidates() -> None
 
 
 def test_the_prior_is_what_the_fusion_does_not_see() -> None:
-    """Eighth round (docs/search.md): the query's own cosine, the length, a question mark and the share of the
+    """The prior (docs/search.md): the query's own cosine, the length, a question mark and the share of the
     question's words (by their first letters) a candidate holds, weighed by PRIOR."""
     terms = stems(["recipes", "travel"])
     assert terms == {"recip", "trave"}

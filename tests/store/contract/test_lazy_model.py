@@ -1,4 +1,4 @@
-"""Reading a store never loads the embedding model: only embedding does (issue 19: a CLI that answers fast)."""
+"""Reading a store never loads the embedding model: only embedding does (a CLI that answers fast)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The query embedding cache (issue 21): a repeated search skips the model, the cache is bounded by
+"""The query embedding cache: a repeated search skips the model, the cache is bounded by
 ``Settings.query_cache_size``, keyed by model and text, and kept apart from content vectors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 20: one search across the namespaces of a team, merged by score, with the real local model."""
+"""One search across the namespaces of a team, merged by score, with the real local model."""
 
 from __future__ import annotations
 

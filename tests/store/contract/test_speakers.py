@@ -1,4 +1,4 @@
-"""A question's speaker names in the first person before it is embedded (issue 15, fourth round).
+"""A question's speaker names in the first person before it is embedded (docs/search.md).
 
 Stored turns are embedded as their bare text ("I went for a run"), never with who said them, so the dense side of
 "When did Fahim go for a run?" is computed from "When did I go for a run?" (REALTALK dense recall@10 0.409 ->

@@ -1,4 +1,4 @@
-"""The document-store API of MemoryStorage (issue 16): update, history, scopes, expiry, filtered list /
+"""The document-store API of MemoryStorage: update, history, scopes, expiry, filtered list /
 search / delete_where / delete_all, threshold and explain, export / import, the schema 2 -> 3 migration."""
 
 from __future__ import annotations

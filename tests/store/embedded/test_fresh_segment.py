@@ -1,4 +1,4 @@
-"""The HNSW fresh segment (issue 21 item 4): vectors added to an existing graph go to a small exact flat index
+"""The HNSW fresh segment: vectors added to an existing graph go to a small exact flat index
 searched beside it and are folded into the graph together; the graph snapshot is only rewritten when the graph
 changed, and the fresh rows come back from SQLite on open."""
 

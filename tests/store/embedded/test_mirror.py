@@ -125,7 +125,7 @@ def test_damaged_snapshot_is_rebuilt_from_sqlite(world: World) -> None:
 
 
 def test_a_flat_index_is_not_snapshotted_and_comes_back_from_sqlite(world: World) -> None:
-    """Issue 21: a flat index holds exactly SQLite's float16 vectors, so it is not written twice; an older
+    """A flat index holds exactly SQLite's float16 vectors, so it is not written twice; an older
     store's flat snapshot still loads, and the next save removes it."""
     directory, manifest, settings = world
     log = MessageLog(directory / "memory.sqlite")

@@ -1,4 +1,4 @@
-"""Issue 20: a process holds thousands of namespaces through a bounded pool of open ones."""
+"""A process holds thousands of namespaces through a bounded pool of open ones."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_fifty_namespaces_from_threads_stay_within_the_bound_and_lose_nothing(tm
 
 
 def test_a_parked_namespace_reopens_from_its_snapshot_without_rebuilding(tmp_path: Path) -> None:
-    settings = _pooled(tmp_path, 2).with_(hnsw_threshold=10)  # HNSW: only a graph is snapshotted (issue 21)
+    settings = _pooled(tmp_path, 2).with_(hnsw_threshold=10)  # HNSW: only a graph is snapshotted
     first = MemoryStorage("first", settings=settings)
     first.add_batch([Message(content=f"fact number {n}", id=str(n)) for n in range(20)])
     others = [MemoryStorage(f"other-{i}", settings=settings) for i in range(3)]

@@ -1,4 +1,4 @@
-"""HNSW snapshots with 8-bit vectors (issue 21): a quarter of the float32 bytes, exact cosines after rescoring,
+"""HNSW snapshots with 8-bit vectors: a quarter of the float32 bytes, exact cosines after rescoring,
 recall@10 against exact search, and stores written before (float32 ``IndexHNSWFlat`` snapshots) still open."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_a_float32_hnsw_snapshot_from_before_still_opens(settings: Settings) -> 
     old = VectorIndex.load(path, DIM)
     assert old is not None
     seqs = faiss.vector_to_array(old.index.id_map).astype(np.int64)
-    inner = faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)  # what snapshots held before issue 21
+    inner = faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)  # what snapshots held before 8-bit vectors
     old.index = faiss.IndexIDMap2(inner)
     old.index.add_with_ids(decode(vectors.astype("<f2"))[seqs - 1], seqs)
     old.save(path)

@@ -1,4 +1,4 @@
-"""Issue 20: handles on one namespace share one engine; a reopened namespace loads its vectors only when needed."""
+"""Handles on one namespace share one engine; a reopened namespace loads its vectors only when needed."""
 
 from __future__ import annotations
 
