@@ -1,4 +1,5 @@
-"""The project's Markdown reads as documentation, not as a work log, and the changelog goes by version.
+"""The project's Markdown, comments and docstrings read as documentation, not as a work log, and the changelog goes
+by version.
 
 A work log shows as numbered work periods ("round 7", "the eighth round", "session 30", "stop 11"), references to
 issue numbers, dated entries ("## ... (2026-11-25)") and notes about the machine a run happened to be on. Each
@@ -8,9 +9,12 @@ tables in bench/results/).
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -77,3 +81,39 @@ def test_the_newest_version_is_what_ltm_reports() -> None:
     out = subprocess.run([sys.executable, "-m", "ltm.cli", "--version"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True)
     assert ltm.__version__ in out.stdout
+
+
+def _prose_of(source: str) -> str:
+    """A Python file's comments and docstrings, one per line (what a reader takes as the code's explanation)."""
+    parts = [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+             if tok.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                parts.append(doc)
+    return "\n".join(parts)
+
+
+CODE = sorted(p for folder in ("ltm", "bench", "tests", "examples", "docs") for p in (ROOT / folder).rglob("*.py")
+              if p != Path(__file__).resolve())
+SCRIPTS = sorted(p for p in (ROOT / "scripts").rglob("*") if p.is_file() and not p.suffix)
+
+
+@pytest.mark.parametrize("path", CODE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_comment_or_docstring_reads_as_a_work_log(path: Path) -> None:
+    found = offences(_prose_of(path.read_text("utf-8")))
+    assert not found, f"{path.relative_to(ROOT)}'s comments or docstrings read as a work log:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_script_comment_reads_as_a_work_log(path: Path) -> None:
+    comments = "\n".join(line for line in path.read_text("utf-8").splitlines() if line.lstrip().startswith("#"))
+    found = offences(comments)
+    assert not found, f"{path.relative_to(ROOT)}'s comments read as a work log:\n" + "\n".join(found)
+
+
+def test_the_code_check_reads_comments_and_docstrings() -> None:
+    source = '"""Fixed in issue 13."""\n\n\ndef f() -> str:\n    return "round 2 of the game"  # the eighth round\n'
+    prose = _prose_of(source)
+    assert "issue 13" in prose and "eighth round" in prose and "round 2 of the game" not in prose

@@ -26,7 +26,7 @@ def test_memory_run_rises_and_control_stays_flat(
     mem, ctl = bench.main(["--rounds", "3", "--embedding", "hash", "--storage-dir", str(tmp_path), "--plot", str(png)])
     assert len({(s.success_rate, s.wasted_steps) for s in ctl}) == 1  # control: flat
     assert all(s.policy_hits == 0 for s in ctl)
-    assert mem[0].success_rate == ctl[0].success_rate  # round 1: nothing learned yet
+    assert mem[0].success_rate == ctl[0].success_rate  # the opening pass: nothing learned yet
     assert mem[-1].success_rate > ctl[-1].success_rate and mem[-1].wasted_steps < ctl[-1].wasted_steps
     assert mem[-1].policy_hits > 0 and mem[-1].policies >= 1
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
