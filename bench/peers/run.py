@@ -57,6 +57,21 @@ def closed_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+def call_worker(proc: subprocess.Popen[str], name: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One request to a worker process speaking one JSON object per line each way; its death or its error
+    ends the run with what it said (the trace is in its answer, the rest in its log)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(request) + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"the {name} worker died (exit {proc.wait()}); see its log")
+    answer: dict[str, Any] = json.loads(line)
+    if "error" in answer:
+        raise SystemExit(f"{name} failed on {request['op']}: {answer['error']}\n{answer.get('trace', '')}")
+    return answer
+
+
 class Worker:
     """One engine's process and its JSON-lines pipe. It runs in ``cwd`` (not the repository: ``python -m`` puts
     the working directory first on ``sys.path``, and a baseline's ``ltm`` must come from ``PYTHONPATH``)."""
@@ -68,16 +83,7 @@ class Worker:
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._proc.stdin.write(json.dumps(request) + "\n")
-        self._proc.stdin.flush()
-        line = self._proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"the {self.engine} worker died (exit {self._proc.wait()}); see its log")
-        answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            raise SystemExit(f"{self.engine} failed on {request['op']}: {answer['error']}\n{answer.get('trace', '')}")
-        return answer
+        return call_worker(self._proc, self.engine, request)
 
     def stop(self) -> None:
         if self._proc.poll() is None:

@@ -36,7 +36,7 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus, stores_venv
-from bench.peers.run import baseline_tree
+from bench.peers.run import baseline_tree, call_worker
 
 RESULTS = ROOT / "bench" / "results"
 LTM = "ltm"
@@ -76,16 +76,7 @@ class Worker:
         )
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._proc.stdin.write(json.dumps(request) + "\n")
-        self._proc.stdin.flush()
-        line = self._proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"the {self.store} worker died (exit {self._proc.wait()}); see its log")
-        answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            raise SystemExit(f"{self.store} failed on {request['op']}: {answer['error']}\n{answer.get('trace', '')}")
-        return answer
+        return call_worker(self._proc, self.store, request)
 
     def stop(self) -> None:
         """Close the store and end the process; one that fails to close is killed (its error is in the log)."""
