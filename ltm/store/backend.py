@@ -29,7 +29,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.records import Analysis, HistoryEvent, MemoryHit, Row, StoreStats
+from ltm.store.records import Analysis, HistoryEvent, KeywordSide, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Filter
 
 __all__ = ["DocumentBackend", "Engine", "StoreBackend", "backend_for"]
@@ -81,7 +81,7 @@ class StoreBackend(Protocol):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: list[tuple[int, float]] | None = None) -> list[MemoryHit]:
+               keyword: KeywordSide | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
         lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
@@ -90,9 +90,10 @@ class StoreBackend(Protocol):
         :meth:`keyword_candidates` the caller found while the model embedded the query."""
 
     def keyword_candidates(self, text: str, plan: Analysis, k: int,
-                           filters: Mapping[str, Any] | None) -> list[tuple[int, float]] | None:
-        """A hybrid search's keyword candidates for ``text`` (what :meth:`search` takes as ``keyword``), found while
-        the model embeds the query; None where :meth:`search` ranks the keyword side itself (one statement)."""
+                           filters: Mapping[str, Any] | None) -> KeywordSide | None:
+        """A hybrid search's keyword side for ``text`` (what :meth:`search` takes as ``keyword``): found while the
+        model embeds the query, with whatever of the candidates' rows the engine can read without the query vector;
+        None where :meth:`search` ranks the keyword side itself (one statement)."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["EVENTS", "LIST_MAX", "MODES", "VECTOR_DTYPE", "Analysis", "Event", "HistoryEvent", "MemoryHit",
-           "MessagePage", "Mode", "Row", "SearchQuery", "StoreStats", "assemble", "check_limit", "decode",
+__all__ = ["EVENTS", "LIST_MAX", "MODES", "VECTOR_DTYPE", "Analysis", "Event", "HistoryEvent", "KeywordSide",
+           "MemoryHit", "MessagePage", "Mode", "Row", "SearchQuery", "StoreStats", "assemble", "check_limit", "decode",
            "decode_cursor", "encode_cursor", "pack", "unpack"]
 
 _CURSOR_PREFIX = "ltm-seq:"
@@ -33,6 +33,17 @@ Event = Literal["ADD", "UPDATE", "DELETE"]
 
 Mode = Literal["hybrid", "dense", "keyword"]
 MODES: tuple[Mode, ...] = get_args(Mode)
+
+
+class KeywordSide(NamedTuple):
+    """A hybrid search's keyword side, found on a worker thread while the model embeds the query
+    (:meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`): the candidates, best first, and the engine's
+    rows of them read then too, with the store's ``version`` at that read (the engine reads a row again when the
+    store has changed since: a message deleted meanwhile is never returned)."""
+
+    hits: list[tuple[int, float]]  # (seq, raw keyword score), best first
+    rows: Mapping[int, Any]  # seq -> the engine's candidate row (empty: none read ahead)
+    version: Any = None  # what the engine compares before it trusts ``rows``
 
 
 @dataclass(frozen=True)
@@ -66,7 +77,7 @@ class SearchQuery:
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
     lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
     analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
-    keyword: list[tuple[int, float]] | None = None  # hybrid: the keyword candidates, when the caller found them
+    keyword: KeywordSide | None = None  # hybrid: the keyword side, when the caller found it beside the model
 
 
 @dataclass(frozen=True)

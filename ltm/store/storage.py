@@ -10,14 +10,15 @@ Scores in :class:`MemoryHit` (higher is better in every mode): ``dense``, a cosi
 ``hybrid``, calibrated fusion (:mod:`ltm.store.search.fusion`, the same code on both engines): each signal's score
 scaled to [0, 1] between its best candidate and its floor, weighted and summed, plus a share of the better
 neighbour's; messages holding the query verbatim (or up to case, spacing and punctuation) come first.
+
+The search half of the API is :mod:`ltm.store.searching`, the document-store half :mod:`ltm.store.documents`.
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,25 +31,18 @@ from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.backend import DocumentBackend, Engine, backend_for
-from ltm.store.documents import DocumentStore
 from ltm.store.embedded.engine import HandleLock
 from ltm.store.embedded.writes import add_groups
-from ltm.store.embedder import QUERY, TEXT, Embedder, make_embedder
+from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
 from ltm.store.naming import namespace_dir
-from ltm.store.records import Analysis, MemoryHit, Mode, StoreStats
-from ltm.store.search.explain import check_threshold, explained, given_query_vector
-from ltm.store.search.query import analyse
-from ltm.store.search.speakers import dense_query
-from ltm.store.validation import check_k, text_of
+from ltm.store.records import MemoryHit, StoreStats
+from ltm.store.searching import Searching
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
-# Runs a hybrid query's keyword side while the model embeds the query (see MemoryStorage._keyword_side).
-_KEYWORD_SIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ltm-keyword")
 
-
-class MemoryStorage(DocumentStore):
+class MemoryStorage(Searching):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``
@@ -149,13 +143,6 @@ class MemoryStorage(DocumentStore):
             if added is not None:
                 return added == 1
         return self.add_batch([message]) == 1
-
-    def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
-        """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
-        text = text_of(message)
-        if not text.strip() or self._dim() is None:
-            return []
-        return self._similar(self._embed([text], TEXT), check_k(k), text)
 
     def persist(self) -> None:
         """Write the FAISS snapshot now (adds are already durable; this only makes the next open faster)."""
@@ -267,89 +254,6 @@ class MemoryStorage(DocumentStore):
     def _dim(self) -> int | None:
         with self._lock:
             return self._engine().dimension()
-
-    def search(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
-        threshold: float | None = None, explain: bool = False, vector: Any = None,
-    ) -> builtins.list[MemoryHit]:
-        """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
-
-        ``filters``: the store's filter language (:mod:`ltm.store.search.filters`). Hybrid fuses dense and BM25
-        scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
-        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
-        :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
-        instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
-        """
-        query_vector = given_query_vector(query, mode, vector, self._dim)
-        plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
-        ahead: Future[builtins.list[tuple[int, float]] | None] | None = None
-        if query_vector is None and mode != "keyword" and self._dim() is not None:
-            text = self._dense_text(query)
-            if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
-                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
-            query_vector = self._embed([text], QUERY)
-        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
-        line_vectors = self._embed(lines, QUERY) if lines else None
-        return self._search(query, query_vector, check_k(k), mode, filters, check_threshold(threshold), explain,
-                            line_vectors, plan, ahead.result() if ahead is not None else None)
-
-    def _keyword_side(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                      ) -> builtins.list[tuple[int, float]] | None:
-        """A hybrid search's keyword candidates, found on a worker thread while the model embeds the query (the
-        engine's :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`; None where its search ranks them)."""
-        with self._lock:
-            return self._engine().keyword_candidates(text, plan, k, filters)
-
-    def _dense_text(self, query: str) -> str:
-        """What a question's vector is computed from: the names of people who spoke in this namespace in the first
-        person (:func:`ltm.store.search.speakers.dense_query`)."""
-        return dense_query(query, self._speaker_names)
-
-    def _speaker_names(self, words: builtins.list[str]) -> dict[str, set[str]]:
-        """{word: stored names holding it} for those of ``words`` a stored message's speaker, ``sent_from`` or role
-        holds."""
-        with self._lock:
-            return self._engine().speaker_names(words)
-
-    async def asearch(
-        self, query: str, k: int = 10, *, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
-        threshold: float | None = None, explain: bool = False, vector: Any = None,
-    ) -> builtins.list[MemoryHit]:
-        """Async twin of :meth:`search` (blocking work off the event loop)."""
-        query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
-        if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
-            query_vector = await self._aembed([await self._off(self._dense_text, query)], QUERY)
-        plan = analyse(query)
-        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
-        line_vectors = await self._aembed(lines, QUERY) if lines else None
-        return await self._off(self._search, query, query_vector, check_k(k), mode, filters,
-                               check_threshold(threshold), explain, line_vectors, plan)
-
-    async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
-        """Async twin of :meth:`search_similar`."""
-        text = text_of(message)
-        if not text.strip() or await self._off(self._dim) is None:
-            return []
-        return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
-
-    def _search(
-        self, text: str, vector: np.ndarray | None, k: int, mode: Mode, filters: Mapping[str, Any] | None,
-        threshold: float | None = None, explain: bool = False, lines: np.ndarray | None = None,
-        plan: Analysis | None = None, keyword: builtins.list[tuple[int, float]] | None = None,
-    ) -> builtins.list[MemoryHit]:
-        with self._lock:
-            self.purge_expired()
-            backend = self._engine()
-            exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            hits = backend.search(text, vector, k, mode, filters, exact_key, lines, plan, keyword)
-            return explained(hits, mode, partial(backend.signal_scores, vector=vector, text=text), threshold, explain)
-
-    def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
-        if k == 0:
-            return []
-        with self._lock:
-            self.purge_expired()
-            return self._engine().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
 
     def embed_texts(self, texts: builtins.list[str]) -> np.ndarray:
         """Unit vectors for ``texts`` (one batched, cached model call), comparable with the stored ones."""

@@ -34,10 +34,20 @@ from ltm.store.embedded.filters import compile_filters, to_sql
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
-from ltm.store.embedded.retrieval import best_similarities, keyword_match, retrieve, similar
+from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
 from ltm.store.embedded.writes import insert_groups, replace_rows
 from ltm.store.naming import namespace_dir
-from ltm.store.records import Analysis, HistoryEvent, MemoryHit, Mode, Row, SearchQuery, StoreStats, unpack
+from ltm.store.records import (
+    Analysis,
+    HistoryEvent,
+    KeywordSide,
+    MemoryHit,
+    Mode,
+    Row,
+    SearchQuery,
+    StoreStats,
+    unpack,
+)
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.fusion import DEPTH
 
@@ -238,7 +248,7 @@ class EmbeddedBackend(PooledNamespace):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: builtins.list[tuple[int, float]] | None = None) -> builtins.list[MemoryHit]:
+               keyword: KeywordSide | None = None) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
             return []
@@ -249,12 +259,11 @@ class EmbeddedBackend(PooledNamespace):
                                                  lines=lines, analysis=plan, keyword=keyword))
 
     def keyword_candidates(self, text: str, plan: Analysis, k: int,
-                           filters: Mapping[str, Any] | None) -> builtins.list[tuple[int, float]]:
-        """FTS5's candidates (SQLite lets go of the GIL while it ranks, so this overlaps the model's work)."""
+                           filters: Mapping[str, Any] | None) -> KeywordSide:
+        """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
+        the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`)."""
         where, params = compile_filters(filters)
-        log = self._require()[0]
-        match = keyword_match(log, text, plan.terms)
-        return log.keyword(match, max(3 * k, DEPTH), where or "1", params) if match is not None else []
+        return keyword_side(self._require()[0], text, plan, max(3 * k, DEPTH), where or "1", params)
 
     def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
                       text: str | None) -> dict[str, dict[str, float]]:

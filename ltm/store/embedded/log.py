@@ -246,9 +246,11 @@ class MessageLog:
     def candidates(self, seqs: Sequence[int]) -> list[CandidateRow]:
         """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
         meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read (as
-        the keyword index holds it), the body a hit returns and the content vector the prior's cosines use."""
+        the keyword index holds it), the body a hit returns and the content vector the prior's cosines use.
+        ``CROSS JOIN`` keeps the messages table outside: SQLite's own plan looks each row up in the keyword
+        index's virtual table the other way round, at 1.8x the cost for a search's ~95 rows."""
         sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
-               "m.body, m.embedding FROM messages m JOIN fts f ON f.rowid = m.seq WHERE m.seq IN ({marks})")
+               "m.body, m.embedding FROM messages m CROSS JOIN fts f ON f.rowid = m.seq WHERE m.seq IN ({marks})")
         rows = list(self.where_in(sql, [int(s) for s in seqs]))
         if not rows:
             return []

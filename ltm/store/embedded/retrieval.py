@@ -12,7 +12,7 @@ from ltm.store.embedded.log import CandidateRow, MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.embedded.when import newest_time
-from ltm.store.records import MemoryHit, SearchQuery
+from ltm.store.records import KeywordSide, MemoryHit, SearchQuery
 from ltm.store.search import query as plans
 from ltm.store.search.fusion import (
     DEPTH,
@@ -24,6 +24,7 @@ from ltm.store.search.fusion import (
     fuse,
     line_scores,
     near_exact,
+    prior_features,
     prior_source,
 )
 from ltm.store.search.query import Analysis, analyse, keyword_plan, query_terms
@@ -34,7 +35,7 @@ from ltm.store.search.when import query_window
 # (200 for k <= 16) instead of scanning the index again: see _hybrid.
 FEEDBACK_POOL = 4
 
-__all__ = ["best_similarities", "dense", "keyword_match", "retrieve", "similar"]
+__all__ = ["best_similarities", "dense", "keyword_match", "keyword_side", "retrieve", "similar"]
 
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
     """The ``query.k`` best hits, from the log and the mirror's content and context indexes (in step).
@@ -65,8 +66,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
             continue
         signals[name] = _search(log, index, vector, fetch, allowed, lines)
     if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
-        if query.keyword:
-            signals["keyword"] = query.keyword[:fetch]
+        if query.keyword.hits:
+            signals["keyword"] = query.keyword.hits[:fetch]
     elif (match := keyword_match(log, query.text, plan.terms) if mode != "dense" else None) is not None:
         signals["keyword"] = log.keyword(match, fetch, where or "1", params)
     if not hybrid:
@@ -78,13 +79,34 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
 
 
-class _Rows:
-    """The candidates' rows (:meth:`MessageLog.candidates`), each read once however many stops of the search ask."""
+def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: str,
+                 params: Sequence[object]) -> KeywordSide:
+    """A hybrid search's keyword candidates (``fetch`` best, a ``where`` clause over ``messages m``) and their rows,
+    with what the prior reads of their contents (:func:`~ltm.store.search.fusion.prior_features`): the search's
+    work that needs no query vector, done while the model embeds the query, so that after it only the dense
+    candidates' rows remain to read (docs/SEARCH_SPEED.md). The store's heads are read first: rows read after a
+    later write are read again by the search (:class:`_Rows`)."""
+    version = log.heads()
+    match = keyword_match(log, text, plan.terms)
+    hits = log.keyword(match, fetch, where, list(params)) if match is not None else []
+    rows = {row.seq: row for row in log.candidates([s for s, _ in hits])} if hits else {}
+    if plan.stems is not None:  # a one-line question: its candidates get the prior
+        for row in rows.values():
+            prior_features(row.content)
+    return KeywordSide(hits, rows, version)
 
-    def __init__(self, log: MessageLog) -> None:
+
+class _Rows:
+    """The candidates' rows (:meth:`MessageLog.candidates`), each read once however many stops of the search ask;
+    those the keyword side read while the model embedded the query count as read unless the store changed since."""
+
+    def __init__(self, log: MessageLog, ahead: KeywordSide | None = None) -> None:
         self._log = log
         self.rows: dict[int, CandidateRow] = {}
         self._asked: set[int] = set()
+        if ahead is not None and ahead.rows and ahead.version == log.heads():
+            self.rows.update(ahead.rows)
+            self._asked.update(s for s, _ in ahead.hits)
 
     def read(self, seqs: Sequence[int]) -> dict[int, CandidateRow]:
         """The rows of ``seqs`` still live, reading those not read yet in one query."""
@@ -118,7 +140,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
-    rows = _Rows(log)
+    rows = _Rows(log, query.keyword)
     found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     if _feedback(query, terms) and signals.get("dense") and content is not None and vector is not None:
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=_times(found))

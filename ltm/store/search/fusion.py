@@ -52,6 +52,7 @@ ignored) first; then the fused score; ties by the dense cosine, then the keyword
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -61,7 +62,7 @@ import numpy as np
 __all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
            "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "PRIOR_DEPTH", "SITTING_SHARE", "SITTING_SPAN", "STEM",
            "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores", "near_exact", "normalised_text", "prior",
-           "prior_source", "priors", "stems"]
+           "prior_features", "prior_source", "priors", "stems"]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -160,11 +161,29 @@ def priors(cosines: Mapping[int, float], contents: Mapping[int, str], terms: Col
         content = contents.get(seq)
         if content is None:
             continue
-        words = _WORD.findall(content.lower())
-        out[seq] = (w_cosine * cosine + w_length * math.log1p(len(words))
-                    + w_question * content.rstrip().endswith("?")
-                    + share * len(wanted.intersection([w[:STEM] for w in words])))
+        length, asks, held = prior_features(content)
+        out[seq] = w_cosine * cosine + w_length * length + w_question * asks + share * len(wanted & held)
     return out
+
+
+def prior_features(content: str) -> tuple[float, bool, frozenset[str]]:
+    """What :func:`prior` reads of a content whatever the question: log(1 + its words), whether it ends with a
+    question mark, and its words' :func:`stems`. A pure function of the text, so the most recent
+    :data:`FEATURES_KEPT` short contents keep theirs: a search's candidates recur in the next searches, and a
+    search works them out for the keyword side's candidates while the model embeds the query."""
+    if len(content) > FEATURES_MAX_CHARS:  # a long text is not kept alive by the cache
+        return _features(content)
+    return _kept_features(content)
+
+
+def _features(content: str) -> tuple[float, bool, frozenset[str]]:
+    words = _WORD.findall(content.lower())
+    return math.log1p(len(words)), content.rstrip().endswith("?"), frozenset(w[:STEM] for w in words)
+
+
+FEATURES_KEPT = 4096  # contents whose prior_features are kept, each of at most FEATURES_MAX_CHARS (8 MB of text)
+FEATURES_MAX_CHARS = 2000
+_kept_features = functools.lru_cache(maxsize=FEATURES_KEPT)(_features)
 
 
 def prior_source(cosines: Callable[[list[int]], Mapping[int, float]],

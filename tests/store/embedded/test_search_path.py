@@ -1,16 +1,22 @@
-"""The embedded engine's hybrid search path: each candidate's row is read once, and the keyword side runs on a worker
-thread while the model embeds the query; the hits are those of the search with the keyword side run in line."""
+"""The embedded engine's hybrid search path: each candidate's row is read once, and the keyword side (its candidates
+and their rows) runs on a worker thread while the model embeds the query, in ``search`` and ``asearch``; the hits are
+those of the search with the keyword side run in line, and a message deleted meanwhile is never returned."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import PrivateAttr
 
 from ltm import MemoryStorage, Message, Settings
+from ltm.llm.embeddings import HashEmbedding
 from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.retrieval import keyword_side as side
 
 TURNS = [
     ("Fahim", "I went for a morning run after the rain"),
@@ -22,8 +28,10 @@ TURNS = [
 ] * 5
 
 
-def _store(tmp_path: Path) -> MemoryStorage:
-    store = MemoryStorage("talk", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"))
+def _store(tmp_path: Path, embedding: Any = None) -> MemoryStorage:
+    store = MemoryStorage(
+        "talk", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"), embedding=embedding
+    )
     store.add_batch(
         [
             Message(content=f"{text} ({i})", role="user", sent_from=who, created_at=1.7e9 + 60 * i)
@@ -71,3 +79,97 @@ def test_the_keyword_side_runs_while_the_model_embeds(tmp_path: Path, monkeypatc
     assert [(h.message.id, round(h.score, 6), h.signals) for h in ahead] == [
         (h.message.id, round(h.score, 6), h.signals) for h in inline
     ]
+
+
+class _SlowModel(HashEmbedding):
+    """The hash embedding, whose query call lasts until the keyword side has finished (at most 10 s) and then runs
+    ``meanwhile``: a model slow enough for the keyword side to finish beside it, with nothing left to chance."""
+
+    _keyword_done: threading.Event = PrivateAttr(default_factory=threading.Event)
+    _overlapped: list[bool] = PrivateAttr(default_factory=list)
+    _meanwhile: list[Callable[[], object]] = PrivateAttr(default_factory=list)
+
+    def _wait(self) -> None:
+        self._overlapped.append(self._keyword_done.wait(10))
+        for work in self._meanwhile:
+            work()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        self._wait()
+        return super()._get_query_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        await asyncio.to_thread(self._wait)
+        return await super()._aget_query_embedding(query)
+
+
+def _watched(monkeypatch: pytest.MonkeyPatch, model: _SlowModel) -> list[tuple[str, list[int]]]:
+    """Signals ``model`` once the keyword side is done; returns the log of candidate-row reads (thread, seqs)."""
+
+    def keyword_side(*args: Any) -> Any:
+        try:
+            return side(*args)
+        finally:
+            model._keyword_done.set()
+
+    monkeypatch.setattr("ltm.store.embedded.backend.keyword_side", keyword_side)
+    reads: list[tuple[str, list[int]]] = []
+    original = MessageLog.candidates
+
+    def candidates(self: MessageLog, seqs: Any) -> Any:
+        reads.append((threading.current_thread().name, sorted(seqs)))
+        return original(self, seqs)
+
+    monkeypatch.setattr(MessageLog, "candidates", candidates)
+    return reads
+
+
+def _ids(hits: Any) -> list[tuple[str, float, tuple[str, ...]]]:
+    return [(h.message.id, round(h.score, 6), h.signals) for h in hits]
+
+
+@pytest.mark.embedded_only
+def test_the_keyword_side_reads_its_rows_beside_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _SlowModel()
+    store = _store(tmp_path, model)
+    reads = _watched(monkeypatch, model)
+    query = "what food does Elise like, sushi?"
+    hits = store.search(query, k=5)
+    assert model._overlapped == [True]
+    ahead = [seqs for thread, seqs in reads if thread.startswith("ltm-keyword")]
+    after = [seqs for thread, seqs in reads if not thread.startswith("ltm-keyword")]
+    assert len(ahead) == 1 and ahead[0], reads  # the keyword candidates' rows, read while the model ran
+    assert not {s for seqs in after for s in seqs} & set(ahead[0])  # after it, only rows not read yet
+    vector = store.embed_texts([store._dense_text(query)])[0]
+    assert _ids(hits) == _ids(store.search(query, k=5, vector=vector))
+
+
+@pytest.mark.embedded_only
+def test_asearch_runs_the_keyword_side_beside_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _SlowModel()
+    store = _store(tmp_path, model)
+    reads = _watched(monkeypatch, model)
+    query = "who signed up for a pottery class?"
+    hits = asyncio.run(store.asearch(query, k=5))
+    assert model._overlapped == [True]  # the keyword side finished while the model was still embedding the query
+    assert any(thread.startswith("ltm-keyword") for thread, _ in reads)
+    vector = store.embed_texts([store._dense_text(query)])[0]
+    assert hits and _ids(hits) == _ids(store.search(query, k=5, vector=vector))
+
+
+@pytest.mark.embedded_only
+def test_a_message_deleted_while_the_model_runs_is_not_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _SlowModel()
+    store = _store(tmp_path, model)
+    _watched(monkeypatch, model)
+    query = "who signed up for a pottery class?"
+    vector = store.embed_texts([store._dense_text(query)])[0]
+    first = store.search(query, k=5, vector=vector)[0].message
+    assert "pottery" in first.content
+    model._meanwhile.append(lambda: store.delete(first.id))  # after the keyword side read its rows
+    hits = store.search(query, k=5)
+    assert model._overlapped == [True]
+    assert hits and first.id not in {h.message.id for h in hits}
+    assert _ids(hits) == _ids(store.search(query, k=5, vector=vector))

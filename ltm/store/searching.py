@@ -1,0 +1,187 @@
+"""MemoryStorage's search half: ``search`` / ``asearch`` (hybrid, dense, keyword) and ``search_similar``.
+
+:class:`Searching` is a base class of :class:`~ltm.store.storage.MemoryStorage`. A search by text does what needs
+no query vector while the model embeds the query: the keyword side (the engine's
+:meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`, with the rows of its candidates) runs on a worker
+thread, since SQLite and ONNX Runtime both let go of the GIL; the search then pays max(model, keyword side)
+instead of their sum (docs/SEARCH_SPEED.md). A search given its vector runs every part in line, with the same hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from abc import abstractmethod
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ltm.message import Message
+from ltm.store.documents import DocumentStore
+from ltm.store.embedder import QUERY, TEXT
+from ltm.store.records import Analysis, KeywordSide, MemoryHit, Mode
+from ltm.store.search.explain import check_threshold, explained, given_query_vector
+from ltm.store.search.query import analyse
+from ltm.store.search.speakers import dense_query
+from ltm.store.validation import check_k, text_of
+
+__all__ = ["Searching"]
+
+# Runs a hybrid query's keyword side while the model embeds the query (see Searching._keyword_side).
+_KEYWORD_SIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ltm-keyword")
+
+
+class Searching(DocumentStore):
+    """search / asearch / search_similar / asearch_similar over the handle's engine."""
+
+    threshold: float
+
+    @abstractmethod
+    def _dim(self) -> int | None:
+        """The namespace's vector dimension (None before its first vector)."""
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: Mode = "hybrid",
+        filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        explain: bool = False,
+        vector: Any = None,
+    ) -> builtins.list[MemoryHit]:
+        """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
+
+        ``filters``: the store's filter language (:mod:`ltm.store.search.filters`). Hybrid fuses dense and BM25
+        scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
+        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
+        :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
+        instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
+        """
+        query_vector = given_query_vector(query, mode, vector, self._dim)
+        plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
+        ahead: Future[KeywordSide | None] | None = None
+        if query_vector is None and mode != "keyword" and self._dim() is not None:
+            text = self._dense_text(query)
+            if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
+                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
+            query_vector = self._embed([text], QUERY)
+        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
+        line_vectors = self._embed(lines, QUERY) if lines else None
+        return self._search(
+            query,
+            query_vector,
+            check_k(k),
+            mode,
+            filters,
+            check_threshold(threshold),
+            explain,
+            line_vectors,
+            plan,
+            ahead.result() if ahead is not None else None,
+        )
+
+    async def asearch(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: Mode = "hybrid",
+        filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        explain: bool = False,
+        vector: Any = None,
+    ) -> builtins.list[MemoryHit]:
+        """Async twin of :meth:`search` (blocking work off the event loop; the keyword side beside the model)."""
+        query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
+        plan = analyse(query)
+        ahead: Future[KeywordSide | None] | None = None
+        if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
+            text = await self._off(self._dense_text, query)
+            if mode == "hybrid":
+                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
+            query_vector = await self._aembed([text], QUERY)
+        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
+        line_vectors = await self._aembed(lines, QUERY) if lines else None
+        keyword = await asyncio.wrap_future(ahead) if ahead is not None else None
+        return await self._off(
+            self._search,
+            query,
+            query_vector,
+            check_k(k),
+            mode,
+            filters,
+            check_threshold(threshold),
+            explain,
+            line_vectors,
+            plan,
+            keyword,
+        )
+
+    def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
+        """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
+        text = text_of(message)
+        if not text.strip() or self._dim() is None:
+            return []
+        return self._similar(self._embed([text], TEXT), check_k(k), text)
+
+    async def asearch_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
+        """Async twin of :meth:`search_similar`."""
+        text = text_of(message)
+        if not text.strip() or await self._off(self._dim) is None:
+            return []
+        return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
+
+    def _keyword_side(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+    ) -> KeywordSide | None:
+        """A hybrid search's keyword side, found on a worker thread while the model embeds the query (the
+        engine's :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`; None where its search ranks it)."""
+        with self._lock:
+            return self._engine().keyword_candidates(text, plan, k, filters)
+
+    def _dense_text(self, query: str) -> str:
+        """What a question's vector is computed from: the names of people who spoke in this namespace in the first
+        person (:func:`ltm.store.search.speakers.dense_query`)."""
+        return dense_query(query, self._speaker_names)
+
+    def _speaker_names(self, words: builtins.list[str]) -> dict[str, set[str]]:
+        """{word: stored names holding it} for those of ``words`` a stored message's speaker, ``sent_from`` or role
+        holds."""
+        with self._lock:
+            return self._engine().speaker_names(words)
+
+    def _search(
+        self,
+        text: str,
+        vector: np.ndarray | None,
+        k: int,
+        mode: Mode,
+        filters: Mapping[str, Any] | None,
+        threshold: float | None = None,
+        explain: bool = False,
+        lines: np.ndarray | None = None,
+        plan: Analysis | None = None,
+        keyword: KeywordSide | None = None,
+    ) -> builtins.list[MemoryHit]:
+        with self._lock:
+            self.purge_expired()
+            backend = self._engine()
+            exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
+            hits = backend.search(text, vector, k, mode, filters, exact_key, lines, plan, keyword)
+            return explained(hits, mode, partial(backend.signal_scores, vector=vector, text=text), threshold, explain)
+
+    def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
+        if k == 0:
+            return []
+        with self._lock:
+            self.purge_expired()
+            return self._engine().similar(vectors, k, self.threshold, self.embedder.keys([text])[0])
