@@ -51,7 +51,7 @@ def build(n: int, directory: Path) -> None:
 
 def _baseline(root: Path) -> int:
     """The CLI's stats loop before the catalog (ltm/cli/namespaces.py at 826b132), minus the table."""
-    from ltm.store.embedded.log import MessageLog
+    from ltm.store.embedded import MessageLog
 
     total = 0
     for manifest in sorted(root.glob("*/*/manifest.json")):

@@ -40,7 +40,7 @@ def build(n: int, directory: Path, seed: int, hnsw_from: str | None) -> None:
     from ltm.config import Settings
     from ltm.message import Message
     from ltm.store import MemoryStorage
-    from ltm.store.embedded.backend import EmbeddedBackend
+    from ltm.store.embedded import EmbeddedBackend
     from ltm.store.embedded.vectors import VectorIndex
 
     texts, topics, _, _ = dataset(n, seed)

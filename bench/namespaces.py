@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError
-from ltm.store.embedded.pool import POOL
+from ltm.store.embedded import POOL
 
 _WORDS = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",

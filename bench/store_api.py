@@ -27,7 +27,7 @@ import numpy as np
 from bench.measure_store import texts
 from ltm import MemoryStorage, Message, Settings
 from ltm.store import Mode
-from ltm.store.embedded.filters import compile_sql
+from ltm.store.embedded import compile_sql
 
 _DIM = 384
 _USERS = 1000  # user_id u0..u999: a user's filter selects 0.1% of the store

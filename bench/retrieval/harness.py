@@ -71,9 +71,8 @@ def build(data: dict[str, Any], model: Any) -> list[Question]:
     """Store every conversation of ``data`` (once: reused when already under STORES) and its questions."""
     from ltm.config import Settings
     from ltm.message import Message
-    from ltm.store import MemoryStorage
-    from ltm.store.embedded.log import MessageLog
-    from ltm.store.naming import namespace_dir
+    from ltm.store import MemoryStorage, namespace_path
+    from ltm.store.embedded import MessageLog
 
     root = STORES / data["name"]
     settings = Settings(storage_dir=root, embedding="local")
@@ -82,7 +81,7 @@ def build(data: dict[str, Any], model: Any) -> list[Question]:
         turns, qs = conv["turns"], conv["questions"]
         if not qs:
             continue
-        path = namespace_dir(root, "bench", conv["id"]) / "memory.sqlite"
+        path = namespace_path(settings, "bench", conv["id"]) / "memory.sqlite"
         if not path.exists():
             shutil.rmtree(path.parent, ignore_errors=True)
             store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)

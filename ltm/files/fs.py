@@ -4,7 +4,8 @@ Agents are good at reading and editing files, and people can read files too. Pro
 ``AGENTS.md`` and ``tools.json``, semantic memory in ``skills/<name>/SKILL.md`` and free knowledge files.
 Every write is validated before anything is stored (:mod:`ltm.files.validate`; the error tells the agent what
 to fix), becomes a *pending change* a person approves when ``approval="required"`` (the guard against prompt
-injection; ``"yolo"`` applies directly), and is kept as a version so nothing is ever lost.
+injection; ``"yolo"`` applies directly; :mod:`ltm.files.approval`), and is kept as a version so nothing is ever
+lost.
 
 Key layout in the backend (the ``{scope}`` hash tag keeps a scope's keys in one Redis Cluster slot, which
 :meth:`~ltm.kv.base.KVStore.atomic` needs)::
@@ -14,19 +15,20 @@ Key layout in the backend (the ``{scope}`` hash tag keeps a scope's keys in one 
     fs:{scope}:vseq:<path>   int   last version number handed out for <path>
     fs:{scope}:pending       hash  change id -> Change JSON
     fs:{scope}:decided       list  applied and rejected Change JSON (the audit log)
+    fs:{scope}:cseq          int   last change number handed out
+    fs:{scope}:claim:<id>    int   an approver's hold on pending change <id> (expires after a minute)
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
+from ltm.files.approval import Approval, ChangeQueue, rebase
 from ltm.files.index import FileIndex
 from ltm.files.io import export_files, read_dir
 from ltm.files.llm import propose_compact, propose_remember, resolve
@@ -38,10 +40,7 @@ from ltm.files.validate import Limits, check_ops
 from ltm.kv import KVStore, open_kv
 from ltm.llm.base import LLM, LLMLike
 
-__all__ = ["Approval", "MemoryFS"]
-
-Approval = Literal["required", "yolo"]
-_DECIDED_KEEP = 1000  # audit-log entries kept per scope
+__all__ = ["MemoryFS"]
 
 
 class MemoryFS:
@@ -87,6 +86,7 @@ class MemoryFS:
         self._embedding = embedding
         self._index: FileIndex | None = None
         self._key = f"fs:{{{self.scope}}}:"
+        self._changes = ChangeQueue(self.kv, self._key, self.scope, secret_ids=secret_ids)
 
     def __repr__(self) -> str:
         return f"MemoryFS({self.scope!r}, approval={self.approval!r}, kv={self.kv!r})"
@@ -266,20 +266,15 @@ class MemoryFS:
 
     def pending(self) -> list[Change]:
         """Changes waiting for approval, oldest first."""
-        changes = [Change.from_json(raw) for raw in self.kv.hgetall(self._key + "pending").values()]
-        return sorted(changes, key=lambda c: (c.created_at, c.id))
+        return self._changes.pending()
 
     def change(self, change_id: str) -> Change:
         """A pending change by id; NotFound lists the pending ids."""
-        raw = self.kv.hget(self._key + "pending", str(change_id))
-        if raw is None:
-            ids = [c.id for c in self.pending()]
-            raise NotFound(f"no pending change {change_id!r} in {self.scope}; pending: {ids or 'none'}")
-        return Change.from_json(raw)
+        return self._changes.get(change_id)
 
     def decided(self, limit: int = 50) -> list[Change]:
         """The last ``limit`` applied or rejected changes, oldest first (the audit log)."""
-        return [Change.from_json(r) for r in self.kv.lrange(self._key + "decided", -max(limit, 1), -1)]
+        return self._changes.decided(limit)
 
     def diff(self, change_id: str) -> str:
         """A unified diff of a pending change against the approved files, for the person approving it."""
@@ -294,35 +289,19 @@ class MemoryFS:
         or delete of a file someone else changed raises InvalidInput (reject it and propose again).
         """
         change = self.change(change_id)
-        claim = self._key + "claim:" + change.id
-        first = self.kv.incr(claim) == 1
-        if first or self.kv.ttl(claim) is None:
-            self.kv.expire(claim, 60)  # a crash mid-approval must not block this change forever
-        if not first:
-            raise InvalidInput(f"change {change.id} is being approved by someone else; reload pending()")
-        try:
+        with self._changes.claim(change.id):
             return self._apply(change)
-        finally:
-            self.kv.delete(claim)
 
     def reject(self, change_id: str, reason: str = "") -> Change:
         """Drop a pending change; it is kept in the audit log (:meth:`decided`) with ``reason``."""
-        change = self.change(change_id)
-        done = change.decided("rejected", time.time())
-        if reason:
-            done = replace(done, reason=f"{change.reason} | rejected: {reason}".strip(" |"))
-        with self.kv.atomic() as batch:
-            batch.hdel(self._key + "pending", change.id)
-            batch.rpush(self._key + "decided", done.to_json())
-            batch.ltrim(self._key + "decided", -_DECIDED_KEEP, -1)
-        return done
+        return self._changes.reject(self.change(change_id), reason)
 
     def propose(self, ops: Sequence[FileOp], *, author: str = "agent", reason: str = "") -> Change:
         """Propose several file operations as one change (applied together); validated now, like :meth:`write`."""
         heads = self.files()
         self._check(ops, heads)
         change = Change(
-            id=self._new_id(),
+            id=self._changes.new_id(),
             scope=self.scope,
             ops=tuple(ops),
             author=author,
@@ -331,12 +310,8 @@ class MemoryFS:
         )
         if self.approval == "yolo":
             return self._apply(change, heads)
-        self.kv.hset(self._key + "pending", {change.id: change.to_json()})
+        self._changes.hold(change)
         return change
-
-    def _new_id(self) -> str:
-        seq = str(self.kv.incr(self._key + "cseq"))
-        return f"{seq}-{secrets.token_hex(8)}" if self.secret_ids else seq
 
     def check(self, ops: Iterable[FileOp]) -> None:
         """Raise ValidationFailed (every problem, every file) if ``ops`` could not be stored as they are."""
@@ -349,7 +324,7 @@ class MemoryFS:
 
     def _apply(self, change: Change, heads: dict[str, FileInfo] | None = None) -> Change:
         heads = self.files() if heads is None else heads
-        ops = [self._rebase(op, heads) for op in change.ops]
+        ops = [rebase(op, heads, self.read) for op in change.ops]
         self._check(ops, heads)
         now = time.time()
         versions = {op.path: self.kv.incr(self._key + "vseq:" + op.path) for op in ops}
@@ -364,22 +339,8 @@ class MemoryFS:
                 else:
                     info = FileInfo(op.path, v.version, len(text.encode("utf-8")), sha256(text), now)
                     batch.hset(self._key + "head", {op.path: info.to_json()})
-            batch.hdel(self._key + "pending", change.id)
-            batch.rpush(self._key + "decided", done.to_json())
-            batch.ltrim(self._key + "decided", -_DECIDED_KEEP, -1)
+            self._changes.settle(batch, done)
         return done
-
-    def _rebase(self, op: FileOp, heads: dict[str, FileInfo]) -> FileOp:
-        current = heads[op.path].version if op.path in heads else None
-        if current == op.base_version:
-            return op
-        if op.old is not None and op.new is not None and current is not None:
-            text = replace_once(op.path, self.read(op.path), op.old, op.new)
-            return FileOp("write", op.path, text, current, op.old, op.new)
-        raise InvalidInput(
-            f"{op.path} changed since this change was proposed (version {op.base_version} -> {current}); "
-            "reject it and propose the change again against the current file"
-        )
 
     def _head_version(self, path: str) -> int | None:
         raw = self.kv.hget(self._key + "head", path)
