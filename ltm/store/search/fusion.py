@@ -231,22 +231,25 @@ def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
 def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
     """``score`` plus ``share`` x the best score among the other candidates of the same sitting: written within
     NEIGHBOUR_GAP of it and at most SITTING_SPAN messages away (a candidate whose time is unknown lends and gets
-    nothing). Seqs are distinct, so a candidate's sitting holds at most the SITTING_SPAN candidates on either side of
-    it in seq order: one (n, 2 x SITTING_SPAN) array of those, O(n x SITTING_SPAN) whatever ``k`` made n."""
-    seqs = np.array(sorted(score), dtype=np.int64)
-    value = np.array([score[int(s)] for s in seqs], dtype=np.float64)
-    when = np.array([times.get(int(s), np.nan) for s in seqs], dtype=np.float64)
-    n = len(seqs)
-    reach = min(SITTING_SPAN, n - 1)
-    steps = np.concatenate([np.arange(-reach, 0), np.arange(1, reach + 1)])
-    other = np.arange(n)[:, None] + steps[None, :]  # positions of the candidates on either side, in seq order
-    inside = (other >= 0) & (other < n)
-    other = np.clip(other, 0, n - 1)
-    pair = inside & (np.abs(seqs[other] - seqs[:, None]) <= SITTING_SPAN) & (
-        np.abs(when[other] - when[:, None]) <= NEIGHBOUR_GAP)  # NaN: False
-    best = np.where(pair, value[other], -np.inf).max(axis=1, initial=-np.inf)
-    bonus = share * np.where(np.isfinite(best), best, 0.0)
-    return {int(s): float(v + b) for s, v, b in zip(seqs, value, bonus, strict=True)}
+    nothing). Seqs are distinct, so in seq order a candidate's sitting is a band of at most SITTING_SPAN candidates
+    on either side, and the scan of a band stops at its first seq too far: O(n log n) for the order, then about one
+    step per candidate, since most candidates of a search have no other in their band (a plain loop over ~100
+    candidates costs less than building the arrays that would vectorise it)."""
+    seqs = sorted(score)
+    when = [times.get(s) for s in seqs]
+    out = {}
+    for i, seq in enumerate(seqs):
+        at, best = when[i], -math.inf
+        if at is not None:
+            for band in (range(i - 1, -1, -1), range(i + 1, len(seqs))):
+                for j in band:
+                    if abs(seqs[j] - seq) > SITTING_SPAN:
+                        break
+                    other = when[j]
+                    if other is not None and abs(other - at) <= NEIGHBOUR_GAP:
+                        best = max(best, score[seqs[j]])
+        out[seq] = score[seq] + (share * best if best > -math.inf else 0.0)
+    return out
 
 
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
