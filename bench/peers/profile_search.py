@@ -32,12 +32,10 @@ def _p50(values: list[float]) -> float:
 
 
 def _in_line(store: Any, query: str) -> Any:
-    """The default search with its keyword side run after the model instead of beside it."""
-    type(store)._KEYWORD_AHEAD = False
-    try:
-        return store.search(query, k=10)
-    finally:
-        type(store)._KEYWORD_AHEAD = True
+    """The default search with its keyword side run after the model instead of beside it: the query's vector
+    first (the same text and model call ``search`` makes), then the search given it, which runs every part in line."""
+    vector = store._embed([store._dense_text(query)], "query")  # the purpose search embeds a query for
+    return store.search(query, k=10, vector=vector)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         parts: dict[str, list[float]] = {}
         calls: dict[str, Any] = {
             "the peers' model call (same graph)": lambda q, v: peers_model([q]),
-            "model: query embedding alone": lambda q, v: store.embedder.embedding.get_query_embedding(q),
+            "model: query embedding alone": lambda q, v: store._embed([q], "query"),
             "dense, query vector given": lambda q, v: store.search(q, k=10, mode="dense", vector=v),
             "dense end to end": lambda q, v: store.search(q, k=10, mode="dense"),
             "hybrid, query vector given": lambda q, v: store.search(q, k=10, vector=v),
