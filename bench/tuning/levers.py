@@ -39,7 +39,7 @@ from bench.retrieval.harness import (
     weights_for,
 )
 from bench.retrieval.run import DATA_DIR
-from ltm.store.embedded.log import BM25_WEIGHTS
+from ltm.store.embedded.keywords import BM25_WEIGHTS
 from ltm.store.search import fusion
 from ltm.store.search.query import query_terms
 
@@ -300,7 +300,7 @@ def rrf_of_shipped(q: Question) -> list[int]:
     return sorted(score, key=lambda s: (-score[s], -s))[:10]
 
 
-PORTER = "porter unicode61 remove_diacritics 2"  # the store's own tokenizer (ltm.store.embedded.log.FTS_SPEC)
+PORTER = "porter unicode61 remove_diacritics 2"  # the store's own tokenizer (ltm.store.embedded.keywords.FTS_SPEC)
 
 
 def sixth_round() -> dict[str, Lever]:

@@ -34,7 +34,8 @@ from typing import Any
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.store.embedded import EmbeddedBackend
-from ltm.store.embedded.log import BM25_WEIGHTS, MessageLog, translate
+from ltm.store.embedded.keywords import BM25_WEIGHTS
+from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedder import QUERY
 from ltm.store.records import MemoryHit, Mode
 from ltm.store.search.fusion import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltm.store.embedded.log import BM25_WEIGHTS, MessageLog, translate
+from ltm.store.embedded.keywords import BM25_WEIGHTS
+from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.records import unpack
 from ltm.store.search.explain import Signals
 

@@ -22,21 +22,18 @@ import numpy as np
 
 from ltm.errors import BackendUnavailable
 from ltm.store.embedded import history
+from ltm.store.embedded.keywords import FTS_SPEC, KeywordReads
 from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
 from ltm.store.embedded.sqlite_errors import corrupted, translate
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
 from ltm.store.search.filters import casefold
-from ltm.store.search.speakers import NAME_ROWS
 
 __all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "CandidateRow", "MessageLog", "Row", "corrupted", "decode", "pack",
            "translate", "unpack"]
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
-# The keyword index stems (porter over unicode61: "hobbies" finds "hobby", "moved" finds "moving"); schema <= 2
-# stores had unicode61 alone and get their index rebuilt from the log on open (migrations.rebuild_keywords).
-FTS_SPEC = "fts5(content, who, at, context, tokenize='porter unicode61 remove_diacritics 2')"
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS messages(
@@ -72,16 +69,12 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 """
 
-# BM25 column weights: the turn's own words count most, who said it and when next, neighbouring turns least.
-BM25_WEIGHTS = "1.0, 0.6, 0.6, 0.3"
 _INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
            "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
-_NAMES_KEPT = 4096  # words whose speaker_names answer is kept between writes
-_DF_CACHE_MAX = 50_000  # terms whose (capped) document frequency is remembered between keyword searches
 
 
-class MessageLog:
+class MessageLog(KeywordReads):
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
     def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
@@ -91,11 +84,7 @@ class MessageLog:
         # this process's writers of the namespace queue here before SQLite's lock (ltm.store.embedded.locks); looked up
         # once: the lookup resolves the path (an lstat per component), which every add paid for
         self.write_lock: FairLock = namespace_lock(path)
-        self._df: dict[str, int] = {}  # term -> rows holding it (capped), measured when the table had _df_rows
-        self._df_rows = 0
-        # speaker_names' answers, valid while nothing was written (by this connection or another)
-        self._names: dict[str, set[str]] = {}
-        self._names_state: tuple[int, int] = (-1, -1)
+        self._start_keyword_reads()
         if synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
         self.synchronous = synchronous
@@ -296,71 +285,11 @@ class MessageLog:
             rows = self.db.execute("SELECT body FROM messages ORDER BY seq DESC LIMIT ?", (n,)).fetchall()
         return [r[0] for r in reversed(rows)]
 
-    def forget_doc_freqs(self) -> None:
-        """Drop the remembered term counts (the keyword index was rebuilt)."""
-        self._df, self._df_rows = {}, 0
-
     def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray:
         """Seqs of live messages satisfying a filter clause (from ``query.compile_filters``)."""
         with translate(self.path):
             rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
-
-    def doc_freqs(self, terms: Sequence[str], cap: int, rows: int) -> dict[str, int]:
-        """{term: rows holding it, counted up to ``cap``} in a table of about ``rows`` rows.
-
-        Counting stops at ``cap`` so a common term costs no more than a rare one (fts5vocab would walk its
-        whole doclist). Counts are cached in this process until the table has grown by a tenth: they only
-        steer which terms a query keeps, so a slightly stale count is harmless.
-        """
-        if rows > self._df_rows * 1.1 or len(self._df) > _DF_CACHE_MAX:
-            self._df, self._df_rows = {}, rows
-        todo = [t for t in dict.fromkeys(terms) if t not in self._df]
-        with translate(self.path):
-            for start in range(0, len(todo), 32):  # one statement per 32 terms
-                part = todo[start:start + 32]
-                counts = ",".join(
-                    f"(SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?{i + 1} LIMIT {int(cap)}))"
-                    for i in range(len(part))
-                )
-                found = self.db.execute(f"SELECT {counts}", ['"' + t.replace('"', '""') + '"' for t in part])
-                self._df.update(zip(part, (int(c) for c in found.fetchone()), strict=True))
-        return {t: self._df[t] for t in terms}
-
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` live messages whose keyword
-        index's *who* column holds it} for each of ``words`` (lower case) some message's names hold (one indexed
-        lookup each; :mod:`ltm.store.search.speakers`)."""
-        sql = (f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
-               f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid")
-        with translate(self.path):
-            # answers are kept until a write: one by this connection moves total_changes, another's data_version
-            state = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
-            if state != self._names_state or len(self._names) > _NAMES_KEPT:
-                self._names, self._names_state = {}, state
-            for word in dict.fromkeys(words):
-                if word not in self._names:
-                    rows = self.db.execute(sql, ['who : "' + word.replace('"', '""') + '"']).fetchall()
-                    self._names[word] = {str(v) for row in rows for v in row if v}
-        return {word: self._names[word] for word in words if self._names[word]}
-
-    def keyword(self, match: str, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, float]]:
-        """(seq, score) by BM25, best first; score = -bm25 so higher is better (>= 0).
-
-        Unfiltered (``where`` is "1"), the keyword index alone answers: its rows are written and deleted with
-        the messages' in one transaction, so joining the table back, which cost a lookup per matching row
-        before ``LIMIT`` applies, only slowed the query (3-7 ms -> 0.9 ms at 5,000 chat turns)."""
-        if where == "1" and not params:
-            sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
-        else:
-            sql = (
-                f"SELECT m.seq, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
-                f"WHERE fts MATCH ? AND ({where}) ORDER BY 2 DESC LIMIT ?"
-            )
-        with translate(self.path):
-            rows = self.db.execute(sql, [match, *params, limit]).fetchall()
-        return [(int(s), float(v)) for s, v in rows]
-
 
 class CandidateRow(NamedTuple):
     """One search candidate's row (:meth:`MessageLog.candidates`; a tuple: a search builds ~100 of them)."""

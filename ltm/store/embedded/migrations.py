@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ltm.store.embedded.log import CONTENT, CONTEXT, FTS_SPEC, MessageLog, translate
+from ltm.store.embedded.keywords import FTS_SPEC
+from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog, translate
 from ltm.store.records import pack
 
 __all__ = ["keywords_stemmed", "migrate_float16", "rebuild_keywords"]
