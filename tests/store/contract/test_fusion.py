@@ -12,7 +12,9 @@ import pytest
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.store import search_many
+from ltm.store.search import fusion
 from ltm.store.search.fusion import (
+    FEATURES_MAX_CHARS,
     LINE_WHOLE,
     LONG_QUERY_TERMS,
     LONG_QUERY_WEIGHTS,
@@ -25,6 +27,7 @@ from ltm.store.search.fusion import (
     line_scores,
     normalised_text,
     prior,
+    prior_features,
     priors,
     stems,
 )
@@ -415,6 +418,20 @@ def test_the_prior_is_what_the_fusion_does_not_see() -> None:
     assert prior(0.4, "", terms) == pytest.approx(PRIOR["cosine"] * 0.4)
     assert prior(0.4, "x", frozenset()) == pytest.approx(PRIOR["cosine"] * 0.4 + PRIOR["length"] * math.log1p(1))
     assert priors({1: 0.5, 2: 0.1}, {2: "b", 3: "c"}, terms) == {2: prior(0.1, "b", terms)}  # both known, else none
+
+
+def test_prior_features_are_kept_for_short_texts_only() -> None:
+    """A content's prior features are a pure function of its text, kept for recent short texts (a search's
+    candidates recur); a long text is worked out each time, so the kept texts stay bounded in memory."""
+    short, long = "Did you see the pottery class flyer?", "pottery " * (FEATURES_MAX_CHARS // 8 + 1)
+    fusion._kept_features.cache_clear()
+    assert prior_features(short) == (math.log1p(7), True, stems(["did", "you", "see", "the", "pottery", "class",
+                                                                  "flyer"]))
+    assert fusion._kept_features.cache_info().currsize == 1
+    assert prior_features(long)[0] == math.log1p(FEATURES_MAX_CHARS // 8 + 1)
+    assert fusion._kept_features.cache_info().currsize == 1
+    assert prior_features(short + " ") == prior_features(short)
+    assert fusion._kept_features.cache_info().currsize == 2
 
 
 def test_priors_are_added_after_the_fusion() -> None:
