@@ -124,15 +124,23 @@ def _watched(monkeypatch: pytest.MonkeyPatch, model: _SlowModel) -> list[tuple[s
     return reads
 
 
+@pytest.fixture
+def slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[_SlowModel, MemoryStorage, list[tuple[str, list[int]]]]:
+    """A store whose model lasts until the keyword side is done, and the log of its candidate-row reads."""
+    model = _SlowModel()
+    store = _store(tmp_path, model)
+    return model, store, _watched(monkeypatch, model)
+
+
 def _ids(hits: Any) -> list[tuple[str, float, tuple[str, ...]]]:
     return [(h.message.id, round(h.score, 6), h.signals) for h in hits]
 
 
 @pytest.mark.embedded_only
-def test_the_keyword_side_reads_its_rows_beside_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = _SlowModel()
-    store = _store(tmp_path, model)
-    reads = _watched(monkeypatch, model)
+def test_the_keyword_side_reads_its_rows_beside_the_model(slow: Any) -> None:
+    model, store, reads = slow
     query = "what food does Elise like, sushi?"
     hits = store.search(query, k=5)
     assert model._overlapped == [True]
@@ -145,10 +153,8 @@ def test_the_keyword_side_reads_its_rows_beside_the_model(tmp_path: Path, monkey
 
 
 @pytest.mark.embedded_only
-def test_asearch_runs_the_keyword_side_beside_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = _SlowModel()
-    store = _store(tmp_path, model)
-    reads = _watched(monkeypatch, model)
+def test_asearch_runs_the_keyword_side_beside_the_model(slow: Any) -> None:
+    model, store, reads = slow
     query = "who signed up for a pottery class?"
     hits = asyncio.run(store.asearch(query, k=5))
     assert model._overlapped == [True]  # the keyword side finished while the model was still embedding the query
@@ -158,12 +164,8 @@ def test_asearch_runs_the_keyword_side_beside_the_model(tmp_path: Path, monkeypa
 
 
 @pytest.mark.embedded_only
-def test_a_message_deleted_while_the_model_runs_is_not_returned(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    model = _SlowModel()
-    store = _store(tmp_path, model)
-    _watched(monkeypatch, model)
+def test_a_message_deleted_while_the_model_runs_is_not_returned(slow: Any) -> None:
+    model, store, _ = slow
     query = "who signed up for a pottery class?"
     vector = store.embed_texts([store._dense_text(query)])[0]
     first = store.search(query, k=5, vector=vector)[0].message
