@@ -6,18 +6,23 @@ embedding alone, the dense search with the query vector given, the hybrid search
 store's work: keyword side, fusion, prior), the dense and the whole default ``search(text)`` (with its keyword side
 beside the model, and in line after it), and the model call the peers of :mod:`bench.peers.stores` make (the same
 ONNX graph through ``OnnxQuery``); then profiles the vector-given
-hybrid search with cProfile and prints the functions that take the most time (cumulative and own).
+hybrid search with cProfile and prints the functions that take the most time (cumulative and own). Before the
+profile, :func:`time_stops` times each stop of the vector-given hybrid search without a profiler's overhead: what the
+parts table of docs/SEARCH_SPEED.md is built from.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import inspect
 import io
 import pstats
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,6 +30,10 @@ import numpy as np
 from bench.peers import corpus
 from bench.peers.embedded import OnnxQuery
 from bench.peers.stores import model_files
+from ltm.message import Message
+from ltm.store.embedded import retrieval
+from ltm.store.embedded.log import MessageLog
+from ltm.store.search import fusion
 
 
 def _p50(values: list[float]) -> float:
@@ -38,6 +47,65 @@ def _in_line(store: Any, query: str) -> Any:
     return store.search(query, k=10, vector=vector)
 
 
+# The stops of a hybrid search timed by time_stops(): (label, the module or class holding it, its name). Nested stops
+# (the prior and the sitting share inside the fusion) are printed indented and not added to the sum again.
+STOPS: tuple[tuple[str, Any, str], ...] = (
+    ("keyword side: its terms planned", retrieval, "keyword_match"),
+    ("keyword side: BM25 candidates (FTS5)", MessageLog, "keyword"),
+    ("dense candidates (FAISS, exact rescoring)", retrieval, "_search"),
+    ("the candidates' rows, one read", MessageLog, "candidates"),
+    ("who the question names", retrieval, "spoken_by_named"),
+    ("fusion", retrieval, "fuse"),
+    ("  of which the prior", fusion, "priors"),
+    ("  of which the sitting share", fusion, "_with_sitting"),
+    ("the hits' messages (Message.load)", Message, "load"),
+)
+
+
+@contextlib.contextmanager
+def _timing(spent: dict[str, float]) -> Iterator[None]:
+    """Every stop of :data:`STOPS` adds its time to ``spent[label]`` while inside; restored after."""
+    undo: list[tuple[Any, str, Any]] = []
+    for label, owner, name in STOPS:
+        original = inspect.getattr_static(owner, name)  # a class's own or inherited
+        function = original.__func__ if isinstance(original, classmethod) else original
+
+        def timed(*args: Any, _f: Any = function, _label: str = label, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                spent[_label] = spent.get(_label, 0.0) + time.perf_counter() - started
+
+        setattr(owner, name, classmethod(timed) if isinstance(original, classmethod) else timed)
+        undo.append((owner, name, vars(owner).get(name)))
+    try:
+        yield
+    finally:
+        for owner, name, own in reversed(undo):
+            if own is None:
+                delattr(owner, name)  # inherited: the base's shows through again
+            else:
+                setattr(owner, name, own)
+
+
+def time_stops(store: Any, questions: list[str], queries: np.ndarray) -> None:
+    """Mean ms per search of each stop of the vector-given hybrid search (every part runs in line), and the rest."""
+    spent: dict[str, float] = {}
+    started = time.perf_counter()
+    with _timing(spent):
+        for q, v in zip(questions, queries, strict=True):
+            store.search(q, k=10, vector=v)
+    total = (time.perf_counter() - started) / len(questions)
+    print(f"hybrid search, query vector given: {1000 * total:.2f} ms a search (mean), of which")
+    counted = 0.0
+    for label, *_ in STOPS:
+        each = spent.get(label, 0.0) / len(questions)
+        counted += 0.0 if label.startswith(" ") else each
+        print(f"  {label:44s} {1000 * each:6.2f} ms")
+    print(f"  {'the rest (Python between the stops)':44s} {1000 * (total - counted):6.2f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=10000)
@@ -47,7 +115,6 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     from ltm.config import Settings
-    from ltm.message import Message
     from ltm.store import MemoryStorage
 
     path = corpus.build(args.size + 1200, 200)
@@ -93,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 parts.setdefault(name, []).append(time.perf_counter() - started)
         for name, values in parts.items():
             print(f"{name:40s} p50 {_p50(values):7.2f} ms  mean {1000 * statistics.fmean(values):7.2f} ms")
+        time_stops(store, questions[: args.queries], queries[: args.queries])
         profile = cProfile.Profile()
         profile.enable()
         for q, v in zip(questions[: args.queries], queries[: args.queries], strict=True):
