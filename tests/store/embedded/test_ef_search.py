@@ -43,7 +43,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def _visited(index: Any, queries: np.ndarray, k: int, ef: int | None = None) -> tuple[np.ndarray, int]:
     """(ids, distance computations) of a one-thread search; with ``ef``, FAISS's own search at that efSearch."""
-    stats = faiss.cvar.hnsw_stats
+    stats = _faiss.cvar.hnsw_stats
     stats.reset()
     with omp_threads(1):
         if ef is None:
