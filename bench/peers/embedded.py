@@ -151,7 +151,7 @@ class Lance(Store):
 class Ltm(Store):
     """ltm's embedded store (SQLite + FAISS + FTS5), default settings; the given vectors through ``add_batch``."""
 
-    def __init__(self, directory: str, embed: OnnxQuery | None) -> None:
+    def __init__(self, directory: str, embed: OnnxQuery | None, model: bool = False) -> None:
         super().__init__(directory, None)
         from ltm.config import Settings
         from ltm.message import Message
@@ -159,7 +159,7 @@ class Ltm(Store):
 
         self._message = Message
         self._store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=directory))
-        if embed is not None:  # ltm's own model runtime (the same ONNX graph), loaded now as the others' is
+        if model:  # ltm's own model runtime (the same ONNX graph), loaded now as the others' is
             self._store.embed_texts(["warm up the model"])  # the store's own path: no llama-index wrapper
 
     def _messages(self, rows: list[int], texts: list[str], meta: list[dict[str, Any]]) -> list[Any]:
@@ -211,12 +211,15 @@ class Session:
         self.store: Store | None = None
 
     def open(self, request: dict[str, Any]) -> None:
+        if self.kind == "ltm":  # ltm loads the same graph itself: a session of OnnxQuery would be paid twice
+            self.store = Ltm(request["dir"], None, model=bool(request.get("model")))
+            return
         embed = (
             OnnxQuery(request["onnx"], request["tokenizer"], int(request["max_tokens"]))
             if request.get("model")
             else None
         )
-        if embed is not None and self.kind != "ltm":
+        if embed is not None:
             embed(["warm up the model"])
         self.store = STORES[self.kind](request["dir"], embed)
 
