@@ -8,6 +8,7 @@ its instrumentation sees the calls as before. One model, one wrapper (:meth:`Onn
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,8 @@ from ltm.llm.onnx_model import (
 
 __all__ = ["OnnxEmbedding", "export_onnx", "onnx_available", "onnx_model_path", "quantize_int8"]
 
+_wrapping = threading.Lock()  # one wrapper per model, whichever thread asks first
+
 
 class OnnxEmbedding(BaseEmbedding):
     """A llama-index ``BaseEmbedding`` running an exported sentence-transformers model on ONNX Runtime."""
@@ -44,8 +47,9 @@ class OnnxEmbedding(BaseEmbedding):
     @classmethod
     def of(cls, model: OnnxModel) -> OnnxEmbedding:
         """The llama-index embedding over ``model``: made once, then the same object."""
-        if model.wrapper is None:
-            model.wrapper = cls(model.model_dir, "", embed_batch_size=model.run_max, model=model)
+        with _wrapping:
+            if model.wrapper is None:
+                model.wrapper = cls(model.model_dir, "", embed_batch_size=model.run_max, model=model)
         wrapper: OnnxEmbedding = model.wrapper
         return wrapper
 
