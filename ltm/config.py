@@ -127,7 +127,9 @@ class Settings(BaseModel):
         "(docs/SEARCH_SPEED.md)."
     )
     hnsw_ef_search: int = Field(
-        384, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency."
+        384, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency. The "
+        "embedded engine uses it in full from 300,000 vectors and scales it down with a smaller graph, to a third "
+        "at 100,000 and below (docs/SEARCH_SPEED.md)."
     )
     snapshot_every: int = Field(
         10_000, ge=1, description="Rows added since the last FAISS snapshot that trigger a new one."

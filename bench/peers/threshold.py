@@ -3,8 +3,10 @@
 For each size, over :mod:`bench.peers.corpus`'s vectors (real chat turns, blended past ~14,000) and its question
 vectors: ltm's flat index (exact) against its HNSW graph (8-bit codes, M 32, efConstruction 112, built in one add on
 every core as the store's rebuild does) at several efSearch values, each top-k rescored with the exact vectors as
-:func:`ltm.store.retrieval.dense` does. Prints the build time, the median search time at k=10 and k=50 (a hybrid
-search's depth) on one thread, and recall@10 of the rescored result against exact search.
+:func:`ltm.store.embedded.retrieval.dense` does. Prints the build time, the median search time at k=10 and k=50
+(a hybrid search's depth) on one thread, and recall@10 of the rescored result against exact search. Each ``--ef``
+is the efSearch a top-10 search runs at; the row marked * is ltm's default, whose efSearch follows the graph's size
+(:func:`ltm.store.embedded.vectors.ef_search_for`; at k=50 it is at least 4 x the 100 candidates).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ef", default="32,64,128,256,384")
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args(argv)
-    from ltm.store.retrieval import _candidates
-    from ltm.store.vectors import VectorIndex
+    from ltm.config import Settings
+    from ltm.store.embedded.retrieval import _candidates
+    from ltm.store.embedded.vectors import VectorIndex, ef_search_for
 
     sizes = [int(s) for s in args.sizes.split(",")]
     arrays = np.load(corpus.build(max(sizes) + 1200, 200).with_suffix(".npz"))
@@ -54,8 +57,15 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         graph.add(seqs, stored)
         built = time.perf_counter() - started
-        for ef in (int(e) for e in args.ef.split(",")):
-            graph.ef_search = ef
+        default = Settings().hnsw_ef_search
+        for asked in [None, *(int(e) for e in args.ef.split(","))]:  # None: ltm's default, by the graph's size
+            # the floor that makes ltm's top-10 search run at efSearch ``asked`` in a graph of this size
+            floor = default
+            if asked is not None:
+                floor = next(f for f in range(1, 4 * asked) if ef_search_for(_candidates(10), f, size) >= asked)
+            graph.ef_search = floor
+            ef = ef_search_for(_candidates(10), floor, size)
+            mark = "*" if floor == default else " "
             times = {k: [] for k in (10, 50)}
             hits: list[float] = []
             for row, q in enumerate(queries):
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                     if k == 10:
                         hits.append(len(set(best.tolist()) & set(exact[row].tolist())) / 10)
             print(
-                f"{size:6d} hnsw   {ef:5d}  {built:8.1f}  {1000 * statistics.median(times[10]):8.2f}  "
+                f"{size:6d} hnsw   {ef:5d}{mark} {built:8.1f}  {1000 * statistics.median(times[10]):8.2f}  "
                 f"{1000 * statistics.median(times[50]):8.2f}   {statistics.fmean(hits):.3f}",
                 flush=True,
             )

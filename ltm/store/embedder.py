@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
     from ltm.llm.onnx_embedding import OnnxEmbedding
+    from ltm.llm.onnx_model import OnnxModel
 
 __all__ = ["Embedder", "beside", "content_key", "make_embedder"]
 
@@ -142,11 +143,16 @@ def make_embedder(settings: Settings, embedding: Any = None) -> Embedder:
         resolved = resolve_embedding(settings, embedding)
         return Embedder(resolved, model_name(resolved), query_cache_size=settings.query_cache_size)
 
-    def load() -> BaseEmbedding:
+    def load() -> BaseEmbedding | OnnxModel:
         if settings.embedding == "hash":  # the same vectors as HashEmbedding, without importing llama-index
             from ltm.llm.hashing import PlainHashEmbedding
 
             return cast("BaseEmbedding", PlainHashEmbedding(settings.embedding_dim))
+        if settings.embedding == "local":
+            from ltm.llm.local import local_runtime, onnx_model
+
+            if local_runtime(settings) != "torch":  # the model alone: llama-index's import is most of an open
+                return onnx_model(settings)
         from ltm.llm.embeddings import resolve_embedding
 
         return resolve_embedding(settings)
@@ -160,6 +166,12 @@ def _own_onnx(embedding: object) -> OnnxEmbedding | None:
     included, is only ever called through llama-index's public entry points."""
     own = sys.modules.get("ltm.llm.onnx_embedding")  # an OnnxEmbedding exists only once its module is imported
     return embedding if own is not None and type(embedding) is own.OnnxEmbedding else None  # type: ignore[return-value]
+
+
+def _plain_onnx(loaded: object) -> OnnxModel | None:
+    """``loaded`` when the factory gave ltm's local model alone (:class:`~ltm.llm.onnx_model.OnnxModel`)."""
+    plain = sys.modules.get("ltm.llm.onnx_model")
+    return loaded if plain is not None and type(loaded) is plain.OnnxModel else None  # type: ignore[return-value]
 
 
 class Embedder:
@@ -177,7 +189,7 @@ class Embedder:
         model: str,
         cache_size: int = 4096,
         *,
-        factory: Callable[[], BaseEmbedding] | None = None,
+        factory: Callable[[], BaseEmbedding | OnnxModel] | None = None,
         query_cache_size: int = 1024,
     ) -> None:
         if embedding is None and factory is None:
@@ -190,19 +202,42 @@ class Embedder:
         self._sizes = {TEXT: cache_size, QUERY: query_cache_size}
         self._lock = threading.Lock()
         self._own = _own_onnx(embedding)
+        # ltm's local model as the factory loaded it, without its llama-index wrapper (made when asked for)
+        self._plain: OnnxModel | None = None
         self._runs: deque[float] = deque(maxlen=_RUNS_KEPT)  # seconds of the recent successful model calls
 
     @property
     def embedding(self) -> BaseEmbedding:
-        """The llama-index embedding, loaded on first use."""
+        """The llama-index embedding, loaded on first use (ltm's local model: wrapped when first asked for)."""
         if self._embedding is None:
             with self._lock:
                 if self._embedding is None and self._factory is not None:
-                    loaded = self._factory()
+                    loaded = self._plain if self._plain is not None else self._factory()
+                    plain = _plain_onnx(loaded)
+                    if plain is not None:
+                        from ltm.llm.onnx_embedding import OnnxEmbedding
+
+                        loaded = OnnxEmbedding.of(plain)
                     self._own = _own_onnx(loaded)  # before the embedding shows: no call sees one without it
-                    self._embedding = loaded
+                    self._embedding = cast("BaseEmbedding", loaded)
         assert self._embedding is not None
         return self._embedding
+
+    def _model(self) -> OnnxModel | None:
+        """ltm's local model to run directly while llama-index is not even imported (then nothing can listen to
+        its calls, and the wrapper is not needed); None once it is, or for any other model: see :meth:`_call`."""
+        if self._embedding is None and self._plain is None and self._factory is not None:
+            with self._lock:
+                if self._embedding is None and self._plain is None:
+                    loaded = self._factory()
+                    plain = _plain_onnx(loaded)
+                    if plain is None:
+                        self._own = _own_onnx(loaded)
+                        self._embedding = cast("BaseEmbedding", loaded)
+                    self._plain = plain
+        if self._embedding is None and self._plain is not None and "llama_index.core" not in sys.modules:
+            return self._plain
+        return None
 
     def slow(self) -> bool:
         """False once one of the model's recent calls took less than SLOW_RUN_S (True before any call): whether
@@ -329,10 +364,16 @@ class Embedder:
     def _call(self, purpose: str, texts: list[str]) -> list[list[float]] | np.ndarray:
         self.calls += 1
         try:
+            plain = self._model()
+            start = time.perf_counter()
+            if plain is not None:  # ltm's own model and no llama-index in the process: nobody can listen
+                out: list[list[float]] | np.ndarray = plain.vectors(texts).view(_OwnVectors)
+                self._timed(time.perf_counter() - start)
+                return out
             embedding, own = self.embedding, self._own
             start = time.perf_counter()
             if own is not None and own.unobserved():  # ltm's own model, nobody listening: no dispatch around it
-                out: list[list[float]] | np.ndarray = own.vectors(texts).view(_OwnVectors)
+                out = own.vectors(texts).view(_OwnVectors)
             elif purpose == QUERY and len(texts) == 1:
                 out = [embedding.get_query_embedding(texts[0])]
             else:
@@ -347,10 +388,15 @@ class Embedder:
     def _timed(self, seconds: float) -> None:
         self._runs.append(seconds)  # deque.append is atomic: threads calling the model at once lose nothing
 
-    async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]]:
+    async def _acall(self, purpose: str, texts: list[str]) -> list[list[float]] | np.ndarray:
         self.calls += 1
         try:
+            plain = self._model()
             start = time.perf_counter()
+            if plain is not None:  # as in _call: the model alone (llama-index's async calls run it in line too)
+                vectors: np.ndarray = plain.vectors(texts).view(_OwnVectors)
+                self._timed(time.perf_counter() - start)
+                return vectors
             if purpose == QUERY and len(texts) == 1:
                 out = [await self.embedding.aget_query_embedding(texts[0])]
             else:

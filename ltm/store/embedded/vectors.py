@@ -30,6 +30,7 @@ below is process-global: it applies to every index in the process.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,6 +65,12 @@ _PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FA
 FOLD_AT = 8192
 _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, bench/hnsw_sweep.py
 _EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
+# A smaller graph needs less breadth for the same recall: the floor applies in full from _EF_FULL_AT graph vectors
+# (the 300,000-1M figures were measured at it: docs/search.md, BENCHMARKS.md) and in proportion below, down to
+# _EF_SHARE_MIN of it; at 100,000 chat-turn vectors efSearch 128 found 0.962 of the exact top 10 after rescoring in
+# 1.4 ms against 0.992 in 2.3 ms at 384, and Chroma's defaults 0.931 (docs/SEARCH_SPEED.md, "flat / HNSW").
+_EF_FULL_AT = 300_000
+_EF_SHARE_MIN = 1 / 3
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 _SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
@@ -233,7 +240,7 @@ class VectorIndex:
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
         else:
-            params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search))
+            params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search, int(self.index.ntotal)))
             if selector is not None:
                 params.sel = selector
         if params is not None and not _IDMAP_TAKES_PARAMS:
@@ -370,9 +377,12 @@ def quantizer_ranges(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.stack([low - _SQ_MARGIN * span, high + _SQ_MARGIN * span]), dtype=np.float32)
 
 
-def ef_search_for(k: int, floor: int) -> int:
-    """HNSW efSearch for a top-``k`` query: the configured ``floor``, raised to ``_EF_PER_K * k`` for large k."""
-    return max(floor, _EF_PER_K * k)
+def ef_search_for(k: int, floor: int, size: int | None = None) -> int:
+    """HNSW efSearch for a top-``k`` query in a graph of ``size`` vectors (None: a large one): the configured
+    ``floor`` from :data:`_EF_FULL_AT` vectors, the share ``size / _EF_FULL_AT`` of it below (at least
+    :data:`_EF_SHARE_MIN` of it), raised to ``_EF_PER_K * k`` for large k."""
+    share = 1.0 if size is None else min(1.0, max(_EF_SHARE_MIN, size / _EF_FULL_AT))
+    return max(math.ceil(floor * share), _EF_PER_K * k)
 
 
 def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
