@@ -96,7 +96,8 @@ def _prose_of(source: str) -> str:
 
 
 CODE = sorted(p for folder in ("ltm", "bench", "tests", "examples", "docs") for p in (ROOT / folder).rglob("*.py")
-              if p != Path(__file__).resolve())
+              if p != Path(__file__).resolve()  # and not what a run installs there (bench/.venvs: others' code)
+              and not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
 SCRIPTS = sorted(p for p in (ROOT / "scripts").rglob("*") if p.is_file() and not p.suffix)
 
 
