@@ -252,9 +252,10 @@ def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str
 
     settings = Settings(storage_dir=tmp / f"ltm_local_{n}", embedding="local")
     emb: Any = resolve_embedding(settings)
-    timed = _TimedSession(emb._session) if hasattr(emb, "_session") else None
+    runtime: Any = getattr(emb, "model", None)  # OnnxEmbedding's OnnxModel holds the ONNX session
+    timed = _TimedSession(runtime._session) if hasattr(runtime, "_session") else None
     if timed is not None:
-        emb._session = timed
+        runtime._session = timed
     from ltm.store import MemoryStorage
 
     out: dict[str, float] = {}
@@ -283,5 +284,5 @@ def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str
         most = messages(texts[:2 * singles], roles[:2 * singles], causes[:2 * singles], start=4 * n)
         ingest("threads_behind_", 2 * singles, lambda store: add_concurrently(store, most), behind=True)
     if timed is not None:
-        emb._session = timed.session
+        runtime._session = timed.session
     return out

@@ -57,10 +57,11 @@ def main() -> None:
 
     settings = Settings(storage_dir=Path(tempfile.mkdtemp(prefix="ltm-one-add-")), embedding="local")
     embedding: Any = resolve_embedding(settings)
-    if not hasattr(embedding, "_session"):
+    runtime: Any = getattr(embedding, "model", None)  # OnnxEmbedding's OnnxModel holds the ONNX session
+    if not hasattr(runtime, "_session"):
         raise SystemExit("the local model is not on ONNX Runtime here (pip install onnxruntime)")
-    timed = _Timed(embedding._session, None if args.sleep_ms is None else args.sleep_ms / 1000)
-    embedding._session = timed
+    timed = _Timed(runtime._session, None if args.sleep_ms is None else args.sleep_ms / 1000)
+    runtime._session = timed
     texts = dataset(args.n + 20, seed=7)[0]
     store = MemoryStorage("one-add", settings=settings, embedding=embedding)
     for i in range(20):  # warm-up: the first runs allocate
