@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,6 +87,7 @@ _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords, the HN
 # faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
 # selector is translated to the inner index's positions by hand, as faiss >= 1.8 does inside IndexIDMap.
 _IDMAP_TAKES_PARAMS = tuple(int(p) for p in faiss.__version__.split(".")[:2]) >= (1, 8)
+_LEGACY_EF = threading.Lock()  # faiss < 1.8: a graph's efSearch is set on it for one search at a time
 
 
 class VectorIndex:
@@ -259,7 +261,13 @@ class VectorIndex:
             positions = faiss.IDSelectorBatch(np.nonzero(keep)[0].astype(np.int64))
             params.sel = positions
             params.referenced = positions  # keep the SWIG selector alive while params is
-        scores, found = faiss.downcast_index(self.index.index).search(queries, k, params=params)
+        inner = faiss.downcast_index(self.index.index)
+        if hasattr(inner, "hnsw"):  # faiss < 1.8 searches a graph at the lower of its own efSearch and the params'
+            with _LEGACY_EF:
+                inner.hnsw.efSearch = params.efSearch
+                scores, found = inner.search(queries, k, params=params)
+        else:
+            scores, found = inner.search(queries, k, params=params)
         return scores, np.where(found >= 0, seqs[np.clip(found, 0, None)], -1)
 
     def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import PrivateAttr  # the pydantic llama-index's models are built on
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.llm.embeddings import HashEmbedding
