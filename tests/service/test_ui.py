@@ -6,19 +6,17 @@ LTM_SCREENSHOTS=1 (that is how the pictures of docs/service.md are made)."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from ltm.config import Settings
 from tests.support.service import ServiceThread
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NS = "team-a/support"
 SAVE_TO_DOCS = os.environ.get("LTM_SCREENSHOTS") == "1"  # read at import: the tests run with LTM_* cleared
 
@@ -34,14 +32,6 @@ NOTES = [
     "A duplicate charge happened when the payment provider retried a webhook.",
     "Shipping to Norway takes five working days since the carrier change.",
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

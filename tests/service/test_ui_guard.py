@@ -5,19 +5,17 @@ security headers."""
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from ltm.config import Settings
 from tests.support.service import ServiceThread
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NS = "team-a/support"
 
 pytestmark = pytest.mark.slow
@@ -50,14 +48,6 @@ class _Attacker:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
