@@ -364,16 +364,14 @@ class Embedder:
     def _call(self, purpose: str, texts: list[str]) -> list[list[float]] | np.ndarray:
         self.calls += 1
         try:
-            plain = self._model()
+            # ltm's own model run directly when nobody can listen: llama-index not imported, or its wrapper unobserved
+            direct: OnnxModel | OnnxEmbedding | None = self._model()
+            if direct is None:
+                embedding, own = self.embedding, self._own
+                direct = own if own is not None and own.unobserved() else None
             start = time.perf_counter()
-            if plain is not None:  # ltm's own model and no llama-index in the process: nobody can listen
-                out: list[list[float]] | np.ndarray = plain.vectors(texts).view(_OwnVectors)
-                self._timed(time.perf_counter() - start)
-                return out
-            embedding, own = self.embedding, self._own
-            start = time.perf_counter()
-            if own is not None and own.unobserved():  # ltm's own model, nobody listening: no dispatch around it
-                out = own.vectors(texts).view(_OwnVectors)
+            if direct is not None:
+                out: list[list[float]] | np.ndarray = direct.vectors(texts).view(_OwnVectors)
             elif purpose == QUERY and len(texts) == 1:
                 out = [embedding.get_query_embedding(texts[0])]
             else:
@@ -394,10 +392,8 @@ class Embedder:
             plain = self._model()
             start = time.perf_counter()
             if plain is not None:  # as in _call: the model alone (llama-index's async calls run it in line too)
-                vectors: np.ndarray = plain.vectors(texts).view(_OwnVectors)
-                self._timed(time.perf_counter() - start)
-                return vectors
-            if purpose == QUERY and len(texts) == 1:
+                out: list[list[float]] | np.ndarray = plain.vectors(texts).view(_OwnVectors)
+            elif purpose == QUERY and len(texts) == 1:
                 out = [await self.embedding.aget_query_embedding(texts[0])]
             else:
                 out = await self.embedding.aget_text_embedding_batch(texts)
