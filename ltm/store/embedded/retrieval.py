@@ -68,8 +68,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
         if query.keyword.hits:
             signals["keyword"] = query.keyword.hits[:fetch]
-    elif (match := keyword_match(log, query.text, plan.terms) if mode != "dense" else None) is not None:
-        signals["keyword"] = log.keyword(match, fetch, where or "1", params)
+    elif mode != "dense":
+        signals["keyword"] = keyword_hits(log, query.text, plan.terms, fetch, where or "1", params)
     if not hybrid:
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
@@ -77,6 +77,14 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     else:
         ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+
+
+def keyword_hits(log: MessageLog, text: str, terms: Sequence[str], fetch: int, where: str,
+                 params: Sequence[object]) -> list[tuple[int, float]]:
+    """The ``fetch`` best keyword candidates (seq, -bm25) for ``text`` (its query ``terms``) under a ``where`` clause
+    over ``messages m``; none when the text has no term to match."""
+    match = keyword_match(log, text, terms)
+    return log.keyword(match, fetch, where, list(params)) if match is not None else []
 
 
 def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: str,
@@ -87,8 +95,7 @@ def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: 
     candidates' rows remain to read (docs/SEARCH_SPEED.md). The store's heads are read first: rows read after a
     later write are read again by the search (:class:`_Rows`)."""
     version = log.heads()
-    match = keyword_match(log, text, plan.terms)
-    hits = log.keyword(match, fetch, where, list(params)) if match is not None else []
+    hits = keyword_hits(log, text, plan.terms, fetch, where, params)
     rows = {row.seq: row for row in log.candidates([s for s, _ in hits])} if hits else {}
     if plan.stems is not None:  # a one-line question: its candidates get the prior
         for row in rows.values():
