@@ -23,10 +23,26 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 
 from ltm import ExperienceMemory, LongTermMemory, MemoryStorage, Message, Settings, UserRequirement
+
+
+def acked(writers: Iterable[subprocess.Popen[str]]) -> dict[str, str]:
+    """{message id: content} of every add that finished ``write`` workers acknowledged ("ACK <id> <content>");
+    each worker must have exited 0."""
+    found: dict[str, str] = {}
+    for writer in writers:
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+        for line in out.splitlines():
+            if line.startswith("ACK"):
+                _, message_id, content = line.split(" ", 2)
+                found[message_id] = content
+    return found
 
 
 def _settings(directory: str, snapshot_every: int = 10_000) -> Settings:

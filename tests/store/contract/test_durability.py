@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ltm import MemoryStorage, Message, Settings, StoreCorrupted
+from tests.support import store_worker
 from tests.support.embeddings import CountingEmbedding
 from tests.support.postgres import store_env
 
@@ -103,14 +104,7 @@ def test_two_writers_and_a_live_reader(settings: Settings) -> None:
         writers = [_worker("write", str(settings.storage_dir), "busy", prefix, "60", store_url=settings.store_url,
                            partitions=settings.store_partitions)
                    for prefix in ("wa", "wb")]
-        acked: dict[str, str] = {}
-        for writer in writers:
-            out, err = writer.communicate(timeout=300)
-            assert writer.returncode == 0, err
-            for line in out.splitlines():
-                if line.startswith("ACK"):
-                    _, message_id, content = line.split(" ", 2)
-                    acked[message_id] = content
+        acked = store_worker.acked(writers)
         assert len(acked) == 120
         _send(reader, "stats")
         assert _line(reader) == "120 120"  # seen without reopening

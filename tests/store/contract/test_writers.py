@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ltm import MemoryStorage, Settings
+from tests.support import store_worker
 from tests.support.postgres import store_env
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,16 +49,9 @@ def test_writers_lose_nothing_and_a_paging_reader_skips_nothing(settings: Settin
             tail.clear()
             cursor = page.next_cursor
 
-    acked: dict[str, str] = {}
     while any(w.poll() is None for w in writers):
         drain()
-    for writer in writers:
-        out, err = writer.communicate(timeout=300)
-        assert writer.returncode == 0, err
-        for line in out.splitlines():
-            if line.startswith("ACK"):
-                _, message_id, content = line.split(" ", 2)
-                acked[message_id] = content
+    acked = store_worker.acked(writers)
     assert len(acked) == WRITERS * EACH
     everything = [m.id for m in _all_pages(store)]
     assert sorted(everything) == sorted(acked)  # nothing acknowledged was lost
