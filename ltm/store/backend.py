@@ -19,6 +19,7 @@ A new engine is a package beside ``embedded/`` and ``pg/`` with both, passing th
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -89,11 +90,12 @@ class StoreBackend(Protocol):
         :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, the
         :meth:`keyword_candidates` the caller found while the model embedded the query."""
 
-    def keyword_candidates(self, text: str, plan: Analysis, k: int,
-                           filters: Mapping[str, Any] | None) -> KeywordSide | None:
+    def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                           model_done: threading.Event | None = None) -> KeywordSide | None:
         """A hybrid search's keyword side for ``text`` (what :meth:`search` takes as ``keyword``): found while the
-        model embeds the query, with whatever of the candidates' rows the engine can read without the query vector;
-        None where :meth:`search` ranks the keyword side itself (one statement)."""
+        model embeds the query, with whatever of the candidates' rows the engine can read without the query vector
+        before ``model_done`` is set (what is left, :meth:`search` reads with the dense candidates' rows); None where
+        :meth:`search` ranks the keyword side itself (one statement)."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""

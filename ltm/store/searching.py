@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import threading
 from abc import abstractmethod
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -67,9 +68,13 @@ class Searching(DocumentStore):
         ahead: Future[KeywordSide | None] | None = None
         if query_vector is None and mode != "keyword" and self._dim() is not None:
             text = self._dense_text(query)
+            model_done = threading.Event()
             if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
-                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
-            query_vector = self._embed([text], QUERY)
+                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters, model_done)
+            try:
+                query_vector = self._embed([text], QUERY)
+            finally:
+                model_done.set()
         lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = self._embed(lines, QUERY) if lines else None
         return self._search(
@@ -102,9 +107,13 @@ class Searching(DocumentStore):
         ahead: Future[KeywordSide | None] | None = None
         if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
             text = await self._off(self._dense_text, query)
+            model_done = threading.Event()
             if mode == "hybrid":
-                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters)
-            query_vector = await self._aembed([text], QUERY)
+                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters, model_done)
+            try:
+                query_vector = await self._aembed([text], QUERY)
+            finally:
+                model_done.set()
         lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
         keyword = await asyncio.wrap_future(ahead) if ahead is not None else None
@@ -142,11 +151,13 @@ class Searching(DocumentStore):
         plan: Analysis,
         k: int,
         filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
     ) -> KeywordSide | None:
         """A hybrid search's keyword side, found on a worker thread while the model embeds the query (the
-        engine's :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`; None where its search ranks it)."""
+        engine's :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`; None where its search ranks it);
+        it reads ahead only until ``model_done`` is set."""
         with self._lock:
-            return self._engine().keyword_candidates(text, plan, k, filters)
+            return self._engine().keyword_candidates(text, plan, k, filters, model_done)
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first

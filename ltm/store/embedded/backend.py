@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import shutil
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -258,12 +259,12 @@ class EmbeddedBackend(PooledNamespace):
         return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key,
                                                  lines=lines, analysis=plan, keyword=keyword))
 
-    def keyword_candidates(self, text: str, plan: Analysis, k: int,
-                           filters: Mapping[str, Any] | None) -> KeywordSide:
+    def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                           model_done: threading.Event | None = None) -> KeywordSide:
         """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
         the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`)."""
         where, params = compile_filters(filters)
-        return keyword_side(self._require()[0], text, plan, max(3 * k, DEPTH), where or "1", params)
+        return keyword_side(self._require()[0], text, plan, max(3 * k, DEPTH), where or "1", params, model_done)
 
     def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
                       text: str | None) -> dict[str, dict[str, float]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 
@@ -53,6 +54,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     allowed = log.matching_seqs(where, params) if where is not None and mode != "keyword" else None
     sources = (("dense", mirror.content), ("context", mirror.context if hybrid else None))
     pool: list[tuple[int, float]] | None = None
+    rescore = False
     plan = query.analysis if query.analysis is not None and query.analysis.text == query.text else analyse(query.text)
     terms = plan.stems if hybrid and query.lines is None else None  # a question's: the prior's
     feedback = hybrid and _feedback(query, terms)
@@ -63,6 +65,11 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         if feedback and name == "dense" and FEEDBACK_POOL and index.kind == "flat":
             pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed)  # the feedback search's pool
             signals[name] = pool[:fetch]
+            continue
+        if hybrid and name == "dense" and index.quantized and (lines is None or len(lines) < 2):
+            rescore = True  # cosines to ~1e-3: made exact from the rows the fusion reads anyway (_hybrid)
+            scores, ids = index.search(vector, fetch, allowed)
+            signals[name] = [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
             continue
         signals[name] = _search(log, index, vector, fetch, allowed, lines)
     if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
@@ -75,7 +82,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
         bodies = log.bodies([s for s, _, _ in ranked])
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms)
+        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
 
 
@@ -88,17 +95,25 @@ def keyword_hits(log: MessageLog, text: str, terms: Sequence[str], fetch: int, w
 
 
 def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: str,
-                 params: Sequence[object]) -> KeywordSide:
+                 params: Sequence[object], model_done: threading.Event | None = None) -> KeywordSide:
     """A hybrid search's keyword candidates (``fetch`` best, a ``where`` clause over ``messages m``) and their rows,
     with what the prior reads of their contents (:func:`~ltm.store.search.fusion.prior_features`): the search's
     work that needs no query vector, done while the model embeds the query, so that after it only the dense
     candidates' rows remain to read (docs/SEARCH_SPEED.md). The store's heads are read first: rows read after a
-    later write are read again by the search (:class:`_Rows`)."""
+    later write are read again by the search (:class:`_Rows`).
+
+    What is not done by the time ``model_done`` is set is left to the search, which then reads these rows with the
+    dense candidates' in one query and works out the features it needs: in a large namespace BM25 alone can take
+    as long as the model, and the search would otherwise wait for reads it does faster itself."""
     version = log.heads()
     hits = keyword_hits(log, text, plan.terms, fetch, where, params)
-    rows = {row.seq: row for row in log.candidates([s for s, _ in hits])} if hits else {}
+    if not hits or (model_done is not None and model_done.is_set()):
+        return KeywordSide(hits, {}, version)
+    rows = {row.seq: row for row in log.candidates([s for s, _ in hits])}
     if plan.stems is not None:  # a one-line question: its candidates get the prior
         for row in rows.values():
+            if model_done is not None and model_done.is_set():
+                break
             prior_features(row.content)
     return KeywordSide(hits, rows, version)
 
@@ -127,9 +142,9 @@ class _Rows:
 def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, plan: Analysis,
             signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
             fetch: int, pool: list[tuple[int, float]] | None = None, terms: frozenset[str] | None = None,
-            ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
+            rescore: bool = False) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
     """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
-    bodies. Every candidate's row (time, names, content, body, vector) is read once (:class:`_Rows`).
+    bodies. Every candidate's row (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
 
     ``pool``: the query's :data:`FEEDBACK_POOL` x ``fetch`` nearest in a flat index, of which ``signals["dense"]``
     is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
@@ -149,6 +164,8 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
         exact = [s for s in exact if s in permitted]
     rows = _Rows(log, query.keyword)
     found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
+    if rescore and vector is not None:  # the quantized graph's candidates, by their exact cosines
+        signals["dense"] = _exact_cosines(signals["dense"], found, vector)
     if _feedback(query, terms) and signals.get("dense") and content is not None and vector is not None:
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=fetch, weights=weights, times=_times(found))
         stored = [found[s].vector for s, _, _ in seeds if s in found]
@@ -176,7 +193,19 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
                       named=named, priors=priors)
-    return ranked[:k], {s: found[s].body for s, _, _ in ranked[:k] if s in found}
+    return ranked[:k], log.bodies([s for s, _, _ in ranked[:k]])
+
+
+def _exact_cosines(hits: list[tuple[int, float]], found: dict[int, CandidateRow],
+                   vector: np.ndarray) -> list[tuple[int, float]]:
+    """``hits`` of a quantized index rescored with their rows' vectors (what an unquantized index holds), best
+    first; hits deleted meanwhile are dropped."""
+    seqs = [s for s, _ in hits if s in found]
+    if not seqs:
+        return []
+    exact = np.stack([found[s].vector for s in seqs]) @ np.asarray(vector, dtype=np.float32).reshape(-1)
+    order = np.argsort(-exact, kind="stable")
+    return [(seqs[i], float(exact[i])) for i in order]
 
 
 def _times(rows: dict[int, CandidateRow]) -> dict[int, float]:

@@ -61,9 +61,11 @@ _PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FA
 # LSM-style fresh segment: vectors added to a non-empty HNSW graph first go to a small exact flat
 # index searched beside it, and are folded into the graph together once FOLD_AT of them accumulate (one parallel
 # FAISS add of FOLD_AT instead of many small ones; no graph snapshot between folds; a crash replays at most this
-# many rows, into the flat segment, on open). A single-query flat search of 8,192 384-d float32 vectors takes
-# ~0.2 ms; at 16k it falls out of the cache (~0.6 ms).
-FOLD_AT = 8192
+# many rows, into the flat segment, on open). A search scans the whole segment beside the graph, and the scan also
+# pushes the graph out of the cache: beside a 92,000-vector graph searched for 50 at efSearch 200 (0.39 ms alone),
+# a segment of 8,000 384-d vectors made the pair cost 1.15 ms and one of 2,000 0.75 ms (docs/SEARCH_SPEED.md).
+# Folding more often costs no more in all: each vector is inserted into the graph once either way.
+FOLD_AT = 2048
 _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, bench/hnsw_sweep.py
 _EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
 # A smaller graph needs less breadth for the same recall: the floor applies in full from _EF_FULL_AT graph vectors

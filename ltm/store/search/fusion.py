@@ -122,7 +122,7 @@ STEM = 5
 MIN_COSINE_SPREAD = 0.1
 Candidates = Sequence[tuple[int, float]]  # (seq, raw score), best first
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
-_WORD = re.compile(r"\w+", re.UNICODE)
+_STEMS = re.compile(rf"(\w{{1,{STEM}}})\w*", re.UNICODE)  # each word (a run of \w) as its first STEM letters
 
 
 def normalised_text(text: str) -> str:
@@ -177,8 +177,8 @@ def prior_features(content: str) -> tuple[float, bool, frozenset[str]]:
 
 
 def _features(content: str) -> tuple[float, bool, frozenset[str]]:
-    words = _WORD.findall(content.lower())
-    return math.log1p(len(words)), content.rstrip().endswith("?"), frozenset(w[:STEM] for w in words)
+    stems = _STEMS.findall(content.lower())  # one per word: the regex hands back each word's stem itself
+    return math.log1p(len(stems)), content.rstrip().endswith("?"), frozenset(stems)
 
 
 FEATURES_KEPT = 4096  # contents whose prior_features are kept, each of at most FEATURES_MAX_CHARS (8 MB of text)

@@ -4,6 +4,7 @@ ties, and the time window a query names."""
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -432,6 +433,16 @@ def test_prior_features_are_kept_for_short_texts_only() -> None:
     assert fusion._kept_features.cache_info().currsize == 1
     assert prior_features(short + " ") == prior_features(short)
     assert fusion._kept_features.cache_info().currsize == 2
+
+
+@pytest.mark.parametrize("text", ["Café déjà-vu: naïve_words 2024-04-09, x1y2z3!", "Straße ÉCOLE ab a", "", "...?",
+                                  "recipes, recipe; RECIPE_book travelling travelled", "日本語のテキスト 123456789"])
+def test_prior_features_are_the_words_stems(text: str) -> None:
+    """Each word (a run of word characters of the lower-cased text) counts once for the length, and its first
+    STEM letters are its stem."""
+    words = re.findall(r"\w+", text.lower())
+    fusion._kept_features.cache_clear()
+    assert prior_features(text) == (math.log1p(len(words)), text.rstrip().endswith("?"), stems(words))
 
 
 def test_priors_are_added_after_the_fusion() -> None:

@@ -17,6 +17,7 @@ from ltm.store.embedded import snapshot
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.records import decode
+from ltm.store.search import fusion
 from tests.store.contract.test_store_hnsw import TableEmbedding
 from tests.support.embedded import embedded_of
 
@@ -149,3 +150,32 @@ def test_new_graphs_are_built_with_ef_construction_112_and_old_ones_keep_theirs(
     assert loaded is not None
     inner = faiss.downcast_index(loaded.index.index)
     assert inner.hnsw.efConstruction == 80
+
+
+@pytest.mark.embedded_only
+def test_hybrid_ranks_the_graphs_candidates_by_exact_cosines(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hybrid's dense candidates from an 8-bit graph reach the fusion with the cosines of the vectors SQLite
+    holds (read with their rows), best first: the fusion's floor and top are exact, as over a flat index."""
+    store, _, vectors, queries = _store(settings)
+    content = _mirror(store).content
+    assert content is not None and content.quantized
+    held = decode(vectors.astype("<f2"))
+    seen: list[list[tuple[int, float]]] = []
+    fuse = fusion.fuse
+
+    def spy(signals: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(list(signals["dense"]))
+        return fuse(signals, *args, **kwargs)
+
+    monkeypatch.setattr("ltm.store.embedded.retrieval.fuse", spy)
+    for j in range(10):
+        seen.clear()
+        store.search(f"query {j}", k=10)
+        dense = seen[0]
+        assert len(dense) == fusion.DEPTH
+        seqs = [s for s, _ in dense]
+        exact = held[np.array(seqs) - 1] @ queries[j]  # seqs count from 1, in the order the vectors were added
+        np.testing.assert_allclose([v for _, v in dense], exact, atol=1e-6)
+        assert np.all(np.diff(exact) <= 0)

@@ -17,6 +17,8 @@ from ltm import MemoryStorage, Message, Settings
 from ltm.llm.embeddings import HashEmbedding
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.retrieval import keyword_side as side
+from ltm.store.search.query import analyse
+from tests.support.embedded import embedded_of
 
 TURNS = [
     ("Fahim", "I went for a morning run after the rain"),
@@ -45,18 +47,22 @@ def _store(tmp_path: Path, embedding: Any = None) -> MemoryStorage:
 def test_each_candidate_row_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _store(tmp_path)
     vector = store.embed_texts(["when did Fahim go for a run in the rain?"])[0]
-    reads: list[str] = []
+    reads: list[tuple[str, int]] = []
     original = MessageLog.where_in
 
     def spy(self: MessageLog, sql: str, values: Any) -> Any:
         if "seq IN" in sql or "rowid IN" in sql:  # a read of rows by seq (not the exact-content lookup by key)
-            reads.append(sql)
+            reads.append((sql, len(values)))
         return original(self, sql, values)
 
     monkeypatch.setattr(MessageLog, "where_in", spy)
     hits = store.search("when did Fahim go for a run in the rain?", k=5, vector=vector)
     assert hits
-    assert len(reads) == 1, reads  # time, names, content, body and vector of every candidate together
+    assert len(reads) == 2, reads
+    (candidates, many), (bodies, few) = reads
+    assert "m.embedding" in candidates and "body" not in candidates  # time, names, content, vector together
+    assert many > len(hits)
+    assert "body" in bodies and few == len(hits)  # the hits' bodies alone
 
 
 @pytest.mark.embedded_only
@@ -175,3 +181,36 @@ def test_a_message_deleted_while_the_model_runs_is_not_returned(slow: Any) -> No
     assert model._overlapped == [True]
     assert hits and first.id not in {h.message.id for h in hits}
     assert _ids(hits) == _ids(store.search(query, k=5, vector=vector))
+
+
+@pytest.mark.embedded_only
+def test_a_keyword_side_that_outlasts_the_model_leaves_its_rows_to_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When BM25 is still running as the model returns (a large namespace), the keyword side reads no rows ahead:
+    the search reads them with the dense candidates', in one query, and ranks as the in-line search does."""
+    store = _store(tmp_path)
+    waited: list[bool] = []
+
+    def keyword_side(*args: Any) -> Any:
+        model_done = args[-1]
+        waited.append(model_done.wait(10))  # BM25 finishes only after the model
+        return side(*args)
+
+    monkeypatch.setattr("ltm.store.embedded.backend.keyword_side", keyword_side)
+    reads: list[tuple[str, list[int]]] = []
+    original = MessageLog.candidates
+
+    def candidates(self: MessageLog, seqs: Any) -> Any:
+        reads.append((threading.current_thread().name, sorted(seqs)))
+        return original(self, seqs)
+
+    monkeypatch.setattr(MessageLog, "candidates", candidates)
+    query = "what food does Elise like, sushi?"
+    hits = store.search(query, k=5)
+    assert waited == [True]
+    assert len(reads) == 1 and not reads[0][0].startswith("ltm-keyword"), reads  # every row, after the model
+    keyword = {s for s, _ in side(embedded_of(store)._require()[0], query, analyse(query), 50, "1", []).hits}
+    assert keyword and keyword <= set(reads[0][1])
+    vector = store.embed_texts([store._dense_text(query)])[0]
+    assert hits and _ids(hits) == _ids(store.search(query, k=5, vector=vector))
