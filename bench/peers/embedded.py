@@ -18,13 +18,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 import sys
 import time
-import traceback
 from typing import Any
 
 import numpy as np
+
+from bench.peers.serve import Request, claim_stdout, serve
 
 
 class OnnxQuery:
@@ -268,41 +268,33 @@ class Session:
 
 def main(argv: list[str] | None = None) -> int:
     kind = (sys.argv[1:] if argv is None else argv)[0]
-    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    sys.stdout = sys.stderr  # what the stores print must not corrupt the protocol
-    session: Session | None = None
+    protocol = claim_stdout()
     started = time.perf_counter()
     for modules in IMPORTS[kind]:  # the library's import is not the store's open: timed apart (see open's answer)
         names = modules.split("|")  # the first of these alternatives that exists
         importlib.import_module(next((n for n in names if importlib.util.find_spec(n) is not None), names[-1]))
     imported = time.perf_counter() - started
-    for line in sys.stdin:
-        request = json.loads(line)
-        try:
-            if request["op"] == "open":  # timed: open (with the model when asked), and the first query if given
-                session = Session(kind, request)
-                started = time.perf_counter()
-                session.open(request)
-                first = request.get("first")
-                if first is not None:
-                    row = int(first["row"])
-                    if first["kind"] == "vector":
-                        session.opened.search(session.queries[row], 10)
-                    else:
-                        session.opened.search_text(session.questions[row], 10, first["kind"] == "hybrid")
-                answer: dict[str, Any] = {"times": [time.perf_counter() - started], "import": imported}
-            elif request["op"] == "close":
-                if session is not None and session.store is not None:
-                    session.store.close()
-                protocol.write(json.dumps({"times": []}) + "\n")
-                return 0
+    sessions: list[Session] = []
+
+    def open_(request: Request) -> Request:  # timed: open (with the model when asked), and the first query if given
+        session = Session(kind, request)
+        sessions[:] = [session]
+        started = time.perf_counter()
+        session.open(request)
+        first = request.get("first")
+        if first is not None:
+            row = int(first["row"])
+            if first["kind"] == "vector":
+                session.opened.search(session.queries[row], 10)
             else:
-                assert session is not None and session.store is not None, "open first"
-                answer = session.handle(request)
-        except Exception as exc:  # the driver reports it and stops every worker
-            answer = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
-        protocol.write(json.dumps(answer) + "\n")
-    return 0
+                session.opened.search_text(session.questions[row], 10, first["kind"] == "hybrid")
+        return {"times": [time.perf_counter() - started], "import": imported}
+
+    def close() -> None:
+        if sessions and sessions[0].store is not None:
+            sessions[0].store.close()
+
+    return serve(protocol, open_, lambda request: sessions[0].handle(request), close)
 
 
 if __name__ == "__main__":

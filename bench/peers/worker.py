@@ -12,13 +12,13 @@ counted. Requests: ``{"op": "open", "dir": ..., "model": ...}``, ``add_one`` / `
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
+
+from bench.peers.serve import Request, claim_stdout, serve
 
 USER = "bench"
 
@@ -176,27 +176,15 @@ def handle(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     engines: dict[str, type[Engine]] = {"ltm": Ltm, "mem0": Mem0}
-    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    sys.stdout = sys.stderr  # what the engines print must not corrupt the protocol
-    engine: Engine | None = None
-    for line in sys.stdin:
-        request = json.loads(line)
-        try:
-            if request["op"] == "open":
-                took, engine = _timed(engines[args[0]], request["dir"], request["model"])
-                answer: dict[str, Any] = {"times": [took]}
-            elif request["op"] == "close":
-                if engine is not None:
-                    engine.close()
-                protocol.write(json.dumps({"times": []}) + "\n")
-                return 0
-            else:
-                assert engine is not None, "open first"
-                answer = handle(engine, request)
-        except Exception as exc:  # the driver reports it and stops both workers
-            answer = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
-        protocol.write(json.dumps(answer) + "\n")
-    return 0
+    protocol = claim_stdout()
+    opened: list[Engine] = []
+
+    def open_(request: Request) -> Request:
+        took, engine = _timed(engines[args[0]], request["dir"], request["model"])
+        opened[:] = [engine]
+        return {"times": [took]}
+
+    return serve(protocol, open_, lambda request: handle(opened[0], request), lambda: opened[0].close())
 
 
 if __name__ == "__main__":
