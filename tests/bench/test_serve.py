@@ -36,8 +36,9 @@ def _run(tmp_path: Path, requests: list[dict[str, object]]) -> tuple[list[dict[s
 
 
 def test_each_request_gets_one_answer_and_close_ends_the_loop(tmp_path: Path) -> None:
-    requests = [{"op": "open", "n": 1}, {"op": "add", "by": 2}, {"op": "nonsense"}, {"op": "close"},
-                {"op": "add", "by": 5}]
+    requests: list[dict[str, object]] = [
+        {"op": "open", "n": 1}, {"op": "add", "by": 2}, {"op": "nonsense"}, {"op": "close"}, {"op": "add", "by": 5}
+    ]
     answers, stderr, code = _run(tmp_path, requests)
     assert code == 0
     assert answers[:2] == [{"times": [0.0]}, {"times": [], "out": 3}]
