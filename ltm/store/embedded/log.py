@@ -232,21 +232,23 @@ class MessageLog(KeywordReads):
                                                     [int(s) for s in seqs])))
         return {int(seq): row for seq, row in zip(found, matrix, strict=True)}
 
-    def candidates(self, seqs: Sequence[int]) -> list[CandidateRow]:
+    def candidates(self, seqs: Sequence[int], *, bodies: bool = False) -> list[CandidateRow]:
         """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
         meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read (as
-        the keyword index holds it) and the content vector the exact cosines and the prior use. Not the body: only
-        the few hits return one (:meth:`bodies`), and reading it for every candidate cost a quarter of this read.
+        the keyword index holds it) and the content vector the exact cosines and the prior use; the body (which
+        only the few hits return) when ``bodies``, else None: it cost a quarter of this read, so only a read made
+        while the model embeds the query (the keyword side's) takes it.
         ``CROSS JOIN`` keeps the messages table outside: SQLite's own plan looks each row up in the keyword
         index's virtual table the other way round, at 1.8x the cost for a search's ~95 rows."""
         sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
-               "m.embedding FROM messages m CROSS JOIN fts f ON f.rowid = m.seq WHERE m.seq IN ({marks})")
+               f"m.embedding, {'m.body' if bodies else 'NULL'} FROM messages m CROSS JOIN fts f ON f.rowid = m.seq "
+               "WHERE m.seq IN ({marks})")
         rows = list(self.where_in(sql, [int(s) for s in seqs]))
         if not rows:
             return []
         matrix = decode(np.frombuffer(b"".join(r[6] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
-        return [CandidateRow(seq, at, tuple([str(v) for v in (speaker, sent_from, role) if v]), content, vector)
-                for (seq, at, speaker, sent_from, role, content, _), vector in zip(rows, matrix, strict=True)]
+        return [CandidateRow(seq, at, tuple([str(v) for v in (speaker, sent_from, role) if v]), content, vector, body)
+                for (seq, at, speaker, sent_from, role, content, _, body), vector in zip(rows, matrix, strict=True)]
 
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:
         """Message contents by seq, as the keyword index holds them (absent seqs were deleted meanwhile)."""
@@ -300,6 +302,7 @@ class CandidateRow(NamedTuple):
     names: tuple[str, ...]  # metadata speaker, sent_from, role: the names a question can name
     content: str
     vector: np.ndarray  # the content vector as an unquantized index holds it
+    body: str | None  # the message's JSON, when the read took it (MessageLog.candidates' ``bodies``)
 
 
 def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:

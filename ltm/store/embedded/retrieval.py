@@ -109,7 +109,7 @@ def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: 
     hits = keyword_hits(log, text, plan.terms, fetch, where, params)
     if not hits or (model_done is not None and model_done.is_set()):
         return KeywordSide(hits, {}, version)
-    rows = {row.seq: row for row in log.candidates([s for s, _ in hits])}
+    rows = {row.seq: row for row in log.candidates([s for s, _ in hits], bodies=True)}
     if plan.stems is not None:  # a one-line question: its candidates get the prior
         for row in rows.values():
             if model_done is not None and model_done.is_set():
@@ -193,7 +193,10 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
     if near:
         ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
                       named=named, priors=priors)
-    return ranked[:k], log.bodies([s for s, _, _ in ranked[:k]])
+    best = [s for s, _, _ in ranked[:k]]
+    bodies = {s: body for s in best if s in found and (body := found[s].body) is not None}
+    missing = [s for s in best if s not in bodies]  # the keyword side read the others' with their rows
+    return ranked[:k], {**bodies, **log.bodies(missing)} if missing else bodies
 
 
 def _exact_cosines(hits: list[tuple[int, float]], found: dict[int, CandidateRow],

@@ -122,9 +122,9 @@ def _watched(monkeypatch: pytest.MonkeyPatch, model: _SlowModel) -> list[tuple[s
     reads: list[tuple[str, list[int]]] = []
     original = MessageLog.candidates
 
-    def candidates(self: MessageLog, seqs: Any) -> Any:
+    def candidates(self: MessageLog, seqs: Any, **kwargs: Any) -> Any:
         reads.append((threading.current_thread().name, sorted(seqs)))
-        return original(self, seqs)
+        return original(self, seqs, **kwargs)
 
     monkeypatch.setattr(MessageLog, "candidates", candidates)
     return reads
@@ -145,8 +145,16 @@ def _ids(hits: Any) -> list[tuple[str, float, tuple[str, ...]]]:
 
 
 @pytest.mark.embedded_only
-def test_the_keyword_side_reads_its_rows_beside_the_model(slow: Any) -> None:
+def test_the_keyword_side_reads_its_rows_beside_the_model(slow: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     model, store, reads = slow
+    bodies: list[int] = []
+    original = MessageLog.bodies
+
+    def read_bodies(self: MessageLog, seqs: Any) -> Any:
+        bodies.extend(seqs)
+        return original(self, seqs)
+
+    monkeypatch.setattr(MessageLog, "bodies", read_bodies)
     query = "what food does Elise like, sushi?"
     hits = store.search(query, k=5)
     assert model._overlapped == [True]
@@ -154,6 +162,7 @@ def test_the_keyword_side_reads_its_rows_beside_the_model(slow: Any) -> None:
     after = [seqs for thread, seqs in reads if not thread.startswith("ltm-keyword")]
     assert len(ahead) == 1 and ahead[0], reads  # the keyword candidates' rows, read while the model ran
     assert not {s for seqs in after for s in seqs} & set(ahead[0])  # after it, only rows not read yet
+    assert len(bodies) < len(hits) and not set(bodies) & set(ahead[0])  # those rows came with their bodies
     vector = store.embed_texts([store._dense_text(query)])[0]
     assert _ids(hits) == _ids(store.search(query, k=5, vector=vector))
 
@@ -201,9 +210,9 @@ def test_a_keyword_side_that_outlasts_the_model_leaves_its_rows_to_the_search(
     reads: list[tuple[str, list[int]]] = []
     original = MessageLog.candidates
 
-    def candidates(self: MessageLog, seqs: Any) -> Any:
+    def candidates(self: MessageLog, seqs: Any, **kwargs: Any) -> Any:
         reads.append((threading.current_thread().name, sorted(seqs)))
-        return original(self, seqs)
+        return original(self, seqs, **kwargs)
 
     monkeypatch.setattr(MessageLog, "candidates", candidates)
     query = "what food does Elise like, sushi?"
