@@ -119,6 +119,11 @@ def _watched(monkeypatch: pytest.MonkeyPatch, model: _SlowModel) -> list[tuple[s
             model._keyword_done.set()
 
     monkeypatch.setattr("ltm.store.embedded.backend.keyword_side", keyword_side)
+    return _row_reads(monkeypatch)
+
+
+def _row_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[int]]]:
+    """The log of candidate-row reads from now on: (the reading thread's name, the seqs read)."""
     reads: list[tuple[str, list[int]]] = []
     original = MessageLog.candidates
 
@@ -207,14 +212,7 @@ def test_a_keyword_side_that_outlasts_the_model_leaves_its_rows_to_the_search(
         return side(*args)
 
     monkeypatch.setattr("ltm.store.embedded.backend.keyword_side", keyword_side)
-    reads: list[tuple[str, list[int]]] = []
-    original = MessageLog.candidates
-
-    def candidates(self: MessageLog, seqs: Any, **kwargs: Any) -> Any:
-        reads.append((threading.current_thread().name, sorted(seqs)))
-        return original(self, seqs, **kwargs)
-
-    monkeypatch.setattr(MessageLog, "candidates", candidates)
+    reads = _row_reads(monkeypatch)
     query = "what food does Elise like, sushi?"
     hits = store.search(query, k=5)
     assert waited == [True]
