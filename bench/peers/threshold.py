@@ -2,11 +2,13 @@
 
 For each size, over :mod:`bench.peers.corpus`'s vectors (real chat turns, blended past ~14,000) and its question
 vectors: ltm's flat index (exact) against its HNSW graph (8-bit codes, M 32, efConstruction 112, built in one add on
-every core as the store's rebuild does) at several efSearch values, each top-k rescored with the exact vectors as
-:func:`ltm.store.embedded.retrieval.dense` does. Prints the build time, the median search time at k=10 and k=50
-(a hybrid search's depth) on one thread, and recall@10 of the rescored result against exact search. Each ``--ef``
-is the efSearch a top-10 search runs at; the row marked * is ltm's default, whose efSearch follows the graph's size
-(:func:`ltm.store.embedded.vectors.ef_search_for`; at k=50 it is at least 4 x the 100 candidates).
+every core as the store's rebuild does) at several efSearch values, each result ordered by the exact vectors' cosines
+(a top-10 search fetches :func:`ltm.store.embedded.retrieval._candidates` and keeps its best 10, as
+:func:`~ltm.store.embedded.retrieval.dense` does; a hybrid search takes its 50 as they come and orders them by the
+rows' vectors). Prints the build time, the median search time at k=10 and k=50 (a hybrid search's depth) on one
+thread, and recall@10 of the top-10 search against exact search. Each ``--ef`` is the efSearch a top-10 search runs
+at; the row marked * is ltm's default, whose efSearch follows the graph's size
+(:func:`ltm.store.embedded.vectors.ef_search_for`; at k=50 it is at least 4 x 50).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             for row, q in enumerate(queries):
                 for k in (10, 50):
                     started = time.perf_counter()
-                    _, ids = graph.search(q.reshape(1, -1), _candidates(k))
+                    _, ids = graph.search(q.reshape(1, -1), _candidates(k) if k == 10 else k)
                     found = ids[0][ids[0] >= 0]
                     best = found[np.argsort(-(stored[found - 1] @ q), kind="stable")[:k]]
                     times[k].append(time.perf_counter() - started)

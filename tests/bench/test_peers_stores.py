@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench import ROOT
-from bench.peers import corpus, stores
+from bench.peers import corpus, hybrid_quality, stores
 from ltm.config import Settings
 from ltm.llm.embeddings import resolve_embedding
 
@@ -79,3 +79,14 @@ def test_the_ltm_store_worker_answers_by_corpus_row(tmp_path: Path, rows: int) -
     assert "import" in opened and len(batch["times"]) == 1 and len(ones["times"]) == 2
     assert [hits[0] for hits in search["out"]] == [4, 1]  # each query is a stored row's vector: that row first
     assert "unknown op" in bad["error"]
+
+
+def test_the_hybrid_quality_comparison_counts_overlap_identity_and_evidence() -> None:
+    graph = [["1", "2", "3"], ["4", "5", "6"], ["7", "8", "9"]]
+    exact = [["1", "2", "3"], ["4", "6", "0"], ["9", "8", "7"]]
+    evidence = [{"1"}, {"0", "5"}, set()]  # the third question has no evidence: left out of the recall
+    got = hybrid_quality.compare(graph, exact, evidence)
+    assert got["overlap"] == pytest.approx((1 + 2 / 3 + 1) / 3)
+    assert got["identical"] == pytest.approx(1 / 3)
+    assert got["recall_graph"] == pytest.approx((1 + 0.5) / 2)
+    assert got["recall_exact"] == pytest.approx((1 + 0.5) / 2)
