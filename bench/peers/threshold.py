@@ -9,6 +9,10 @@ rows' vectors). Prints the build time, the median search time at k=10 and k=50 (
 thread, and recall@10 of the top-10 search against exact search. Each ``--ef`` is the efSearch a top-10 search runs
 at; the row marked * is ltm's default, whose efSearch follows the graph's size
 (:func:`ltm.store.embedded.vectors.ef_search_for`; at k=50 it is at least 4 x 50).
+
+``--fresh 2048,8192``: then, for each size, the graph with a fresh segment of that many more vectors beside it (the
+newest, not yet folded into the graph: :data:`ltm.store.embedded.vectors.FOLD_AT`), searched at the default efSearch
+for a hybrid's 50: what the segment adds to a search, scan and cache both.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,20000,50000,100000")
     parser.add_argument("--ef", default="32,64,128,256,384")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--fresh", default="", help="fresh-segment sizes beside the graph, e.g. 2048,8192")
     args = parser.parse_args(argv)
     from ltm.config import Settings
     from ltm.store.embedded.retrieval import _candidates
     from ltm.store.embedded.vectors import VectorIndex, ef_search_for
 
     sizes = [int(s) for s in args.sizes.split(",")]
-    arrays = np.load(corpus.build(max(sizes) + 1200, 200).with_suffix(".npz"))
+    fresh = [int(f) for f in args.fresh.split(",") if f]
+    arrays = np.load(corpus.build(max(sizes) + max([1200, *fresh]), 200).with_suffix(".npz"))
     vectors, queries = arrays["vectors"], arrays["queries"][: args.queries]
     print("size  index  efSearch  build_s  k10_p50_ms  k50_p50_ms  recall@10")
     for size in sizes:
@@ -84,6 +90,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"{1000 * statistics.median(times[50]):8.2f}   {statistics.fmean(hits):.3f}",
                 flush=True,
             )
+        graph.ef_search = default
+        for extra in fresh:  # the newest vectors in the fresh segment, as the store holds them between folds
+            graph.fresh = VectorIndex(stored.shape[1])
+            graph.fresh.add(np.arange(size + 1, size + extra + 1, dtype=np.int64), vectors[size:size + extra])
+            spent = []
+            for q in queries:
+                started = time.perf_counter()
+                graph.search(q.reshape(1, -1), 50)
+                spent.append(time.perf_counter() - started)
+            print(f"{size:6d} hnsw + a fresh segment of {extra:,}: k50_p50_ms {1000 * statistics.median(spent):.2f}",
+                  flush=True)
+        graph.fresh = None
     return 0
 
 

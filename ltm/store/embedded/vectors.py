@@ -62,8 +62,8 @@ _PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FA
 # index searched beside it, and are folded into the graph together once FOLD_AT of them accumulate (one parallel
 # FAISS add of FOLD_AT instead of many small ones; no graph snapshot between folds; a crash replays at most this
 # many rows, into the flat segment, on open). A search scans the whole segment beside the graph, and the scan also
-# pushes the graph out of the cache: beside a 92,000-vector graph searched for 50 at efSearch 200 (0.39 ms alone),
-# a segment of 8,000 384-d vectors made the pair cost 1.15 ms and one of 2,000 0.75 ms (docs/SEARCH_SPEED.md).
+# pushes the graph out of the cache: a hybrid's 50 from a 100,000-vector graph took 0.51 ms alone, 0.70 ms beside a
+# full segment of 2,048 and 1.06 ms beside one of 8,192 (docs/SEARCH_SPEED.md, bench/peers/threshold.py --fresh).
 # Folding more often costs no more in all: each vector is inserted into the graph once either way.
 FOLD_AT = 2048
 _EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, bench/hnsw_sweep.py
