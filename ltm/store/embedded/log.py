@@ -235,9 +235,9 @@ class MessageLog(KeywordReads):
     def candidates(self, seqs: Sequence[int], *, bodies: bool = False) -> list[CandidateRow]:
         """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
         meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read (as
-        the keyword index holds it) and the content vector the exact cosines and the prior use; the body (which
-        only the few hits return) when ``bodies``, else None: it cost a quarter of this read, so only a read made
-        while the model embeds the query (the keyword side's) takes it.
+        the keyword index holds it) and the content vector the exact cosines and the prior use; the body, which
+        only the few hits return, when ``bodies`` (else None): the read made while the model embeds the query (the
+        keyword side's) takes it, the read after the model leaves it to the hits.
         ``CROSS JOIN`` keeps the messages table outside: SQLite's own plan looks each row up in the keyword
         index's virtual table the other way round, at 1.8x the cost for a search's ~95 rows."""
         sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
