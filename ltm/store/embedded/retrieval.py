@@ -66,12 +66,10 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
             pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed)  # the feedback search's pool
             signals[name] = pool[:fetch]
             continue
-        if hybrid and name == "dense" and index.quantized and (lines is None or len(lines) < 2):
-            rescore = True  # cosines to ~1e-3: made exact from the rows the fusion reads anyway (_hybrid)
-            scores, ids = index.search(vector, fetch, allowed)
-            signals[name] = [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
-            continue
-        signals[name] = _search(log, index, vector, fetch, allowed, lines)
+        # a graph's cosines are right to ~1e-3: the hybrid makes them exact from the rows it reads anyway (_hybrid)
+        approximate = hybrid and name == "dense" and index.quantized and (lines is None or len(lines) < 2)
+        rescore = rescore or approximate
+        signals[name] = _search(log, index, vector, fetch, allowed, lines, exact=not approximate)
     if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
         if query.keyword.hits:
             signals["keyword"] = query.keyword.hits[:fetch]
@@ -105,14 +103,15 @@ def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: 
     What is not done by the time ``model_done`` is set is left to the search, which then reads these rows with the
     dense candidates' in one query and works out the features it needs: in a large namespace BM25 alone can take
     as long as the model, and the search would otherwise wait for reads it does faster itself."""
+    late = model_done.is_set if model_done is not None else lambda: False
     version = log.heads()
     hits = keyword_hits(log, text, plan.terms, fetch, where, params)
-    if not hits or (model_done is not None and model_done.is_set()):
+    if not hits or late():
         return KeywordSide(hits, {}, version)
     rows = {row.seq: row for row in log.candidates([s for s, _ in hits], bodies=True)}
     if plan.stems is not None:  # a one-line question: its candidates get the prior
         for row in rows.values():
-            if model_done is not None and model_done.is_set():
+            if late():
                 break
             prior_features(row.content)
     return KeywordSide(hits, rows, version)
@@ -203,12 +202,11 @@ def _exact_cosines(hits: list[tuple[int, float]], found: dict[int, CandidateRow]
                    vector: np.ndarray) -> list[tuple[int, float]]:
     """``hits`` of a quantized index rescored with their rows' vectors (what an unquantized index holds), best
     first; hits deleted meanwhile are dropped."""
-    seqs = [s for s, _ in hits if s in found]
-    if not seqs:
+    live = [s for s, _ in hits if s in found]
+    if not live:
         return []
-    exact = np.stack([found[s].vector for s in seqs]) @ np.asarray(vector, dtype=np.float32).reshape(-1)
-    order = np.argsort(-exact, kind="stable")
-    return [(seqs[i], float(exact[i])) for i in order]
+    seqs, cosines = _by_cosine(live, np.stack([found[s].vector for s in live]), vector)
+    return [(int(s), float(v)) for s, v in zip(seqs, cosines, strict=True)]
 
 
 def _times(rows: dict[int, CandidateRow]) -> dict[int, float]:
@@ -233,12 +231,12 @@ def _now(log: MessageLog, query: SearchQuery) -> float:
 
 
 def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
-            lines: np.ndarray | None = None) -> list[tuple[int, float]]:
-    """The ``fetch`` best (seq, cosine); with ``lines``, by :func:`~ltm.store.search.fusion.line_scores` (over the
-    stored
-    vectors) of the union of the whole query's and each line's nearest ``fetch``."""
+            lines: np.ndarray | None = None, *, exact: bool = True) -> list[tuple[int, float]]:
+    """The ``fetch`` best (seq, cosine) (``exact``: see :func:`dense`); with ``lines``, by
+    :func:`~ltm.store.search.fusion.line_scores` (over the stored vectors) of the union of the whole query's and
+    each line's nearest ``fetch``."""
     if lines is None or len(lines) < 2:
-        scores, ids = dense(log, index, vector, fetch, allowed)
+        scores, ids = dense(log, index, vector, fetch, allowed, exact=exact)
         return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
     whole = np.asarray(vector, dtype=np.float32).reshape(1, -1)
     _, ids = dense(log, index, np.vstack([whole, np.asarray(lines, dtype=np.float32)]), fetch, allowed)
@@ -252,24 +250,30 @@ def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int,
 
 
 def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,
-          allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+          allowed: np.ndarray | None = None, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``index.search`` with exact cosines: an index of 8-bit codes (:attr:`VectorIndex.quantized`) is asked
     for :func:`_candidates` of ``k``, rescored with SQLite's stored vectors (the values an unquantized index
-    holds), best ``k`` kept. Also mends the ranking the quantization blurs (recall@10 vs exact search)."""
-    if not index.quantized:
+    holds), best ``k`` kept. Also mends the ranking the quantization blurs (recall@10 vs exact search). Not
+    ``exact``: the index's own ``k`` best and cosines, for a caller that rescores them from rows it reads anyway."""
+    if not index.quantized or not exact:
         return index.search(queries, k, allowed)
     _, ids = index.search(queries, _candidates(k), allowed)
     stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
     out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
     out_ids = np.full((len(queries), k), -1, dtype=np.int64)
     for row, query in enumerate(np.asarray(queries, dtype=np.float32)):
-        found = np.array([s for s in ids[row].tolist() if s in stored], dtype=np.int64)
-        if not len(found):
-            continue
-        exact = np.stack([stored[int(s)] for s in found]) @ query
-        order = np.argsort(-exact, kind="stable")[:k]
-        out_scores[row, :len(order)], out_ids[row, :len(order)] = exact[order], found[order]
+        found = [s for s in ids[row].tolist() if s in stored]
+        if found:
+            seqs, cosines = _by_cosine(found, np.stack([stored[s] for s in found]), query)
+            out_scores[row, :min(k, len(seqs))], out_ids[row, :min(k, len(seqs))] = cosines[:k], seqs[:k]
     return out_scores, out_ids
+
+
+def _by_cosine(seqs: Sequence[int], vectors: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``seqs`` and their ``vectors``' cosines to ``query``, best first (ties in the given order)."""
+    cosines = vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
+    order = np.argsort(-cosines, kind="stable")
+    return np.asarray(seqs, dtype=np.int64)[order], cosines[order]
 
 
 def _candidates(k: int) -> int:
