@@ -67,6 +67,17 @@ def blended(turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> tuple[l
     return out, np.vstack([vectors, mixed.astype(np.float32)])
 
 
+def fill(store: Any, turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> None:
+    """Add the first ``n`` rows to an ltm ``MemoryStorage`` as the stores of :mod:`bench.peers` hold them: message
+    id = row, each turn's speaker as ``sent_from``, its time as ``created_at``, the given vectors, 1,000 a batch."""
+    from ltm.message import Message
+
+    for start in range(0, n, 1000):
+        rows = range(start, min(start + 1000, n))
+        store.add_batch([Message(id=str(r), content=turns[r]["text"], role="user", sent_from=turns[r]["speaker"],
+                                 created_at=turns[r]["time"]) for r in rows], vectors=vectors[list(rows)])
+
+
 def build(n: int, questions_wanted: int) -> Path:
     """Write (or reuse) ``bench/data/peers/<n>.npz`` and ``.json``; returns the .json's path."""
     target = OUT / f"{n}.json"

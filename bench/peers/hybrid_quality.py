@@ -20,7 +20,6 @@ import json
 import statistics
 import tempfile
 from collections.abc import Sequence
-from typing import Any
 
 from bench.peers import corpus
 
@@ -58,15 +57,6 @@ def compare(graph: list[list[str]], exact: list[list[str]], evidence: Sequence[s
     }
 
 
-def _fill(store: Any, turns: list[dict[str, Any]], vectors: Any, size: int) -> None:
-    from ltm.message import Message
-
-    for start in range(0, size, 1000):
-        rows = range(start, min(start + 1000, size))
-        store.add_batch([Message(id=str(r), content=turns[r]["text"], role="user", sent_from=turns[r]["speaker"],
-                                 created_at=turns[r]["time"]) for r in rows], vectors=vectors[list(rows)])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=100_000)
@@ -89,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             extra = {} if threshold is None else {"hnsw_threshold": threshold}
             store = MemoryStorage(name, kind="bench", settings=Settings.load(storage_dir=tmp, query_cache_size=0,
                                                                               **extra))
-            _fill(store, turns, vectors, args.size)
+            corpus.fill(store, turns, vectors, args.size)
             results[name] = {mode: [[h.message.id for h in store.search(q, k=10, mode=mode)] for q in questions]
                              for mode in ("hybrid", "dense")}
             print(f"{name}: {store.stats().index} index of {args.size:,} messages", flush=True)

@@ -158,21 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ltm-profile-") as tmp:
         # no query cache: every part below embeds the same questions
         store = MemoryStorage("peers", kind="bench", settings=Settings.load(storage_dir=tmp, query_cache_size=0))
-        for start in range(0, args.size, 1000):
-            rows = range(start, min(start + 1000, args.size))
-            store.add_batch(
-                [
-                    Message(
-                        id=str(r),
-                        content=turns[r]["text"],
-                        role="user",
-                        sent_from=turns[r]["speaker"],
-                        created_at=turns[r]["time"],
-                    )
-                    for r in rows
-                ],
-                vectors=vectors[list(rows)],
-            )
+        corpus.fill(store, turns, vectors, args.size)
         store.embedder.embedding.get_query_embedding("warm up")
         files = model_files()
         peers_model = OnnxQuery(files["onnx"], files["tokenizer"], files["max_tokens"])
