@@ -12,6 +12,7 @@ here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadab
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -234,20 +235,22 @@ class MessageLog(KeywordReads):
 
     def candidates(self, seqs: Sequence[int], *, bodies: bool = False) -> list[CandidateRow]:
         """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
-        meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read (as
-        the keyword index holds it) and the content vector the exact cosines and the prior use; the body, which
-        only the few hits return, when ``bodies`` (else None): the read made while the model embeds the query (the
-        keyword side's) takes it, the read after the model leaves it to the hits.
-        ``CROSS JOIN`` keeps the messages table outside: SQLite's own plan looks each row up in the keyword
-        index's virtual table the other way round, at 1.8x the cost for a search's ~95 rows."""
-        sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, f.content, "
-               f"m.embedding, {'m.body' if bodies else 'NULL'} FROM messages m CROSS JOIN fts f ON f.rowid = m.seq "
+        meanwhile): the time and names the fusion weighs, the content the prior and the near-exact test read and the
+        content vector the exact cosines and the prior use; the body, which only the few hits return, when
+        ``bodies`` (else None): the read made while the model embeds the query (the keyword side's) takes it, the
+        read after the model leaves it to the hits.
+        The content comes from the body's JSON, the text the keyword index holds
+        (:func:`~ltm.store.search.query.keyword_columns`): looking each row up in the keyword index's own table as
+        well cost twice as much for a search's ~95 rows (docs/SEARCH_SPEED.md)."""
+        sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, "
+               f"json_extract(m.body, '$.content'), m.embedding, {'m.body' if bodies else 'NULL'} FROM messages m "
                "WHERE m.seq IN ({marks})")
         rows = list(self.where_in(sql, [int(s) for s in seqs]))
         if not rows:
             return []
         matrix = decode(np.frombuffer(b"".join(r[6] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
-        return [CandidateRow(seq, at, tuple([str(v) for v in (speaker, sent_from, role) if v]), content, vector, body)
+        names = _names_of
+        return [CandidateRow(seq, at, names(speaker, sent_from, role), content, vector, body)
                 for (seq, at, speaker, sent_from, role, content, _, body), vector in zip(rows, matrix, strict=True)]
 
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:
@@ -303,6 +306,13 @@ class CandidateRow(NamedTuple):
     content: str
     vector: np.ndarray  # the content vector as an unquantized index holds it
     body: str | None  # the message's JSON, when the read took it (MessageLog.candidates' ``bodies``)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_of(speaker: object, sent_from: object, role: object) -> tuple[str, ...]:
+    """A row's names (metadata speaker, ``sent_from``, role) as the fusion compares them: one tuple per distinct
+    triple, since a namespace's messages share a few speakers."""
+    return tuple([str(v) for v in (speaker, sent_from, role) if v])
 
 
 def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:

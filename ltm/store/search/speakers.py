@@ -17,6 +17,7 @@ column.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
@@ -45,17 +46,17 @@ NAME_ROWS = 8  # messages read per word by an engine's speaker_names (their name
 def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]], terms: Iterable[str] | None = None) -> set[int]:
     """The seqs of ``speakers`` ({seq: its names}) one of whose names shares a word with ``query`` (``terms``: its
     :func:`~ltm.store.query.query_terms` when the caller has them)."""
-    words = set(query_terms(query) if terms is None else terms)
+    words = frozenset(query_terms(query) if terms is None else terms)
     if not words:
         return set()
-    cache: dict[str, bool] = {}
+    return {seq for seq, names in speakers.items() if not words.isdisjoint(_name_words(tuple(names)))}
 
-    def named(name: str) -> bool:
-        if name not in cache:
-            cache[name] = bool(words & set(query_terms(name)))
-        return cache[name]
 
-    return {seq for seq, names in speakers.items() if any(named(n) for n in names if n)}
+@functools.lru_cache(maxsize=4096)
+def _name_words(names: tuple[str, ...]) -> frozenset[str]:
+    """The words of a candidate's names as :func:`spoken_by_named` matches them: one answer per distinct tuple,
+    since a namespace's messages share a few speakers."""
+    return frozenset(w for name in names if name for w in query_terms(name))
 
 
 def body_speakers(data: Mapping[str, Any]) -> tuple[str, ...]:

@@ -60,9 +60,21 @@ def test_each_candidate_row_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert hits
     assert len(reads) == 2, reads
     (candidates, many), (bodies, few) = reads
-    assert "m.embedding" in candidates and "body" not in candidates  # time, names, content, vector together
+    assert "m.embedding" in candidates and "m.body FROM" not in candidates  # time, names, content, vector together
     assert many > len(hits)
     assert "body" in bodies and few == len(hits)  # the hits' bodies alone
+
+
+@pytest.mark.embedded_only
+@pytest.mark.parametrize("content", ['say "hi"\n\\ back\t', "caf\u00e9 \u2028 \U0001f600 \u00a0end", "x", '  {"content": 1}  '])
+def test_a_candidates_content_is_the_messages_content(tmp_path: Path, content: str) -> None:
+    store = MemoryStorage("odd", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"))
+    store.add_batch([Message(content=content, role="user", sent_from="Ann", metadata={"speaker": "Ann B"}),
+                     Message(content="another turn", role="assistant")])
+    log = embedded_of(store)._require()[0]
+    (row,) = [r for r in log.candidates([1, 2]) if r.seq == 1]
+    assert row.content == content == log.contents([1])[1]  # what the keyword index holds
+    assert row.names == ("Ann B", "Ann", "user")
 
 
 @pytest.mark.embedded_only
