@@ -66,7 +66,9 @@ def test_each_candidate_row_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 @pytest.mark.embedded_only
-@pytest.mark.parametrize("content", ['say "hi"\n\\ back\t', "caf\u00e9 \u2028 \U0001f600 \u00a0end", "x", '  {"content": 1}  '])
+@pytest.mark.parametrize(
+    "content", ['say "hi"\n\\ back\t', "caf\u00e9 \u2028 \U0001f600 \u00a0end", "x", '  {"content": 1}  ']
+)
 def test_a_candidates_content_is_the_messages_content(tmp_path: Path, content: str) -> None:
     store = MemoryStorage("odd", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"))
     store.add_batch([Message(content=content, role="user", sent_from="Ann", metadata={"speaker": "Ann B"}),
