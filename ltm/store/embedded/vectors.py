@@ -396,7 +396,16 @@ def ef_search_for(k: int, floor: int, size: int | None = None) -> int:
 
 
 def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``k`` of several (scores, seqs) results for the same queries (seq -1: padding)."""
+    """The best ``k`` of several (scores, seqs) results for the same queries (seq -1: padding), ties in the order
+    given. One query (a search) is merged in plain Python: numpy's per-call overhead on its ~100 values cost more
+    than the merge itself."""
+    if len(found[0][1]) == 1:
+        pairs = [(float(v), int(s)) for scores, ids in found for v, s in zip(scores[0], ids[0], strict=True)
+                 if s >= 0 and math.isfinite(v)]
+        pairs.sort(key=lambda pair: -pair[0])  # stable: ties keep the order given
+        best = pairs[:k] + [(-math.inf, -1)] * (k - len(pairs))
+        return (np.array([[v for v, _ in best]], dtype=np.float32),
+                np.array([[s for _, s in best]], dtype=np.int64))
     scores = np.hstack([np.where(ids >= 0, sc, -np.inf).astype(np.float32) for sc, ids in found])
     ids = np.hstack([ids for _, ids in found])
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]

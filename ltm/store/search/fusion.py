@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
@@ -216,16 +217,18 @@ def feedback_vector(vector: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     return np.asarray(moved / max(float(np.linalg.norm(moved)), 1e-12), dtype=np.float32).reshape(1, -1)
 
 
-def _scaled(hits: Candidates, depth: int, zero_floor: bool) -> dict[int, float]:
+def _scale(hits: Candidates, depth: int, zero_floor: bool) -> tuple[float, float] | None:
+    """(floor, top - floor) of a signal's candidates: each's scaled score is ``(score - floor) / span``; None when
+    the signal is empty or flat (no information about the order)."""
     if not hits:
-        return {}
+        return None
     top = hits[0][1]
     floor = 0.0 if zero_floor and len(hits) < depth else hits[-1][1]
     if not zero_floor and len(hits) < depth:
         floor = min(floor, top - MIN_COSINE_SPREAD)  # the whole (small) namespace: its worst is no floor
     if top - floor <= 1e-9 * max(1.0, abs(top)):
-        return {}  # flat: no information about the order
-    return {seq: (score - floor) / (top - floor) for seq, score in hits}
+        return None
+    return floor, top - floor
 
 
 def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: float) -> dict[int, float]:
@@ -237,19 +240,29 @@ def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: fl
     candidates costs less than building the arrays that would vectorise it)."""
     seqs = sorted(score)
     when = [times.get(s) for s in seqs]
+    values = [score[s] for s in seqs]
+    span, gap, last = SITTING_SPAN, NEIGHBOUR_GAP, len(seqs) - 1
     out = {}
     for i, seq in enumerate(seqs):
         at, best = when[i], -math.inf
         if at is not None:
-            for band in (range(i - 1, -1, -1), range(i + 1, len(seqs))):
-                for j in band:
-                    if abs(seqs[j] - seq) > SITTING_SPAN:
-                        break
-                    other = when[j]
-                    if other is not None and abs(other - at) <= NEIGHBOUR_GAP:
-                        best = max(best, score[seqs[j]])
-        out[seq] = score[seq] + (share * best if best > -math.inf else 0.0)
+            j = i - 1
+            while j >= 0 and seq - seqs[j] <= span:
+                other = when[j]
+                if other is not None and abs(other - at) <= gap and values[j] > best:
+                    best = values[j]
+                j -= 1
+            j = i + 1
+            while j <= last and seqs[j] - seq <= span:
+                other = when[j]
+                if other is not None and abs(other - at) <= gap and values[j] > best:
+                    best = values[j]
+                j += 1
+        out[seq] = values[i] + share * best if best > -math.inf else values[i] + 0.0
     return out
+
+
+_SCORE_THEN_SEQ = operator.itemgetter(1, 0)
 
 
 def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
@@ -260,8 +273,8 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
-    candidates inside the window a query names) to candidates. ``exact`` seqs hold the query verbatim,
-    ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
+    candidates inside the window a query names) to candidates (each seq once a signal). ``exact`` seqs hold the query
+    verbatim, ``near_exact`` ones hold it up to case, spacing and punctuation: both go first, in that order. "time"
     candidates get a fixed boost (``weights["time"]``) and, when the dense list missed them, their cosine on
     the dense scale. ``times`` ({seq: created_at} of the candidates; None: unknown) limits the neighbours' share
     to neighbours written within ``NEIGHBOUR_GAP`` of each other. ``named`` candidates (spoken by someone the
@@ -269,20 +282,26 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     each candidate gets ``sitting`` x the best score of another candidate of its sitting (written within
     ``NEIGHBOUR_GAP`` and ``SITTING_SPAN`` messages of it; none when ``times`` is None). Last, the
     :data:`PRIOR_DEPTH` best get ``priors(their seqs)`` ({seq: :func:`prior`}, e.g. :func:`prior_source`) added.
+
+    A search fuses ~100 candidates: each step is one pass over plain dicts (arrays would cost more to build than
+    the arithmetic they would save: docs/SEARCH_SPEED.md).
     """
-    timed = signals.get("time", ())
-    signals = {name: hits for name, hits in signals.items() if name != "time"}
-    scaled = {name: _scaled(hits, depth, zero_floor=name == "keyword") for name, hits in signals.items()}
-    raw = {name: dict(hits) for name, hits in signals.items()}
     found: dict[int, list[str]] = {}
     score: dict[int, float] = {}
     for name, hits in signals.items():
-        weight, scale = weights.get(name, 0.0), scaled[name]
-        for seq, _ in hits:
-            found.setdefault(seq, []).append(name)
-            score[seq] = score.get(seq, 0) + weight * scale.get(seq, 0.0)
+        if name == "time":
+            continue
+        weight, scale = weights.get(name, 0.0), _scale(hits, depth, zero_floor=name == "keyword")
+        for seq, value in hits:
+            names = found.get(seq)
+            if names is None:
+                found[seq], before = [name], 0.0
+            else:
+                names.append(name)
+                before = score[seq]
+            score[seq] = before + weight * ((value - scale[0]) / scale[1] if scale is not None else 0.0)
     dense_hits = signals.get("dense", ())
-    for seq, cosine in timed:  # inside the window the query names: a fixed boost, scored by meaning within it
+    for seq, cosine in signals.get("time", ()):  # inside the window the query names: a fixed boost, by meaning
         if seq not in found:
             found[seq] = []
             score[seq] = 0.0
@@ -291,26 +310,46 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
                 score[seq] = weights["dense"] * max(0.0, (cosine - floor) / (top - floor))
         found[seq].append("time")
         score[seq] += weights["time"]
-    if neighbours:
-        def lent(seq: int, other: int) -> float:
-            value = score.get(other)  # most neighbours are no candidate: no time to compare
-            if value is None or (times is not None
-                                 and abs(times.get(seq, 0.0) - times.get(other, float("inf"))) > NEIGHBOUR_GAP):
-                return 0.0
-            return value
-
-        score = {s: v + neighbours * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
-    if named and weights.get("speaker", 0.0):
-        score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
+    speaker = weights.get("speaker", 0.0) if named else 0.0
+    if neighbours or speaker:
+        score = _lent(score, neighbours, times, named, speaker)
     if sitting and times is not None and len(score) > 1:
         score = _with_sitting(score, times, sitting)
     if priors is not None and score:
-        bonus = priors(sorted(score, key=lambda s: (-score[s], -s))[:PRIOR_DEPTH])
-        score = {s: v + bonus.get(s, 0.0) for s, v in score.items()}
+        best = sorted(score.items(), key=_SCORE_THEN_SEQ, reverse=True)[:PRIOR_DEPTH]
+        for seq, bonus in priors([s for s, _ in best]).items():
+            if seq in score:
+                score[seq] += bonus
     for seq in [*exact, *near_exact]:
         if seq not in found:
             found[seq], score[seq] = ["exact"], 0.0
-    first = {seq: 2 for seq in exact} | {seq: 1 for seq in near_exact if seq not in exact}
-    dense, keyword = raw.get("dense", {}), raw.get("keyword", {})
-    order = sorted(score, key=lambda s: (-first.get(s, 0), -score[s], -dense.get(s, -2.0), -keyword.get(s, -1.0), -s))
+    dense = {seq: value for seq, value in signals.get("dense", ())}
+    keyword = {seq: value for seq, value in signals.get("keyword", ())}
+    if exact or near_exact:
+        first = {seq: 2 for seq in exact} | {seq: 1 for seq in near_exact if seq not in exact}
+        order = sorted(score, key=lambda s: (first.get(s, 0), score[s], dense.get(s, -2.0), keyword.get(s, -1.0), s),
+                       reverse=True)
+    else:
+        order = sorted(score, key=lambda s: (score[s], dense.get(s, -2.0), keyword.get(s, -1.0), s), reverse=True)
     return [(s, score[s], tuple(found[s])) for s in order[:k]]
+
+
+def _lent(score: dict[int, float], neighbours: float, times: Mapping[int, float] | None, named: Collection[int],
+          speaker: float) -> dict[int, float]:
+    """Each score plus ``neighbours`` x the better of its neighbours' (seq +- 1, when they are candidates written
+    within NEIGHBOUR_GAP of it, or of unknown times when ``times`` is None), then plus ``speaker`` when ``named``."""
+    out = {}
+    for seq, value in score.items():
+        if neighbours:
+            before, after = score.get(seq - 1), score.get(seq + 1)
+            if times is not None and (before is not None or after is not None):
+                at = times.get(seq, 0.0)
+                if before is not None and abs(at - times.get(seq - 1, math.inf)) > NEIGHBOUR_GAP:
+                    before = None
+                if after is not None and abs(at - times.get(seq + 1, math.inf)) > NEIGHBOUR_GAP:
+                    after = None
+            value = value + neighbours * max(0.0 if before is None else before, 0.0 if after is None else after)
+        if speaker:
+            value = value + (speaker if seq in named else 0.0)
+        out[seq] = value
+    return out

@@ -482,3 +482,76 @@ def test_an_answer_comes_before_a_question_that_repeats_the_words(settings: Sett
         monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {**{name: 0.0 for name in PRIOR}, "question": -5.0})
         assert search_many([store, other], query, k=20)[-1].message.content == turns[0]
         assert store.search(query, k=20)[-1].message.content == turns[0]
+
+
+def _fuse_by_definition(signals: dict[str, list[tuple[int, float]]], k: int, *, depth: int,
+                        weights: dict[str, float], times: dict[int, float], named: set[int],
+                        exact: list[int], bonus: dict[int, float]) -> list[tuple[int, float, tuple[str, ...]]]:
+    """fuse as its docstring states it, one step after the other over whole dicts (no time signal)."""
+    def scaled(hits: list[tuple[int, float]], zero_floor: bool) -> dict[int, float]:
+        if not hits:
+            return {}
+        top = hits[0][1]
+        floor = 0.0 if zero_floor and len(hits) < depth else hits[-1][1]
+        if not zero_floor and len(hits) < depth:
+            floor = min(floor, top - fusion.MIN_COSINE_SPREAD)
+        if top - floor <= 1e-9 * max(1.0, abs(top)):
+            return {}
+        return {s: (v - floor) / (top - floor) for s, v in hits}
+
+    found: dict[int, list[str]] = {}
+    score: dict[int, float] = {}
+    for name, hits in signals.items():
+        scale = scaled(hits, name == "keyword")
+        for s, _ in hits:
+            found.setdefault(s, []).append(name)
+            score[s] = score.get(s, 0) + weights.get(name, 0.0) * scale.get(s, 0.0)
+
+    def lent(s: int, other: int) -> float:
+        value = score.get(other)
+        if value is None or abs(times.get(s, 0.0) - times.get(other, float("inf"))) > NEIGHBOUR_GAP:
+            return 0.0
+        return value
+
+    score = {s: v + fusion.NEIGHBOUR_SHARE * max(lent(s, s - 1), lent(s, s + 1)) for s, v in score.items()}
+    score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
+    shared = {}
+    for s, v in score.items():
+        others = [score[o] for o in score if o != s and s in times and o in times
+                  and abs(times[s] - times[o]) <= NEIGHBOUR_GAP and abs(s - o) <= SITTING_SPAN]
+        shared[s] = v + (SITTING_SHARE * max(others) if others else 0.0)
+    score = shared
+    head = sorted(score, key=lambda s: (-score[s], -s))[:fusion.PRIOR_DEPTH]
+    score = {s: v + (bonus[s] if s in head and s in bonus else 0.0) for s, v in score.items()}
+    for s in exact:
+        if s not in found:
+            found[s], score[s] = ["exact"], 0.0
+    dense, keyword = dict(signals.get("dense", [])), dict(signals.get("keyword", []))
+    order = sorted(score, key=lambda s: (-(s in exact), -score[s], -dense.get(s, -2.0), -keyword.get(s, -1.0), -s))
+    return [(s, score[s], tuple(found[s])) for s in order[:k]]
+
+
+def test_the_fusion_equals_its_definition_on_random_candidates() -> None:
+    """The fusion's passes (scaling, neighbours, speaker, sitting, prior, order) give exactly, to the last bit, the
+    scores and order of the definition computed step by step, ties included."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        depth = int(rng.choice([10, 50]))
+        pool = [int(s) for s in rng.choice(np.arange(1, 300), size=120, replace=False)]
+        signals: dict[str, list[tuple[int, float]]] = {}
+        for name, scale in (("dense", 1.0), ("keyword", 12.0), ("context", 1.0)):
+            if rng.random() < 0.8:
+                seqs = pool[: int(rng.integers(0, depth + 1))] if name == "dense" else \
+                    [int(s) for s in rng.choice(pool, size=int(rng.integers(0, depth + 1)), replace=False)]
+                values = np.round(rng.random(len(seqs)) * scale, 1)  # ties on purpose
+                signals[name] = sorted(zip(seqs, values.tolist(), strict=True), key=lambda h: -h[1])
+        every = {s for hits in signals.values() for s, _ in hits}
+        times = {s: float(rng.choice([0.0, 1e4, 5e4])) for s in every if rng.random() < 0.9}
+        named = {s for s in every if rng.random() < 0.2}
+        exact = [int(s) for s in rng.choice(pool, size=int(rng.integers(0, 2)))]
+        bonus = {s: float(rng.random()) for s in every if rng.random() < 0.7}
+        k = int(rng.integers(1, 40))
+        got = fuse(signals, k, depth=depth, weights=WEIGHTS, times=times, named=named, exact=exact,
+                   priors=lambda seqs, bonus=bonus: {s: bonus[s] for s in seqs if s in bonus})
+        assert got == _fuse_by_definition(signals, k, depth=depth, weights=dict(WEIGHTS), times=times, named=named,
+                                          exact=exact, bonus=bonus)

@@ -13,7 +13,7 @@ from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.embedded import snapshot, vectors
-from ltm.store.embedded.vectors import VectorIndex
+from ltm.store.embedded.vectors import VectorIndex, _merge
 from tests.store.embedded.test_quantized_hnsw import DIM, STORED, _check_search, _clustered, _mirror, _store
 
 
@@ -110,3 +110,22 @@ def test_closing_after_a_few_adds_keeps_the_graph_snapshot_and_reopening_replays
             assert hit.score == pytest.approx(1.0, abs=1e-5)
     _check_search(store, held, queries)
     store.close()
+
+
+def test_one_querys_merge_equals_the_many_queries_merge() -> None:
+    """A search's single query is merged in plain Python, several queries with numpy: the same best k, ties in the
+    order given (the fresh segment's first), padding past what was found."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        found = []
+        for _part in range(int(rng.integers(1, 4))):
+            width = int(rng.integers(1, 12))
+            scores = np.round(rng.random((1, width)), 1).astype(np.float32)  # ties on purpose
+            ids = rng.choice(np.arange(1000), size=(1, width), replace=False).astype(np.int64)
+            ids[rng.random((1, width)) < 0.2] = -1
+            found.append((scores, ids))
+        k = int(rng.integers(1, 30))
+        one = _merge(found, k)
+        two = _merge([(np.vstack([sc, sc]), np.vstack([ids, ids])) for sc, ids in found], k)
+        assert one[0].dtype == two[0].dtype and one[1].dtype == two[1].dtype
+        assert np.array_equal(one[0][0], two[0][0]) and np.array_equal(one[1][0], two[1][0])
