@@ -400,7 +400,7 @@ def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarr
     given. One query (a search) is merged in plain Python: numpy's per-call overhead on its ~100 values cost more
     than the merge itself."""
     if len(found[0][1]) == 1:
-        pairs = [(float(v), int(s)) for scores, ids in found for v, s in zip(scores[0], ids[0], strict=True)
+        pairs = [(v, s) for scores, ids in found for v, s in zip(scores[0].tolist(), ids[0].tolist(), strict=True)
                  if s >= 0 and math.isfinite(v)]
         pairs.sort(key=lambda pair: -pair[0])  # stable: ties keep the order given
         best = pairs[:k] + [(-math.inf, -1)] * (k - len(pairs))
