@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -82,13 +83,14 @@ class StoreBackend(Protocol):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordSide | None = None) -> list[MemoryHit]:
+               keyword: KeywordSide | Future[KeywordSide | None] | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
         lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
         :func:`ltm.store.search.fusion.line_scores`. ``plan``: ``text``'s
         :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, the
-        :meth:`keyword_candidates` the caller found while the model embedded the query."""
+        :meth:`keyword_candidates` the caller found while the model embedded the query, or the future of
+        :meth:`keyword_beside`'s call."""
 
     def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
                            model_done: threading.Event | None = None) -> KeywordSide | None:
@@ -96,6 +98,12 @@ class StoreBackend(Protocol):
         model embeds the query, with whatever of the candidates' rows the engine can read without the query vector
         before ``model_done`` is set (what is left, :meth:`search` reads with the dense candidates' rows); None where
         :meth:`search` ranks the keyword side itself (one statement)."""
+
+    def keyword_beside(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                       model_done: threading.Event | None = None) -> Callable[[], KeywordSide] | None:
+        """:meth:`keyword_candidates` as a call to run on another thread without the store's lock (made under it),
+        so that :meth:`search` can take it as a future and do its dense side before it needs it; None where the
+        keyword side needs the store's lock."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""

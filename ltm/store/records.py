@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -77,7 +78,8 @@ class SearchQuery:
     now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
     lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
     analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
-    keyword: KeywordSide | None = None  # hybrid: the keyword side, when the caller found it beside the model
+    # hybrid: the keyword side, when the caller found it beside the model (a future while it may still be running)
+    keyword: KeywordSide | Future[KeywordSide | None] | None = None
 
 
 @dataclass(frozen=True)

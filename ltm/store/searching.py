@@ -4,7 +4,10 @@
 no query vector while the model embeds the query: the keyword side (the engine's
 :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`, with the rows of its candidates) runs on a worker
 thread, since SQLite and ONNX Runtime both let go of the GIL; the search then pays max(model, keyword side)
-instead of their sum (docs/SEARCH_SPEED.md). A search given its vector runs every part in line, with the same hits.
+instead of their sum (docs/SEARCH_SPEED.md). Where the engine can run the keyword side without the store's lock
+(:meth:`~ltm.store.backend.DocumentBackend.keyword_beside`: a large embedded namespace, through a second
+connection), the search takes it as a future and does its dense side before it waits for it. A search given its
+vector runs every part in line, with the same hits.
 """
 
 from __future__ import annotations
@@ -66,11 +69,12 @@ class Searching(DocumentStore):
         query_vector = given_query_vector(query, mode, vector, self._dim)
         plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
         ahead: Future[KeywordSide | None] | None = None
+        beside = False
         if query_vector is None and mode != "keyword" and self._dim() is not None:
             text = self._dense_text(query)
             model_done = threading.Event()
             if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
-                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters, model_done)
+                ahead, beside = self._keyword_ahead(query, plan, check_k(k), filters, model_done)
             try:
                 query_vector = self._embed([text], QUERY)
             finally:
@@ -87,7 +91,7 @@ class Searching(DocumentStore):
             explain,
             line_vectors,
             plan,
-            ahead.result() if ahead is not None else None,
+            None if ahead is None else ahead if beside else ahead.result(),
         )
 
     async def asearch(
@@ -105,18 +109,19 @@ class Searching(DocumentStore):
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         plan = analyse(query)
         ahead: Future[KeywordSide | None] | None = None
+        beside = False
         if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
             text = await self._off(self._dense_text, query)
             model_done = threading.Event()
             if mode == "hybrid":
-                ahead = _KEYWORD_SIDE.submit(self._keyword_side, query, plan, check_k(k), filters, model_done)
+                ahead, beside = await self._off(self._keyword_ahead, query, plan, check_k(k), filters, model_done)
             try:
                 query_vector = await self._aembed([text], QUERY)
             finally:
                 model_done.set()
         lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
-        keyword = await asyncio.wrap_future(ahead) if ahead is not None else None
+        keyword = None if ahead is None else ahead if beside else await asyncio.wrap_future(ahead)
         return await self._off(
             self._search,
             query,
@@ -144,6 +149,22 @@ class Searching(DocumentStore):
         if not text.strip() or await self._off(self._dim) is None:
             return []
         return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
+
+    def _keyword_ahead(
+        self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None, model_done: threading.Event
+    ) -> tuple[Future[KeywordSide | None], bool]:
+        """Start a hybrid search's keyword side on a worker thread: (its future, whether it runs without the store's
+        lock, so that the search may hold the lock while it waits for it)."""
+        with self._lock:
+            run = self._engine().keyword_beside(text, plan, k, filters, model_done)
+        if run is None:
+            return _KEYWORD_SIDE.submit(self._keyword_side, text, plan, k, filters, model_done), False
+        try:
+            return _KEYWORD_SIDE.submit(run), True
+        except RuntimeError:  # the worker pool is shut down (the interpreter is exiting): run it here
+            done: Future[KeywordSide | None] = Future()
+            done.set_result(run())
+            return done, True
 
     def _keyword_side(
         self,
@@ -181,7 +202,7 @@ class Searching(DocumentStore):
         explain: bool = False,
         lines: np.ndarray | None = None,
         plan: Analysis | None = None,
-        keyword: KeywordSide | None = None,
+        keyword: KeywordSide | Future[KeywordSide | None] | None = None,
     ) -> builtins.list[MemoryHit]:
         with self._lock:
             self.purge_expired()

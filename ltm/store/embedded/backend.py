@@ -20,6 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,10 @@ from ltm.store.search.fusion import DEPTH
 
 __all__ = ["EmbeddedBackend"]
 
+# From this many rows a hybrid search's keyword side reads through the log's second connection, beside the search
+# (keyword_beside): below it BM25 ends well within the model's time (docs/SEARCH_SPEED.md), and a small namespace keeps
+# to one connection (file descriptors: ltm.store.embedded.pool).
+READ_BESIDE_FROM = 10_000
 _DELETE_CHUNK = 500  # rows deleted per statement batch by remove (SQLite's host-parameter limit)
 
 
@@ -249,7 +254,7 @@ class EmbeddedBackend(PooledNamespace):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordSide | None = None) -> builtins.list[MemoryHit]:
+               keyword: KeywordSide | Future[KeywordSide | None] | None = None) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
             return []
@@ -258,6 +263,29 @@ class EmbeddedBackend(PooledNamespace):
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
         return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key,
                                                  lines=lines, analysis=plan, keyword=keyword))
+
+    def keyword_beside(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                       model_done: threading.Event | None = None) -> Callable[[], KeywordSide] | None:
+        """:meth:`keyword_candidates` as a call that needs no store lock, through the log's second connection
+        (:meth:`~ltm.store.embedded.log.MessageLog.keyword_reader`), in a namespace of :data:`READ_BESIDE_FROM` rows
+        or more: there BM25 alone can last as long as the model, and the search's dense side then runs while the
+        keyword side finishes (docs/SEARCH_SPEED.md). None below that size, on read-only storage, or while another
+        search's keyword side holds the reader."""
+        log = self._require()[0]
+        if log.heads()[0] < READ_BESIDE_FROM:
+            return None
+        reader = log.keyword_reader()
+        if reader is None:
+            return None
+        where, params = compile_filters(filters)
+
+        def run() -> KeywordSide:
+            try:
+                return keyword_side(reader, text, plan, max(3 * k, DEPTH), where or "1", params, model_done)
+            finally:
+                log.release_reader()
+
+        return run
 
     def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
                            model_done: threading.Event | None = None) -> KeywordSide:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,9 +80,12 @@ class MessageLog(KeywordReads):
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
     def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
-                 *, read_only: bool = False) -> None:
+                 *, read_only: bool = False, beside: bool = False) -> None:
         self.path = path
-        self.read_only = read_only
+        self.read_only = read_only or beside
+        self.busy_timeout_ms = busy_timeout_ms
+        self._reader: MessageLog | None = None  # keyword_reader's connection, opened on first need
+        self._reading = threading.Lock()  # held while a search's keyword side reads through it
         # this process's writers of the namespace queue here before SQLite's lock (ltm.store.embedded.locks); looked up
         # once: the lookup resolves the path (an lstat per component), which every add paid for
         self.write_lock: FairLock = namespace_lock(path)
@@ -90,8 +94,8 @@ class MessageLog(KeywordReads):
             raise ValueError(f"synchronous must be full or normal, got {synchronous!r}")
         self.synchronous = synchronous
         with translate(path):
-            if read_only:
-                self.db = _open_read_only(path, busy_timeout_ms)
+            if read_only or beside:
+                self.db = _open_beside(path, busy_timeout_ms) if beside else _open_read_only(path, busy_timeout_ms)
                 self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
                 return
             self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
@@ -106,7 +110,36 @@ class MessageLog(KeywordReads):
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
+        """Close the connection, and the keyword reader's once the keyword side reading through it is done."""
+        with self._reading:
+            reader, self._reader = self._reader, None
+            if reader is not None:
+                reader.close()
         self.db.close()
+
+    def keyword_reader(self) -> MessageLog | None:
+        """A second, read-only connection to this file, pinned for one search's keyword side (call with the store's
+        lock held; :meth:`release_reader` unpins it). The keyword side then reads beside the store's connection
+        without the store's lock, and the search's dense side runs meanwhile instead of waiting for it
+        (docs/SEARCH_SPEED.md). None for a log on read-only storage, or while another search's keyword side holds
+        the reader."""
+        if self.read_only or not self._reading.acquire(blocking=False):
+            return None
+        try:
+            if self._reader is None:
+                self._reader = MessageLog(self.path, self.busy_timeout_ms, beside=True)
+        except BaseException:
+            self._reading.release()
+            raise
+        return self._reader
+
+    def release_reader(self) -> None:
+        """The keyword side is done with :meth:`keyword_reader`'s connection."""
+        self._reading.release()
+
+    def reading(self) -> bool:
+        """Whether a keyword side is reading through :meth:`keyword_reader` (the namespace is busy)."""
+        return self._reading.locked()
 
     @contextmanager
     def transaction(self, write: bool = True, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -322,6 +355,16 @@ def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         return seqs, np.zeros((0, 0), dtype=np.float32)
     blob = b"".join(r[1] for r in rows)
     return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
+
+
+def _open_beside(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A second connection to a namespace's writable file that only reads (``query_only``): it sees every commit
+    of the store's own connection, as WAL readers do."""
+    db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+    db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    db.execute("PRAGMA query_only=ON")
+    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return db
 
 
 def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:

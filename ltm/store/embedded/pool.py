@@ -10,9 +10,11 @@ valid: the next call on any of them reopens the namespace from its snapshot (no 
 indexes themselves load only when a call needs them, see :meth:`~ltm.store.embedded.mirror.IndexMirror.open`).
 
 "Idle" means nobody holds the engine's lock: every call that touches the log or the indexes runs under it, on
-whichever thread and through whichever handle (the async twins run in the store's thread pool, under the
-same lock), so an engine is only ever parked between two calls, never under one. The pool takes victims'
-locks without waiting (never a deadlock); when every candidate is busy it goes over the bound rather than wait.
+whichever thread and through whichever handle (the async twins run in the store's thread pool, under the same
+lock), so an engine is only ever parked between two calls, never under one. The one read outside it, a large
+namespace's keyword side through the log's second connection (``READ_BESIDE_FROM`` rows or more:
+ltm.store.embedded.backend; three more descriptors), makes its engine busy too. The pool takes victims' locks
+without waiting (never a deadlock); when every candidate is busy it goes over the bound rather than wait.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ class NamespacePool:
                 continue
             owned = getattr(engine.lock, "_is_owned", None)  # this thread is inside one of its calls
             if engine is keep or (owned is not None and owned()) or not engine.lock.acquire(blocking=False):
+                continue
+            if engine.log is not None and engine.log.reading():  # a search's keyword side reads beside it
+                engine.lock.release()
                 continue
             del self._open[key]
             chosen.append(engine)

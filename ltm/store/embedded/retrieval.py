@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -70,9 +71,12 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         approximate = hybrid and name == "dense" and index.quantized and (lines is None or len(lines) < 2)
         rescore = rescore or approximate
         signals[name] = _search(log, index, vector, fetch, allowed, lines, exact=not approximate)
-    if hybrid and query.keyword is not None:  # found while the model embedded the query (storage.search)
-        if query.keyword.hits:
-            signals["keyword"] = query.keyword.hits[:fetch]
+    # found while the model embedded the query (storage.search); a future still running beside this search when
+    # the keyword side needs no store lock, waited for only now that the dense side is done
+    side = query.keyword.result() if isinstance(query.keyword, Future) else query.keyword
+    if hybrid and side is not None:
+        if side.hits:
+            signals["keyword"] = side.hits[:fetch]
     elif mode != "dense":
         signals["keyword"] = keyword_hits(log, query.text, plan.terms, fetch, where or "1", params)
     if not hybrid:
@@ -80,7 +84,8 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
         bodies = log.bodies([s for s, _, _ in ranked])
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore)
+        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore,
+                                 side)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
 
 
@@ -141,7 +146,8 @@ class _Rows:
 def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, plan: Analysis,
             signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
             fetch: int, pool: list[tuple[int, float]] | None = None, terms: frozenset[str] | None = None,
-            rescore: bool = False) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
+            rescore: bool = False, side: KeywordSide | None = None,
+            ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
     """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
     bodies. Every candidate's row (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
 
@@ -161,7 +167,7 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
-    rows = _Rows(log, query.keyword)
+    rows = _Rows(log, side)
     found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     if rescore and vector is not None:  # the quantized graph's candidates, by their exact cosines
         signals["dense"] = _exact_cosines(signals["dense"], found, vector)

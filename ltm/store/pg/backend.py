@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
@@ -268,7 +269,7 @@ class PgBackend(PgDocuments, PgSeam):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordSide | None = None) -> list[MemoryHit]:
+               keyword: KeywordSide | Future[KeywordSide | None] | None = None) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
         the keyword side itself, so ``plan`` and ``keyword`` are not needed."""
         del plan, keyword
@@ -311,6 +312,11 @@ class PgBackend(PgDocuments, PgSeam):
 
     def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
                            model_done: threading.Event | None = None) -> None:
+        """None: :meth:`search` ranks the keyword side inside its one statement."""
+        del text, plan, k, filters, model_done
+
+    def keyword_beside(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                       model_done: threading.Event | None = None) -> None:
         """None: :meth:`search` ranks the keyword side inside its one statement."""
         del text, plan, k, filters, model_done
 

@@ -16,6 +16,7 @@ from llama_index.core.bridge.pydantic import PrivateAttr  # the pydantic llama-i
 from ltm import MemoryStorage, Message, Settings
 from ltm.llm.embeddings import HashEmbedding
 from ltm.store.embedded.log import MessageLog
+from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.embedded.retrieval import keyword_side as side
 from ltm.store.search.query import analyse
 from tests.support.embedded import embedded_of
@@ -235,3 +236,81 @@ def test_a_keyword_side_that_outlasts_the_model_leaves_its_rows_to_the_search(
     assert keyword and keyword <= set(reads[0][1])
     vector = store.embed_texts([store._dense_text(query)])[0]
     assert hits and _ids(hits) == _ids(store.search(query, k=5, vector=vector))
+
+
+@pytest.fixture
+def beside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every namespace reads its keyword side beside the search (as one of READ_BESIDE_FROM rows or more does)."""
+    monkeypatch.setattr("ltm.store.embedded.backend.READ_BESIDE_FROM", 0)
+
+
+@pytest.mark.embedded_only
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_large_namespaces_search_does_its_dense_side_while_the_keyword_side_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: None, asynchronous: bool
+) -> None:
+    """Past READ_BESIDE_FROM rows the keyword side reads through the log's second connection without the store's
+    lock, so the search's dense side (FAISS) runs before the search waits for it; the hits are the in-line search's."""
+    store = _store(tmp_path)
+    log = embedded_of(store)._require()[0]
+    dense_done, connections = threading.Event(), []
+    original = VectorIndex.search
+
+    def dense(self: VectorIndex, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            dense_done.set()
+
+    def keyword_side(*args: Any) -> Any:
+        connections.append((args[0].db, dense_done.wait(10)))  # until the search has done its dense side
+        return side(*args)
+
+    monkeypatch.setattr(VectorIndex, "search", dense)
+    monkeypatch.setattr("ltm.store.embedded.backend.keyword_side", keyword_side)
+    query = "what food does Elise like, sushi?"
+    hits = asyncio.run(store.asearch(query, k=5)) if asynchronous else store.search(query, k=5)
+    ((connection, overlapped),) = connections
+    assert overlapped and connection is not log.db and not log.reading()
+    vector = store.embed_texts([store._dense_text(query)])[0]
+    assert hits and _ids(hits) == _ids(store.search(query, k=5, vector=vector))
+
+
+@pytest.mark.embedded_only
+def test_a_namespace_whose_keyword_side_reads_beside_is_neither_parked_nor_closed_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: None
+) -> None:
+    """The pool parks only idle namespaces: one whose keyword side is still reading through the second connection
+    is busy, and closing the store waits for that read (then closes both connections)."""
+    settings = Settings(storage_dir=tmp_path, embedding="hash", max_open_namespaces=1)
+    model = _SlowModel()  # the search stays in the model (without the store's lock) until the keyword side is done
+    store = MemoryStorage("talk", kind="t", settings=settings, embedding=model)
+    store.add_batch([Message(content=f"{text} ({i})", role="user", sent_from=who) for i, (who, text) in
+                     enumerate(TURNS)])
+    engine_log = embedded_of(store)._require()[0]
+    reading, go, seen = threading.Event(), threading.Event(), []
+
+    def keyword_side(*args: Any) -> Any:
+        reading.set()
+        go.wait(10)
+        try:
+            return side(*args)
+        finally:
+            model._keyword_done.set()
+
+    monkeypatch.setattr("ltm.store.embedded.backend.keyword_side", keyword_side)
+    searching = threading.Thread(target=lambda: seen.append(store.search("sushi with Elise", k=3)))
+    searching.start()
+    assert reading.wait(10) and engine_log.reading()
+    other = MemoryStorage("other", kind="t", settings=settings)  # past the bound: the pool looks for idle ones
+    other.add(Message("something else"))
+    assert embedded_of(store)._require()[0] is engine_log  # not parked while its keyword side reads
+    closing = threading.Thread(target=store.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive()  # waits for the keyword side's read
+    go.set()
+    searching.join(10)
+    closing.join(10)
+    assert not closing.is_alive() and seen and seen[0]
+    other.close()
