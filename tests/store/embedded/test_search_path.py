@@ -16,8 +16,8 @@ from llama_index.core.bridge.pydantic import PrivateAttr  # the pydantic llama-i
 from ltm import MemoryStorage, Message, Settings
 from ltm.llm.embeddings import HashEmbedding
 from ltm.store.embedded.log import MessageLog
-from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.embedded.retrieval import keyword_side as side
+from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.search.query import analyse
 from tests.support.embedded import embedded_of
 
