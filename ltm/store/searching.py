@@ -121,7 +121,9 @@ class Searching(DocumentStore):
                 model_done.set()
         lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
-        keyword = None if ahead is None else ahead if beside else await asyncio.wrap_future(ahead)
+        keyword: KeywordSide | Future[KeywordSide | None] | None = ahead  # a future the search may wait for
+        if ahead is not None and not beside:
+            keyword = await asyncio.wrap_future(ahead)
         return await self._off(
             self._search,
             query,

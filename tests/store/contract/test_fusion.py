@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -551,7 +552,10 @@ def test_the_fusion_equals_its_definition_on_random_candidates() -> None:
         exact = [int(s) for s in rng.choice(pool, size=int(rng.integers(0, 2)))]
         bonus = {s: float(rng.random()) for s in every if rng.random() < 0.7}
         k = int(rng.integers(1, 40))
-        got = fuse(signals, k, depth=depth, weights=WEIGHTS, times=times, named=named, exact=exact,
-                   priors=lambda seqs, bonus=bonus: {s: bonus[s] for s in seqs if s in bonus})
+
+        def priors(seqs: Sequence[int], bonus: dict[int, float] = bonus) -> dict[int, float]:
+            return {s: bonus[s] for s in seqs if s in bonus}
+
+        got = fuse(signals, k, depth=depth, weights=WEIGHTS, times=times, named=named, exact=exact, priors=priors)
         assert got == _fuse_by_definition(signals, k, depth=depth, weights=dict(WEIGHTS), times=times, named=named,
                                           exact=exact, bonus=bonus)

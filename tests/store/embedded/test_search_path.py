@@ -72,8 +72,12 @@ def test_each_candidate_row_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
 )
 def test_a_candidates_content_is_the_messages_content(tmp_path: Path, content: str) -> None:
     store = MemoryStorage("odd", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"))
-    store.add_batch([Message(content=content, role="user", sent_from="Ann", metadata={"speaker": "Ann B"}),
-                     Message(content="another turn", role="assistant")])
+    store.add_batch(
+        [
+            Message(content=content, role="user", sent_from="Ann", metadata={"speaker": "Ann B"}),
+            Message(content="another turn", role="assistant"),
+        ]
+    )
     log = embedded_of(store)._require()[0]
     (row,) = [r for r in log.candidates([1, 2]) if r.seq == 1]
     assert row.content == content == log.contents([1])[1]  # what the keyword index holds
@@ -285,8 +289,9 @@ def test_a_namespace_whose_keyword_side_reads_beside_is_neither_parked_nor_close
     settings = Settings(storage_dir=tmp_path, embedding="hash", max_open_namespaces=1)
     model = _SlowModel()  # the search stays in the model (without the store's lock) until the keyword side is done
     store = MemoryStorage("talk", kind="t", settings=settings, embedding=model)
-    store.add_batch([Message(content=f"{text} ({i})", role="user", sent_from=who) for i, (who, text) in
-                     enumerate(TURNS)])
+    store.add_batch(
+        [Message(content=f"{text} ({i})", role="user", sent_from=who) for i, (who, text) in enumerate(TURNS)]
+    )
     engine_log = embedded_of(store)._require()[0]
     reading, go, seen = threading.Event(), threading.Event(), []
 
