@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from bench import ROOT
-from bench.peers import corpus, hybrid_quality, stores
+from bench.peers import corpus, hybrid_quality, pairs, stores
 from ltm.config import Settings
 from ltm.llm.embeddings import resolve_embedding
+from ltm.message import Message
+from ltm.store import MemoryStorage
 
 
 def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
@@ -90,3 +92,31 @@ def test_the_hybrid_quality_comparison_counts_overlap_identity_and_evidence() ->
     assert got["identical"] == pytest.approx(1 / 3)
     assert got["recall_graph"] == pytest.approx((1 + 0.5) / 2)
     assert got["recall_exact"] == pytest.approx((1 + 0.5) / 2)
+
+
+def test_pairs_summary_is_medians_and_the_median_ratio_per_question() -> None:
+    times = {"ltm": [0.010, 0.020, 0.030], "ltm@x": [0.005, 0.030, 0.030]}
+    lists = {"ltm": [["1", "2"], ["3"], ["4"]], "ltm@x": [["1", "2"], ["4"], ["4"]]}
+    lines = pairs.summary(times, lists)
+    assert lines[0].split()[:3] == ["ltm", "p50", "20.00"] and lines[0].endswith("ltm 1.000")
+    assert lines[1].split()[:3] == ["ltm@x", "p50", "30.00"] and lines[1].endswith("ltm 1.000")  # 0.5, 1.5, 1.0
+    assert lines[2] == "identical top 10: 2 of 3"
+
+
+def test_the_pairs_worker_searches_its_store_by_question(tmp_path: Path) -> None:
+    settings = Settings.load(storage_dir=tmp_path / "store", embedding="hash")
+    with MemoryStorage("pairs", kind="bench", settings=settings) as store:
+        store.add_batch([Message(content=text) for text in ("sushi with Elise", "a pottery class", "rain all day")])
+    (tmp_path / "c.json").write_text(json.dumps({"questions": ["who likes sushi?", "pottery?"]}))
+    requests = [{"op": "open", "dir": str(tmp_path / "store"), "corpus": str(tmp_path / "c.json")},
+                {"op": "search", "question": 1}, {"op": "close"}]
+    done = subprocess.run([sys.executable, "-m", "bench.peers.pairs", "--serve"], cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), LTM_EMBEDDING="hash",
+                                   PAIRS_SET='{"READ_BESIDE_FROM": "0"}'),
+                          input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True, text=True)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == 3, done.stderr[-2000:]
+    found = answers[1]
+    assert found["seconds"] > 0 and found["ids"]
+    with MemoryStorage("pairs", kind="bench", settings=settings) as store:
+        assert store.get(found["ids"][0]).content == "a pottery class"
