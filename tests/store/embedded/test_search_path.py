@@ -154,11 +154,14 @@ def _row_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[int]]]:
     return reads
 
 
-@pytest.fixture
+@pytest.fixture(params=["under the store's lock", "beside the search"])
 def slow(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[_SlowModel, MemoryStorage, list[tuple[str, list[int]]]]:
-    """A store whose model lasts until the keyword side is done, and the log of its candidate-row reads."""
+    """A store whose model lasts until the keyword side is done, and the log of its candidate-row reads; the keyword
+    side reads under the store's lock (a small namespace), or beside the search (one of READ_BESIDE_FROM rows)."""
+    if request.param == "beside the search":
+        monkeypatch.setattr("ltm.store.embedded.backend.READ_BESIDE_FROM", 0)
     model = _SlowModel()
     store = _store(tmp_path, model)
     return model, store, _watched(monkeypatch, model)
@@ -217,11 +220,13 @@ def test_a_message_deleted_while_the_model_runs_is_not_returned(slow: Any) -> No
 
 
 @pytest.mark.embedded_only
+@pytest.mark.parametrize("beside_from", [10**9, 0])
 def test_a_keyword_side_that_outlasts_the_model_leaves_its_rows_to_the_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside_from: int
 ) -> None:
     """When BM25 is still running as the model returns (a large namespace), the keyword side reads no rows ahead:
     the search reads them with the dense candidates', in one query, and ranks as the in-line search does."""
+    monkeypatch.setattr("ltm.store.embedded.backend.READ_BESIDE_FROM", beside_from)
     store = _store(tmp_path)
     waited: list[bool] = []
 
