@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import corpus
-from bench.peers.run import baseline_tree
+from bench.peers.run import baseline_tree, call_worker
 from bench.peers.serve import Request, claim_stdout, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,21 +45,11 @@ def summary(times: dict[str, list[float]], lists: dict[str, list[list[str]]]) ->
     return lines
 
 
-def _worker(python: str, env: dict[str, str], store: Path, corpus_path: Path) -> subprocess.Popen[str]:
+def _worker(name: str, python: str, env: dict[str, str], store: Path, corpus_path: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen([python, "-m", "bench.peers.pairs", "--serve"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env=env, cwd=store.parent)
-    _call(proc, {"op": "open", "dir": str(store), "corpus": str(corpus_path)})
+    call_worker(proc, name, {"op": "open", "dir": str(store), "corpus": str(corpus_path)})
     return proc
-
-
-def _call(proc: subprocess.Popen[str], request: Request) -> Request:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(request) + "\n")
-    proc.stdin.flush()
-    answer: Request = json.loads(proc.stdout.readline() or '{"error": "the worker died"}')
-    if "error" in answer:
-        raise SystemExit(f"worker: {answer['error']}\n{answer.get('trace', '')}")
-    return answer
 
 
 def _serve() -> int:
@@ -124,19 +114,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             other_name = "ltm " + " ".join(args.set)
             other_env = dict(env, PAIRS_SET=json.dumps(dict(item.split("=", 1) for item in args.set)))
-        sides = {"ltm": _worker(sys.executable, env, root / "this", path),
-                 other_name: _worker(sys.executable, other_env, root / "other", path)}
+        sides = {"ltm": _worker("ltm", sys.executable, env, root / "this", path),
+                 other_name: _worker(other_name, sys.executable, other_env, root / "other", path)}
         times: dict[str, list[float]] = {name: [] for name in sides}
         lists: dict[str, list[list[str]]] = {name: [] for name in sides}
         rng = random.Random(3)
         for _ in range(args.rounds):
             for question in range(len(data["questions"])):
                 for name in rng.sample(list(sides), len(sides)):
-                    answer = _call(sides[name], {"op": "search", "question": question})
+                    answer = call_worker(sides[name], name, {"op": "search", "question": question})
                     times[name].append(answer["seconds"])
                     lists[name].append(answer["ids"])
-        for proc in sides.values():
-            _call(proc, {"op": "close"})
+        for name, proc in sides.items():
+            call_worker(proc, name, {"op": "close"})
             proc.wait()
     print(f"{args.size:,} messages, {len(data['questions'])} questions x {args.rounds} rounds, end to end, k=10")
     print("\n".join(summary(times, lists)))

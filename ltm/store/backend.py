@@ -21,7 +21,6 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -31,7 +30,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.records import Analysis, HistoryEvent, KeywordSide, MemoryHit, Row, StoreStats
+from ltm.store.records import Analysis, HistoryEvent, KeywordAhead, KeywordSide, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Filter
 
 __all__ = ["DocumentBackend", "Engine", "StoreBackend", "backend_for"]
@@ -83,7 +82,7 @@ class StoreBackend(Protocol):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordSide | Future[KeywordSide | None] | None = None) -> list[MemoryHit]:
+               keyword: KeywordAhead | None = None) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
         lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then

@@ -14,16 +14,16 @@ import binascii
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, TypeAlias, get_args
 
 import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["EVENTS", "LIST_MAX", "MODES", "VECTOR_DTYPE", "Analysis", "Event", "HistoryEvent", "KeywordSide",
-           "MemoryHit", "MessagePage", "Mode", "Row", "SearchQuery", "StoreStats", "assemble", "check_limit", "decode",
-           "decode_cursor", "encode_cursor", "pack", "unpack"]
+__all__ = ["EVENTS", "LIST_MAX", "MODES", "VECTOR_DTYPE", "Analysis", "Event", "HistoryEvent", "KeywordAhead",
+           "KeywordSide", "MemoryHit", "MessagePage", "Mode", "Row", "SearchQuery", "StoreStats", "assemble",
+           "check_limit", "decode", "decode_cursor", "encode_cursor", "pack", "unpack"]
 
 _CURSOR_PREFIX = "ltm-seq:"
 LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
@@ -45,6 +45,11 @@ class KeywordSide(NamedTuple):
     hits: list[tuple[int, float]]  # (seq, raw keyword score), best first
     rows: Mapping[int, Any]  # seq -> the engine's candidate row (empty: none read ahead)
     version: Any = None  # what the engine compares before it trusts ``rows``
+
+
+# What a hybrid search takes as its keyword side: found, or still being found on a worker thread that needs no store
+# lock (:meth:`~ltm.store.backend.DocumentBackend.keyword_beside`), waited for when the search needs it.
+KeywordAhead: TypeAlias = KeywordSide | Future[KeywordSide | None]
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class SearchQuery:
     lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
     analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
     # hybrid: the keyword side, when the caller found it beside the model (a future while it may still be running)
-    keyword: KeywordSide | Future[KeywordSide | None] | None = None
+    keyword: KeywordAhead | None = None
 
 
 @dataclass(frozen=True)

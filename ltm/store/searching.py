@@ -26,7 +26,7 @@ import numpy as np
 from ltm.message import Message
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT
-from ltm.store.records import Analysis, KeywordSide, MemoryHit, Mode
+from ltm.store.records import Analysis, KeywordAhead, KeywordSide, MemoryHit, Mode
 from ltm.store.search.explain import check_threshold, explained, given_query_vector
 from ltm.store.search.query import analyse
 from ltm.store.search.speakers import dense_query
@@ -121,7 +121,7 @@ class Searching(DocumentStore):
                 model_done.set()
         lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
         line_vectors = await self._aembed(lines, QUERY) if lines else None
-        keyword: KeywordSide | Future[KeywordSide | None] | None = ahead  # a future the search may wait for
+        keyword: KeywordAhead | None = ahead  # a future the search may wait for
         if ahead is not None and not beside:
             keyword = await asyncio.wrap_future(ahead)
         return await self._off(
@@ -204,7 +204,7 @@ class Searching(DocumentStore):
         explain: bool = False,
         lines: np.ndarray | None = None,
         plan: Analysis | None = None,
-        keyword: KeywordSide | Future[KeywordSide | None] | None = None,
+        keyword: KeywordAhead | None = None,
     ) -> builtins.list[MemoryHit]:
         with self._lock:
             self.purge_expired()

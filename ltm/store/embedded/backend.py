@@ -20,7 +20,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from ltm.store.naming import namespace_dir
 from ltm.store.records import (
     Analysis,
     HistoryEvent,
+    KeywordAhead,
     KeywordSide,
     MemoryHit,
     Mode,
@@ -254,7 +254,7 @@ class EmbeddedBackend(PooledNamespace):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordSide | Future[KeywordSide | None] | None = None) -> builtins.list[MemoryHit]:
+               keyword: KeywordAhead | None = None) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
             return []
@@ -277,11 +277,10 @@ class EmbeddedBackend(PooledNamespace):
         reader = log.keyword_reader()
         if reader is None:
             return None
-        where, params = compile_filters(filters)
 
         def run() -> KeywordSide:
             try:
-                return keyword_side(reader, text, plan, max(3 * k, DEPTH), where or "1", params, model_done)
+                return _keyword_side(reader, text, plan, k, filters, model_done)
             finally:
                 log.release_reader()
 
@@ -291,8 +290,7 @@ class EmbeddedBackend(PooledNamespace):
                            model_done: threading.Event | None = None) -> KeywordSide:
         """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
         the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`)."""
-        where, params = compile_filters(filters)
-        return keyword_side(self._require()[0], text, plan, max(3 * k, DEPTH), where or "1", params, model_done)
+        return _keyword_side(self._require()[0], text, plan, k, filters, model_done)
 
     def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
                       text: str | None) -> dict[str, dict[str, float]]:
@@ -325,3 +323,10 @@ class EmbeddedBackend(PooledNamespace):
             self._shared.drop()
         self._detach()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _keyword_side(log: MessageLog, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
+                  model_done: threading.Event | None) -> KeywordSide:
+    """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
+    where, params = compile_filters(filters)
+    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
@@ -44,7 +43,7 @@ from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
-from ltm.store.records import Analysis, KeywordSide, MemoryHit, Row, StoreStats
+from ltm.store.records import Analysis, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
@@ -269,7 +268,7 @@ class PgBackend(PgDocuments, PgSeam):
     def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
                filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
                lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordSide | Future[KeywordSide | None] | None = None) -> list[MemoryHit]:
+               keyword: KeywordAhead | None = None) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
         the keyword side itself, so ``plan`` and ``keyword`` are not needed."""
         del plan, keyword
