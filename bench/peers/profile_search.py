@@ -92,6 +92,29 @@ def _timing(spent: dict[str, float]) -> Iterator[None]:
                 setattr(owner, name, own)
 
 
+@contextlib.contextmanager
+def _model_watched(store: Any, ended: list[float]) -> Iterator[None]:
+    """Inside, each of ``store``'s model calls appends the time it returned to ``ended``; the store's own model call
+    (its class's, or one already set on it) is back after."""
+    had = vars(store).get("_embed")
+    embed = store._embed
+
+    def model(*args: Any) -> Any:
+        try:
+            return embed(*args)
+        finally:
+            ended.append(time.perf_counter())
+
+    store._embed = model
+    try:
+        yield
+    finally:
+        if had is None:
+            del store._embed  # the class's method shows through again
+        else:
+            store._embed = had
+
+
 def keyword_side_wait(store: Any, questions: list[str]) -> None:
     """How long the keyword side outlasts the model (median, 0 when it ends first), and how often it was still
     running when the model returned (it then leaves its rows to the search; in a namespace that reads it beside the
@@ -99,8 +122,9 @@ def keyword_side_wait(store: Any, questions: list[str]) -> None:
     from ltm.store.embedded import backend
 
     ends: dict[str, float] = {}
+    model: list[float] = []
     names = vars(backend)  # the backend's own name for the keyword side, which both of its paths call
-    side, embed = names["keyword_side"], store._embed
+    side = names["keyword_side"]
 
     def keyword_side(*args: Any) -> Any:
         try:
@@ -108,24 +132,34 @@ def keyword_side_wait(store: Any, questions: list[str]) -> None:
         finally:
             ends["keyword"] = time.perf_counter()
 
-    def model(*args: Any) -> Any:
-        try:
-            return embed(*args)
-        finally:
-            ends["model"] = time.perf_counter()
-
-    names["keyword_side"], store._embed = keyword_side, model
+    names["keyword_side"] = keyword_side
     try:
         waits = []
-        for q in questions:
-            store.search(q, k=10)
-            waits.append(ends["keyword"] - ends["model"])
+        with _model_watched(store, model):
+            for q in questions:
+                store.search(q, k=10)
+                waits.append(ends["keyword"] - model[-1])
     finally:
         names["keyword_side"] = side
-        del store._embed  # the class's method shows through again
     late = sum(1 for w in waits if w > 0) / len(waits)
     print(f"the keyword side after the model: finished later in {100 * late:.0f}% of searches, by "
           f"{_p50([max(0.0, w) for w in waits]):.2f} ms (p50)")
+
+
+def after_model(store: Any, questions: list[str]) -> None:
+    """What a search pays once the model has returned (the query's vector in hand), dense and default search in
+    turn for each question (medians): the part of an end-to-end search that the store's own work decides, and what
+    the default search adds to it (the dense side is in both)."""
+    ended: list[float] = []
+    after: dict[str, list[float]] = {"dense": [], "hybrid": []}
+    with _model_watched(store, ended):
+        for q in questions:
+            for mode, values in after.items():
+                store.search(q, k=10, mode=mode)
+                values.append(time.perf_counter() - ended[-1])
+    dense, hybrid = _p50(after["dense"]), _p50(after["hybrid"])
+    print(f"after the model returns: dense search {dense:.2f} ms, default search {hybrid:.2f} ms (p50; the "
+          f"default's own work after the model {hybrid - dense:.2f} ms)")
 
 
 def time_stops(store: Any, questions: list[str], queries: np.ndarray) -> None:
@@ -186,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, values in parts.items():
             print(f"{name:40s} p50 {_p50(values):7.2f} ms  mean {1000 * statistics.fmean(values):7.2f} ms")
         keyword_side_wait(store, questions[: args.queries])
+        after_model(store, questions[: args.queries])
         time_stops(store, questions[: args.queries], queries[: args.queries])
         profile = cProfile.Profile()
         profile.enable()

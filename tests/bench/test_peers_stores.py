@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -47,6 +48,20 @@ def test_the_table_is_of_medians_and_rates_with_ltm_over_chroma() -> None:
     assert "| ingest, given vectors, batches of 2 (to 10) | 1,000/s | 500/s |  | 0.50x time |" in text
     assert "| recall@10 vs exact (at 10) | 0.950 | 0.800 |  | 1.19x |" in text  # a store absent at a size: blank
     assert {r["operation"] for r in rows} >= {"recall@10 vs exact (at 10)"}
+
+
+def test_ltms_default_search_is_set_against_chromas_dense_search_of_the_same_size() -> None:
+    run = stores.Run()
+    for size, chroma in ((10, [0.010, 0.010, 0.012]), (20, [0.020, 0.020, 0.020])):
+        run.add(f"{stores.DENSE_ROW} (at {size})", "ltm", [0.004, 0.004, 0.004], 3)
+        run.add(f"{stores.DENSE_ROW} (at {size})", "chroma", chroma, 3)
+        run.add(f"{stores.HYBRID_ROW} (at {size})", "ltm", [0.006, 0.005, 0.007], 3)
+    _, text = stores.table(run, ["ltm", "chroma"])
+    assert f"| {stores.HYBRID_ROW} (at 10) | 6.00 ms |  | 0.60x time (vs dense) |" in text
+    assert f"| {stores.HYBRID_ROW} (at 20) | 6.00 ms |  | 0.30x time (vs dense) |" in text
+    alone = stores.Run()  # no Chroma in the run: no ratio
+    alone.add(f"{stores.HYBRID_ROW} (at 10)", "ltm", [0.006], 1)
+    assert f"| {stores.HYBRID_ROW} (at 10) | 6.00 ms |  |" in stores.table(alone, ["ltm"])[1]
 
 
 @pytest.mark.parametrize("rows", [6])
@@ -120,3 +135,30 @@ def test_the_pairs_worker_searches_its_store_by_question(tmp_path: Path) -> None
     assert found["seconds"] > 0 and found["ids"]
     with MemoryStorage("pairs", kind="bench", settings=settings) as store:
         assert store.get(found["ids"][0]).content == "a pottery class"
+
+
+def test_the_time_after_the_model_is_timed_from_each_searchs_own_model_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.peers import profile_search
+
+    settings = Settings.load(storage_dir=tmp_path, embedding="hash", query_cache_size=0)
+    with MemoryStorage("after", kind="bench", settings=settings) as store:
+        store.add_batch([Message(content=text) for text in ("sushi with Elise", "a pottery class", "rain all day")])
+        calls: list[str] = []
+        embed = store._embed
+
+        def counted(texts: list[str], purpose: str, *rest: Any) -> Any:
+            calls.append(purpose)
+            return embed(texts, purpose, *rest)
+
+        store._embed = counted  # type: ignore[method-assign, assignment]
+        profile_search.after_model(store, ["who likes sushi?", "pottery?"])
+        assert len(calls) == 4  # one model call per search, dense and default for each question
+        assert "_embed" in vars(store) and len(calls) == 4  # the model call it found is put back as it was
+        store.search("sushi", k=1)
+        assert len(calls) == 5
+    line = capsys.readouterr().out.strip()
+    numbers = [float(w) for w in line.replace(",", " ").split() if w.replace(".", "").isdigit()]
+    assert line.startswith("after the model returns: dense search") and len(numbers) == 3
+    assert numbers[2] == pytest.approx(numbers[1] - numbers[0], abs=0.011)
