@@ -1,6 +1,7 @@
 """The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
 
-Flat (``IndexFlatIP`` over unit vectors, exact cosine) until the namespace holds ``hnsw_threshold``
+Flat (exact cosines over float16 copies of the unit vectors, as SQLite stores them:
+:func:`~ltm.store.embedded.snapshot.flat_index`) until the namespace holds ``hnsw_threshold``
 live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3; older stores' float32
 ``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
 becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
@@ -12,7 +13,7 @@ one parallel add once :data:`FOLD_AT` accumulate. Only the graph is snapshotted,
 so a few adds neither copy a memory-mapped graph into RAM nor rewrite its snapshot. A flat index could remove
 one vector at a time, but ``remove_ids`` compacts the whole array (O(N): 10 ms per delete at 100k), so flat ghosts
 are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the
-ghost count and drops them (keeping FAISS's BLAS path, which a selector would leave).
+ghost count and drops them.
 
 :meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.embedded.snapshot`, which owns both
 file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
@@ -21,11 +22,11 @@ the graph (a fold) swaps in an in-RAM copy, and deletes are ghosts that need non
 fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly
 after), and the store rebuilds it from SQLite without re-embedding.
 
-A search runs FAISS on one OpenMP thread (one thread answers a single query faster than two), and a batch added
-to an HNSW graph on every core (up to 8), each for the length of that call only (:func:`omp_threads`): OpenMP's
-thread count belongs to the calling thread in libgomp, which the faiss wheels ship, and ltm sets and restores it
-around its own FAISS calls, so importing ltm leaves the host application's count as it was. The BLAS threshold
-below is process-global: it applies to every index in the process.
+A search of one or two queries runs FAISS on one OpenMP thread (one thread answers a single query faster than
+two), and a batch of queries, or a batch added to an HNSW graph, on every core (up to 8), each for the length of
+that call only (:func:`omp_threads`): OpenMP's thread count belongs to the calling thread in libgomp, which the
+faiss wheels ship, and ltm sets and restores it around its own FAISS calls, so importing ltm leaves the host
+application's count as it was.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import faiss
 import numpy as np
 
 from ltm.store.embedded import snapshot
+from ltm.store.records import VECTOR_DTYPE
 
 __all__ = ["VectorIndex", "omp_threads"]
 
@@ -78,13 +80,9 @@ _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed 
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 _SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
 _ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-# faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
-# distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
-# dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
-# instead of 0.1 s. Each search sets the threshold to _BLAS_FROM_QUERIES * dim: batches use BLAS, while
-# one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
-# It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
-_BLAS_FROM_QUERIES = 3
+# A batch of this many queries or more (find_news, similar) is searched on every core (up to 8): FAISS splits the
+# queries among its threads, and a flat index's float16 scan has no matrix-product path for a batch to take.
+_BATCH_FROM_QUERIES = 3
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords, the HNSW parameter class, IndexHNSWSQ(qtype)
 # faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
 # selector is translated to the inner index's positions by hand, as faiss >= 1.8 does inside IndexIDMap.
@@ -104,7 +102,7 @@ class VectorIndex:
         self.binding: dict[str, Any] | None = None
         inner: Any
         if kind == "flat":
-            inner = faiss.IndexFlatIP(dim)
+            inner = snapshot.flat_index(dim)
         else:
             inner = _faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = _EF_CONSTRUCTION
@@ -138,9 +136,12 @@ class VectorIndex:
 
     @property
     def quantized(self) -> bool:
-        """Whether the vectors are held as 8-bit codes (HNSW): scores are cosines to ~1e-3 only,
-        so callers that need exact cosines rescore the candidates (ltm.store.embedded.retrieval)."""
-        return self.kind == "hnsw" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexHNSWSQ)
+        """Whether the index holds codes rather than the vectors searched (:func:`~ltm.store.records.decode`'s
+        float32 unit vectors): 8-bit codes in a graph, whose scores are cosines to ~1e-3, or float16 in a flat
+        index, to ~1e-4 (the float16 copy's norm is not renormalised). Callers that need exact cosines (a
+        message's to its own text is 1) rescore the candidates from SQLite (ltm.store.embedded.retrieval)."""
+        inner = faiss.downcast_index(self.index.index)
+        return isinstance(inner, (faiss.IndexHNSWSQ, faiss.IndexScalarQuantizer))
 
     # -- changes -----------------------------------------------------------------------------------------
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
@@ -176,7 +177,10 @@ class VectorIndex:
             return
         self._own()
         self.graph_changes += len(seqs)
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        # a flat index holds float16: rounded here as SQLite's copy is (numpy rounds ties to even, FAISS away), so
+        # the two hold the same values
+        vectors = np.ascontiguousarray(np.asarray(vectors).astype(VECTOR_DTYPE) if self.kind == "flat" else vectors,
+                                       dtype=np.float32)
         inner = faiss.downcast_index(self.index.index)
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
             inner.train(quantizer_ranges(vectors))
@@ -221,7 +225,7 @@ class VectorIndex:
         """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist. HNSW: the graph's
         and the fresh segment's results merged."""
         fresh = self.fresh if self.fresh is not None and self.fresh.live else None
-        with omp_threads(_SEARCH_THREADS):
+        with omp_threads(_SEARCH_THREADS if len(queries) < _BATCH_FROM_QUERIES else _ADD_THREADS):
             if fresh is None:
                 return self._search(queries, k, allowed)
             k = max(1, min(k, max(self.live, 1)))
@@ -234,8 +238,6 @@ class VectorIndex:
         """The graph's (or the flat index's) own search."""
         k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if faiss.cvar.distance_compute_blas_threshold != _BLAS_FROM_QUERIES * self.dim:
-            faiss.cvar.distance_compute_blas_threshold = _BLAS_FROM_QUERIES * self.dim
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
         if self.kind == "flat" and allowed is None and self.ghosts:

@@ -39,15 +39,17 @@ def _mirror(store: MemoryStorage) -> IndexMirror:
     return embedded_of(store)._synced()[1]
 
 
-def _store(settings: Settings) -> tuple[MemoryStorage, TableEmbedding, np.ndarray, np.ndarray]:
-    """An HNSW namespace of STORED clustered vectors, and 100 queries near stored ones (registered)."""
+def _store(settings: Settings, hnsw_threshold: int = 500) -> tuple[MemoryStorage, TableEmbedding, np.ndarray,
+                                                                   np.ndarray]:
+    """An HNSW namespace of STORED clustered vectors (a flat one with ``hnsw_threshold`` above STORED), and 100
+    queries near stored ones (registered)."""
     vectors = _clustered(STORED)
     rng = np.random.default_rng(9)
     queries = _unit(vectors[rng.choice(STORED, 100, replace=False)] + rng.standard_normal((100, DIM)) / np.sqrt(DIM))
     embedding = TableEmbedding(model_name="table-64")
     embedding.register([f"stored {i}" for i in range(STORED)], vectors)
     embedding.register([f"query {j}" for j in range(len(queries))], queries)
-    store = MemoryStorage("quantized", settings=settings.with_(hnsw_threshold=500), embedding=embedding)
+    store = MemoryStorage("quantized", settings=settings.with_(hnsw_threshold=hnsw_threshold), embedding=embedding)
     store.add_batch([Message(f"stored {i}") for i in range(STORED)], vectors=vectors)
     return store, embedding, vectors, queries
 
@@ -153,14 +155,16 @@ def test_new_graphs_are_built_with_ef_construction_112_and_old_ones_keep_theirs(
 
 
 @pytest.mark.embedded_only
+@pytest.mark.parametrize("hnsw_threshold", [500, 100_000], ids=["graph", "flat"])
 def test_hybrid_ranks_the_graphs_candidates_by_exact_cosines(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, hnsw_threshold: int
 ) -> None:
-    """The hybrid's dense candidates from an 8-bit graph reach the fusion with the cosines of the vectors SQLite
-    holds (read with their rows), best first: the fusion's floor and top are exact, as over a flat index."""
-    store, _, vectors, queries = _store(settings)
+    """The hybrid's dense candidates from an 8-bit graph, or from a flat index's float16 copies, reach the fusion
+    with the cosines of the vectors SQLite holds (read with their rows), best first: the fusion's floor and top
+    are exact."""
+    store, _, vectors, queries = _store(settings, hnsw_threshold)
     content = _mirror(store).content
-    assert content is not None and content.quantized
+    assert content is not None and content.quantized and content.kind == ("hnsw" if hnsw_threshold < STORED else "flat")
     held = decode(vectors.astype("<f2"))
     seen: list[list[tuple[int, float]]] = []
     fuse = fusion.fuse
