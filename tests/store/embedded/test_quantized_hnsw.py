@@ -39,8 +39,9 @@ def _mirror(store: MemoryStorage) -> IndexMirror:
     return embedded_of(store)._synced()[1]
 
 
-def _store(settings: Settings, hnsw_threshold: int = 500) -> tuple[MemoryStorage, TableEmbedding, np.ndarray,
-                                                                   np.ndarray]:
+def _store(
+    settings: Settings, hnsw_threshold: int = 500
+) -> tuple[MemoryStorage, TableEmbedding, np.ndarray, np.ndarray]:
     """An HNSW namespace of STORED clustered vectors (a flat one with ``hnsw_threshold`` above STORED), and 100
     queries near stored ones (registered)."""
     vectors = _clustered(STORED)
