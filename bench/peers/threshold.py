@@ -1,9 +1,9 @@
 """Flat or HNSW from how many vectors: ``python -m bench.peers.threshold``.
 
 For each size, over :mod:`bench.peers.corpus`'s vectors (real chat turns, blended past ~14,000) and its question
-vectors: ltm's flat index (exact) against its HNSW graph (8-bit codes, M 32, efConstruction 112, built in one add on
-every core as the store's rebuild does) at several efSearch values, each result ordered by the exact vectors' cosines
-(a top-10 search fetches :func:`ltm.store.embedded.retrieval._candidates` and keeps its best 10, as
+vectors: ltm's flat index (float16 copies) against its HNSW graph (8-bit codes, M 32, efConstruction 112, built in
+one add on every core as the store's rebuild does) at several efSearch values, each result ordered by the exact
+vectors' cosines (a top-10 search fetches :func:`ltm.store.embedded.retrieval._candidates` and keeps its best 10, as
 :func:`~ltm.store.embedded.retrieval.dense` does; a hybrid search takes its 50 as they come and orders them by the
 rows' vectors). Prints the build time, the median search time at k=10 and k=50 (a hybrid search's depth) on one
 thread, and recall@10 of the top-10 search against exact search. Each ``--ef`` is the efSearch a top-10 search runs
@@ -20,10 +20,31 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import numpy as np
 
 from bench.peers import corpus
+
+
+def _timed(index: Any, queries: np.ndarray, stored: np.ndarray, exact: np.ndarray) -> tuple[float, float, float]:
+    """(k=10 p50 ms, k=50 p50 ms, recall@10 against ``exact``) of ``index`` (flat or graph: both hold codes, float16
+    or 8-bit), each result ordered by the exact vectors' cosines: a top-10 search fetches
+    :func:`~ltm.store.embedded.retrieval._candidates` and keeps its best 10, as the store's dense search does."""
+    from ltm.store.embedded.retrieval import _candidates
+
+    times: dict[int, list[float]] = {k: [] for k in (10, 50)}
+    hits: list[float] = []
+    for row, q in enumerate(queries):
+        for k in (10, 50):
+            started = time.perf_counter()
+            _, ids = index.search(q.reshape(1, -1), _candidates(k) if k == 10 else k)
+            found = ids[0][ids[0] >= 0]
+            best = found[np.argsort(-(stored[found - 1] @ q), kind="stable")[:k]]
+            times[k].append(time.perf_counter() - started)
+            if k == 10:
+                hits.append(len(set(best.tolist()) & set(exact[row].tolist())) / 10)
+    return 1000 * statistics.median(times[10]), 1000 * statistics.median(times[50]), statistics.fmean(hits)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,17 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         flat.add(seqs, stored)
         for k in (10, 50):
             flat.search(queries[:1], k)
-        times: dict[int, list[float]] = {k: [] for k in (10, 50)}
-        for q in queries:
-            for k in (10, 50):
-                started = time.perf_counter()
-                flat.search(q.reshape(1, -1), k)
-                times[k].append(time.perf_counter() - started)
-        print(
-            f"{size:6d} flat   -         -       {1000 * statistics.median(times[10]):8.2f}  "
-            f"{1000 * statistics.median(times[50]):8.2f}   1.000",
-            flush=True,
-        )
+        t10, t50, recall = _timed(flat, queries, stored, exact)
+        print(f"{size:6d} flat   -         -       {t10:8.2f}  {t50:8.2f}   {recall:.3f}", flush=True)
         graph = VectorIndex(stored.shape[1], "hnsw")
         started = time.perf_counter()
         graph.add(seqs, stored)
@@ -74,22 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             graph.ef_search = floor
             ef = ef_search_for(_candidates(10), floor, size)
             mark = "*" if floor == default else " "
-            times = {k: [] for k in (10, 50)}
-            hits: list[float] = []
-            for row, q in enumerate(queries):
-                for k in (10, 50):
-                    started = time.perf_counter()
-                    _, ids = graph.search(q.reshape(1, -1), _candidates(k) if k == 10 else k)
-                    found = ids[0][ids[0] >= 0]
-                    best = found[np.argsort(-(stored[found - 1] @ q), kind="stable")[:k]]
-                    times[k].append(time.perf_counter() - started)
-                    if k == 10:
-                        hits.append(len(set(best.tolist()) & set(exact[row].tolist())) / 10)
-            print(
-                f"{size:6d} hnsw   {ef:5d}{mark} {built:8.1f}  {1000 * statistics.median(times[10]):8.2f}  "
-                f"{1000 * statistics.median(times[50]):8.2f}   {statistics.fmean(hits):.3f}",
-                flush=True,
-            )
+            t10, t50, recall = _timed(graph, queries, stored, exact)
+            print(f"{size:6d} hnsw   {ef:5d}{mark} {built:8.1f}  {t10:8.2f}  {t50:8.2f}   {recall:.3f}", flush=True)
         graph.ef_search = default
         for extra in fresh:  # the newest vectors in the fresh segment, as the store holds them between folds
             graph.fresh = VectorIndex(stored.shape[1])

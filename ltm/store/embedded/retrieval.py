@@ -64,16 +64,13 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
             continue
         lines = query.lines if hybrid and name == "dense" else None
         if feedback and name == "dense" and FEEDBACK_POOL and index.kind == "flat":
-            # the feedback search's pool; its head is made exact from the rows the hybrid reads anyway (_hybrid)
-            pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed, exact=False)
+            pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed)  # the feedback search's pool
             signals[name] = pool[:fetch]
-            rescore = rescore or index.quantized
             continue
-        # a graph's cosines are right to ~1e-3, a flat index's to ~1e-4: the hybrid makes them exact from the rows it
-        # reads anyway (_hybrid). The context index's candidates are only scaled against each other by the fusion.
+        # a graph's cosines are right to ~1e-3: the hybrid makes them exact from the rows it reads anyway (_hybrid)
         approximate = hybrid and name == "dense" and index.quantized and (lines is None or len(lines) < 2)
         rescore = rescore or approximate
-        signals[name] = _search(log, index, vector, fetch, allowed, lines, exact=name == "dense" and not approximate)
+        signals[name] = _search(log, index, vector, fetch, allowed, lines, exact=not approximate)
     # found while the model embedded the query (storage.search); a future still running beside this search when
     # the keyword side needs no store lock, waited for only now that the dense side is done
     side = query.keyword.result() if isinstance(query.keyword, Future) else query.keyword
@@ -180,10 +177,8 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
         if stored:  # Rocchio: the dense side again, towards what the best hits share
             moved = feedback_vector(vector, np.stack(stored))
             within = allowed if pool is None else np.array(sorted(s for s, _ in pool), dtype=np.int64)
-            signals["dense"] = _search(log, content, moved, fetch, within, exact=not content.quantized)
+            signals["dense"] = _search(log, content, moved, fetch, within)
             found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
-            if content.quantized:  # exact from the rows just read, as the first search's were
-                signals["dense"] = _exact_cosines(signals["dense"], found, moved.reshape(-1))
     times = _times(found)
     named = spoken_by_named(query.text, {s: r.names for s, r in found.items()}, plan.terms) \
         if weights["speaker"] else set()

@@ -78,6 +78,7 @@ _EF_FULL_AT = 300_000
 _EF_SHARE_MIN = 1 / 3
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
+_FLAT_MARGIN = 8  # flat: a top-k scan fetches max(2k, k + this) to order by exact cosines (_exact_flat)
 _SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
 _ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
 # A batch of this many queries or more (find_news, similar) is searched on every core (up to 8): FAISS splits the
@@ -114,6 +115,8 @@ class VectorIndex:
         self.graph_changes = 0  # HNSW only: vectors folded into the graph and ghosts added since the last save
         self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
         self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
+        # flat only: the seqs held, ascending, and 1 / the norm of each one's float16 copy (None: to be worked out)
+        self._scales: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- size --------------------------------------------------------------------------------------------
     @property
@@ -136,12 +139,10 @@ class VectorIndex:
 
     @property
     def quantized(self) -> bool:
-        """Whether the index holds codes rather than the vectors searched (:func:`~ltm.store.records.decode`'s
-        float32 unit vectors): 8-bit codes in a graph, whose scores are cosines to ~1e-3, or float16 in a flat
-        index, to ~1e-4 (the float16 copy's norm is not renormalised). Callers that need exact cosines (a
-        message's to its own text is 1) rescore the candidates from SQLite (ltm.store.embedded.retrieval)."""
-        inner = faiss.downcast_index(self.index.index)
-        return isinstance(inner, (faiss.IndexHNSWSQ, faiss.IndexScalarQuantizer))
+        """Whether the vectors are held as 8-bit codes (HNSW): scores are cosines to ~1e-3 only,
+        so callers that need exact cosines rescore the candidates (ltm.store.embedded.retrieval). A flat
+        index's scores are exact (:meth:`_exact_flat`)."""
+        return self.kind == "hnsw" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexHNSWSQ)
 
     # -- changes -----------------------------------------------------------------------------------------
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
@@ -166,7 +167,8 @@ class VectorIndex:
         if fresh is None or not fresh.index.ntotal:
             return
         seqs = faiss.vector_to_array(fresh.index.id_map).astype(np.int64)
-        vectors = fresh.index.index.reconstruct_n(0, int(fresh.index.ntotal))
+        copies = fresh.index.index.reconstruct_n(0, int(fresh.index.ntotal))  # float16 copies: unit vectors again
+        vectors = copies / np.maximum(np.linalg.norm(copies, axis=1, keepdims=True), 1e-30)
         if fresh.ghosts:
             keep = ~np.isin(seqs, np.fromiter(fresh.ghosts, dtype=np.int64, count=len(fresh.ghosts)))
             seqs, vectors = seqs[keep], vectors[keep]
@@ -181,6 +183,8 @@ class VectorIndex:
         # the two hold the same values
         vectors = np.ascontiguousarray(np.asarray(vectors).astype(VECTOR_DTYPE) if self.kind == "flat" else vectors,
                                        dtype=np.float32)
+        if self.kind == "flat":
+            self._keep_scales(np.asarray(seqs, dtype=np.int64), vectors)
         inner = faiss.downcast_index(self.index.index)
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
             inner.train(quantizer_ranges(vectors))
@@ -210,7 +214,11 @@ class VectorIndex:
         """Flat only: really remove the ghosts (one pass over the array). HNSW is rebuilt by the store."""
         if self.kind == "flat" and self.ghosts:
             self._own()
-            self.index.remove_ids(np.array(sorted(self.ghosts), dtype=np.int64))
+            gone = np.array(sorted(self.ghosts), dtype=np.int64)
+            self.index.remove_ids(gone)
+            if self._scales is not None:
+                keep = ~np.isin(self._scales[0], gone)
+                self._scales = (self._scales[0][keep], self._scales[1][keep])
             self.ghosts = set()
 
     def _holds(self, seq: int) -> bool:
@@ -238,6 +246,13 @@ class VectorIndex:
         """The graph's (or the flat index's) own search."""
         k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.kind == "flat":
+            fetch = min(max(2 * k, k + _FLAT_MARGIN), int(self.index.ntotal) - len(self.ghosts))
+            return self._exact_flat(*self._scan(queries, max(fetch, 1), allowed), k)
+        return self._scan(queries, k, allowed)
+
+    def _scan(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS's own answer: the graph's, or the flat index's inner products with the float16 copies."""
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
         if self.kind == "flat" and allowed is None and self.ghosts:
@@ -253,6 +268,45 @@ class VectorIndex:
             return self._search_inner(queries, k, allowed, params)
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
+
+    def _exact_flat(self, scores: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The flat scan's candidates with exact cosines, best ``k`` first: each inner product with a float16 copy
+        divided by that copy's norm is the cosine with the unit vector searched (what
+        :func:`~ltm.store.records.decode` makes of SQLite's copy), to float rounding. The scan fetched more than
+        ``k``, so that two candidates whose order the copies' norms (1 +- ~2e-4) swap both get here."""
+        for _ in range(2):
+            held, inverse = self._scales if self._scales is not None else self._worked_out_scales()
+            at = np.clip(np.searchsorted(held, ids), 0, max(len(held) - 1, 0))
+            found = (ids >= 0) & (held[at] == ids) if len(held) else np.zeros(ids.shape, dtype=bool)
+            if np.array_equal(found, ids >= 0):
+                break
+            self._scales = None  # out of step with the index (never expected): work them out again
+        exact = np.where(found, scores * (inverse[at] if len(held) else 1.0), -np.inf).astype(np.float32)
+        order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+        best = np.take_along_axis(exact, order, axis=1)
+        seqs = np.where(np.isfinite(best), np.take_along_axis(ids, order, axis=1), -1)
+        return best, seqs
+
+    def _keep_scales(self, seqs: np.ndarray, copies: np.ndarray) -> None:
+        """Flat: remember the new copies' inverse norms beside those held (in seq order)."""
+        if self._scales is None and int(self.index.ntotal):
+            return  # worked out from the index itself on the next search
+        inverse = (1.0 / np.maximum(np.linalg.norm(copies, axis=1), 1e-30)).astype(np.float32)
+        held, scales = self._scales if self._scales is not None else (np.empty(0, np.int64), np.empty(0, np.float32))
+        seqs, inverse = np.concatenate([held, seqs]), np.concatenate([scales, inverse])
+        if len(held) and len(seqs) > len(held) and seqs[len(held)] <= held[-1]:  # not above every seq held
+            order = np.argsort(seqs, kind="stable")
+            seqs, inverse = seqs[order], inverse[order]
+        self._scales = (seqs, inverse)
+
+    def _worked_out_scales(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flat: the seqs and inverse norms from the index's own copies (after a snapshot is read)."""
+        held = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        copies = self.index.index.reconstruct_n(0, int(self.index.ntotal)) if len(held) else np.empty((0, self.dim))
+        inverse = (1.0 / np.maximum(np.linalg.norm(copies, axis=1), 1e-30)).astype(np.float32)
+        order = np.argsort(held, kind="stable")
+        self._scales = (held[order], inverse[order])
+        return self._scales
 
     def _search_inner(self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any) -> tuple[
             np.ndarray, np.ndarray]:

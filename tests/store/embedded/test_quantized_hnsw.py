@@ -160,12 +160,13 @@ def test_new_graphs_are_built_with_ef_construction_112_and_old_ones_keep_theirs(
 def test_hybrid_ranks_the_graphs_candidates_by_exact_cosines(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, hnsw_threshold: int
 ) -> None:
-    """The hybrid's dense candidates from an 8-bit graph, or from a flat index's float16 copies, reach the fusion
-    with the cosines of the vectors SQLite holds (read with their rows), best first: the fusion's floor and top
-    are exact."""
+    """The hybrid's dense candidates from an 8-bit graph (rescored from the rows it reads), or from a flat index's
+    float16 copies (scaled by their norms), reach the fusion with the cosines of the vectors SQLite holds, best
+    first: the fusion's floor and top are exact."""
     store, _, vectors, queries = _store(settings, hnsw_threshold)
     content = _mirror(store).content
-    assert content is not None and content.quantized and content.kind == ("hnsw" if hnsw_threshold < STORED else "flat")
+    assert content is not None and content.kind == ("hnsw" if hnsw_threshold < STORED else "flat")
+    assert content.quantized == (content.kind == "hnsw")
     held = decode(vectors.astype("<f2"))
     seen: list[list[tuple[int, float]]] = []
     fuse = fusion.fuse
