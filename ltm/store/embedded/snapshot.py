@@ -6,8 +6,8 @@ happened after the snapshot. A missing, truncated, foreign or corrupt file reads
 rebuilds from SQLite without re-embedding).
 
 **Flat** (``kind == "flat"``): ``LTMFLAT16\n``, ``<u32 header length>``, the JSON header (with a CRC32 of the
-payload), then the ids (``<i8``) and the vectors as float16, the precision SQLite stores them in and the flat
-index holds them in (:func:`flat_index`), so nothing is lost. It is read into RAM (a flat namespace holds at
+payload), then the ids (``<i8``) and the vectors as float16, the precision SQLite stores them in (and a large
+flat index holds them in: :func:`flat_index`), so nothing is lost. It is read into RAM (a flat namespace holds at
 most ``hnsw_threshold`` vectors).
 
 **HNSW**: FAISS's own serialisation first (``IndexHNSWSQ``: the vectors as 8-bit codes, a quarter of the
@@ -41,8 +41,9 @@ import faiss
 import numpy as np
 
 from ltm.store.embedded.atomic import atomic_write, replacing
+from ltm.store.records import decode
 
-__all__ = ["INLINE_VERIFY_MAX", "Loaded", "flat_index", "read", "write"]
+__all__ = ["HALF_FROM", "INLINE_VERIFY_MAX", "Loaded", "flat_index", "read", "write"]
 
 _MAGIC = b"LTMFAISS2\n"  # the HNSW footer's
 _FLAT_MAGIC = b"LTMFLAT16\n"  # the flat header's
@@ -146,13 +147,20 @@ def read(path: Path, inline_max: int = INLINE_VERIFY_MAX) -> Loaded | None:
             handle.close()
 
 
-def flat_index(dim: int) -> Any:
-    """The exact index of a flat namespace and of a graph's fresh segment: inner products over float16 copies of
-    the vectors (``IndexScalarQuantizer``, ``QT_fp16``), the precision SQLite and this file keep them in, so its
-    cosines are those of a float32 index rebuilt from either. A query's scan reads half the bytes of a float32
-    ``IndexFlatIP``'s, which is what it costs once the vectors are out of the CPU's cache (a hybrid search at
-    10,000 messages pays 0.3 ms less after the model: docs/SEARCH_SPEED.md), and the index takes half the RAM."""
-    return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+HALF_FROM = 4096  # a flat index of this many vectors or more holds float16 copies (flat_index)
+
+
+def flat_index(dim: int, vectors: int = 0) -> Any:
+    """The exact index of a flat namespace (and of a graph's fresh segment) that is to hold ``vectors`` vectors:
+    float32 (``IndexFlatIP``) below :data:`HALF_FROM`, float16 copies (``IndexScalarQuantizer``, ``QT_fp16``: the
+    precision SQLite and this file keep them in) from it. A query's scan of the copies reads half the bytes, which
+    is what it costs once the vectors are out of the CPU's cache, as they are after the model has embedded the
+    query: 0.3 against 0.6 ms at 10,000 vectors (docs/SEARCH_SPEED.md); the index takes half the RAM. Below the
+    line the scan is a few microseconds either way, and scaling the copies' products into exact cosines
+    (:class:`~ltm.store.embedded.vectors.VectorIndex`) would cost more than it saves."""
+    if vectors >= HALF_FROM:
+        return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    return faiss.IndexFlatIP(dim)
 
 
 def _write_flat(path: Path, index: Any, header: dict[str, Any]) -> None:
@@ -177,9 +185,11 @@ def _read_flat(data: bytes) -> Loaded | None:
             return None
         ids = np.frombuffer(payload, dtype="<i8", count=n)
         vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
-        index = faiss.IndexIDMap2(flat_index(dim))
-        if n:  # float16 in, float16 held: the same values as before saving
+        index = faiss.IndexIDMap2(flat_index(dim, n))
+        if n >= HALF_FROM:  # float16 in, float16 held: the same values as before saving
             index.add_with_ids(vectors.astype(np.float32), ids.astype(np.int64))
+        elif n:  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors): the same values as before saving
+            index.add_with_ids(decode(vectors), ids.astype(np.int64))
     except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
         return None
     return Loaded(header, index, None)

@@ -1,7 +1,8 @@
 """The FAISS side of a namespace: an ``IndexIDMap2`` keyed by message ``seq``, and its snapshot file.
 
-Flat (exact cosines over float16 copies of the unit vectors, as SQLite stores them:
-:func:`~ltm.store.embedded.snapshot.flat_index`) until the namespace holds ``hnsw_threshold``
+Flat (``IndexFlatIP`` over unit vectors, exact cosine; from ``snapshot.HALF_FROM`` vectors over their float16
+copies, whose products are scaled into exact cosines: :meth:`VectorIndex._exact_flat`) until the namespace holds
+``hnsw_threshold``
 live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3; older stores' float32
 ``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
 becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
@@ -13,7 +14,7 @@ one parallel add once :data:`FOLD_AT` accumulate. Only the graph is snapshotted,
 so a few adds neither copy a memory-mapped graph into RAM nor rewrite its snapshot. A flat index could remove
 one vector at a time, but ``remove_ids`` compacts the whole array (O(N): 10 ms per delete at 100k), so flat ghosts
 are removed together once :data:`_FLAT_GHOSTS_MAX` accumulate, and meanwhile a flat search over-fetches by the
-ghost count and drops them.
+ghost count and drops them (keeping FAISS's BLAS path, which a selector would leave).
 
 :meth:`VectorIndex.save` / :meth:`VectorIndex.load` go through :mod:`ltm.store.embedded.snapshot`, which owns both
 file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, memory-mapped when big). A
@@ -26,7 +27,8 @@ A search of one or two queries runs FAISS on one OpenMP thread (one thread answe
 two), and a batch of queries, or a batch added to an HNSW graph, on every core (up to 8), each for the length of
 that call only (:func:`omp_threads`): OpenMP's thread count belongs to the calling thread in libgomp, which the
 faiss wheels ship, and ltm sets and restores it around its own FAISS calls, so importing ltm leaves the host
-application's count as it was.
+application's count as it was. The BLAS threshold below is process-global: it applies to every index in the
+process.
 """
 
 from __future__ import annotations
@@ -81,8 +83,14 @@ _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) c
 _FLAT_MARGIN = 8  # flat: a top-k scan fetches max(2k, k + this) to order by exact cosines (_exact_flat)
 _SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
 _ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-# A batch of this many queries or more (find_news, similar) is searched on every core (up to 8): FAISS splits the
-# queries among its threads, and a flat index's float16 scan has no matrix-product path for a batch to take.
+# faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
+# distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
+# dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
+# instead of 0.1 s. Each search sets the threshold to _BATCH_FROM_QUERIES * dim: batches use BLAS, while
+# one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
+# It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
+# A batch of that many queries also runs on every core (up to 8): a flat index's float16 copies have no BLAS
+# path, and FAISS splits a batch's queries among its threads.
 _BATCH_FROM_QUERIES = 3
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords, the HNSW parameter class, IndexHNSWSQ(qtype)
 # faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
@@ -115,7 +123,8 @@ class VectorIndex:
         self.graph_changes = 0  # HNSW only: vectors folded into the graph and ghosts added since the last save
         self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
         self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
-        # flat only: the seqs held, ascending, and 1 / the norm of each one's float16 copy (None: to be worked out)
+        # flat with float16 copies only: the seqs held, ascending, and 1 / the norm of each one's copy (None: to be
+        # worked out from the index)
         self._scales: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- size --------------------------------------------------------------------------------------------
@@ -167,8 +176,7 @@ class VectorIndex:
         if fresh is None or not fresh.index.ntotal:
             return
         seqs = faiss.vector_to_array(fresh.index.id_map).astype(np.int64)
-        copies = fresh.index.index.reconstruct_n(0, int(fresh.index.ntotal))  # float16 copies: unit vectors again
-        vectors = copies / np.maximum(np.linalg.norm(copies, axis=1, keepdims=True), 1e-30)
+        vectors = fresh.index.index.reconstruct_n(0, int(fresh.index.ntotal))
         if fresh.ghosts:
             keep = ~np.isin(seqs, np.fromiter(fresh.ghosts, dtype=np.int64, count=len(fresh.ghosts)))
             seqs, vectors = seqs[keep], vectors[keep]
@@ -179,12 +187,12 @@ class VectorIndex:
             return
         self._own()
         self.graph_changes += len(seqs)
-        # a flat index holds float16: rounded here as SQLite's copy is (numpy rounds ties to even, FAISS away), so
-        # the two hold the same values
-        vectors = np.ascontiguousarray(np.asarray(vectors).astype(VECTOR_DTYPE) if self.kind == "flat" else vectors,
-                                       dtype=np.float32)
-        if self.kind == "flat":
-            self._keep_scales(np.asarray(seqs, dtype=np.int64), vectors)
+        if self.kind == "flat" and not self.halved and int(self.index.ntotal) + len(seqs) >= snapshot.HALF_FROM:
+            self._halve()
+        if self.halved:  # rounded here as SQLite's copy is (numpy rounds ties to even, FAISS away): the same values
+            vectors = np.asarray(vectors).astype(VECTOR_DTYPE)
+            self._keep_scales(np.asarray(seqs, dtype=np.int64), vectors.astype(np.float32))
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         inner = faiss.downcast_index(self.index.index)
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
             inner.train(quantizer_ranges(vectors))
@@ -216,7 +224,7 @@ class VectorIndex:
             self._own()
             gone = np.array(sorted(self.ghosts), dtype=np.int64)
             self.index.remove_ids(gone)
-            if self._scales is not None:
+            if self.halved and self._scales is not None:
                 keep = ~np.isin(self._scales[0], gone)
                 self._scales = (self._scales[0][keep], self._scales[1][keep])
             self.ghosts = set()
@@ -246,13 +254,15 @@ class VectorIndex:
         """The graph's (or the flat index's) own search."""
         k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if self.kind == "flat":
+        if faiss.cvar.distance_compute_blas_threshold != _BATCH_FROM_QUERIES * self.dim:
+            faiss.cvar.distance_compute_blas_threshold = _BATCH_FROM_QUERIES * self.dim
+        if self.halved:
             fetch = min(max(2 * k, k + _FLAT_MARGIN), int(self.index.ntotal) - len(self.ghosts))
             return self._exact_flat(*self._scan(queries, max(fetch, 1), allowed), k)
         return self._scan(queries, k, allowed)
 
     def _scan(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """FAISS's own answer: the graph's, or the flat index's inner products with the float16 copies."""
+        """FAISS's own answer: the graph's, or the flat index's inner products (with float16 copies: unscaled)."""
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
         if self.kind == "flat" and allowed is None and self.ghosts:
@@ -286,6 +296,21 @@ class VectorIndex:
         best = np.take_along_axis(exact, order, axis=1)
         seqs = np.where(np.isfinite(best), np.take_along_axis(ids, order, axis=1), -1)
         return best, seqs
+
+    @property
+    def halved(self) -> bool:
+        """Flat and holding float16 copies (from ``snapshot.HALF_FROM`` vectors): :meth:`_exact_flat` scales them."""
+        return self.kind == "flat" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexScalarQuantizer)
+
+    def _halve(self) -> None:
+        """Flat: move the float32 vectors to float16 copies (the namespace reached ``snapshot.HALF_FROM``)."""
+        seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        vectors = self.index.index.reconstruct_n(0, int(self.index.ntotal)) if len(seqs) else None
+        self.index, self._scales = faiss.IndexIDMap2(snapshot.flat_index(self.dim, snapshot.HALF_FROM)), None
+        if vectors is not None:
+            copies = vectors.astype(VECTOR_DTYPE).astype(np.float32)
+            self._keep_scales(seqs, copies)
+            self.index.add_with_ids(copies, seqs)
 
     def _keep_scales(self, seqs: np.ndarray, copies: np.ndarray) -> None:
         """Flat: remember the new copies' inverse norms beside those held (in seq order)."""

@@ -1,5 +1,6 @@
-"""A flat namespace's index: float16 copies of the vectors (half a float32 index's bytes), whose inner products are
-scaled by each copy's norm into exact cosines with the unit vectors SQLite's copies decode to, ranked by them."""
+"""A flat namespace's index from ``snapshot.HALF_FROM`` vectors: float16 copies of the vectors (half a float32
+index's bytes), whose inner products are scaled by each copy's norm into exact cosines with the unit vectors
+SQLite's copies decode to, and ranked by them; below the line, float32 as before."""
 
 from __future__ import annotations
 
@@ -10,9 +11,19 @@ import numpy as np
 import pytest
 
 from ltm.config import Settings
+from ltm.store.embedded import snapshot
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.records import decode
 from tests.store.embedded.test_quantized_hnsw import DIM, _check_search, _clustered, _mirror, _store
+
+
+@pytest.fixture(autouse=True)
+def _half_from_256(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "HALF_FROM", 256)  # small indexes that cross the line
+
+
+def _bytes_a_vector(index: VectorIndex) -> int:
+    return int(faiss.downcast_index(index.index.index).sa_code_size())
 
 
 def _flat(n: int = 2000) -> tuple[VectorIndex, np.ndarray]:
@@ -29,10 +40,17 @@ def _exact_top(index_vectors: np.ndarray, asked: np.ndarray, k: int) -> tuple[np
     return top + 1, np.take_along_axis(sims, top, axis=1)
 
 
-def test_the_flat_index_holds_two_bytes_a_dimension() -> None:
-    index, _ = _flat()
-    inner = faiss.downcast_index(index.index.index)
-    assert int(inner.sa_code_size()) == 2 * DIM and not index.quantized
+def test_the_flat_index_holds_two_bytes_a_dimension_from_the_line_on() -> None:
+    index, held = _flat(200)
+    assert _bytes_a_vector(index) == 4 * DIM and not index.halved  # below the line: float32, as before
+    asked = _clustered(3, seed=16)
+    more = _clustered(100, seed=17)
+    index.add(np.arange(201, 301), more)  # crosses the line: the vectors held move to float16 copies
+    assert _bytes_a_vector(index) == 2 * DIM and index.halved and not index.quantized and index.live == 300
+    scores, ids = index.search(asked, 10)
+    want_ids, want_scores = _exact_top(np.vstack([held, more]), asked, 10)
+    assert ids.tolist() == want_ids.tolist()
+    np.testing.assert_allclose(scores, want_scores, atol=1e-6)
 
 
 @pytest.mark.parametrize("queries", [1, 2, 3, 40])  # one query, and batches, which run on every core
@@ -75,7 +93,11 @@ def test_a_flat_snapshot_reopens_with_the_same_answers(tmp_path: Path) -> None:
     before, after = index.search(asked, 10), loaded.search(asked, 10)
     assert np.array_equal(before[1], after[1])
     np.testing.assert_allclose(before[0], after[0], atol=1e-7)
-    assert int(faiss.downcast_index(loaded.index.index).sa_code_size()) == 2 * DIM
+    assert _bytes_a_vector(loaded) == 2 * DIM
+    small, _ = _flat(100)  # a snapshot below the line reads back as float32
+    small.save(tmp_path / "small.faiss")
+    again = VectorIndex.load(tmp_path / "small.faiss", DIM)
+    assert again is not None and _bytes_a_vector(again) == 4 * DIM and again.live == 100
 
 
 @pytest.mark.embedded_only
