@@ -123,8 +123,9 @@ class VectorIndex:
         self.graph_changes = 0  # HNSW only: vectors folded into the graph and ghosts added since the last save
         self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
         self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
-        # flat with float16 copies only: the seqs held, ascending, and 1 / the norm of each one's copy (None: to be
-        # worked out from the index)
+        # flat and holding float16 copies (from snapshot.HALF_FROM vectors), whose products _exact_flat scales
+        self.halved = False
+        # then: the seqs held, ascending, and 1 / the norm of each one's copy (None: to be worked out from the index)
         self._scales: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- size --------------------------------------------------------------------------------------------
@@ -297,16 +298,12 @@ class VectorIndex:
         seqs = np.where(np.isfinite(best), np.take_along_axis(ids, order, axis=1), -1)
         return best, seqs
 
-    @property
-    def halved(self) -> bool:
-        """Flat and holding float16 copies (from ``snapshot.HALF_FROM`` vectors): :meth:`_exact_flat` scales them."""
-        return self.kind == "flat" and isinstance(faiss.downcast_index(self.index.index), faiss.IndexScalarQuantizer)
-
     def _halve(self) -> None:
         """Flat: move the float32 vectors to float16 copies (the namespace reached ``snapshot.HALF_FROM``)."""
         seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
         vectors = self.index.index.reconstruct_n(0, int(self.index.ntotal)) if len(seqs) else None
         self.index, self._scales = faiss.IndexIDMap2(snapshot.flat_index(self.dim, snapshot.HALF_FROM)), None
+        self.halved = True
         if vectors is not None:
             copies = vectors.astype(VECTOR_DTYPE).astype(np.float32)
             self._keep_scales(seqs, copies)
@@ -436,6 +433,8 @@ class VectorIndex:
             return None
         index = cls(dim, header["kind"])
         index.index = loaded.index
+        index.halved = index.kind == "flat" and isinstance(faiss.downcast_index(index.index.index),
+                                                           faiss.IndexScalarQuantizer)
         index._loaded = None if header["kind"] == "flat" else loaded  # flat: in RAM, nothing to check later
         index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
         index.ghosts = {int(g) for g in header["ghosts"]}
