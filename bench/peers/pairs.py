@@ -1,10 +1,11 @@
 """ltm's default search against ltm at another commit (or with one setting changed), in pairs:
-``python -m bench.peers.pairs --size 100000 --baseline REF`` or ``--set READ_BESIDE_FROM=1000000000``.
+``python -m bench.peers.pairs --size 100000 --baseline REF`` or ``--set READ_BESIDE_FROM=1000000000`` (a constant
+of ``ltm.store.embedded.backend``; ``--set ltm.store.embedded.snapshot.HALF_FROM=1000000000``: of that module).
 
 Fills one store with :mod:`bench.peers.corpus`'s rows (given vectors, batches of 1,000), copies it for each side, and
 starts one worker process per side (this module with ``--serve``): this tree, and either this tree with commit
 REF's ``ltm`` package ahead of it on the path (``git archive``, as :mod:`bench.peers.stores` does) or this tree
-with a module constant of ``ltm.store.embedded.backend`` changed. Each side answers every question once before the
+with a module constant changed. Each side answers every question once before the
 clock starts (the page cache and the model warm). Then each question goes to both sides in turn, in a random order,
 end to end (the model embeds it), for ``--rounds`` rounds. Prints each side's median, the median of the
 per-question ratios (the two sides share the machine's load question by question, so the ratio is the finding)
@@ -14,6 +15,7 @@ and how many of the top-10 lists are identical.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -52,6 +54,14 @@ def _worker(name: str, python: str, env: dict[str, str], store: Path, corpus_pat
     return proc
 
 
+def apply_set(constants: dict[str, str]) -> None:
+    """Set each module constant (a bare name: ``ltm.store.embedded.backend``'s) to its value, as its type."""
+    for name, value in constants.items():
+        module, _, constant = name.rpartition(".")
+        owner = importlib.import_module(module or "ltm.store.embedded.backend")
+        setattr(owner, constant, type(getattr(owner, constant))(value))
+
+
 def _serve() -> int:
     protocol = claim_stdout()
     state: dict[str, Any] = {}
@@ -59,10 +69,7 @@ def _serve() -> int:
     def open_(request: Request) -> Request:
         from ltm.config import Settings
         from ltm.store import MemoryStorage
-        from ltm.store.embedded import backend
-
-        for name, value in json.loads(os.environ.get("PAIRS_SET", "{}")).items():
-            setattr(backend, name, type(getattr(backend, name))(value))
+        apply_set(json.loads(os.environ.get("PAIRS_SET", "{}")))
         state["questions"] = json.loads(Path(request["corpus"]).read_text("utf-8"))["questions"]
         state["store"] = MemoryStorage("pairs", kind="bench",
                                        settings=Settings.load(storage_dir=request["dir"], query_cache_size=0))
@@ -87,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--baseline", help="the other side: ltm as of this git ref")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="the other side: this tree with ltm.store.embedded.backend.NAME = VALUE")
+                        help="the other side: this tree with ltm.store.embedded.backend.NAME = VALUE (or, when "
+                             "NAME is dotted, that module's constant)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:

@@ -119,6 +119,15 @@ def test_pairs_summary_is_medians_and_the_median_ratio_per_question() -> None:
     assert lines[2] == "identical top 10: 2 of 3"
 
 
+def test_pairs_sets_a_backend_constant_or_a_dotted_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ltm.store.embedded import backend, snapshot
+
+    monkeypatch.setattr(backend, "READ_BESIDE_FROM", backend.READ_BESIDE_FROM)  # restored after the test
+    monkeypatch.setattr(snapshot, "HALF_FROM", snapshot.HALF_FROM)
+    pairs.apply_set({"READ_BESIDE_FROM": "7", "ltm.store.embedded.snapshot.HALF_FROM": "9"})
+    assert backend.READ_BESIDE_FROM == 7 and snapshot.HALF_FROM == 9
+
+
 def test_the_pairs_worker_searches_its_store_by_question(tmp_path: Path) -> None:
     settings = Settings.load(storage_dir=tmp_path / "store", embedding="hash")
     with MemoryStorage("pairs", kind="bench", settings=settings) as store:
