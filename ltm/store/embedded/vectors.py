@@ -45,7 +45,6 @@ import faiss
 import numpy as np
 
 from ltm.store.embedded import snapshot
-from ltm.store.records import VECTOR_DTYPE
 
 __all__ = ["VectorIndex", "omp_threads"]
 
@@ -190,9 +189,7 @@ class VectorIndex:
         self.graph_changes += len(seqs)
         if self.kind == "flat" and not self.halved and int(self.index.ntotal) + len(seqs) >= snapshot.HALF_FROM:
             self._halve()
-        if self.halved:  # rounded here as SQLite's copy is (numpy rounds ties to even, FAISS away): the same values
-            vectors = np.asarray(vectors).astype(VECTOR_DTYPE)
-            self._keep_scales(np.asarray(seqs, dtype=np.int64), vectors.astype(np.float32))
+        start, known = int(self.index.ntotal), self._scales is not None or not self.index.ntotal
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         inner = faiss.downcast_index(self.index.index)
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
@@ -203,6 +200,8 @@ class VectorIndex:
         else:
             with omp_threads(_SEARCH_THREADS):
                 self.index.add_with_ids(vectors, seqs.astype(np.int64))
+        if self.halved and known:  # the copies' norms, from FAISS's own rounding of them
+            self._keep_scales(np.asarray(seqs, dtype=np.int64), inner.reconstruct_n(start, len(seqs)))
 
     def remove(self, seqs: np.ndarray) -> None:
         if not len(seqs):
@@ -283,8 +282,10 @@ class VectorIndex:
     def _exact_flat(self, scores: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The flat scan's candidates with exact cosines, best ``k`` first: each inner product with a float16 copy
         divided by that copy's norm is the cosine with the unit vector searched (what
-        :func:`~ltm.store.records.decode` makes of SQLite's copy), to float rounding. The scan fetched more than
-        ``k``, so that two candidates whose order the copies' norms (1 +- ~2e-4) swap both get here."""
+        :func:`~ltm.store.records.decode` makes of SQLite's copy), to float rounding (and to ~1e-6 where a component
+        lies halfway between two float16 values: FAISS rounds it away from zero, numpy, which writes SQLite's copy,
+        to even). The scan fetched more than ``k``, so that two candidates whose order the copies' norms (1 +- ~2e-4)
+        swap both get here."""
         for _ in range(2):
             held, inverse = self._scales if self._scales is not None else self._worked_out_scales()
             at = np.clip(np.searchsorted(held, ids), 0, max(len(held) - 1, 0))
@@ -305,15 +306,12 @@ class VectorIndex:
         self.index, self._scales = faiss.IndexIDMap2(snapshot.flat_index(self.dim, snapshot.HALF_FROM)), None
         self.halved = True
         if vectors is not None:
-            copies = vectors.astype(VECTOR_DTYPE).astype(np.float32)
-            self._keep_scales(seqs, copies)
-            self.index.add_with_ids(copies, seqs)
+            self.index.add_with_ids(vectors, seqs)
+            self._worked_out_scales()
 
     def _keep_scales(self, seqs: np.ndarray, copies: np.ndarray) -> None:
         """Flat: remember the new copies' inverse norms beside those held (in seq order)."""
-        if self._scales is None and int(self.index.ntotal):
-            return  # worked out from the index itself on the next search
-        inverse = (1.0 / np.maximum(np.linalg.norm(copies, axis=1), 1e-30)).astype(np.float32)
+        inverse = _inverse_norms(copies)
         held, scales = self._scales if self._scales is not None else (np.empty(0, np.int64), np.empty(0, np.float32))
         seqs, inverse = np.concatenate([held, seqs]), np.concatenate([scales, inverse])
         if len(held) and len(seqs) > len(held) and seqs[len(held)] <= held[-1]:  # not above every seq held
@@ -325,7 +323,7 @@ class VectorIndex:
         """Flat: the seqs and inverse norms from the index's own copies (after a snapshot is read)."""
         held = faiss.vector_to_array(self.index.id_map).astype(np.int64)
         copies = self.index.index.reconstruct_n(0, int(self.index.ntotal)) if len(held) else np.empty((0, self.dim))
-        inverse = (1.0 / np.maximum(np.linalg.norm(copies, axis=1), 1e-30)).astype(np.float32)
+        inverse = _inverse_norms(copies)
         order = np.argsort(held, kind="stable")
         self._scales = (held[order], inverse[order])
         return self._scales
@@ -441,6 +439,12 @@ class VectorIndex:
         binding = header.get("binding")
         index.binding = binding if isinstance(binding, dict) else None
         return index
+
+
+def _inverse_norms(copies: np.ndarray) -> np.ndarray:
+    """1 / each row's norm (float32)."""
+    rows = np.asarray(copies, dtype=np.float32)
+    return np.asarray(1.0 / np.sqrt(np.maximum(np.einsum("ij,ij->i", rows, rows), 1e-30)), dtype=np.float32)
 
 
 @contextmanager
