@@ -123,8 +123,7 @@ class Settings(BaseModel):
     )
     hnsw_threshold: int = Field(
         20_000, ge=1, description="Live vectors from which a namespace's index is an HNSW graph instead of a flat "
-        "(exact) scan: past ~20,000 384-d vectors the scan leaves the CPU cache and costs more than the graph "
-        "(docs/SEARCH_SPEED.md)."
+        "(exact) scan: past ~20,000 384-d vectors the scan costs more than the graph (docs/SEARCH_SPEED.md)."
     )
     hnsw_ef_search: int = Field(
         384, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency. The "
