@@ -156,9 +156,8 @@ def flat_index(dim: int, vectors: int = 0) -> Any:
     precision SQLite and this file keep them in) from it. A query's scan of the copies reads half the bytes, which
     is what it costs once the vectors are out of the CPU's cache, as they are after the model has embedded the
     query: a search's dense candidates at 10,000 vectors take 0.27 against 0.43 ms (docs/SEARCH_SPEED.md); the
-    index takes half the RAM. Below the
-    line the scan is a few microseconds either way, and scaling the copies' products into exact cosines
-    (:class:`~ltm.store.embedded.vectors.VectorIndex`) would cost more than it saves."""
+    index takes half the RAM. Below the line the scan is a few microseconds either way, and scaling the copies'
+    products into exact cosines (:class:`~ltm.store.embedded.vectors.VectorIndex`) would cost more than it saves."""
     if vectors >= HALF_FROM:
         return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     return faiss.IndexFlatIP(dim)
