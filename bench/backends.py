@@ -61,8 +61,15 @@ def corpus(n: int, seed: int = 7) -> tuple[list[Message], np.ndarray]:
     centres = rng.standard_normal((max(n // 100, 8), DIM)).astype(np.float32)
     vectors = centres[rng.integers(0, len(centres), n)] + 0.6 * rng.standard_normal((n, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    messages = [Message(f"{WORDS[i % 26]} {WORDS[(i // 26) % 26]} note {i} about tok{i}x{i % 97} and more",
-                        role="user", id=f"m{i}", created_at=1.7e9 + i) for i in range(n)]
+    messages = [
+        Message(
+            f"{WORDS[i % 26]} {WORDS[(i // 26) % 26]} note {i} about tok{i}x{i % 97} and more",
+            role="user",
+            id=f"m{i}",
+            created_at=1.7e9 + i,
+        )
+        for i in range(n)
+    ]
     return messages, vectors
 
 
@@ -70,15 +77,16 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
 
 
-def load(store: MemoryStorage, label: str, messages: list[Message], vectors: np.ndarray, budget: float | None,
-         bulk: bool) -> dict[str, Any]:
+def load(
+    store: MemoryStorage, label: str, messages: list[Message], vectors: np.ndarray, budget: float | None, bulk: bool
+) -> dict[str, Any]:
     """Add the corpus in batches of 1,000 (inside ``bulk_load`` when ``bulk``, the index build at its end timed
     too); the load's figures, or how far it got when ``budget`` seconds ran out (``cut``)."""
     n, out = len(messages), {}
     start = time.perf_counter()
     with store.bulk_load() if bulk else contextlib.nullcontext():
         for i in range(0, n, 1000):
-            store.add_batch(messages[i:i + 1000], vectors=vectors[i:i + 1000])
+            store.add_batch(messages[i : i + 1000], vectors=vectors[i : i + 1000])
             spent = time.perf_counter() - start
             if budget is not None and spent > budget and i + 1000 < n:
                 print(f"{label} {n}: load cut after {spent:.0f} s at {i + 1000} rows", file=sys.stderr, flush=True)
@@ -101,11 +109,17 @@ def fill(label: str, settings: Settings, namespaces: int, rows: int) -> dict[str
         load(store, label, messages, vectors, None, bulk=True)
         store.close()
         if i % 50 == 49:
-            print(f"{label}: {i + 1} crowd namespaces in {time.perf_counter() - start:.0f} s", file=sys.stderr,
-                  flush=True)
+            print(
+                f"{label}: {i + 1} crowd namespaces in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True
+            )
     spent = time.perf_counter() - start
-    return {"engine": label, "namespaces": namespaces, "rows": rows, "fill_s": spent,
-            "fill_rows_s": namespaces * rows / spent}
+    return {
+        "engine": label,
+        "namespaces": namespaces,
+        "rows": rows,
+        "fill_s": spent,
+        "fill_rows_s": namespaces * rows / spent,
+    }
 
 
 def partitioned_database(dsn: str, server: Any) -> str:
@@ -120,8 +134,9 @@ def partitioned_database(dsn: str, server: Any) -> str:
     return urlunsplit(urlsplit(dsn)._replace(path="/ltm_partitioned"))
 
 
-def measure(label: str, settings: Settings, n: int, budget: float | None = None,
-            efs: tuple[int, ...] = (), how: str = "batched") -> dict[str, Any]:
+def measure(
+    label: str, settings: Settings, n: int, budget: float | None = None, efs: tuple[int, ...] = (), how: str = "batched"
+) -> dict[str, Any]:
     """One engine at ``n`` messages. ``how``: "batched" loads the measured namespace with plain batches (each
     row's HNSW insert in its batch), "bulk" inside ``bulk_load`` (PostgreSQL builds a new namespace's index
     after the load; the embedded engine writes as ever), "both": batched, then a bulk load of the same corpus
@@ -183,8 +198,9 @@ def measure(label: str, settings: Settings, n: int, budget: float | None = None,
             found = swept.search(f"dense query {p}", k=10, mode="dense")
             times.append((time.perf_counter() - t) * 1000)
             hits += len({ids[i] for i in _exact_top10(stored, qv)} & {h.message.id for h in found})
-        out.setdefault("ef", []).append({"ef": ef, "p50_ms": pct(times, 50), "p95_ms": pct(times, 95),
-                                         "recall10": hits / (10 * len(picks))})
+        out.setdefault("ef", []).append(
+            {"ef": ef, "p50_ms": pct(times, 50), "p95_ms": pct(times, 95), "recall10": hits / (10 * len(picks))}
+        )
         swept.close()
     stats = []
     for _ in range(5):
@@ -200,8 +216,9 @@ def measure(label: str, settings: Settings, n: int, budget: float | None = None,
         best = store.best_similarities(news)
         runs.append((time.perf_counter() - t) * 1000)
     out["find_news100_ms"] = statistics.median(runs)
-    exact = np.hstack([(news @ stored[i:i + 100_000].T).max(axis=1, keepdims=True)
-                       for i in range(0, len(stored), 100_000)]).max(axis=1)
+    exact = np.hstack(
+        [(news @ stored[i : i + 100_000].T).max(axis=1, keepdims=True) for i in range(0, len(stored), 100_000)]
+    ).max(axis=1)
     out["find_news_exact"] = float(np.mean(np.abs(best - exact) < 1e-4))
     store.close()
     recovers = []
@@ -215,15 +232,19 @@ def measure(label: str, settings: Settings, n: int, budget: float | None = None,
     if how == "both" and settings.store_url:  # last: nothing above runs beside this load (kept, not deleted:
         other = MemoryStorage(f"bulk{n}", settings=settings, embedding=Precomputed())  # a delete's vacuum would)
         bulk = load(other, label + " bulk", messages, vectors, budget, bulk=True)
-        out.update(bulk_per_s=bulk["per_s"], bulk_load_s=bulk["load_s"], bulk_rows_s=bulk.get("rows_s"),
-                   bulk_cut=bool(bulk.get("cut")))
+        out.update(
+            bulk_per_s=bulk["per_s"],
+            bulk_load_s=bulk["load_s"],
+            bulk_rows_s=bulk.get("rows_s"),
+            bulk_cut=bool(bulk.get("cut")),
+        )
         other.close()
     return out
 
 
 def _exact_top10(stored: np.ndarray, qv: np.ndarray) -> np.ndarray:
     """Positions of the 10 stored vectors nearest ``qv`` (in chunks: a 1M x 384 product is 1.5 GB)."""
-    scores = np.concatenate([stored[i:i + 200_000] @ qv for i in range(0, len(stored), 200_000)])
+    scores = np.concatenate([stored[i : i + 200_000] @ qv for i in range(0, len(stored), 200_000)])
     top: np.ndarray = np.argpartition(-scores, 10)[:10]
     return top
 
@@ -235,8 +256,9 @@ def writers(label: str, settings: Settings, procs: int, each: int) -> dict[str, 
         env["LTM_STORE_PARTITIONS"] = str(settings.store_partitions)
     namespace = f"w{procs}-{time.time_ns()}"
     cmd = [sys.executable, "-m", "bench.backend_writer", str(settings.storage_dir), namespace, str(each)]
-    running = [subprocess.Popen([*cmd, f"p{i}"], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE)
-               for i in range(procs)]
+    running = [
+        subprocess.Popen([*cmd, f"p{i}"], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE) for i in range(procs)
+    ]
     latencies: list[float] = []
     spans: list[tuple[float, float]] = []
     for proc in running:
@@ -250,8 +272,15 @@ def writers(label: str, settings: Settings, procs: int, each: int) -> dict[str, 
     check = MemoryStorage(namespace, settings=settings.with_(embedding="hash"))
     count = check.count()
     check.close()
-    return {"engine": label, "writers": procs, "adds": count, "lost": procs * each - count,
-            "throughput_per_s": procs * each / wall, "p50_ms": pct(latencies, 50), "p99_ms": pct(latencies, 99)}
+    return {
+        "engine": label,
+        "writers": procs,
+        "adds": count,
+        "lost": procs * each - count,
+        "throughput_per_s": procs * each / wall,
+        "p50_ms": pct(latencies, 50),
+        "p99_ms": pct(latencies, 99),
+    }
 
 
 def main() -> None:
@@ -264,13 +293,26 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="suffix of the results file name")
     parser.add_argument("--engines", nargs="*", default=["embedded", "postgres"], help="which engines to run")
     parser.add_argument("--efs", type=int, nargs="*", default=[], help="also dense p50 / recall@10 at these ef_search")
-    parser.add_argument("--load", choices=("batched", "bulk", "both"), default="both",
-                        help="how the measured namespace is loaded (see measure)")
-    parser.add_argument("--partitions", type=int, default=0,
-                        help="add the engine 'partitioned': PostgreSQL hash-partitioned by namespace into N")
-    parser.add_argument("--pg-graph", type=int, nargs=2, metavar=("M", "EF_CONSTRUCTION"),
-                        help="PostgreSQL HNSW build parameters (Settings.store_hnsw_m / store_hnsw_ef_construction; "
-                             "default pgvector's 16 64)")
+    parser.add_argument(
+        "--load",
+        choices=("batched", "bulk", "both"),
+        default="both",
+        help="how the measured namespace is loaded (see measure)",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="add the engine 'partitioned': PostgreSQL hash-partitioned by namespace into N",
+    )
+    parser.add_argument(
+        "--pg-graph",
+        type=int,
+        nargs=2,
+        metavar=("M", "EF_CONSTRUCTION"),
+        help="PostgreSQL HNSW build parameters (Settings.store_hnsw_m / store_hnsw_ef_construction; "
+        "default pgvector's 16 64)",
+    )
     parser.add_argument("--namespaces", type=int, default=0, help="other namespaces filled first (PostgreSQL)")
     parser.add_argument("--ns-rows", type=int, default=1000, help="rows of each of those namespaces")
     args = parser.parse_args()
@@ -287,11 +329,11 @@ def main() -> None:
     graph = {"store_hnsw_m": args.pg_graph[0], "store_hnsw_ef_construction": args.pg_graph[1]} if args.pg_graph else {}
     every = {"embedded": base, "postgres": base.with_(store_url=dsn, **graph)}
     if args.partitions:
-        every["partitioned"] = base.with_(store_url=partitioned_database(dsn, server), store_partitions=args.partitions,
-                                          **graph)
+        every["partitioned"] = base.with_(
+            store_url=partitioned_database(dsn, server), store_partitions=args.partitions, **graph
+        )
     engines = {k: v for k, v in every.items() if k in args.engines}
-    results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": [],
-                               "crowds": []}
+    results: dict[str, Any] = {"argv": sys.argv[1:], "load": os.getloadavg(), "sizes": [], "writers": [], "crowds": []}
     try:
         for label, settings in engines.items():
             if args.namespaces and settings.store_url:
@@ -330,11 +372,14 @@ def loads(results: dict[str, Any]) -> list[str]:
             continue
         kind = "bulk_load" if r.get("load_mode") == "bulk" else "batched"
         rows_s = f"{r['bulk_rows_s']:.1f}" if kind == "bulk_load" else "–"
-        lines.append(f"| {r['engine']} | {r['n']:,} | {kind} | {r['add_batched_per_s']:,.0f} | {rows_s} | "
-                     f"{r['load_s']:.1f} |")
+        lines.append(
+            f"| {r['engine']} | {r['n']:,} | {kind} | {r['add_batched_per_s']:,.0f} | {rows_s} | {r['load_s']:.1f} |"
+        )
         if "bulk_per_s" in r and not r.get("bulk_cut"):
-            lines.append(f"| {r['engine']} | {r['n']:,} | bulk_load | {r['bulk_per_s']:,.0f} | "
-                         f"{r['bulk_rows_s']:.1f} | {r['bulk_load_s']:.1f} |")
+            lines.append(
+                f"| {r['engine']} | {r['n']:,} | bulk_load | {r['bulk_per_s']:,.0f} | "
+                f"{r['bulk_rows_s']:.1f} | {r['bulk_load_s']:.1f} |"
+            )
     return [*lines, ""]
 
 
@@ -342,44 +387,64 @@ def crowds(results: dict[str, Any]) -> list[str]:
     """The fill of the other namespaces (``--namespaces``), per engine."""
     if not results.get("crowds"):
         return []
-    lines = ["| engine | namespaces x rows filled | rows/s (bulk_load, index builds included) | s |",
-             "|---|---|---|---|"]
-    lines += [f"| {r['engine']} | {r['namespaces']:,} x {r['rows']:,} | {r['fill_rows_s']:,.0f} | {r['fill_s']:.0f} |"
-              for r in results["crowds"]]
+    lines = [
+        "| engine | namespaces x rows filled | rows/s (bulk_load, index builds included) | s |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['engine']} | {r['namespaces']:,} x {r['rows']:,} | {r['fill_rows_s']:,.0f} | {r['fill_s']:.0f} |"
+        for r in results["crowds"]
+    ]
     return [*lines, ""]
 
 
 def table(results: dict[str, Any]) -> str:
-    lines = [*crowds(results), *loads(results),
-             "| engine | n | add batched /s | add one p50 ms | dense p50/p95 ms | dense recall@10 | keyword p50/p95 ms "
-             "| keyword hit@10 | hybrid p50/p95 ms | hybrid hit@10 | find_news(100) ms (exact share) | recover ms |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        *crowds(results),
+        *loads(results),
+        "| engine | n | add batched /s | add one p50 ms | dense p50/p95 ms | dense recall@10 | keyword p50/p95 ms "
+        "| keyword hit@10 | hybrid p50/p95 ms | hybrid hit@10 | find_news(100) ms (exact share) | recover ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results["sizes"]:
         if r.get("cut"):
-            lines.append(f"| {r['engine']} | {r['n']:,} | {r['add_batched_per_s']:,.0f} (cut: {r['loaded']:,} rows in "
-                         f"{r['load_s']:.0f} s) | – | – | – | – | – | – | – | – | – |")
+            lines.append(
+                f"| {r['engine']} | {r['n']:,} | {r['add_batched_per_s']:,.0f} (cut: {r['loaded']:,} rows in "
+                f"{r['load_s']:.0f} s) | – | – | – | – | – | – | – | – | – |"
+            )
             continue
-        lines.append(f"| {r['engine']} | {r['n']:,} | {r['add_batched_per_s']:,.0f} | {r['add_one_p50_ms']:.2f} | "
-                     f"{r['dense_p50_ms']:.2f} / {r['dense_p95_ms']:.2f} | {r['dense_recall10']:.3f} | "
-                     f"{r['keyword_p50_ms']:.2f} / {r['keyword_p95_ms']:.2f} | {r['keyword_recall10']:.2f} | "
-                     f"{r['hybrid_p50_ms']:.2f} / {r['hybrid_p95_ms']:.2f} | {r['hybrid_recall10']:.2f} | "
-                     f"{r['find_news100_ms']:.1f} ({r['find_news_exact']:.2f}) | {r['recover_ms']:.0f} |")
+        lines.append(
+            f"| {r['engine']} | {r['n']:,} | {r['add_batched_per_s']:,.0f} | {r['add_one_p50_ms']:.2f} | "
+            f"{r['dense_p50_ms']:.2f} / {r['dense_p95_ms']:.2f} | {r['dense_recall10']:.3f} | "
+            f"{r['keyword_p50_ms']:.2f} / {r['keyword_p95_ms']:.2f} | {r['keyword_recall10']:.2f} | "
+            f"{r['hybrid_p50_ms']:.2f} / {r['hybrid_p95_ms']:.2f} | {r['hybrid_recall10']:.2f} | "
+            f"{r['find_news100_ms']:.1f} ({r['find_news_exact']:.2f}) | {r['recover_ms']:.0f} |"
+        )
     lines += ["", "| engine | n | keyword, two common words, p50/p95 ms | stats() ms |", "|---|---|---|---|"]
     for r in results["sizes"]:
         if not r.get("cut"):
-            lines.append(f"| {r['engine']} | {r['n']:,} | {r['keyword_common_p50_ms']:.2f} / "
-                         f"{r['keyword_common_p95_ms']:.2f} | {r['stats_ms']:.2f} |")
+            lines.append(
+                f"| {r['engine']} | {r['n']:,} | {r['keyword_common_p50_ms']:.2f} / "
+                f"{r['keyword_common_p95_ms']:.2f} | {r['stats_ms']:.2f} |"
+            )
     if any(r.get("ef") for r in results["sizes"]):
         lines += ["", "| engine | n | ef_search | dense p50/p95 ms | dense recall@10 |", "|---|---|---|---|---|"]
         for r in results["sizes"]:
             for e in r.get("ef", []):
-                lines.append(f"| {r['engine']} | {r['n']:,} | {e['ef']} | {e['p50_ms']:.2f} / {e['p95_ms']:.2f} | "
-                             f"{e['recall10']:.3f} |")
-    lines += ["", "| engine | writers | adds stored / lost | throughput adds/s | p50 ms | p99 ms |",
-              "|---|---|---|---|---|---|"]
+                lines.append(
+                    f"| {r['engine']} | {r['n']:,} | {e['ef']} | {e['p50_ms']:.2f} / {e['p95_ms']:.2f} | "
+                    f"{e['recall10']:.3f} |"
+                )
+    lines += [
+        "",
+        "| engine | writers | adds stored / lost | throughput adds/s | p50 ms | p99 ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results["writers"]:
-        lines.append(f"| {r['engine']} | {r['writers']} | {r['adds']} / {r['lost']} | {r['throughput_per_s']:,.0f} | "
-                     f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
+        lines.append(
+            f"| {r['engine']} | {r['writers']} | {r['adds']} / {r['lost']} | {r['throughput_per_s']:,.0f} | "
+            f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} |"
+        )
     return "\n".join(lines)
 
 

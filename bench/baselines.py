@@ -44,8 +44,9 @@ def _node(text: str, node_id: str, payload: str) -> Any:
 
     meta = {"obj_json": payload, "is_obj": True, "obj_cls_name": "Message", "obj_mod_name": "metagpt.schema"}
     keys = list(meta)
-    return TextNode(text=text, id_=node_id, metadata=meta, excluded_embed_metadata_keys=keys,
-                    excluded_llm_metadata_keys=keys)
+    return TextNode(
+        text=text, id_=node_id, metadata=meta, excluded_embed_metadata_keys=keys, excluded_llm_metadata_keys=keys
+    )
 
 
 def a_new_index(embed_model: Any, dim: int) -> Any:
@@ -117,8 +118,9 @@ def a_find_news(index: Any, observed_texts: Sequence[str], threshold: float = 0.
 # ------------------------------------------------------------------------------------------ B: raw FAISS
 
 
-def b_measure(vecs: np.ndarray, queries: np.ndarray, truth: np.ndarray, one_at_a_time: int, hnsw: bool,
-              tmp: str | Path) -> dict[str, float]:
+def b_measure(
+    vecs: np.ndarray, queries: np.ndarray, truth: np.ndarray, one_at_a_time: int, hnsw: bool, tmp: str | Path
+) -> dict[str, float]:
     """Raw FAISS floor on ``vecs``: batch and single adds, single-query search p50/p95, recall, bytes/vector."""
     import faiss
 
@@ -132,7 +134,7 @@ def b_measure(vecs: np.ndarray, queries: np.ndarray, truth: np.ndarray, one_at_a
     m = min(one_at_a_time, n)
     t0 = time.perf_counter()
     for i in range(m):
-        single.add(vecs[i:i + 1])
+        single.add(vecs[i : i + 1])
     out["flat_add_one_ms"] = (time.perf_counter() - t0) * 1e3 / m
     times = []
     for q in queries:

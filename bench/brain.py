@@ -33,8 +33,9 @@ def sentence(i: int) -> str:
 
 async def bench(kv: KVStore, server: OpenAIServer, args: argparse.Namespace, root: Path) -> None:
     llm = OpenAICompatibleLLM(model="bench", base_url=server.base_url, timeout=10, max_retries=2)
-    brain = BrainMemory(settings=Settings(storage_dir=root), kv=kv, window_tokens=args.window,
-                        max_llm_calls=args.max_calls)
+    brain = BrainMemory(
+        settings=Settings(storage_dir=root), kv=kv, window_tokens=args.window, max_llm_calls=args.max_calls
+    )
     for i in range(args.messages):
         (brain.add_talk if i % 2 == 0 else brain.add_answer)(sentence(i))
     text = "\n".join(m.content for m in brain.history)
@@ -49,11 +50,15 @@ async def bench(kv: KVStore, server: OpenAIServer, args: argparse.Namespace, roo
     t0 = time.perf_counter()
     loaded = await brain.loads(BrainMemory.to_redis_key("bench", "user", "chat"))
     t_load = time.perf_counter() - t0
-    print(f"messages={args.messages} tokens={count_tokens(text)} ({tokenizer_name()}) window={args.window} "
-          f"max_calls={args.max_calls} backend={args.backend}")
+    print(
+        f"messages={args.messages} tokens={count_tokens(text)} ({tokenizer_name()}) window={args.window} "
+        f"max_calls={args.max_calls} backend={args.backend}"
+    )
     print(f"dumps: {t_dump:.3f}s")
-    print(f"summarize: {t_sum:.3f}s, LLM calls={run.calls} (server saw {server.chat_calls}), map levels={run.levels}, "
-          f"summary words={len(summary.split())}")
+    print(
+        f"summarize: {t_sum:.3f}s, LLM calls={run.calls} (server saw {server.chat_calls}), map levels={run.levels}, "
+        f"summary words={len(summary.split())}"
+    )
     stored = bool(loaded.historical_summary)
     print(f"loads after fold: {t_load:.4f}s, history={len(loaded.history)}, summary stored={stored}")
 

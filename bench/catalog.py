@@ -73,7 +73,9 @@ def list_root(directory: Path, repeat: int) -> None:
     cpu: dict[str, list[float]] = {"catalog": [], "baseline": []}
     found: dict[str, int] = {}
     runs: tuple[tuple[str, Callable[[], int]], ...] = (
-        ("catalog", lambda: _catalog(settings)), ("baseline", lambda: _baseline(directory)))
+        ("catalog", lambda: _catalog(settings)),
+        ("baseline", lambda: _baseline(directory)),
+    )
     started = time.perf_counter()
     _catalog(settings)  # the first listing in this process opens every log
     first = time.perf_counter() - started
@@ -86,11 +88,20 @@ def list_root(directory: Path, repeat: int) -> None:
     count = sum(1 for _ in namespaces(settings))
     median = {name: statistics.median(times) for name, times in wall.items()}
     median_cpu = {name: statistics.median(times) for name, times in cpu.items()}
-    print(json.dumps({"namespaces": count, "messages": found, "repeat": repeat, "first_catalog_wall_s": round(first, 3),
-                      "median_wall_s": {k: round(v, 3) for k, v in median.items()},
-                      "median_cpu_s": {k: round(v, 3) for k, v in median_cpu.items()},
-                      "baseline_over_catalog_wall": round(median["baseline"] / median["catalog"], 2),
-                      "load_average": os.getloadavg()}))
+    print(
+        json.dumps(
+            {
+                "namespaces": count,
+                "messages": found,
+                "repeat": repeat,
+                "first_catalog_wall_s": round(first, 3),
+                "median_wall_s": {k: round(v, 3) for k, v in median.items()},
+                "median_cpu_s": {k: round(v, 3) for k, v in median_cpu.items()},
+                "baseline_over_catalog_wall": round(median["baseline"] / median["catalog"], 2),
+                "load_average": os.getloadavg(),
+            }
+        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -36,13 +36,28 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     root = Path(tempfile.mkdtemp(prefix="ltm-cli-bench-"))
     env = {**module_env(), "LTM_STORAGE_DIR": str(root), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("LTM_EMBEDDING", None)
-    lines = "\n".join(json.dumps({"content": f"note {i}: the team decided item {i % 97} in meeting {i // 97}"})
-                      for i in range(args.messages))
-    subprocess.run([sys.executable, "-m", "ltm.cli", "import", "-n", "bench"], input=lines, text=True, env=env,
-                   check=True, capture_output=True, timeout=1800)
-    first_id = json.loads(subprocess.run([sys.executable, "-m", "ltm.cli", "recent", "-n", "bench", "-N", "1",
-                                          "--json"], env=env, check=True, capture_output=True, text=True
-                                         ).stdout)["id"]
+    lines = "\n".join(
+        json.dumps({"content": f"note {i}: the team decided item {i % 97} in meeting {i // 97}"})
+        for i in range(args.messages)
+    )
+    subprocess.run(
+        [sys.executable, "-m", "ltm.cli", "import", "-n", "bench"],
+        input=lines,
+        text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
+    first_id = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "ltm.cli", "recent", "-n", "bench", "-N", "1", "--json"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )["id"]
     commands = {
         "--version": ["--version"],
         "recent": ["recent", "-n", "bench"],

@@ -24,20 +24,75 @@ DIM = 384
 N_TOPICS = 512
 
 _COMPONENTS = [
-    "login service", "payment gateway", "search index", "user profile page", "REST API", "database schema",
-    "cache layer", "message queue", "auth middleware", "CLI tool", "test suite", "deployment pipeline",
-    "metrics dashboard", "rate limiter", "file uploader", "notification worker", "billing report",
-    "recommendation engine", "session store", "config loader", "retry policy", "web crawler", "PDF parser",
-    "image resizer", "email sender", "audit log", "feature flag system", "job scheduler", "GraphQL schema",
-    "websocket gateway", "data exporter", "permission model",
+    "login service",
+    "payment gateway",
+    "search index",
+    "user profile page",
+    "REST API",
+    "database schema",
+    "cache layer",
+    "message queue",
+    "auth middleware",
+    "CLI tool",
+    "test suite",
+    "deployment pipeline",
+    "metrics dashboard",
+    "rate limiter",
+    "file uploader",
+    "notification worker",
+    "billing report",
+    "recommendation engine",
+    "session store",
+    "config loader",
+    "retry policy",
+    "web crawler",
+    "PDF parser",
+    "image resizer",
+    "email sender",
+    "audit log",
+    "feature flag system",
+    "job scheduler",
+    "GraphQL schema",
+    "websocket gateway",
+    "data exporter",
+    "permission model",
 ]
 _ROLES = ["Alice", "Bob", "ProductManager", "Architect", "Engineer", "QaEngineer", "DataAnalyst", "Reviewer"]
 _ACTIONS = ["WritePRD", "WriteDesign", "WriteCode", "WriteTest", "RunCode", "ReviewCode", "DebugError", "Research"]
-_LIBS = ["FastAPI", "Django", "SQLite", "Postgres", "Redis", "Kafka", "pytest", "React", "numpy", "asyncio",
-         "Docker", "Kubernetes", "gRPC", "pydantic", "FAISS", "Celery"]
-_ISSUES = ["a race condition", "a memory leak", "an off-by-one error", "a timeout under load", "a missing index",
-           "an unhandled None", "a flaky test", "a deadlock", "slow startup", "a wrong time zone",
-           "a broken migration", "an encoding error", "a stale cache entry", "a permission bypass"]
+_LIBS = [
+    "FastAPI",
+    "Django",
+    "SQLite",
+    "Postgres",
+    "Redis",
+    "Kafka",
+    "pytest",
+    "React",
+    "numpy",
+    "asyncio",
+    "Docker",
+    "Kubernetes",
+    "gRPC",
+    "pydantic",
+    "FAISS",
+    "Celery",
+]
+_ISSUES = [
+    "a race condition",
+    "a memory leak",
+    "an off-by-one error",
+    "a timeout under load",
+    "a missing index",
+    "an unhandled None",
+    "a flaky test",
+    "a deadlock",
+    "slow startup",
+    "a wrong time zone",
+    "a broken migration",
+    "an encoding error",
+    "a stale cache entry",
+    "a permission bypass",
+]
 _CLAUSES = [
     "The customer is waiting for a demo.",
     "Keep compatibility with last month's release.",
@@ -78,8 +133,12 @@ def message_text(i: int, seed: int) -> tuple[str, int, str, str]:
 def dataset(n: int, seed: int) -> tuple[list[str], np.ndarray, list[str], list[str]]:
     """``n`` messages: texts, topics (int array), roles, cause_by names."""
     rows = [message_text(i, seed) for i in range(n)]
-    return ([r[0] for r in rows], np.fromiter((r[1] for r in rows), dtype=np.int64, count=n),
-            [r[2] for r in rows], [r[3] for r in rows])
+    return (
+        [r[0] for r in rows],
+        np.fromiter((r[1] for r in rows), dtype=np.int64, count=n),
+        [r[2] for r in rows],
+        [r[3] for r in rows],
+    )
 
 
 def _centres(seed: int) -> np.ndarray:
@@ -96,10 +155,10 @@ def vectors(topics: np.ndarray, seed: int, noise: float = 1.0) -> np.ndarray:
     rng = np.random.default_rng(seed + 1)
     scale = np.float32(noise / np.sqrt(DIM))
     for start in range(0, len(topics), 65_536):
-        block = centres[topics[start:start + 65_536]]
+        block = centres[topics[start : start + 65_536]]
         block = block + rng.standard_normal(block.shape, dtype=np.float32) * scale
         block /= np.linalg.norm(block, axis=1, keepdims=True)
-        out[start:start + len(block)] = block
+        out[start : start + len(block)] = block
     return out
 
 

@@ -33,19 +33,23 @@ def measure(runtime: str, queries: list[str], texts: list[str]) -> dict[str, flo
     model.get_text_embedding_batch(texts)
     batch_s = time.perf_counter() - t0
     single.sort()
-    return {"p50_ms": statistics.median(single), "p95_ms": single[int(0.95 * (len(single) - 1))],
-            "texts_per_s": len(texts) / batch_s}
+    return {
+        "p50_ms": statistics.median(single),
+        "p95_ms": single[int(0.95 * (len(single) - 1))],
+        "texts_per_s": len(texts) / batch_s,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--texts", type=int, default=2000)
-    p.add_argument("--runtimes", nargs="+", default=["torch", "onnx", "onnx-int8"],
-                   choices=["torch", "onnx", "onnx-int8"])
+    p.add_argument(
+        "--runtimes", nargs="+", default=["torch", "onnx", "onnx-int8"], choices=["torch", "onnx", "onnx-int8"]
+    )
     args = p.parse_args(argv)
     texts = dataset(args.texts + args.queries, seed=11)[0]
-    queries, corpus = texts[: args.queries], texts[args.queries:]
+    queries, corpus = texts[: args.queries], texts[args.queries :]
     results = {runtime: measure(runtime, queries, corpus) for runtime in args.runtimes}
     print("| runtime | query p50 ms | query p95 ms | batched texts/s |\n|---|---|---|---|")
     for runtime, r in results.items():
@@ -53,8 +57,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     for a, b in (("onnx", "torch"), ("onnx-int8", "onnx")):
         if a in results and b in results:
             x, y = results[a], results[b]
-            print(f"\n{a} / {b}: query p50 {x['p50_ms'] / y['p50_ms']:.2f}x, batched throughput "
-                  f"{x['texts_per_s'] / y['texts_per_s']:.2f}x")
+            print(
+                f"\n{a} / {b}: query p50 {x['p50_ms'] / y['p50_ms']:.2f}x, batched throughput "
+                f"{x['texts_per_s'] / y['texts_per_s']:.2f}x"
+            )
     return results
 
 

@@ -66,8 +66,12 @@ def to_messages(turns: Sequence[dict[str, Any]], context_window: int = 1) -> lis
                 content=turn["text"],
                 role=turn["speaker"],
                 created_at=turn_time(turn, len(session)),
-                metadata={"speaker": turn["speaker"], "session": turn["session"], "date": turn["date"],
-                          "turn": turn["id"]},
+                metadata={
+                    "speaker": turn["speaker"],
+                    "session": turn["session"],
+                    "date": turn["date"],
+                    "turn": turn["id"],
+                },
             )
         )
     if context_window <= 0:
@@ -163,12 +167,21 @@ def table(results: dict[str, Any], ks: Sequence[int] = KS) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Recall@1/5/10 of dense, keyword and hybrid search.")
-    parser.add_argument("--embedding", choices=["local", "hash", "openai"], default="local",
-                        help="embedding backend (default: the local all-MiniLM-L6-v2 model, offline)")
+    parser.add_argument(
+        "--embedding",
+        choices=["local", "hash", "openai"],
+        default="local",
+        help="embedding backend (default: the local all-MiniLM-L6-v2 model, offline)",
+    )
     parser.add_argument("--turns", type=Path, default=TURNS_PATH, help="conversation turns (JSON lines)")
     parser.add_argument("--questions", type=Path, default=QUESTIONS_PATH, help="labelled questions (JSON lines)")
-    parser.add_argument("--context", type=int, default=1, metavar="N",
-                        help="neighbouring turns on each side indexed as context (0: none; default 1)")
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=1,
+        metavar="N",
+        help="neighbouring turns on each side indexed as context (0: none; default 1)",
+    )
     parser.add_argument("--json", type=Path, help="also write all results (incl. ranked ids) to this file")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -176,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     results = run(args.embedding, args.turns, args.questions, context_window=args.context)
     data = results["dataset"]
-    print(f"{data['turns']} turns, {data['sessions']} sessions, {data['questions']} questions, "
-          f"embedding={data['embedding']}, context={data['context_window']}, ingest {data['ingest_seconds']:.1f} s\n")
+    print(
+        f"{data['turns']} turns, {data['sessions']} sessions, {data['questions']} questions, "
+        f"embedding={data['embedding']}, context={data['context_window']}, ingest {data['ingest_seconds']:.1f} s\n"
+    )
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -94,17 +94,36 @@ def _no_failed_write(calls: list[Call]) -> bool:
 
 
 TASKS = [
-    Task("refund ORD-1001", "Please refund the 299 yuan of my order ORD-1001.", "请帮我退款 ORD-1001 的 299 元",
-         lambda cs: _no_failed_write(cs) and any(c.tool == "refund_order" and not c.failed for c in cs)),
-    Task("status, then refund ORD-1002", "What is the status of order ORD-1002? If it is not good, refund it.",
-         "ORD-1002 的订单状态是什么?如果不好就退款",
-         lambda cs: _no_failed_write(cs) and any(c.tool == "query_order" and not c.failed for c in cs)),
-    Task("note on ORD-9999", "Add a note to order ORD-9999: the customer asks for express handling.",
-         "给 ORD-9999 添加备注:客户要求加急", _no_failed_write),
-    Task("no order number", "I don't remember my order number, but my name is Zhang Wei. Look up my latest order.",
-         "我不记得单号,但我叫张伟,帮我查最近的订单", lambda cs: not any(c.failed for c in cs)),
-    Task("refund ORD-1002 now", "Refund 149 yuan for order ORD-1002 immediately.", "立刻退款 ORD-1002 149 元",
-         _no_failed_write),
+    Task(
+        "refund ORD-1001",
+        "Please refund the 299 yuan of my order ORD-1001.",
+        "请帮我退款 ORD-1001 的 299 元",
+        lambda cs: _no_failed_write(cs) and any(c.tool == "refund_order" and not c.failed for c in cs),
+    ),
+    Task(
+        "status, then refund ORD-1002",
+        "What is the status of order ORD-1002? If it is not good, refund it.",
+        "ORD-1002 的订单状态是什么?如果不好就退款",
+        lambda cs: _no_failed_write(cs) and any(c.tool == "query_order" and not c.failed for c in cs),
+    ),
+    Task(
+        "note on ORD-9999",
+        "Add a note to order ORD-9999: the customer asks for express handling.",
+        "给 ORD-9999 添加备注:客户要求加急",
+        _no_failed_write,
+    ),
+    Task(
+        "no order number",
+        "I don't remember my order number, but my name is Zhang Wei. Look up my latest order.",
+        "我不记得单号,但我叫张伟,帮我查最近的订单",
+        lambda cs: not any(c.failed for c in cs),
+    ),
+    Task(
+        "refund ORD-1002 now",
+        "Refund 149 yuan for order ORD-1002 immediately.",
+        "立刻退款 ORD-1002 149 元",
+        _no_failed_write,
+    ),
 ]
 
 
@@ -322,8 +341,12 @@ def plot(mem: list[RoundStats], ctl: list[RoundStats], path: Path) -> None:
 def main(argv: list[str] | None = None) -> tuple[list[RoundStats], list[RoundStats]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--embedding", choices=("local", "hash"), default="local",
-                        help="policy retrieval embedding (local all-MiniLM-L6-v2, or hash for speed)")
+    parser.add_argument(
+        "--embedding",
+        choices=("local", "hash"),
+        default="local",
+        help="policy retrieval embedding (local all-MiniLM-L6-v2, or hash for speed)",
+    )
     parser.add_argument("--storage-dir", type=Path, default=None, help="default: a fresh temp dir")
     parser.add_argument("--plot", default="docs/experience.png", help="PNG to write ('' for none)")
     parser.add_argument("--max-policies", type=int, default=3, help="policies one distillation may add or merge")
@@ -341,8 +364,12 @@ def main(argv: list[str] | None = None) -> tuple[list[RoundStats], list[RoundSta
         if args.llm_base_url:
             from ltm.llm.base import resolve_llm
 
-            settings = settings.with_(llm="openai", openai_base_url=args.llm_base_url,
-                                      openai_api_key=args.llm_api_key, llm_model=args.llm_model)
+            settings = settings.with_(
+                llm="openai",
+                openai_base_url=args.llm_base_url,
+                openai_api_key=args.llm_api_key,
+                llm_model=args.llm_model,
+            )
             llm = resolve_llm(settings)
         agent = llm_agent(llm) if llm is not None else scripted_agent
         # The hash embedding only counts shared words, so its cosines are far lower than the model's.

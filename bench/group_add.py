@@ -29,7 +29,7 @@ def main() -> None:
     from bench.workers import worker_data
 
     data = worker_data(args.n, args.seed)
-    msgs = messages(data["texts"], data["roles"][:args.n], data["causes"][:args.n])
+    msgs = messages(data["texts"], data["roles"][: args.n], data["causes"][: args.n])
     seconds = []
     for repeat in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="ltm-group-add-") as tmp:
@@ -39,8 +39,11 @@ def main() -> None:
             store.close()
         seconds.append(elapsed)
         commits = f"{grouped:.2f} adds per commit" if grouped is not None else "no group commit"
-        print(f"repeat {repeat + 1}: {args.n} adds from {args.callers} callers in {elapsed:.2f} s, "
-              f"{1e3 * elapsed / args.n:.3f} ms per add, {commits}", flush=True)
+        print(
+            f"repeat {repeat + 1}: {args.n} adds from {args.callers} callers in {elapsed:.2f} s, "
+            f"{1e3 * elapsed / args.n:.3f} ms per add, {commits}",
+            flush=True,
+        )
     print(f"median: {statistics.median(seconds):.2f} s, {1e3 * statistics.median(seconds) / args.n:.3f} ms per add")
 
 

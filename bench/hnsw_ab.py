@@ -45,7 +45,7 @@ def main(n: int, threshold: int) -> dict[str, object]:
     start, hnsw = time.perf_counter(), 0.0
     for at in range(0, n, 1000):
         t0 = time.perf_counter()
-        store.add_batch(msgs[at:at + 1000])
+        store.add_batch(msgs[at : at + 1000])
         hnsw += time.perf_counter() - t0 if at >= threshold else 0.0
     total = time.perf_counter() - start
     assert store.stats().index == "hnsw"
@@ -57,11 +57,18 @@ def main(n: int, threshold: int) -> dict[str, object]:
         hits += len({int(h.message.id[1:]) for h in found} & set(want.tolist()))
     store.close()
     files = [f for f in root.rglob("*") if f.is_file()]
-    return {"n": n, "threshold": threshold, "add_ms_per_msg": total * 1e3 / n,
-            "add_ms_per_msg_hnsw_part": hnsw * 1e3 / max(n - threshold, 1),
-            "dense_p50_ms": statistics.median(times) * 1e3, "dense_p95_ms": float(np.percentile(times, 95)) * 1e3,
-            "recall10": hits / (10 * len(qtexts)), "disk_bytes_per_msg": sum(f.stat().st_size for f in files) / n,
-            "files": {f.name: round(f.stat().st_size / n, 1) for f in files}, "load": os.getloadavg()[0]}
+    return {
+        "n": n,
+        "threshold": threshold,
+        "add_ms_per_msg": total * 1e3 / n,
+        "add_ms_per_msg_hnsw_part": hnsw * 1e3 / max(n - threshold, 1),
+        "dense_p50_ms": statistics.median(times) * 1e3,
+        "dense_p95_ms": float(np.percentile(times, 95)) * 1e3,
+        "recall10": hits / (10 * len(qtexts)),
+        "disk_bytes_per_msg": sum(f.stat().st_size for f in files) / n,
+        "files": {f.name: round(f.stat().st_size / n, 1) for f in files},
+        "load": os.getloadavg()[0],
+    }
 
 
 if __name__ == "__main__":

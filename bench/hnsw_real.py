@@ -54,7 +54,7 @@ def embed_corpus(texts: list[str], work: Path, rows: int) -> None:
         if path.exists():
             continue
         t0 = time.perf_counter()
-        vecs = np.asarray(model.get_text_embedding_batch(texts[start:start + CHUNK]), dtype=np.float32)
+        vecs = np.asarray(model.get_text_embedding_batch(texts[start : start + CHUNK]), dtype=np.float32)
         np.save(path, vecs.astype(np.float16))
         print(f"embedded {start + len(vecs):,} ({len(vecs) / (time.perf_counter() - t0):.0f} texts/s)", flush=True)
 
@@ -101,7 +101,7 @@ def corpus_embedding(texts: list[str], vecs: np.ndarray, qtexts: list[str], qvec
     from bench.data import lookup_embedding
 
     emb = lookup_embedding()
-    emb.register(texts[:len(vecs)], vecs)
+    emb.register(texts[: len(vecs)], vecs)
     if qtexts:
         emb.register(qtexts, qvecs)
     return emb
@@ -117,8 +117,8 @@ def fill(store: Any, texts: list[str], n: int) -> float:
 def exact_top10(stored: np.ndarray, queries: np.ndarray) -> np.ndarray:
     out = np.empty((len(queries), 10), dtype=np.int64)
     for start in range(0, len(queries), 64):
-        sims = queries[start:start + 64] @ stored.T
-        out[start:start + 64] = np.argsort(-sims, axis=1, kind="stable")[:, :10]
+        sims = queries[start : start + 64] @ stored.T
+        out[start : start + 64] = np.argsort(-sims, axis=1, kind="stable")[:, :10]
     return out
 
 
@@ -138,8 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, required=True, help="folder of the vector files (outside the repository)")
     ap.add_argument("--n", type=int, default=300_000, help="texts stored")
     ap.add_argument("--embed", action="store_true", help="embed what is missing of the first n + 1,000 texts first")
-    ap.add_argument("--ef", type=int, nargs="*", default=[], help="hnsw_ef_search values to reopen with "
-                    "(the default Settings' value is always measured)")
+    ap.add_argument(
+        "--ef",
+        type=int,
+        nargs="*",
+        default=[],
+        help="hnsw_ef_search values to reopen with (the default Settings' value is always measured)",
+    )
     ap.add_argument("--questions", type=int, default=300, help="REALTALK questions asked (0: none)")
     ap.add_argument("--threshold", type=int, default=None, help="hnsw_threshold (default: Settings' own)")
     args = ap.parse_args(argv)
@@ -150,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.embed:
         embed_corpus(texts, args.work, rows)
     vecs = load_vectors(args.work, rows)
-    stored, held = vecs[:args.n], vecs[args.n:]
-    held_texts = texts[args.n:rows]
+    stored, held = vecs[: args.n], vecs[args.n :]
+    held_texts = texts[args.n : rows]
 
     from ltm.config import Settings
 
@@ -185,8 +190,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, (qs, truth) in sets.items():
                 store.search(qs[0], k=10, mode="dense")  # the first query pages the graph in
                 out[f"ef{ef} {name}"] = measure(store, qs, truth)
-                print(f"ef {ef:4d} {name:15s} recall@10 {out[f'ef{ef} {name}']['recall10']:.4f} "
-                      f"p50 {out[f'ef{ef} {name}']['p50_ms']:.2f} ms", flush=True)
+                print(
+                    f"ef {ef:4d} {name:15s} recall@10 {out[f'ef{ef} {name}']['recall10']:.4f} "
+                    f"p50 {out[f'ef{ef} {name}']['p50_ms']:.2f} ms",
+                    flush=True,
+                )
             store.close()
     print(json.dumps(out))
     return 0

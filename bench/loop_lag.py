@@ -48,8 +48,13 @@ async def _measure(work: Callable[[int], Awaitable[None]], tasks: int) -> dict[s
     await ticker
     lags.sort()
     ms = [x * 1000 for x in lags] or [0.0]
-    return {"p50_ms": ms[len(ms) // 2], "p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))], "max_ms": ms[-1],
-            "ticks": float(len(ms)), "work_s": elapsed}
+    return {
+        "p50_ms": ms[len(ms) // 2],
+        "p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
+        "max_ms": ms[-1],
+        "ticks": float(len(ms)),
+        "work_s": elapsed,
+    }
 
 
 def run(tasks: int, prefill: int, ops: int, repeats: int) -> dict[str, Any]:
@@ -92,13 +97,17 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     medians = run(args.tasks, args.prefill, args.ops, args.repeats)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"loop lag, {args.tasks} tasks x {args.ops} add+search, {args.prefill} rows, median of {args.repeats} "
-          f"(load average {load:.2f})")
+    print(
+        f"loop lag, {args.tasks} tasks x {args.ops} add+search, {args.prefill} rows, median of {args.repeats} "
+        f"(load average {load:.2f})"
+    )
     print(f"{'mode':14} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'work s':>8}")
     base = medians["sync-in-loop"]["p99_ms"] or 1.0
     for mode, m in medians.items():
-        print(f"{mode:14} {m['p50_ms']:8.2f} {m['p99_ms']:8.2f} {m['max_ms']:8.2f} {m['work_s']:8.2f}"
-              + (f"   p99 = {m['p99_ms'] / base:.2f}x sync-in-loop" if mode == "async" else ""))
+        print(
+            f"{mode:14} {m['p50_ms']:8.2f} {m['p99_ms']:8.2f} {m['max_ms']:8.2f} {m['work_s']:8.2f}"
+            + (f"   p99 = {m['p99_ms'] / base:.2f}x sync-in-loop" if mode == "async" else "")
+        )
     if args.out_json:
         args.out_json.write_text(json.dumps({"args": vars(args) | {"out_json": None}, "medians": medians}, indent=2))
     return 0

@@ -89,12 +89,13 @@ def per_commit(store: Any) -> float | None:
 def add_batches(store: Any, msgs: list[Message], batch: int = BATCH) -> float:
     t0 = time.perf_counter()
     for start in range(0, len(msgs), batch):
-        store.add_batch(msgs[start:start + batch])
+        store.add_batch(msgs[start : start + batch])
     return time.perf_counter() - t0
 
 
-def search_latency(store: Any, query_texts: list[str], mode: str, k: int = 10,
-                   budget_s: float = 30.0) -> tuple[list[float], list[list[int]]]:
+def search_latency(
+    store: Any, query_texts: list[str], mode: str, k: int = 10, budget_s: float = 30.0
+) -> tuple[list[float], list[list[int]]]:
     """Per-query seconds and hit rows; stops after ``budget_s`` once 20 queries ran (slow modes at 1M)."""
     times: list[float] = []
     found: list[list[int]] = []
@@ -122,8 +123,17 @@ def recover_probe(storage_dir: Path, query_text: str, query_vec: np.ndarray, tmp
     """Open the namespace in a fresh Python process and time open -> first answered query."""
     vec_path = tmp / "recover_query.npy"
     np.save(vec_path, query_vec.astype(np.float32))
-    cmd = module_cmd("run", "--probe", "ltm", "--probe-dir", str(storage_dir), "--probe-query", query_text,
-                     "--probe-vec", str(vec_path))
+    cmd = module_cmd(
+        "run",
+        "--probe",
+        "ltm",
+        "--probe-dir",
+        str(storage_dir),
+        "--probe-query",
+        query_text,
+        "--probe-vec",
+        str(vec_path),
+    )
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600, env=module_env())
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -147,20 +157,28 @@ def probe_main(storage_dir: Path, query_text: str, vec_path: Path) -> dict[str, 
     assert hits and hybrid, "the recovered store answered nothing"
     count = store.count()
     store.close()
-    return {"import_s": t1 - t0, "open_s": t2 - t1, "first_query_s": t3 - t2, "recover_s": t3 - t1,
-            "second_hybrid_s": t4 - t3, "count": float(count)}
+    return {
+        "import_s": t1 - t0,
+        "open_s": t2 - t1,
+        "first_query_s": t3 - t2,
+        "recover_s": t3 - t1,
+        "second_hybrid_s": t4 - t3,
+        "count": float(count),
+    }
 
 
-def run_precomputed(n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a_time_max: int,
-                    extra_one: int) -> dict[str, float]:
+def run_precomputed(
+    n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a_time_max: int, extra_one: int
+) -> dict[str, float]:
     """ltm with precomputed vectors at size ``n`` (data from bench.worker_data)."""
     texts, roles, causes = data["texts"], data["roles"], data["causes"]
     emb = data["embedding"]
     out: dict[str, float] = {"n": float(n)}
     base = tmp / "ltm"
     msgs = messages(texts[:n], roles[:n], causes[:n])
-    extra = messages(data["extra_texts"][:extra_one], data["extra_roles"][:extra_one], data["extra_causes"][:extra_one],
-                     start=n)
+    extra = messages(
+        data["extra_texts"][:extra_one], data["extra_roles"][:extra_one], data["extra_causes"][:extra_one], start=n
+    )
 
     if n <= one_at_a_time_max:  # one-at-a-time from empty, the MetaGPT arrival pattern
         store = open_store(base / "one", emb)
@@ -196,7 +214,7 @@ def run_precomputed(n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a
         out[f"search_{mode}_p95_ms"] = pct(times, 95) * 1e3
         out[f"search_{mode}_queries"] = float(len(times))
         if mode == "dense":
-            out["recall10_dense"] = recall_at_10(found, truth[:len(found)])
+            out["recall10_dense"] = recall_at_10(found, truth[: len(found)])
 
     seen = msgs[:: max(1, n // 50)][:50]
     observed = [Message(id=f"o{j}", content=m.content, role=m.role, cause_by=m.cause_by) for j, m in enumerate(seen)]
@@ -209,7 +227,7 @@ def run_precomputed(n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a
         print(f"find_news not measured: {exc!r}", file=sys.stderr)
 
     del_times = []
-    for m in msgs[1: n: max(1, n // 100)][:100]:
+    for m in msgs[1 : n : max(1, n // 100)][:100]:
         t0 = time.perf_counter()
         store.delete(m.id)
         del_times.append(time.perf_counter() - t0)
@@ -243,8 +261,9 @@ class _TimedSession:
             self.seconds += time.perf_counter() - t0
 
 
-def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str], tmp: Path,
-                    query_texts: list[str], singles: int = 200) -> dict[str, float]:
+def run_local_model(
+    n: int, texts: list[str], roles: list[str], causes: list[str], tmp: Path, query_texts: list[str], singles: int = 200
+) -> dict[str, float]:
     """ltm ingest with the real local model, as texts/s: ``add_batch`` (batches of 1000), one message per
     ``add`` call from one thread, and from THREADS threads at once; plus end-to-end hybrid search. With the
     ONNX runtime, the share of each ingest spent outside the model run (tokenising included) is reported too."""
@@ -276,12 +295,12 @@ def run_local_model(n: int, texts: list[str], roles: list[str], causes: list[str
     ingest("", n, lambda store: add_batches(store, messages(texts[:n], roles[:n], causes[:n])))
     one = messages(texts[:singles], roles[:singles], causes[:singles], start=n)
     ingest("one_", singles, lambda store: sum(add_one_at_a_time(store, one)))
-    more = messages(texts[:2 * singles], roles[:2 * singles], causes[:2 * singles], start=2 * n)
+    more = messages(texts[: 2 * singles], roles[: 2 * singles], causes[: 2 * singles], start=2 * n)
     ingest("threads_", 2 * singles, lambda store: add_concurrently(store, more))
     if writes_behind():
         again = messages(texts[:singles], roles[:singles], causes[:singles], start=3 * n)
         ingest("one_behind_", singles, lambda store: sum(add_one_at_a_time(store, again)), behind=True)
-        most = messages(texts[:2 * singles], roles[:2 * singles], causes[:2 * singles], start=4 * n)
+        most = messages(texts[: 2 * singles], roles[: 2 * singles], causes[: 2 * singles], start=4 * n)
         ingest("threads_behind_", 2 * singles, lambda store: add_concurrently(store, most), behind=True)
     if timed is not None:
         runtime._session = timed.session

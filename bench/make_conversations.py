@@ -28,7 +28,9 @@ QUESTIONS_PATH = ROOT / "tests" / "data" / "conversation_questions.jsonl"
 SPEAKERS = {"M": "Maya", "T": "Theo"}
 
 SESSIONS: list[tuple[str, str]] = [
-    ("2024-01-08", """
+    (
+        "2024-01-08",
+        """
 M: Morning Theo! Happy new year. Did you have a good break?
 T: Happy new year! Quiet one. Jonah and I stayed in Bristol and mostly walked Biscuit along the harbour.
 M: Lovely. I spent most of it at my parents' place in Leeds eating far too much.
@@ -55,8 +57,11 @@ M: Bishopston, near Gloucester Road ideally, or Bedminster if I have to be sensi
 T: Jonah's cousin lived on Gloucester Road, he loved it. Lots of independent shops.
 M: That's the appeal. Right, I'll write up the Heron risks tonight and send them over.
 T: Perfect. Talk next week.
-"""),
-    ("2024-01-15", """
+""",
+    ),
+    (
+        "2024-01-15",
+        """
 T: Hi Maya, how did the physio go?
 M: Really useful. Her name is Priya Raman and she thinks it's iliotibial band syndrome, not the joint itself. {itb}
 T: Is that the one runners get from the band along the outside of the thigh?
@@ -82,8 +87,11 @@ M: I'll be there. Put me down for a ticket.
 T: Will do. And any flats yet?
 M: Two viewings on Saturday, one in Bedminster and one just off Gloucester Road.
 T: Fingers crossed.
-"""),
-    ("2024-01-23", """
+""",
+    ),
+    (
+        "2024-01-23",
+        """
 M: Theo, I think I found the flat.
 T: Tell me everything.
 M: The Gloucester Road one. Second floor, a big kitchen with a window over the garden, and a tiny balcony. {flat_features}
@@ -112,8 +120,11 @@ M: Ha! Give him a scratch from me.
 T: Will do. How's the knee, by the way?
 M: Better. The foam roller is torture but it's working. I ran four kilometres yesterday without pain. {knee_better1}
 T: Nice. Don't push it.
-"""),
-    ("2024-01-30", """
+""",
+    ),
+    (
+        "2024-01-30",
+        """
 T: Morning. Did Mr Okafor budge on the rent?
 M: He did! We agreed on 1,350 a month if I sign for two years. {rent_agreed}
 T: Brilliant. Are you signing?
@@ -142,8 +153,11 @@ T: Collapsing is progress.
 M: That's what Ines said. She also said I throw too wet.
 T: I don't know what that means, but it sounds like a personal attack.
 M: It means too much water on the clay. Which is fair. {too_wet}
-"""),
-    ("2024-02-06", """
+""",
+    ),
+    (
+        "2024-02-06",
+        """
 M: Big news: Ruth approved moving the Heron launch to March 18. {launch_moved}
 T: Great. Is the board fine with it?
 M: She told them it was a payment-safety decision, and they accepted it without a fuss. {board}
@@ -173,8 +187,11 @@ T: On travel, Jonah and I finally booked flights to Japan.
 M: Finally! When?
 T: The 11th to the 25th of May. Tokyo first, then Kyoto, then Osaka. {japan_dates}
 M: Two weeks! I'm jealous.
-"""),
-    ("2024-02-13", """
+""",
+    ),
+    (
+        "2024-02-13",
+        """
 T: Quick one before standup: are you coming to the team dinner on the 29th?
 M: Yes. Where is it?
 T: Ruth wants suggestions. She asked me because I'm apparently the food person.
@@ -203,8 +220,11 @@ T: Clean. I reran all the thousand-line invoices and every VAT total matches to 
 M: Excellent. One less thing.
 T: Also, my sourdough starter survived the winter. Jonah named it Gerald. {gerald}
 M: Of course he did.
-"""),
-    ("2024-02-20", """
+""",
+    ),
+    (
+        "2024-02-20",
+        """
 M: I made the call: I've pulled out of the Bath Half. {bath_withdraw}
 T: Sorry Maya. That must be disappointing.
 M: It is, but Priya agreed. Racing 21 kilometres on a knee that complains at seven would be stupid. {bath_reason}
@@ -232,8 +252,11 @@ T: Chaos. Need any help packing?
 M: Honestly yes. Books, mostly. I have far too many. {packing_books}
 T: I'll bring Jonah and a car on the Saturday before. {packing_help}
 M: You're a star.
-"""),
-    ("2024-02-27", """
+""",
+    ),
+    (
+        "2024-02-27",
+        """
 T: How did the batch patch do?
 M: Amazing. Kasimir's change took the invoice endpoint from 300 to 980 requests a second on kestrel-2. {load_980}
 T: Nearly triple, like he said.
@@ -262,8 +285,11 @@ T: I'll handle the freeze checks, you handle the boxes.
 M: Deal. Also, I'm reading Piranesi for book club. Have you read it?
 T: Loved it. The house with the statues and tides, right? {piranesi}
 M: Yes! I'm halfway through and completely lost in it.
-"""),
-    ("2024-03-05", """
+""",
+    ),
+    (
+        "2024-03-05",
+        """
 M: Theo, one week to the freeze. How are you feeling?
 T: Nervous but OK. The regression suite has been green on kestrel-2 for three days running. {green}
 M: And the refunds?
@@ -291,8 +317,11 @@ T: And the move? Still the 16th?
 M: Still the 16th. Two Owls confirmed 8am. {two_owls_8am}
 T: Jonah and I will come on the 9th to help pack the books.
 M: I'll buy pizza. Thank you both.
-"""),
-    ("2024-03-12", """
+""",
+    ),
+    (
+        "2024-03-12",
+        """
 T: Freeze on Friday. Last check: did the Quillpay keys go live yesterday?
 M: They did, and our verification passed on the first real webhook. {keys_live_ok}
 T: Great. Anything else on your worry list?
@@ -320,8 +349,11 @@ M: I'll work from the office that week. Ruth's booked a war room anyway. {war_ro
 T: Good call. Which room?
 M: The big one on the third floor, with the broken blinds. {war_room_where}
 T: Classic. See you there.
-"""),
-    ("2024-03-26", """
+""",
+    ),
+    (
+        "2024-03-26",
+        """
 M: Well, we made it. Heron is live!
 T: Barely. Remind me why we launched on the 19th and not the 18th? {launch_19_q}
 M: The DNS change didn't propagate in time on Monday morning. Dmitri had lowered the TTL on the wrong record. {launch_19}
@@ -348,8 +380,11 @@ M: Wise. How's Kasimir settling in as refund owner?
 T: Officially the owner from April. He's already asked for a second engineer. {kasimir_april}
 M: Good for him. I might lend him Theo.
 T: Please don't.
-"""),
-    ("2024-04-09", """
+""",
+    ),
+    (
+        "2024-04-09",
+        """
 T: Hey Maya, how was the post-mortem?
 M: Good. Ruth liked the DNS checklist, and she wants it in every cutover runbook from now on. {checklist_adopted}
 T: Nice. Any action items for me?
@@ -378,7 +413,8 @@ T: Bring the cracked-mug story, I need material for the interval.
 M: Deal. One last thing: I've switched from oolong to green tea in the afternoons. Less caffeine, better sleep. {tea_switch}
 T: Very sensible. I'm sticking with flat whites.
 M: Of course you are.
-"""),
+""",
+    ),
 ]
 
 # (question, answer tags, kind). Kinds: lexical (exact names and numbers), paraphrase (meaning, other words),
@@ -396,8 +432,7 @@ QUESTIONS: list[tuple[str, list[str], str]] = [
     ("When is Leonor's wedding in Lisbon?", ["lisbon"], "lexical"),
     ("What is the contractor budget for Heron this quarter?", ["budget"], "lexical"),
     ("Which studio does Maya take her pottery course at?", ["clayhaus"], "lexical"),
-    ("How many requests per second did the invoice endpoint handle after the batching patch?", ["load_980"],
-     "lexical"),
+    ("How many requests per second did the invoice endpoint handle after the batching patch?", ["load_980"], "lexical"),
     ("What time does the Heron data freeze start?", ["freeze"], "lexical"),
     ("When do Quillpay's new signing keys go live in production?", ["quillpay_live"], "lexical"),
     ("What glaze did Maya use on the mugs?", ["celadon"], "lexical"),
@@ -425,8 +460,7 @@ QUESTIONS: list[tuple[str, list[str], str]] = [
     ("What was the lesson learned from the go-live incident?", ["lesson_dns"], "paraphrase"),
     ("Why did Theo decide against a rail pass?", ["jr_pass"], "paraphrase"),
     ("How will Maya get online at her new place during the first days?", ["fibre"], "paraphrase"),
-    ("How are Theo and Jonah dealing with their luggage while travelling around Japan?", ["takkyubin"],
-     "paraphrase"),
+    ("How are Theo and Jonah dealing with their luggage while travelling around Japan?", ["takkyubin"], "paraphrase"),
     ("What launch date did Maya give in the 2024-01-08 session?", ["launch_orig"], "speaker_time"),
     ("What move-in date did Maya mention on 2024-01-30?", ["move_date_orig"], "speaker_time"),
     ("What did Maya say the new move-in date was in the 2024-02-20 session?", ["move_date_new"], "speaker_time"),
@@ -440,8 +474,11 @@ QUESTIONS: list[tuple[str, list[str], str]] = [
     ("What did Theo report about the load test on 2024-02-20?", ["load_300"], "speaker_time"),
     ("What did Maya say about her tea habits in April?", ["tea_switch"], "speaker_time"),
     ("What did Theo say about the dinner booking on 2024-02-27?", ["dinner_ten"], "speaker_time"),
-    ("What did Maya say Quillpay's email was about in late January?", ["quillpay_webhook", "webhook_detail"],
-     "speaker_time"),
+    (
+        "What did Maya say Quillpay's email was about in late January?",
+        ["quillpay_webhook", "webhook_detail"],
+        "speaker_time",
+    ),
     ("What did Maya say she'd do about the Bath Half in the 2024-02-13 session?", ["bath_date"], "speaker_time"),
     ("When did Heron actually go live?", ["launch_19_q", "launch_19_time"], "speaker_time"),
     ("Who did Maya plan to give her pottery mugs to?", ["leonor_wedding"], "neighbour"),
@@ -487,8 +524,13 @@ def build() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                     raise ValueError(f"duplicate tag {tag!r}")
                 tags[tag] = turn_id
             turns.append(
-                {"id": turn_id, "session": session, "date": date, "speaker": SPEAKERS[match.group("who")],
-                 "text": match.group("text")}
+                {
+                    "id": turn_id,
+                    "session": session,
+                    "date": date,
+                    "speaker": SPEAKERS[match.group("who")],
+                    "text": match.group("text"),
+                }
             )
     questions: list[dict[str, Any]] = []
     for number, (question, answer_tags, kind) in enumerate(QUESTIONS, start=1):

@@ -83,8 +83,17 @@ def probe(directory: Path, seed: int) -> None:
     hits = store.search(QUERY, k=10, mode="dense")
     t3 = time.perf_counter()
     assert len(hits) == 10
-    print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_query_s": t3 - t2, "recover_s": t3 - t1,
-                      "index": store.stats().index}))
+    print(
+        json.dumps(
+            {
+                "import_s": t1 - t0,
+                "open_s": t2 - t1,
+                "first_query_s": t3 - t2,
+                "recover_s": t3 - t1,
+                "index": store.stats().index,
+            }
+        )
+    )
 
 
 def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> None:
@@ -124,11 +133,21 @@ def search(directory: Path, n: int, seed: int, ef: int | None, queries: int) -> 
     t0 = time.perf_counter()
     news = LongTermMemory(memory_storage=store).find_news(observed)
     took = time.perf_counter() - t0
-    print(json.dumps({"n": n, "ef_search": store.settings.hnsw_ef_search, "index": store.stats().index,
-                      "dense_p50_ms": float(np.percentile(times, 50)) * 1e3,
-                      "dense_p95_ms": float(np.percentile(times, 95)) * 1e3,
-                      "recall10": hits / (10 * len(qtexts)), "find_news_100_ms": took * 1e3,
-                      "find_news_returned": len(news), "find_news_expected": 50}))
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "ef_search": store.settings.hnsw_ef_search,
+                "index": store.stats().index,
+                "dense_p50_ms": float(np.percentile(times, 50)) * 1e3,
+                "dense_p95_ms": float(np.percentile(times, 95)) * 1e3,
+                "recall10": hits / (10 * len(qtexts)),
+                "find_news_100_ms": took * 1e3,
+                "find_news_returned": len(news),
+                "find_news_expected": 50,
+            }
+        )
+    )
 
 
 def _seqs(store: MemoryStorage, hits: Sequence[MemoryHit]) -> set[int]:
@@ -164,12 +183,24 @@ def main() -> None:
     else:
         runs = []
         for _ in range(args.repeat):
-            res = subprocess.run(module_cmd("measure_recover", "probe", "--dir", args.dir, "--seed", str(args.seed)),
-                                 capture_output=True, text=True, check=True, env=module_env())
+            res = subprocess.run(
+                module_cmd("measure_recover", "probe", "--dir", args.dir, "--seed", str(args.seed)),
+                capture_output=True,
+                text=True,
+                check=True,
+                env=module_env(),
+            )
             runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
             print(json.dumps(runs[-1]), file=sys.stderr)
-        print(json.dumps({key: float(np.median([r[key] for r in runs])) for key in ("import_s", "open_s",
-                          "first_query_s", "recover_s")} | {"runs": len(runs), "index": runs[0]["index"]}))
+        print(
+            json.dumps(
+                {
+                    key: float(np.median([r[key] for r in runs]))
+                    for key in ("import_s", "open_s", "first_query_s", "recover_s")
+                }
+                | {"runs": len(runs), "index": runs[0]["index"]}
+            )
+        )
 
 
 if __name__ == "__main__":

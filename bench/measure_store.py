@@ -27,8 +27,10 @@ from ltm.llm.embeddings import HashEmbedding, resolve_embedding
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_ALPHABET = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-             "quebec romeo sierra tango uniform victor whiskey xray yankee zulu")
+_ALPHABET = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+    "quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
+)
 WORDS = _ALPHABET.split(" ")
 
 
@@ -53,8 +55,10 @@ def texts(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     picks = np.minimum(rng.zipf(1.3, size=(n, 12)), 20_000)
     heads = rng.integers(0, len(WORDS), size=(n, 2))
-    return [f"{WORDS[h[0]]} {WORDS[h[1]]} " + " ".join(f"w{j}" for j in row) + f" r{seed}x{i}"
-            for i, (row, h) in enumerate(zip(picks, heads, strict=True))]
+    return [
+        f"{WORDS[h[0]]} {WORDS[h[1]]} " + " ".join(f"w{j}" for j in row) + f" r{seed}x{i}"
+        for i, (row, h) in enumerate(zip(picks, heads, strict=True))
+    ]
 
 
 def model_vs_ingest(n: int) -> dict[str, float]:
@@ -76,8 +80,12 @@ def model_vs_ingest(n: int) -> dict[str, float]:
         store.add(message)
     single_rate = len(singles) / (time.perf_counter() - start)
     store.close()
-    return {"model_texts_per_s": model_rate, "ingest_msgs_per_s": ingest_rate,
-            "ratio": ingest_rate / model_rate, "single_add_msgs_per_s": single_rate}
+    return {
+        "model_texts_per_s": model_rate,
+        "ingest_msgs_per_s": ingest_rate,
+        "ratio": ingest_rate / model_rate,
+        "single_add_msgs_per_s": single_rate,
+    }
 
 
 def store_only(size: int, root: str) -> dict[str, float]:
@@ -90,7 +98,7 @@ def store_only(size: int, root: str) -> dict[str, float]:
     messages = [Message(t) for t in corpus]
     start = time.perf_counter()
     for lo in range(0, size, 10_000):
-        store.add_batch(messages[lo:lo + 10_000])
+        store.add_batch(messages[lo : lo + 10_000])
     batched = (time.perf_counter() - start) / size
     extra = [Message(t) for t in texts(200, 11)]
     start = time.perf_counter()
@@ -129,11 +137,17 @@ print(t1 - t0, t2 - t1, len(hits))
 
 def recover(root: str, size: int) -> dict[str, float]:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", RECOVER, root, f"bench{size}"], capture_output=True, text=True,
-                         check=True, cwd=ROOT).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", RECOVER, root, f"bench{size}"], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
     total = time.perf_counter() - start
-    return {"size": size, "process_total_s": total, "import_s": float(out[0]),
-            "open_to_first_answer_s": float(out[1]), "hits": int(out[2])}
+    return {
+        "size": size,
+        "process_total_s": total,
+        "import_s": float(out[0]),
+        "open_to_first_answer_s": float(out[1]),
+        "hits": int(out[2]),
+    }
 
 
 def main() -> None:

@@ -24,9 +24,21 @@ _TYPES = {"MemoryStorage", "Embedder", "Engine", "MessageLog", "IndexMirror", "V
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _rss_mb() -> float:
@@ -43,8 +55,9 @@ def main() -> None:
     args = parser.parse_args()
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = _MallInfo2
-    settings = Settings(storage_dir=tempfile.mkdtemp(prefix="ltm-bench-rss-"), embedding="hash",
-                        sqlite_synchronous="normal")
+    settings = Settings(
+        storage_dir=tempfile.mkdtemp(prefix="ltm-bench-rss-"), embedding="hash", sqlite_synchronous="normal"
+    )
     warm = MemoryStorage("warm", settings=settings)
     warm.add_batch([Message(content=f"warm {i}") for i in range(args.messages)])
     warm.search("warm 3")
@@ -53,17 +66,23 @@ def main() -> None:
     stores = []
     for n in range(args.namespaces):
         store = MemoryStorage(f"agent-{n}", settings=settings)
-        store.add_batch([Message(content=f"namespace {n} message {i} alpha bravo {i % 13}", id=f"{n}.{i}")
-                         for i in range(args.messages)])
+        store.add_batch(
+            [
+                Message(content=f"namespace {n} message {i} alpha bravo {i % 13}", id=f"{n}.{i}")
+                for i in range(args.messages)
+            ]
+        )
         stores.append(store)
     gc.collect()
     rss1, used1 = _rss_mb(), libc.mallinfo2().uordblks
     libc.malloc_trim(0)
     rss2 = _rss_mb()
     n = args.namespaces
-    print(f"{n} x {args.messages}, max_open_namespaces={settings.max_open_namespaces}: extra RSS {rss1 - rss0:.0f} MB "
-          f"({(rss1 - rss0) * 1024 / n:.0f} KB / namespace), malloc in use {(used1 - used0) / 1024 / n:.0f} KB / "
-          f"namespace, after malloc_trim {rss2 - rss0:.0f} MB")
+    print(
+        f"{n} x {args.messages}, max_open_namespaces={settings.max_open_namespaces}: extra RSS {rss1 - rss0:.0f} MB "
+        f"({(rss1 - rss0) * 1024 / n:.0f} KB / namespace), malloc in use {(used1 - used0) / 1024 / n:.0f} KB / "
+        f"namespace, after malloc_trim {rss2 - rss0:.0f} MB"
+    )
     alive = collections.Counter(type(o).__name__ for o in gc.get_objects() if type(o).__name__ in _TYPES)
     print("alive:", dict(sorted(alive.items())))
 

@@ -30,9 +30,32 @@ from ltm.errors import LTMError
 from ltm.store.embedded import POOL
 
 _WORDS = [
-    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
-    "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
-    "xray", "yankee", "zulu",
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
 ]
 
 
@@ -125,15 +148,17 @@ def _measure(args: argparse.Namespace, settings: Settings) -> None:
     rss1, fds1 = _rss_mb(), _fds()
 
     engine = "postgresql (pgserver)" if settings.store_url else f"embedded, sqlite_synchronous={args.synchronous}"
-    print(f"# bench.namespaces: {args.namespaces} x {args.messages}, max_open_namespaces="
-          f"{settings.max_open_namespaces}, {engine}, "
-          f"RLIMIT_NOFILE={resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
+    print(
+        f"# bench.namespaces: {args.namespaces} x {args.messages}, max_open_namespaces="
+        f"{settings.max_open_namespaces}, {engine}, "
+        f"RLIMIT_NOFILE={resource.getrlimit(resource.RLIMIT_NOFILE)[0]}"
+    )
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; cpus {os.cpu_count()}")
     if failed:
         print(failed)
         return
 
-    hot = stores[-min(32, max(1, settings.max_open_namespaces or 32)):]  # most recently used: open
+    hot = stores[-min(32, max(1, settings.max_open_namespaces or 32)) :]  # most recently used: open
     cold = stores[: max(1, len(stores) - (settings.max_open_namespaces or len(stores)))]  # parked (if any)
     times: dict[str, list[float]] = {}
     for s in range(args.samples):
@@ -148,7 +173,8 @@ def _measure(args: argparse.Namespace, settings: Settings) -> None:
                 times.setdefault(f"get {name}", []).append(_timed(partial(store.get, f"{n}.{args.messages - 1}")))
             else:
                 times.setdefault(f"search {name}", []).append(
-                    _timed(partial(store.search, f"namespace {n} message 3", k=5)))
+                    _timed(partial(store.search, f"namespace {n} message 3", k=5))
+                )
     # everything written is there and searchable (a sample, reopening what the pool parked)
     check = rng.sample(range(len(stores)), min(200, len(stores)))
     missing = sum(stores[n].count() != args.messages for n in check)
@@ -158,8 +184,10 @@ def _measure(args: argparse.Namespace, settings: Settings) -> None:
     print()
     print("| measure | value |")
     print("|---|---|")
-    print(f"| write {len(stores)} namespaces x {args.messages} | {write_s:.1f} s "
-          f"({len(stores) / write_s:.0f} namespaces/s) |")
+    print(
+        f"| write {len(stores)} namespaces x {args.messages} | {write_s:.1f} s "
+        f"({len(stores) / write_s:.0f} namespaces/s) |"
+    )
     print(f"| extra RSS after writing / after the timed calls | {rss1 - rss0:.0f} MB / {rss2 - rss0:.0f} MB |")
     print(f"| open fds before / peak while writing / after | {fds0} / {peak_fds} / {max(fds1, fds2)} |")
     print(f"| namespaces open at the end | {POOL.count()} |")
@@ -170,9 +198,13 @@ def _measure(args: argparse.Namespace, settings: Settings) -> None:
     for name in sorted(times):
         values = times[name]
         print(f"| {name} | {_pct(values, 0.5):.2f} | {_pct(values, 0.99):.2f} | {len(values)} |")
-    print("\nmedian ratio closed/open: " + ", ".join(
-        f"{op} {statistics.median(times[f'{op} closed']) / statistics.median(times[f'{op} open']):.1f}x"
-        for op in ("recent(5)", "get", "search")))
+    print(
+        "\nmedian ratio closed/open: "
+        + ", ".join(
+            f"{op} {statistics.median(times[f'{op} closed']) / statistics.median(times[f'{op} open']):.1f}x"
+            for op in ("recent(5)", "get", "search")
+        )
+    )
 
 
 if __name__ == "__main__":

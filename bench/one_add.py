@@ -78,9 +78,11 @@ def main() -> None:
     store.close()
     model = timed.seconds - model_before
     label = "model" if args.sleep_ms is None else f"sleep {args.sleep_ms:g} ms"
-    print(f"{args.n} adds: {1e3 * total / args.n:.2f} ms per add, {label} {1e3 * model / args.n:.2f} ms, "
-          f"outside {1e3 * (total - model) / args.n:.3f} ms ({100 * (1 - model / total):.1f}%); "
-          f"pre p50 {1e3 * statistics.median(pre):.3f} ms, post p50 {1e3 * statistics.median(post):.3f} ms")
+    print(
+        f"{args.n} adds: {1e3 * total / args.n:.2f} ms per add, {label} {1e3 * model / args.n:.2f} ms, "
+        f"outside {1e3 * (total - model) / args.n:.3f} ms ({100 * (1 - model / total):.1f}%); "
+        f"pre p50 {1e3 * statistics.median(pre):.3f} ms, post p50 {1e3 * statistics.median(post):.3f} ms"
+    )
 
 
 if __name__ == "__main__":

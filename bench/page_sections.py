@@ -113,8 +113,16 @@ def embedded_stores() -> list[str]:
         else "Chroma, Qdrant (local mode) and LanceDB beside ltm on the same turns and model: not in the committed "
         "results yet (`python -m bench.peers.stores` writes `bench/results/peers_stores.md`)."
     )
-    return ["## Against the embedded stores users pick instead", "", EMBEDDED_STORES_METHOD, "", EMBEDDED_START,
-            body, EMBEDDED_END, ""]
+    return [
+        "## Against the embedded stores users pick instead",
+        "",
+        EMBEDDED_STORES_METHOD,
+        "",
+        EMBEDDED_START,
+        body,
+        EMBEDDED_END,
+        "",
+    ]
 
 
 def parse_retrieval(text: str) -> dict[str, dict[str, dict[str, float]]]:

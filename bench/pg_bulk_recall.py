@@ -34,8 +34,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ltm-bulk-recall-"))
     server = get_server(tmp / "pg", cleanup_mode="delete")
     try:
-        settings = Settings(storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000,
-                            store_url=str(server.get_uri()))
+        settings = Settings(
+            storage_dir=tmp / "storage", embedding="hash", hnsw_threshold=20_000, store_url=str(server.get_uri())
+        )
         messages, vectors = corpus(args.n)
         stores: dict[str, MemoryStorage] = {}
         for name in ("batched", "bulk"):
@@ -43,7 +44,7 @@ def main() -> None:
             start = time.perf_counter()
             with store.bulk_load() if name == "bulk" else contextlib.nullcontext():
                 for i in range(0, args.n, 1000):
-                    store.add_batch(messages[i:i + 1000], vectors=vectors[i:i + 1000])
+                    store.add_batch(messages[i : i + 1000], vectors=vectors[i : i + 1000])
             print(f"{name}: loaded in {time.perf_counter() - start:.0f} s, index {store.stats().index}", flush=True)
             stores[name] = store
         stored = vectors.astype(np.float16).astype(np.float32)

@@ -63,34 +63,72 @@ def plot_all(res: dict[str, Any], directory: Path) -> list[Path]:
         ax.legend(fontsize=7, loc="best")
         save(fig, name)
 
-    sized("add.png", "Add: store work per message (precomputed vectors)", "ms", [
-        ("ltm", "add_batch_ms_per_msg", "ltm add_batch", "o-"),
-        ("base", "add_batch_ms_per_msg", f"ltm@{base} add_batch", "o:"),
-        ("ltm", "add_one_at_n_ms_p50", "ltm add one (p50 at N)", "s-"),
-        ("a", "add_one_at_n_ms_p50", "A insert one (p50 at N)", "^-"),
-        ("b", "flat_add_batch_ms_per_msg", "B flat add", "x--"),
-        ("b", "hnsw_add_batch_ms_per_msg", "B HNSW add", "+--")])
-    sized("search.png", "Search p50, excluding the query embedding", "ms", [
-        ("ltm", "search_dense_p50_ms", "ltm dense", "o-"), ("ltm", "search_hybrid_p50_ms", "ltm hybrid", "s-"),
-        ("base", "search_dense_p50_ms", f"ltm@{base} dense", "o:"), ("a", "search_dense_p50_ms", "A", "^-"),
-        ("b", "hnsw_ef128_search_p50_ms", "B HNSW ef128", "x--")])
-    sized("find_news.png", "find_news over 100 observed messages", "ms", [
-        ("ltm", "find_news_100_ms", "ltm", "o-"), ("base", "find_news_100_ms", f"ltm@{base}", "o:"),
-        ("a", "find_news_100_ms", "A", "^-")])
-    sized("recover.png", "Recover: open + first answered query (fresh process)", "s", [
-        ("ltm", "recover_recover_s", "ltm", "o-"), ("base", "recover_recover_s", f"ltm@{base}", "o:"),
-        ("a", "recover_recover_s", "A", "^-")])
-    sized("disk.png", "Disk per message", "bytes", [
-        ("ltm", "disk_bytes_per_msg", "ltm", "o-"), ("base", "disk_bytes_per_msg", f"ltm@{base}", "o:"),
-        ("a", "disk_bytes_per_msg", "A", "^-")], logy=False)
+    sized(
+        "add.png",
+        "Add: store work per message (precomputed vectors)",
+        "ms",
+        [
+            ("ltm", "add_batch_ms_per_msg", "ltm add_batch", "o-"),
+            ("base", "add_batch_ms_per_msg", f"ltm@{base} add_batch", "o:"),
+            ("ltm", "add_one_at_n_ms_p50", "ltm add one (p50 at N)", "s-"),
+            ("a", "add_one_at_n_ms_p50", "A insert one (p50 at N)", "^-"),
+            ("b", "flat_add_batch_ms_per_msg", "B flat add", "x--"),
+            ("b", "hnsw_add_batch_ms_per_msg", "B HNSW add", "+--"),
+        ],
+    )
+    sized(
+        "search.png",
+        "Search p50, excluding the query embedding",
+        "ms",
+        [
+            ("ltm", "search_dense_p50_ms", "ltm dense", "o-"),
+            ("ltm", "search_hybrid_p50_ms", "ltm hybrid", "s-"),
+            ("base", "search_dense_p50_ms", f"ltm@{base} dense", "o:"),
+            ("a", "search_dense_p50_ms", "A", "^-"),
+            ("b", "hnsw_ef128_search_p50_ms", "B HNSW ef128", "x--"),
+        ],
+    )
+    sized(
+        "find_news.png",
+        "find_news over 100 observed messages",
+        "ms",
+        [
+            ("ltm", "find_news_100_ms", "ltm", "o-"),
+            ("base", "find_news_100_ms", f"ltm@{base}", "o:"),
+            ("a", "find_news_100_ms", "A", "^-"),
+        ],
+    )
+    sized(
+        "recover.png",
+        "Recover: open + first answered query (fresh process)",
+        "s",
+        [
+            ("ltm", "recover_recover_s", "ltm", "o-"),
+            ("base", "recover_recover_s", f"ltm@{base}", "o:"),
+            ("a", "recover_recover_s", "A", "^-"),
+        ],
+    )
+    sized(
+        "disk.png",
+        "Disk per message",
+        "bytes",
+        [
+            ("ltm", "disk_bytes_per_msg", "ltm", "o-"),
+            ("base", "disk_bytes_per_msg", f"ltm@{base}", "o:"),
+            ("a", "disk_bytes_per_msg", "A", "^-"),
+        ],
+        logy=False,
+    )
 
     timed = [int(n) for n, e in res["systems"].get("ltm", {}).items() if "add_threads_total_s" in e]
     size = str(max(timed)) if timed else "10000"  # the largest N added one message at a time (10k by default)
-    totals = [("A, 1 caller", res["systems"].get("a", {}).get(size, {}).get("add_one_total_s")),
-              (f"ltm@{base}, 1 caller", res["systems"].get("base", {}).get(size, {}).get("add_one_total_s")),
-              ("ltm, 1 caller", res["systems"].get("ltm", {}).get(size, {}).get("add_one_total_s")),
-              (f"ltm@{base}, 8 callers", res["systems"].get("base", {}).get(size, {}).get("add_threads_total_s")),
-              ("ltm, 8 callers", res["systems"].get("ltm", {}).get(size, {}).get("add_threads_total_s"))]
+    totals = [
+        ("A, 1 caller", res["systems"].get("a", {}).get(size, {}).get("add_one_total_s")),
+        (f"ltm@{base}, 1 caller", res["systems"].get("base", {}).get(size, {}).get("add_one_total_s")),
+        ("ltm, 1 caller", res["systems"].get("ltm", {}).get(size, {}).get("add_one_total_s")),
+        (f"ltm@{base}, 8 callers", res["systems"].get("base", {}).get(size, {}).get("add_threads_total_s")),
+        ("ltm, 8 callers", res["systems"].get("ltm", {}).get(size, {}).get("add_threads_total_s")),
+    ]
     if any(v is not None for _, v in totals):
         fig, ax = plt.subplots(figsize=(5.2, 3.6), dpi=90)
         _bars(ax, totals, "seconds (log)")
@@ -103,12 +141,19 @@ def plot_all(res: dict[str, Any], directory: Path) -> list[Path]:
         n = max(model, key=int)
         m, b = model[n], before.get(n, {})
         fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=90)
-        _bars(ax, [("C model alone", m.get("c_texts_per_s")),
-                   (f"ltm@{base} batch", b.get("ltm_local_texts_per_s")), ("ltm batch", m.get("ltm_local_texts_per_s")),
-                   (f"ltm@{base} one", b.get("ltm_local_one_texts_per_s")),
-                   ("ltm one", m.get("ltm_local_one_texts_per_s")),
-                   (f"ltm@{base} 8 callers", b.get("ltm_local_threads_texts_per_s")),
-                   ("ltm 8 callers", m.get("ltm_local_threads_texts_per_s"))], "texts/s")
+        _bars(
+            ax,
+            [
+                ("C model alone", m.get("c_texts_per_s")),
+                (f"ltm@{base} batch", b.get("ltm_local_texts_per_s")),
+                ("ltm batch", m.get("ltm_local_texts_per_s")),
+                (f"ltm@{base} one", b.get("ltm_local_one_texts_per_s")),
+                ("ltm one", m.get("ltm_local_one_texts_per_s")),
+                (f"ltm@{base} 8 callers", b.get("ltm_local_threads_texts_per_s")),
+                ("ltm 8 callers", m.get("ltm_local_threads_texts_per_s")),
+            ],
+            "texts/s",
+        )
         ax.set_title(f"Ingest with the local model ({int(n):,} texts)", fontsize=10)
         save(fig, "ingest.png")
     return written

@@ -24,13 +24,18 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1000, help="messages per namespace")
     parser.add_argument("--label", default="", help="printed before the figures")
     args = parser.parse_args()
-    settings = Settings(storage_dir=tempfile.mkdtemp(prefix="ltm-bench-reopen-"), embedding="hash",
-                        sqlite_synchronous="normal", max_open_namespaces=8)
+    settings = Settings(
+        storage_dir=tempfile.mkdtemp(prefix="ltm-bench-reopen-"),
+        embedding="hash",
+        sqlite_synchronous="normal",
+        max_open_namespaces=8,
+    )
     stores = []
     for n in range(40):
         store = MemoryStorage(f"a{n}", settings=settings)
-        store.add_batch([Message(content=f"ns {n} msg {i} alpha {i % 17}", id=f"{n}.{i}")
-                         for i in range(args.messages)])
+        store.add_batch(
+            [Message(content=f"ns {n} msg {i} alpha {i % 17}", id=f"{n}.{i}") for i in range(args.messages)]
+        )
         stores.append(store)
     times: dict[str, list[float]] = {"get closed": [], "recent closed": [], "dense search closed": [], "get open": []}
     for round_ in range(4):

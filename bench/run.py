@@ -42,8 +42,12 @@ BENCHMARKS = RESULTS.parent.parent / "BENCHMARKS.md"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat, tiny model run (< 2 min)")
-    p.add_argument("--sizes", type=lambda s: [int(float(x)) for x in s.split(",")], default=None,
-                   help="comma-separated message counts (default 1000,10000,100000,1000000)")
+    p.add_argument(
+        "--sizes",
+        type=lambda s: [int(float(x)) for x in s.split(",")],
+        default=None,
+        help="comma-separated message counts (default 1000,10000,100000,1000000)",
+    )
     p.add_argument("--repeats", type=int, default=None, help="runs per size up to --repeat-max-size (default 3)")
     p.add_argument("--repeat-max-size", type=int, default=1_000, help="larger sizes run once (default 1000)")
     p.add_argument("--seed", type=int, default=7)
@@ -53,17 +57,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--a-max", type=int, default=100_000, help="A is not run above this size")
     p.add_argument("--a-marginal", type=int, default=20, help="A: one-at-a-time inserts sampled above --a-one-max")
     p.add_argument("--hnsw-min", type=int, default=100_000, help="B builds HNSW from this size")
-    p.add_argument("--model-sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
-                   help="sizes for the local-model run (C vs ltm ingest); default 1000")
+    p.add_argument(
+        "--model-sizes",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=None,
+        help="sizes for the local-model run (C vs ltm ingest); default 1000",
+    )
     p.add_argument("--a-local", type=int, default=500, help="A with the local model, one at a time (0: skip)")
-    p.add_argument("--baseline", default=BASELINE_REF,
-                   help="git ref whose ltm runs the same ltm and model workers in the same run ('' to skip)")
+    p.add_argument(
+        "--baseline",
+        default=BASELINE_REF,
+        help="git ref whose ltm runs the same ltm and model workers in the same run ('' to skip)",
+    )
     p.add_argument("--baseline-max", type=int, default=100_000, help="the baseline is not run above this size")
     p.add_argument("--baseline-only", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--model-only", action="store_true",
-                   help="only the ingest run with the local model (C, ltm and --baseline's ltm), no store sizes")
-    p.add_argument("--all", action="store_true",
-                   help="regenerate bench/results/ (results.json, tables.md, plots) for BENCHMARKS.md")
+    p.add_argument(
+        "--model-only",
+        action="store_true",
+        help="only the ingest run with the local model (C, ltm and --baseline's ltm), no store sizes",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="regenerate bench/results/ (results.json, tables.md, plots) for BENCHMARKS.md",
+    )
     p.add_argument("--out-json", type=Path, default=None)
     p.add_argument("--plot", type=Path, default=None, help="write a PNG plot here")
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
@@ -119,10 +136,27 @@ def _probe_main(args: argparse.Namespace) -> dict[str, Any]:
 def spawn(args: argparse.Namespace, worker: str, size: int, baseline: Path | None = None) -> dict[str, Any] | None:
     """Run one worker process; its last stdout line is its JSON result. A failure is reported, not fatal.
     With ``baseline`` (a directory holding another version's ``ltm`` package) the worker imports that ltm."""
-    cmd = [*module_cmd("run"), "--worker", worker, "--size", str(size),
-           "--seed", str(args.seed), "--extra", str(args.extra), "--one-max", str(args.one_max),
-           "--a-one-max", str(args.a_one_max), "--a-marginal", str(args.a_marginal),
-           "--hnsw-min", str(args.hnsw_min), "--a-local", str(args.a_local)]
+    cmd = [
+        *module_cmd("run"),
+        "--worker",
+        worker,
+        "--size",
+        str(size),
+        "--seed",
+        str(args.seed),
+        "--extra",
+        str(args.extra),
+        "--one-max",
+        str(args.one_max),
+        "--a-one-max",
+        str(args.a_one_max),
+        "--a-marginal",
+        str(args.a_marginal),
+        "--hnsw-min",
+        str(args.hnsw_min),
+        "--a-local",
+        str(args.a_local),
+    ]
     t0 = time.perf_counter()
     env = module_env()
     if baseline is not None:
@@ -133,8 +167,11 @@ def spawn(args: argparse.Namespace, worker: str, size: int, baseline: Path | Non
     wall = time.perf_counter() - t0
     worker = f"{worker}@{args.baseline}" if baseline is not None else worker
     if proc.returncode != 0:
-        print(f"  ! {worker} n={size} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", file=sys.stderr,
-              flush=True)
+        print(
+            f"  ! {worker} n={size} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
     if proc.stderr.strip():
         notes = [ln for ln in proc.stderr.splitlines() if "not measured" in ln]
@@ -152,8 +189,11 @@ def baseline_dir(ref: str) -> Path:
     target = Path(tempfile.gettempdir()) / f"ltm-bench-baseline-{ref}"
     if not (target / "ltm" / "__init__.py").is_file():
         target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "archive", ref, "ltm"],
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(Path(__file__).resolve().parent.parent), "archive", ref, "ltm"],
+            capture_output=True,
+            check=True,
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target
 
@@ -182,16 +222,26 @@ def machine() -> dict[str, str]:
         torch_v = str(torch.__version__)
     except ImportError:
         torch_v = "not installed"
-    return {"nproc": str(os.cpu_count()), "cpu": cpu, "ram_gib": f"{psutil.virtual_memory().total / 2**30:.1f}",
-            "python": platform.python_version(), "faiss": faiss.__version__, "torch": torch_v,
-            "llama_index_core": llama_index.core.__version__, "platform": platform.platform(),
-            "load_avg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "ram_gib": f"{psutil.virtual_memory().total / 2**30:.1f}",
+        "python": platform.python_version(),
+        "faiss": faiss.__version__,
+        "torch": torch_v,
+        "llama_index_core": llama_index.core.__version__,
+        "platform": platform.platform(),
+        "load_avg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    results: dict[str, Any] = {"machine": machine(), "command": " ".join(["python", "bench/run.py",
-                                                                          *sys.argv[1:]]),
-                               "sizes": args.sizes, "systems": {}}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "command": " ".join(["python", "bench/run.py", *sys.argv[1:]]),
+        "sizes": args.sizes,
+        "systems": {},
+    }
     t_start = time.perf_counter()
     base = baseline_dir(args.baseline) if args.baseline else None
     results["baseline"] = args.baseline

@@ -46,10 +46,43 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 WORDS = [
-    "deploy", "refund", "invoice", "customer", "order", "shipping", "ticket", "password", "vpn", "certificate",
-    "billing", "webhook", "database", "backup", "latency", "timeout", "retry", "queue", "cache", "index", "search",
-    "memory", "agent", "policy", "lesson", "report", "meeting", "friday", "monday", "budget", "contract", "release",
-    "rollback", "incident", "alert", "disk", "network",
+    "deploy",
+    "refund",
+    "invoice",
+    "customer",
+    "order",
+    "shipping",
+    "ticket",
+    "password",
+    "vpn",
+    "certificate",
+    "billing",
+    "webhook",
+    "database",
+    "backup",
+    "latency",
+    "timeout",
+    "retry",
+    "queue",
+    "cache",
+    "index",
+    "search",
+    "memory",
+    "agent",
+    "policy",
+    "lesson",
+    "report",
+    "meeting",
+    "friday",
+    "monday",
+    "budget",
+    "contract",
+    "release",
+    "rollback",
+    "incident",
+    "alert",
+    "disk",
+    "network",
 ]
 NAMESPACE = "bench/load"
 
@@ -80,8 +113,11 @@ class Tally:
             total += len(values)
             if values:
                 ordered = sorted(values)
-                out[op] = {"n": len(values), "p50_ms": round(1000 * statistics.median(ordered), 2),
-                           "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 2)}
+                out[op] = {
+                    "n": len(values),
+                    "p50_ms": round(1000 * statistics.median(ordered), 2),
+                    "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 2),
+                }
         out["ops_per_s"] = round(total / seconds, 1)
         return out
 
@@ -142,8 +178,21 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Server:
-        cmd = [sys.executable, "-m", "ltm.cli", "serve", "--no-auth", "--port", str(self.port),
-               "--storage-dir", str(self.storage_dir), "--embedding", self.embedding, "--log-level", "warning"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ltm.cli",
+            "serve",
+            "--no-auth",
+            "--port",
+            str(self.port),
+            "--storage-dir",
+            str(self.storage_dir),
+            "--embedding",
+            self.embedding,
+            "--log-level",
+            "warning",
+        ]
         self.proc = subprocess.Popen(cmd, env=module_env(), cwd=str(ROOT), stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -229,25 +278,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedding", choices=["local", "hash"], default="local", help="default local")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "service.json")
     args = p.parse_args(argv)
-    results: dict[str, Any] = {"clients": args.clients, "write_share": args.write_share,
-                               "embedding": args.embedding, "cpus": os.cpu_count(),
-                               "load_before": os.getloadavg()[0]}
+    results: dict[str, Any] = {
+        "clients": args.clients,
+        "write_share": args.write_share,
+        "embedding": args.embedding,
+        "cpus": os.cpu_count(),
+        "load_before": os.getloadavg()[0],
+    }
     with tempfile.TemporaryDirectory(prefix="ltm-bench-service-") as tmp:
         print(f"== in-process baseline ({args.clients} threads, {args.seconds:.0f} s)", file=sys.stderr)
-        results["in_process"] = in_process(Path(tmp) / "inproc", args.embedding, args.clients, args.seconds,
-                                           args.write_share)
+        results["in_process"] = in_process(
+            Path(tmp) / "inproc", args.embedding, args.clients, args.seconds, args.write_share
+        )
 
         server = Server(Path(tmp) / "served", args.embedding, free_port()).start()
         try:
-            warm = httpx.post(server.url + f"/v1/namespaces/{NAMESPACE}/messages", timeout=120, json={
-                "messages": [{"content": sentence(random.Random(i))} for i in range(200)]})
+            warm = httpx.post(
+                server.url + f"/v1/namespaces/{NAMESPACE}/messages",
+                timeout=120,
+                json={"messages": [{"content": sentence(random.Random(i))} for i in range(200)]},
+            )
             warm.raise_for_status()
             print(f"== HTTP ({args.clients} clients, {args.seconds:.0f} s)", file=sys.stderr)
             rss_before = server.rss_mb()
             tally = Tally()
             wall = run_clients(args.clients, args.seconds, http_op(server.url, args.write_share), tally)
-            results["http"] = {**tally.summary(wall), "rss_before_mb": rss_before, "rss_after_mb": server.rss_mb(),
-                               "missing_acked": verify(server.url, tally.acked)}
+            results["http"] = {
+                **tally.summary(wall),
+                "rss_before_mb": rss_before,
+                "rss_after_mb": server.rss_mb(),
+                "missing_acked": verify(server.url, tally.acked),
+            }
 
             print(f"== kill -9 half-way ({args.seconds:.0f} s)", file=sys.stderr)
             fault = Tally()
@@ -264,8 +325,12 @@ def main(argv: list[str] | None = None) -> int:
             thread.start()
             wall = run_clients(args.clients, args.seconds, http_op(server.url, args.write_share), fault)
             thread.join()
-            results["kill9"] = {**fault.summary(wall), "restart_s": restart.get("seconds"),
-                                "acked_writes": len(fault.acked), "missing_acked": verify(server.url, fault.acked)}
+            results["kill9"] = {
+                **fault.summary(wall),
+                "restart_s": restart.get("seconds"),
+                "acked_writes": len(fault.acked),
+                "missing_acked": verify(server.url, fault.acked),
+            }
         finally:
             server.stop()
     results["load_after"] = os.getloadavg()[0]

@@ -52,8 +52,9 @@ def _plan(path: Path, filters: dict[str, Any]) -> str:
     return " | ".join(str(r[3]) for r in rows)
 
 
-def _searcher(store: MemoryStorage, queries: list[str], mode: Mode,
-              where: Callable[[int], dict[str, Any]] | None) -> Callable[[int], Any]:
+def _searcher(
+    store: MemoryStorage, queries: list[str], mode: Mode, where: Callable[[int], dict[str, Any]] | None
+) -> Callable[[int], Any]:
     return lambda i: store.search(queries[i], k=10, mode=mode, filters=where(i) if where else None)
 
 
@@ -62,12 +63,21 @@ def build(size: int, root: str) -> MemoryStorage:
     rng = np.random.default_rng(0)
     corpus = texts(size, 20)
     for lo in range(0, size, 10_000):
-        part = corpus[lo:lo + 10_000]
+        part = corpus[lo : lo + 10_000]
         vectors = rng.standard_normal((len(part), _DIM)).astype(np.float32)
-        messages = [Message(t, id=f"m{lo + i}", role=("user", "assistant", "tool", "system")[(lo + i) % 4],
-                            metadata={"user_id": f"u{(lo + i) % _USERS}", "run_id": f"r{(lo + i) % _RUNS}",
-                                      "topic": f"t{(lo + i) % _USERS}"})
-                    for i, t in enumerate(part)]
+        messages = [
+            Message(
+                t,
+                id=f"m{lo + i}",
+                role=("user", "assistant", "tool", "system")[(lo + i) % 4],
+                metadata={
+                    "user_id": f"u{(lo + i) % _USERS}",
+                    "run_id": f"r{(lo + i) % _RUNS}",
+                    "topic": f"t{(lo + i) % _USERS}",
+                },
+            )
+            for i, t in enumerate(part)
+        ]
         store.add_batch(messages, vectors=vectors)
     return store
 
@@ -97,7 +107,8 @@ def measure(size: int, root: str, reps: int) -> dict[str, Any]:
     out["plan_meta_filter"] = _plan(store.path / "memory.sqlite", {"metadata.topic": "t1"})
     store.index_metadata("topic")
     out["dense_meta_indexed_filter_ms"] = _median_ms(
-        lambda i: store.search(queries[i], k=10, mode="dense", filters={"metadata.topic": f"t{i}"}), reps)
+        lambda i: store.search(queries[i], k=10, mode="dense", filters={"metadata.topic": f"t{i}"}), reps
+    )
     out["list_user_page_ms"] = _median_ms(lambda i: store.list({"user_id": f"u{i}"}, limit=100), reps)
     out["list_meta_indexed_page_ms"] = _median_ms(lambda i: store.list({"metadata.topic": f"t{i}"}, limit=100), reps)
     out["delete_where_user_ms"] = _median_ms(lambda i: store.delete_where({"user_id": f"u{500 + i}"}), reps)

@@ -114,8 +114,9 @@ def baseline_title(text: str, max_words: int = 5) -> ExtractiveText:
     first: dict[tuple[str, ...], _Phrase] = {}
     for phrase in phrases:
         first.setdefault(phrase.keys, phrase)
-    ranked = sorted(first.values(), key=lambda p: (
-        -counts[p.keys] * sum(degree[k] / freq[k] for k in p.keys), p.position))
+    ranked = sorted(
+        first.values(), key=lambda p: (-counts[p.keys] * sum(degree[k] / freq[k] for k in p.keys), p.position)
+    )
     chosen: list[_Phrase] = []
     used: set[str] = set()
     budget = max(1, int(max_words))
@@ -180,15 +181,20 @@ def negated(title: str, dialogue: str) -> bool:
     """True when the title's words occur in the dialogue, and only right after a negation."""
     text, wanted = dialogue.lower(), " ".join(title.lower().split())
     places = [m.start() for m in re.finditer(re.escape(wanted), text)] if wanted else []
-    return bool(places) and all(_NEGATION.search(text[max(0, at - 40):at]) for at in places)
+    return bool(places) and all(_NEGATION.search(text[max(0, at - 40) : at]) for at in places)
 
 
 def cut_numbers(dialogue: str) -> tuple[int, int]:
     """(sentences, sentences that end inside a number written without a space: "5.7" split as "5." and "7")."""
     units = split_units(dialogue)
-    cut = sum(1 for a, b in zip(units, units[1:], strict=False)
-              if a.speaker == b.speaker and re.search(r"\d\.$", a.text) and re.match(r"\d", b.text)
-              and a.text[-6:] + b.text[:6] in dialogue)
+    cut = sum(
+        1
+        for a, b in zip(units, units[1:], strict=False)
+        if a.speaker == b.speaker
+        and re.search(r"\d\.$", a.text)
+        and re.match(r"\d", b.text)
+        and a.text[-6:] + b.text[:6] in dialogue
+    )
     return len(units), cut
 
 
@@ -238,8 +244,10 @@ def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict
         sentences, cut = sentences + split, cut + wrong
     return {
         "n": len(rows),
-        "summary": {m: {k: 100 * statistics.mean(v) for k, v in per.items()} | {"words": statistics.mean(lengths[m])}
-                    for m, per in scores.items()},
+        "summary": {
+            m: {k: 100 * statistics.mean(v) for k, v in per.items()} | {"words": statistics.mean(lengths[m])}
+            for m, per in scores.items()
+        },
         "title": {m: 100 * statistics.mean(v) for m, v in title_scores.items()},
         "negated": negations,
         "sentences": sentences,
@@ -248,14 +256,20 @@ def evaluate(rows: list[dict[str, Any]], embed: Embed | None, seed: int) -> dict
 
 
 def table(result: dict[str, Any], split: str) -> str:
-    lines = [f"DialogSum {split} ({result['n']} dialogues), ROUGE F1 x 100, mean over 3 references",
-             "", "| summary | ROUGE-1 | ROUGE-2 | ROUGE-L | words |", "|---|---|---|---|---|"]
+    lines = [
+        f"DialogSum {split} ({result['n']} dialogues), ROUGE F1 x 100, mean over 3 references",
+        "",
+        "| summary | ROUGE-1 | ROUGE-2 | ROUGE-L | words |",
+        "|---|---|---|---|---|",
+    ]
     for method, s in result["summary"].items():
         lines.append(f"| {method} | {s['rouge1']:.1f} | {s['rouge2']:.1f} | {s['rougeL']:.1f} | {s['words']:.0f} |")
     lines += ["", "| title | ROUGE-1 vs best topic | negated |", "|---|---|---|"]
     lines += [f"| {m} | {v:.1f} | {result['negated'][m]} |" for m, v in result["title"].items()]
-    lines += ["", f"{result['sentences']} sentences, {result['cut_numbers']} cut inside a number written without a "
-              "space"]
+    lines += [
+        "",
+        f"{result['sentences']} sentences, {result['cut_numbers']} cut inside a number written without a space",
+    ]
     return "\n".join(lines)
 
 
@@ -264,9 +278,11 @@ def examples(rows: list[dict[str, Any]], n: int, embed: Embed | None) -> str:
     for row in rows[:n]:
         made = summaries(row, embed, random.Random(0))
         best = made.get("embedding", made["tfidf"])
-        out.append(f"### {row['fname']}\n\n**reference:** {row['summary1']}\n\n**before:** {made['before']}\n"
-                   f"(title: {baseline_title(row['dialogue'], 5)})\n\n**after:** {best}\n"
-                   f"(title: {title_phrase(row['dialogue'], 5)}; reference topic: {row['topic1']})\n")
+        out.append(
+            f"### {row['fname']}\n\n**reference:** {row['summary1']}\n\n**before:** {made['before']}\n"
+            f"(title: {baseline_title(row['dialogue'], 5)})\n\n**after:** {best}\n"
+            f"(title: {title_phrase(row['dialogue'], 5)}; reference topic: {row['topic1']})\n"
+        )
     return "\n".join(out)
 
 

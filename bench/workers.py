@@ -60,8 +60,16 @@ def worker_data(rows: int, seed: int) -> dict[str, Any]:
     emb = lookup_embedding()
     emb.register(texts, vecs)
     emb.register(qtexts, qvecs)
-    return {"texts": texts[:rows], "roles": roles, "causes": causes, "vecs": vecs[:rows],
-            "new_texts": texts[rows:], "query_texts": qtexts, "query_vecs": qvecs, "embedding": emb}
+    return {
+        "texts": texts[:rows],
+        "roles": roles,
+        "causes": causes,
+        "vecs": vecs[:rows],
+        "new_texts": texts[rows:],
+        "query_texts": qtexts,
+        "query_vecs": qvecs,
+        "embedding": emb,
+    }
 
 
 def _faiss_one_thread() -> None:
@@ -96,8 +104,10 @@ def run_a(n: int, seed: int, one_max: int, marginal: int) -> dict[str, float]:
     extra = 0 if n <= one_max else marginal
     data = worker_data(n + extra, seed)
     texts = data["texts"]
-    payloads = [Message(id=f"m{i}", content=t, role=r, cause_by=c).dump()
-                for i, (t, r, c) in enumerate(zip(texts, data["roles"], data["causes"], strict=False))]
+    payloads = [
+        Message(id=f"m{i}", content=t, role=r, cause_by=c).dump()
+        for i, (t, r, c) in enumerate(zip(texts, data["roles"], data["causes"], strict=False))
+    ]
     truth = exact_top10(data["vecs"], data["query_vecs"])
     base_rss = _current_rss_mb()
     index = a_new_index(data["embedding"], DIM)
@@ -106,7 +116,7 @@ def run_a(n: int, seed: int, one_max: int, marginal: int) -> dict[str, float]:
         times = a_add_one_at_a_time(index, texts[:n], payloads[:n])
         out["add_one_total_s"] = sum(times)
         out["add_one_ms_mean"] = float(np.mean(times)) * 1e3
-        out["add_one_at_n_ms_p50"] = pct(times[-max(1, n // 10):], 50) * 1e3  # the last tenth: cost at size ~n
+        out["add_one_at_n_ms_p50"] = pct(times[-max(1, n // 10) :], 50) * 1e3  # the last tenth: cost at size ~n
     else:
         out["add_batch_ms_per_msg"] = a_add_batch(index, texts[:n], payloads[:n]) * 1e3 / n
         times = a_add_one_at_a_time(index, texts[n:], payloads[n:], start=n)
@@ -124,8 +134,17 @@ def run_a(n: int, seed: int, one_max: int, marginal: int) -> dict[str, float]:
         out["disk_bytes_per_msg"] = dir_bytes(tmp) / stored
         vec_path = Path(tmp) / "q.npy"
         np.save(vec_path, data["query_vecs"][0])
-        cmd = [*module_cmd("run"), "--probe", "a", "--probe-dir", tmp,
-               "--probe-query", data["query_texts"][0], "--probe-vec", str(vec_path)]
+        cmd = [
+            *module_cmd("run"),
+            "--probe",
+            "a",
+            "--probe-dir",
+            tmp,
+            "--probe-query",
+            data["query_texts"][0],
+            "--probe-vec",
+            str(vec_path),
+        ]
         res = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800, env=module_env())
         out.update({f"recover_{k}": v for k, v in json.loads(res.stdout.strip().splitlines()[-1]).items()})
     out["rss_before_mb"] = base_rss
@@ -142,8 +161,9 @@ def probe_a(persist_dir: str, query_text: str, vec_path: str) -> dict[str, float
     emb = lookup_embedding()
     emb.register([query_text], np.load(vec_path)[None, :])
     t1 = time.perf_counter()
-    storage = StorageContext.from_defaults(persist_dir=persist_dir,
-                                           vector_store=FaissVectorStore.from_persist_dir(persist_dir))
+    storage = StorageContext.from_defaults(
+        persist_dir=persist_dir, vector_store=FaissVectorStore.from_persist_dir(persist_dir)
+    )
     index = load_index_from_storage(storage, embed_model=emb)
     t2 = time.perf_counter()
     hits = index.as_retriever(similarity_top_k=10).retrieve(query_text)

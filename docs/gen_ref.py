@@ -138,23 +138,44 @@ def cli_page() -> str:
     commands = _subparsers(top)
     common = _common(top)
     some = _leaves(top)[0]
-    out = [CLI_INTRO, GENERATED, "", "## Options of every command", "", *_options(some, frozenset(
-        a.dest for a in some._actions if a.dest not in common)), "## Commands", "", "| command | what it does |",
-        "| --- | --- |"]
+    out = [
+        CLI_INTRO,
+        GENERATED,
+        "",
+        "## Options of every command",
+        "",
+        *_options(some, frozenset(a.dest for a in some._actions if a.dest not in common)),
+        "## Commands",
+        "",
+        "| command | what it does |",
+        "| --- | --- |",
+    ]
     out += [f"| [`ltm {name}`](#ltm-{name}) | {_cell(COMMANDS[name])} |" for name in sorted(commands)]
     out.append("")
     for name in sorted(commands):
         parser = commands[name]
-        out += [f"### `ltm {name}`", "", _cell(parser.description or COMMANDS[name]) + ".", "",
-                f"`{_usage(parser)}`", "", *_options(parser, common)]
+        out += [
+            f"### `ltm {name}`",
+            "",
+            _cell(parser.description or COMMANDS[name]) + ".",
+            "",
+            f"`{_usage(parser)}`",
+            "",
+            *_options(parser, common),
+        ]
         for sub, subparser in sorted(_subparsers(parser).items()):
             out += [f"#### `ltm {name} {sub}`", "", f"`{_usage(subparser)}`", "", *_options(subparser, common)]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def config_page() -> str:
-    out = [CONFIG_INTRO, GENERATED, "", "| field | environment variable | default | meaning |",
-           "| --- | --- | --- | --- |"]
+    out = [
+        CONFIG_INTRO,
+        GENERATED,
+        "",
+        "| field | environment variable | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
     for name, field in Settings.model_fields.items():
         default = field.get_default(call_default_factory=True)
         shown = "none" if default is None else f"`{default}`"

@@ -34,11 +34,11 @@ def answer(text: str) -> str:
 
 
 async def chat(settings: Settings, key: str, turns: list[str]) -> BrainMemory:
-    brain = await BrainMemory(settings=settings).loads(key)   # the chat so far (empty the first time)
+    brain = await BrainMemory(settings=settings).loads(key)  # the chat so far (empty the first time)
     for text in turns:
         brain.add_talk(text)
         brain.add_answer(answer(text))
-        await brain.dumps()                                    # durable after every turn
+        await brain.dumps()  # durable after every turn
     return brain
 
 
@@ -46,9 +46,9 @@ async def main() -> None:
     settings = Settings.load(storage_dir=tempfile.mkdtemp())
     key = BrainMemory.to_redis_key("example", "user-1", "snake-chat")
     await chat(settings, key, TURNS[:2])
-    brain = await chat(settings, key, TURNS[2:])              # "restarted": a new object, the same chat
+    brain = await chat(settings, key, TURNS[2:])  # "restarted": a new object, the same chat
     assert [m.content for m in brain.history[::2]] == TURNS
-    title = await brain.get_title()                           # summarizes first; offline without an LLM
+    title = await brain.get_title()  # summarizes first; offline without an LLM
     print(f"title:   {title}")
     print(f"summary: {brain.historical_summary}")
     assert title and "SQLite" in brain.historical_summary

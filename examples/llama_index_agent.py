@@ -33,7 +33,7 @@ def main() -> None:
     storage.add(Message("I am allergic to peanuts.", role="user"))
     storage.close()  # the process ends
 
-    friday, storage = agent(settings, "friday")   # a new session, days later
+    friday, storage = agent(settings, "friday")  # a new session, days later
     reply = str(friday.chat("What was my cat's name again?"))
     print(reply[-300:])
     assert "Mochi" in reply  # recalled from long-term memory into the prompt

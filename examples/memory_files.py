@@ -59,9 +59,12 @@ def run() -> str:
 
             say("")
             say('$ edit 1, week 1: the user says "use bullet points"; the agent edits AGENTS.md')
-            change = fs.edit("AGENTS.md", "Summarise meeting notes.\n",
-                             "Summarise meeting notes.\n\n## Format\n- Use bullet points, not paragraphs.\n",
-                             reason="user asked for bullet points")
+            change = fs.edit(
+                "AGENTS.md",
+                "Summarise meeting notes.\n",
+                "Summarise meeting notes.\n\n## Format\n- Use bullet points, not paragraphs.\n",
+                reason="user asked for bullet points",
+            )
             say(f"pending change {change.id} ({change.reason}); AGENTS.md is unchanged until approved:")
             out.extend(fs.diff(change.id).splitlines())
             fs.approve(change.id)
@@ -69,9 +72,13 @@ def run() -> str:
 
             say("")
             say('$ edit 2, week 2: "extract action items separately at the end"')
-            fs.approve(fs.edit("AGENTS.md", "- Use bullet points, not paragraphs.\n",
-                               "- Use bullet points, not paragraphs.\n"
-                               "- Put action items in a separate section at the end.\n").id)
+            fs.approve(
+                fs.edit(
+                    "AGENTS.md",
+                    "- Use bullet points, not paragraphs.\n",
+                    "- Use bullet points, not paragraphs.\n- Put action items in a separate section at the end.\n",
+                ).id
+            )
             out.extend(fs.read("AGENTS.md").splitlines())
 
             say("")

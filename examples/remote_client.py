@@ -30,8 +30,9 @@ def free_port() -> int:
 def main() -> None:
     env = {**os.environ, "LTM_STORAGE_DIR": tempfile.mkdtemp(), "LTM_EMBEDDING": "hash"}
     ltm_cli = [sys.executable, "-m", "ltm.cli"]
-    created = subprocess.run([*ltm_cli, "keys", "create", "--namespaces", "team-*"], env=env, check=True,
-                             capture_output=True, text=True)
+    created = subprocess.run(
+        [*ltm_cli, "keys", "create", "--namespaces", "team-*"], env=env, check=True, capture_output=True, text=True
+    )
     key = created.stdout.split()[-1]  # printed once; the server keeps only its hash
     port = free_port()
     server = subprocess.Popen([*ltm_cli, "serve", "--port", str(port)], env=env, stderr=subprocess.DEVNULL)

@@ -125,15 +125,17 @@ class Role:
         self.env: Environment | None = None
         self.settings = settings or Settings.load()
         # "is None", not "or": an empty memory is falsy (it has a length) and a caller's memory must be kept
-        self.memory = memory if memory is not None else LongTermMemory(
-            memory_storage=MemoryStorage(settings=self.settings, embedding=embedding), settings=self.settings
+        self.memory = (
+            memory
+            if memory is not None
+            else LongTermMemory(
+                memory_storage=MemoryStorage(settings=self.settings, embedding=embedding), settings=self.settings
+            )
         )
         self.recovered: list[Message] = self.memory.recover_memory(self.role_id, self) or []
         self.handled = HandledLog(MemoryStorage(settings=self.settings, embedding=embedding), self.role_id)
         # Received before a restart but never finished: queued again when the role joins an environment.
-        self.interrupted: list[Message] = [
-            m for m in self.recovered if self.is_receiver(m) and not self.is_handled(m)
-        ]
+        self.interrupted: list[Message] = [m for m in self.recovered if self.is_receiver(m) and not self.is_handled(m)]
         self.resumed: list[Message] = []  # the interrupted messages an environment queued again
         self._pending: list[Message] = []
         self._acting: list[Message] = []

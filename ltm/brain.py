@@ -74,8 +74,13 @@ class BrainMemory(BaseModel):
     _last_run: SummaryRun | None = PrivateAttr(default=None)
 
     def __init__(
-        self, *, settings: Settings | None = None, kv: KVStore | None = None, window_tokens: int = 4096,
-        max_llm_calls: int = 32, **data: Any,
+        self,
+        *,
+        settings: Settings | None = None,
+        kv: KVStore | None = None,
+        window_tokens: int = 4096,
+        max_llm_calls: int = 32,
+        **data: Any,
     ) -> None:
         super().__init__(**data)
         self._settings = settings
@@ -198,8 +203,9 @@ class BrainMemory(BaseModel):
             return before, items
 
         meta, items = await asyncio.to_thread(read)
-        memory = type(self)(settings=self._settings, kv=store, window_tokens=self._window_tokens,
-                             max_llm_calls=self._max_llm_calls)
+        memory = type(self)(
+            settings=self._settings, kv=store, window_tokens=self._window_tokens, max_llm_calls=self._max_llm_calls
+        )
         if meta:
             memory.historical_summary = meta.get("summary", "")
             memory.last_history_id = meta.get("last_history_id", "")
@@ -223,8 +229,13 @@ class BrainMemory(BaseModel):
             if not self.cacheable:
                 self._key, self.is_dirty = key, False
                 return False
-            await self._write(key, self._ttl(timeout_sec), folded=0, summary=self.historical_summary,
-                              extractive=self.summary_is_extractive)
+            await self._write(
+                key,
+                self._ttl(timeout_sec),
+                folded=0,
+                summary=self.historical_summary,
+                extractive=self.summary_is_extractive,
+            )
             return True
 
     async def delete(self, redis_key: str | None = None) -> bool:
@@ -297,7 +308,11 @@ class BrainMemory(BaseModel):
         return resolve_llm(self._config(), llm)
 
     async def summarize(
-        self, llm: LLMLike | None = None, max_words: int = 200, keep_language: bool = False, limit: int = -1,
+        self,
+        llm: LLMLike | None = None,
+        max_words: int = 200,
+        keep_language: bool = False,
+        limit: int = -1,
         **kwargs: Any,
     ) -> str:
         """Summarize summary + history in at most ``max_words`` words and fold it into this chat's key.
@@ -318,8 +333,14 @@ class BrainMemory(BaseModel):
             return text
         if not text.strip():
             return ""
-        run = await summarize_text(text, model, max_words=max_words, keep_language=keep_language,
-                                   window_tokens=self._window_tokens, max_calls=self._max_llm_calls)
+        run = await summarize_text(
+            text,
+            model,
+            max_words=max_words,
+            keep_language=keep_language,
+            window_tokens=self._window_tokens,
+            max_calls=self._max_llm_calls,
+        )
         self._last_run = run
         async with self._lock:
             await self._fold(self._key, run.summary, folded, run.extractive)

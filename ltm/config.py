@@ -45,7 +45,7 @@ def mask_url(url: str) -> str:
     if match:
         user, colon, _ = match["userinfo"].partition(":")
         userinfo = f"{user}:***" if colon else "***"
-        url = f"{match['scheme']}{userinfo}@{url[match.end():]}"
+        url = f"{match['scheme']}{userinfo}@{url[match.end() :]}"
     return _URL_PASSWORD_PARAM.sub(r"\1***", url)
 
 
@@ -68,11 +68,14 @@ class Settings(BaseModel):
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding call.")
     torch_threads: int = Field(1, ge=1, le=64, description="Threads for the local model (torch or ONNX Runtime).")
     local_runtime: LocalRuntime = Field(
-        "auto", description="Runtime of the local model: onnx, torch, or auto (ONNX Runtime when installed); "
+        "auto",
+        description="Runtime of the local model: onnx, torch, or auto (ONNX Runtime when installed); "
         "onnx-int8 (opt-in) runs an int8-quantized copy of the ONNX graph: faster batches, slightly different vectors.",
     )
     query_cache_size: int = Field(
-        1024, ge=0, description="Query embeddings each open store keeps in memory (LRU by model and text): a "
+        1024,
+        ge=0,
+        description="Query embeddings each open store keeps in memory (LRU by model and text): a "
         "repeated search skips the model. 0 keeps none.",
     )
     model_cache_dir: Path = Field(
@@ -87,28 +90,41 @@ class Settings(BaseModel):
     llm_timeout: float = Field(60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(3, ge=0, le=20, description="Retries after a failed LLM request.")
     store_url: str | None = Field(
-        None, description="postgresql://user:pass@host/db puts the long-term store (MemoryStorage) on PostgreSQL + "
+        None,
+        description="postgresql://user:pass@host/db puts the long-term store (MemoryStorage) on PostgreSQL + "
         "pgvector (the pg extra); none keeps it embedded (SQLite + FAISS under storage_dir).",
     )
     store_partitions: int = Field(
-        0, ge=0, le=1024, description="PostgreSQL store: a NEW database's message and history tables are "
+        0,
+        ge=0,
+        le=1024,
+        description="PostgreSQL store: a NEW database's message and history tables are "
         "PARTITION BY HASH (namespace) into this many partitions (0: one plain table each). An existing database "
         "keeps the layout it was created with; a different value is refused (StoreMismatch): set it to what the "
         "database has, or `ltm migrate` into a new database (docs/DEPLOYMENT.md).",
     )
     store_hnsw_m: int = Field(
-        16, ge=2, le=100, description="PostgreSQL store: HNSW graph degree (pgvector's m) of a namespace's index when "
+        16,
+        ge=2,
+        le=100,
+        description="PostgreSQL store: HNSW graph degree (pgvector's m) of a namespace's index when "
         "it is built; pgvector's default. Higher finds more true neighbours in large namespaces and costs build and "
         "insert time (an index already built keeps its own; BENCHMARKS.md has the measured trade).",
     )
     store_hnsw_ef_construction: int = Field(
-        64, ge=4, le=1000, description="PostgreSQL store: HNSW ef_construction of a namespace's index when it is "
+        64,
+        ge=4,
+        le=1000,
+        description="PostgreSQL store: HNSW ef_construction of a namespace's index when it is "
         "built, at least 2 x store_hnsw_m (pgvector's rule); pgvector's default.",
     )
     redis_url: str | None = Field(None, description="redis:// URL; BrainMemory and MemoryFS use Redis when set.")
     redis_prefix: str = Field("ltm", description="Key prefix for everything ltm writes to Redis.")
     redis_wait_replicas: int = Field(
-        0, ge=0, le=16, description="Replicas that must acknowledge each Redis write (WAIT) before it returns: "
+        0,
+        ge=0,
+        le=16,
+        description="Replicas that must acknowledge each Redis write (WAIT) before it returns: "
         "1 on a Redis Cluster with replicas keeps acknowledged writes through a master's crash.",
     )
     redis_failover_timeout: float = Field(
@@ -122,51 +138,58 @@ class Settings(BaseModel):
         None, ge=1, description="Short-term messages kept in RAM by LongTermMemory (none: unbounded)."
     )
     hnsw_threshold: int = Field(
-        20_000, ge=1, description="Live vectors from which a namespace's index is an HNSW graph instead of a flat "
-        "(exact) scan: past ~20,000 384-d vectors the scan costs more than the graph (docs/SEARCH_SPEED.md)."
+        20_000,
+        ge=1,
+        description="Live vectors from which a namespace's index is an HNSW graph instead of a flat "
+        "(exact) scan: past ~20,000 384-d vectors the scan costs more than the graph (docs/SEARCH_SPEED.md).",
     )
     hnsw_ef_search: int = Field(
-        384, ge=1, description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency. The "
+        384,
+        ge=1,
+        description="HNSW efSearch floor (raised to 4*k for larger k): recall against latency. The "
         "embedded engine uses it in full from 300,000 vectors and scales it down with a smaller graph, to a third "
-        "at 100,000 and below (docs/SEARCH_SPEED.md)."
+        "at 100,000 and below (docs/SEARCH_SPEED.md).",
     )
     snapshot_every: int = Field(
         10_000, ge=1, description="Rows added since the last FAISS snapshot that trigger a new one."
     )
     sqlite_synchronous: Literal["full", "normal"] = Field(
-        "full", description="SQLite fsync policy of the long-term store. full: every acknowledged add is on disk "
+        "full",
+        description="SQLite fsync policy of the long-term store. full: every acknowledged add is on disk "
         "(survives kill -9 and power loss; one fsync per commit). normal: WAL fsyncs only at checkpoints, adds "
         "are several times cheaper and still survive a process crash (kill -9), but an OS crash or power loss "
         "can drop the last acknowledged adds.",
     )
     staged_add: Literal["auto", "always", "never"] = Field(
-        "auto", description="Embedded store, sqlite_synchronous=full: whether an add of up to 64 new messages commits "
+        "auto",
+        description="Embedded store, sqlite_synchronous=full: whether an add of up to 64 new messages commits "
         "them to a staging table while the model embeds them, so the commit's fsync overlaps the model run "
         "(ltm/store/embedded/behind.py). auto: when the model's recent calls took 1 ms or more (beside a model that "
         "answers in microseconds there is nothing to overlap); always; never.",
     )
     write_behind: bool = Field(
-        False, description="Embedded store: add() returns once the message is on disk and its vector is computed "
+        False,
+        description="Embedded store: add() returns once the message is on disk and its vector is computed "
         "in batches by a background thread; every other call on the namespace waits for the pending vectors first, "
         "a background failure is raised (WriteBehindFailed) by the next call, and the next open embeds what a crash "
         "left (ltm/store/embedded/behind.py). One caller adding one message per call ingests faster; add() no longer "
         "reports a model failure itself.",
     )
     max_open_namespaces: int = Field(
-        128, ge=0, description="Namespaces a process keeps open at once (about 3 files each); the least recently "
+        128,
+        ge=0,
+        description="Namespaces a process keeps open at once (about 3 files each); the least recently "
         "used idle ones are closed and reopen on their next call. 0: no bound (each open namespace keeps its files).",
     )
     history_limit: int = Field(
-        100_000, ge=0, description="Newest ADD / UPDATE / DELETE events a namespace keeps in its history "
+        100_000,
+        ge=0,
+        description="Newest ADD / UPDATE / DELETE events a namespace keeps in its history "
         "(MemoryStorage.history, `ltm history ID`); 0 records none.",
     )
     brain_ttl_seconds: int | None = Field(1800, ge=1, description="BrainMemory key TTL; none keeps forever.")
-    max_content_bytes: int = Field(
-        1_000_000, ge=1, description="Largest message content accepted, in UTF-8 bytes."
-    )
-    files_max_bytes: int = Field(
-        256_000, ge=1, description="Largest MemoryFS file accepted, in UTF-8 bytes."
-    )
+    max_content_bytes: int = Field(1_000_000, ge=1, description="Largest message content accepted, in UTF-8 bytes.")
+    files_max_bytes: int = Field(256_000, ge=1, description="Largest MemoryFS file accepted, in UTF-8 bytes.")
     agents_md_max_bytes: int = Field(
         16_000, ge=1, description="Largest AGENTS.md accepted (detail belongs in skills), in UTF-8 bytes."
     )
@@ -175,15 +198,18 @@ class Settings(BaseModel):
     @classmethod
     def _store_scheme(cls, value: str | None) -> str | None:
         if value is not None and value.split("://", 1)[0] not in ("postgresql", "postgres"):
-            raise ValueError("store_url takes a postgresql://user:password@host:port/database URL (or none for the "
-                             "embedded store)")
+            raise ValueError(
+                "store_url takes a postgresql://user:password@host:port/database URL (or none for the embedded store)"
+            )
         return value
 
     @model_validator(mode="after")
     def _hnsw_build(self) -> Settings:
         if self.store_hnsw_ef_construction < 2 * self.store_hnsw_m:
-            raise ValueError(f"store_hnsw_ef_construction ({self.store_hnsw_ef_construction}) must be at least 2 x "
-                             f"store_hnsw_m ({self.store_hnsw_m}): raise it to {2 * self.store_hnsw_m} or more")
+            raise ValueError(
+                f"store_hnsw_ef_construction ({self.store_hnsw_ef_construction}) must be at least 2 x "
+                f"store_hnsw_m ({self.store_hnsw_m}): raise it to {2 * self.store_hnsw_m} or more"
+            )
         return self
 
     @field_validator("storage_dir", "model_cache_dir", mode="before")

@@ -52,11 +52,14 @@ class _Narrator:
         if event == "observed":
             report: ObserveReport = payload
             for m in report.old_news:
-                self.console.print(f"  [yellow]{role.name}[/] ({role.profile}) already handled, no rework: "
-                                   f"[dim]{_short(m.content, 70)}[/]")
+                self.console.print(
+                    f"  [yellow]{role.name}[/] ({role.profile}) already handled, no rework: "
+                    f"[dim]{_short(m.content, 70)}[/]"
+                )
             for m in report.news:
-                self.console.print(f"  [green]{role.name}[/] ({role.profile}) received news: "
-                                   f"[dim]{_short(m.content, 70)}[/]")
+                self.console.print(
+                    f"  [green]{role.name}[/] ({role.profile}) received news: [dim]{_short(m.content, 70)}[/]"
+                )
         elif event == "acted":
             self.console.print(f"  [cyan]{role.name}[/] -> {_short(payload.content)}")
 
@@ -77,8 +80,13 @@ def _recovery_table(roles: Sequence[Role]) -> Table:
     for role in roles:
         store = role.memory.memory_storage
         count = store.count() if store is not None else 0
-        table.add_row(role.role_id, ", ".join(sorted(w.rsplit(".", 1)[-1] for w in role.watch)), str(count),
-                      str(len(role.recovered)), str(len(role.resumed)))
+        table.add_row(
+            role.role_id,
+            ", ".join(sorted(w.rsplit(".", 1)[-1] for w in role.watch)),
+            str(count),
+            str(len(role.recovered)),
+            str(len(role.resumed)),
+        )
     return table
 
 
@@ -105,8 +113,13 @@ def run_demo(
         _forget(settings)
     result: dict[str, Any] = {}
     started = time.perf_counter()
-    console.print(Panel.fit(f"ltm demo: a team of agents that remembers\nstorage: {root}\n"
-                            f"embedding: {settings.embedding}   llm: {settings.llm}", style="bold"))
+    console.print(
+        Panel.fit(
+            f"ltm demo: a team of agents that remembers\nstorage: {root}\n"
+            f"embedding: {settings.embedding}   llm: {settings.llm}",
+            style="bold",
+        )
+    )
     embedding = resolve_embedding(settings)
 
     env, roles = _team(settings, embedding, console)

@@ -16,13 +16,22 @@ __all__ = ["WriteCode", "WriteDesign", "WritePRD", "build_team"]
 
 # requirement words -> (decision topic, decision)
 _DECISIONS: list[tuple[tuple[str, ...], str, str]] = [
-    (("score", "save", "persist", "history"), "storage",
-     "store high scores and game history in an embedded SQLite database in WAL mode: no server to run, "
-     "and a crash never loses a finished game"),
-    (("multiplayer", "online", "friends"), "networking",
-     "use WebSockets with an authoritative server tick of 20 Hz; clients only send inputs"),
-    (("cli", "terminal", "command-line"), "interface",
-     "render in the terminal with curses, arrow keys to steer, q to quit"),
+    (
+        ("score", "save", "persist", "history"),
+        "storage",
+        "store high scores and game history in an embedded SQLite database in WAL mode: no server to run, "
+        "and a crash never loses a finished game",
+    ),
+    (
+        ("multiplayer", "online", "friends"),
+        "networking",
+        "use WebSockets with an authoritative server tick of 20 Hz; clients only send inputs",
+    ),
+    (
+        ("cli", "terminal", "command-line"),
+        "interface",
+        "render in the terminal with curses, arrow keys to steer, q to quit",
+    ),
     (("web", "browser"), "interface", "render on an HTML canvas; keyboard and touch controls"),
     (("leaderboard", "ranking"), "ranking", "rank players by best score, ties broken by the earlier game"),
 ]
@@ -45,12 +54,16 @@ class WritePRD(Action):
     def template(self, role: Role, news: Sequence[Message]) -> str:
         req = _requirement_text(news)
         goals = "; ".join(f"{topic}: {decision.split(':')[0].split(',')[0]}" for topic, decision in decisions_for(req))
-        return f"PRD. Goal: {req.rstrip('.')}. User stories: as a player I can start, play and finish a game. " \
-               f"Requirements by area - {goals}."
+        return (
+            f"PRD. Goal: {req.rstrip('.')}. User stories: as a player I can start, play and finish a game. "
+            f"Requirements by area - {goals}."
+        )
 
     def prompt(self, role: Role, news: Sequence[Message]) -> str:
-        return f"Write a short product requirements document (goal, user stories, requirements) for: " \
-               f"{_requirement_text(news)}"
+        return (
+            f"Write a short product requirements document (goal, user stories, requirements) for: "
+            f"{_requirement_text(news)}"
+        )
 
 
 class WriteDesign(Action):
@@ -62,8 +75,10 @@ class WriteDesign(Action):
         return "System design. Modules: game loop, input, rendering, persistence. " + " ".join(lines)
 
     def prompt(self, role: Role, news: Sequence[Message]) -> str:
-        return "Write a short system design with one explicit decision per area (storage, interface, ...) " \
-               f"for this PRD: {_requirement_text(news)}"
+        return (
+            "Write a short system design with one explicit decision per area (storage, interface, ...) "
+            f"for this PRD: {_requirement_text(news)}"
+        )
 
 
 class WriteCode(Action):

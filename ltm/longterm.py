@@ -72,11 +72,13 @@ class StoreLike(Protocol):
     def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray: ...
 
     # mode: Any, so a store may narrow it to its Literal of modes
-    def search(self, query: str, k: int = 10, *, mode: Any = "hybrid",
-               filters: Mapping[str, Any] | None = None) -> list[MemoryHit]: ...
+    def search(
+        self, query: str, k: int = 10, *, mode: Any = "hybrid", filters: Mapping[str, Any] | None = None
+    ) -> list[MemoryHit]: ...
 
-    async def asearch(self, query: str, k: int = 10, *, mode: Any = "hybrid",
-                      filters: Mapping[str, Any] | None = None) -> list[MemoryHit]: ...
+    async def asearch(
+        self, query: str, k: int = 10, *, mode: Any = "hybrid", filters: Mapping[str, Any] | None = None
+    ) -> list[MemoryHit]: ...
 
 
 class LongTermMemory(Memory):

@@ -219,8 +219,9 @@ class Message(BaseModel):
         try:
             return self.model_dump_json()
         except PydanticSerializationError as exc:
-            raise InvalidInput(f"message {self.id[:64]!r} cannot be written as JSON ({exc}); pass valid Unicode "
-                               "text and JSON values") from exc
+            raise InvalidInput(
+                f"message {self.id[:64]!r} cannot be written as JSON ({exc}); pass valid Unicode text and JSON values"
+            ) from exc
 
     @classmethod
     def load(cls, payload: str | bytes | dict[str, Any]) -> Message:
@@ -229,8 +230,10 @@ class Message(BaseModel):
             data = json.loads(payload) if isinstance(payload, str | bytes) else dict(payload)
             return cls(**data)
         except ValidationError as exc:  # one line per field, the whole on one line (the CLI prints it)
-            fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']} (got {e['input']!r:.60})"
-                               for e in exc.errors())
+            fields = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']} (got {e['input']!r:.60})"
+                for e in exc.errors()
+            )
             raise InvalidInput(f"not a valid Message: {fields}") from exc
         except (ValueError, TypeError) as exc:
             raise InvalidInput(f"not a dumped Message: {exc}") from exc
@@ -255,10 +258,10 @@ def with_context(turns: Sequence[Message], window: int = 1) -> list[Message]:
     """
     out: list[Message] = []
     for i, turn in enumerate(turns):
-        near = [*turns[max(0, i - window):i], *turns[i + 1:i + 1 + window]]
+        near = [*turns[max(0, i - window) : i], *turns[i + 1 : i + 1 + window]]
         copy = turn.model_copy(deep=True)
         copy.metadata["context"] = "\n".join(_turn_line(m) for m in near)
-        copy.metadata["embed_context"] = "\n".join(_turn_line(m) for m in [*turns[max(0, i - window):i], turn])
+        copy.metadata["embed_context"] = "\n".join(_turn_line(m) for m in [*turns[max(0, i - window) : i], turn])
         out.append(copy)
     return out
 

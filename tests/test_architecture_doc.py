@@ -36,7 +36,7 @@ def test_the_architecture_page_states_the_enforced_layers() -> None:
 
 
 def test_layout_table_lists_real_paths_without_globs() -> None:
-    table = ARCHITECTURE[ARCHITECTURE.index("## Layout"):]
+    table = ARCHITECTURE[ARCHITECTURE.index("## Layout") :]
     table = table[: table.index("\n## ", 1)]
     assert "docs/gen_ref.py" in table
     cells = re.findall(r"^\| (.+?) \|", table, re.MULTILINE)[2:]  # skip the header and the rule

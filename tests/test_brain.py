@@ -25,8 +25,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 def openai_llm(server: OpenAIServer, **kw: Any) -> OpenAICompatibleLLM:
-    options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 1,
-                               **kw}
+    options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 1, **kw}
     return OpenAICompatibleLLM(**options)
 
 
@@ -117,8 +116,9 @@ def test_offline_end_to_end(kv: KVStore, settings: Settings) -> None:
     assert loaded.historical_summary == summary and loaded.summary_is_extractive and loaded.history == []
 
 
-def test_each_chat_keeps_its_own_summary_concurrently(kv: KVStore, settings: Settings,
-                                                      openai_server: OpenAIServer) -> None:
+def test_each_chat_keeps_its_own_summary_concurrently(
+    kv: KVStore, settings: Settings, openai_server: OpenAIServer
+) -> None:
     llm = openai_llm(openai_server)
 
     async def chat(name: str, fact: str) -> BrainMemory:
@@ -132,7 +132,8 @@ def test_each_chat_keeps_its_own_summary_concurrently(kv: KVStore, settings: Set
     async def both() -> tuple[BrainMemory, BrainMemory]:
         a, b = await asyncio.gather(chat("a", "Lily is a girl."), chat("b", "Tom is a cat."))
         return await a.loads(BrainMemory.to_redis_key("p", "u", "a")), await b.loads(
-            BrainMemory.to_redis_key("p", "u", "b"))
+            BrainMemory.to_redis_key("p", "u", "b")
+        )
 
     a, b = run(both())
     assert a.historical_summary == "Lily is a girl." and b.historical_summary == "Tom is a cat."
@@ -213,7 +214,8 @@ def test_only_the_memory_is_stored(settings: Settings, redis_url: str, openai_se
     dumped = "".join(str(raw.dump(k)) for k in raw.scan_iter("*"))
     assert "sk-very-secret" not in dumped and "base_url" not in dumped and "127.0.0.1" not in dumped
     assert sorted(kv.hgetall("brain:{p:u:c}")) == sorted(
-        ["summary", "summary_is_extractive", "last_history_id", "knowledge", "last_talk", "cacheable", "rev"])
+        ["summary", "summary_is_extractive", "last_history_id", "knowledge", "last_talk", "cacheable", "rev"]
+    )
     kv.close()
 
 
@@ -237,8 +239,9 @@ def test_default_backend_from_settings(settings: Settings) -> None:
 
 
 @pytest.mark.slow
-def test_redis_outage_is_an_error_not_an_empty_history(redis_server: RedisServer, redis_url: str,
-                                                       settings: Settings) -> None:
+def test_redis_outage_is_an_error_not_an_empty_history(
+    redis_server: RedisServer, redis_url: str, settings: Settings
+) -> None:
     import redis as redis_py
 
     kv = RedisKV.from_url(redis_url, prefix="outage")
@@ -282,8 +285,9 @@ _MIGRATION_CHAT = [
 ]
 
 
-def test_offline_summary_keeps_speakers_numbers_and_a_title_that_does_not_invert(kv: KVStore,
-                                                                                 settings: Settings) -> None:
+def test_offline_summary_keeps_speakers_numbers_and_a_title_that_does_not_invert(
+    kv: KVStore, settings: Settings
+) -> None:
     brain = BrainMemory(settings=settings, kv=kv)
     for speaker, text in _MIGRATION_CHAT:
         brain.add_history(Message(text, role="user", metadata={"speaker": speaker}))

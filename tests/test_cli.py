@@ -19,8 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LTM_STORAGE_DIR": str(tmp / "data"), "LTM_EMBEDDING": "hash"}
-    return subprocess.run([sys.executable, "-m", "ltm.cli", *args], input=stdin, capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ltm.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_add_search_recent_delete_round_trip(tmp_path: Path) -> None:
@@ -29,7 +36,7 @@ def test_add_search_recent_delete_round_trip(tmp_path: Path) -> None:
     message_id = added.stdout.strip()
     assert re.fullmatch(r"[0-9a-f]{32}", message_id)
     jsonl = "\n".join(json.dumps({"content": f"note {i} about websockets", "role": "architect"}) for i in range(300))
-    bulk = run(tmp_path, "add", "-n", "notes", stdin=jsonl + "\n\"a bare string line\"\n")
+    bulk = run(tmp_path, "add", "-n", "notes", stdin=jsonl + '\n"a bare string line"\n')
     assert bulk.returncode == 0, bulk.stderr
     assert "added 301 of 301" in bulk.stdout
 
@@ -52,13 +59,29 @@ def test_add_search_recent_delete_round_trip(tmp_path: Path) -> None:
 
 
 def test_search_also_merges_several_namespaces_by_score(tmp_path: Path) -> None:
-    notes = {"architect": "orders live in PostgreSQL for transactions",
-             "qa": "discount codes applied twice at checkout",
-             "pm": "the Germany launch is planned for March"}
+    notes = {
+        "architect": "orders live in PostgreSQL for transactions",
+        "qa": "discount codes applied twice at checkout",
+        "pm": "the Germany launch is planned for March",
+    }
     for role, note in notes.items():
         assert run(tmp_path, "add", "--kind", "role", "-n", role, note).returncode == 0
-    found = run(tmp_path, "search", "--kind", "role", "-n", "architect", "--also", "qa", "--also", "pm",
-                "discount codes twice", "-k", "3", "--json")
+    found = run(
+        tmp_path,
+        "search",
+        "--kind",
+        "role",
+        "-n",
+        "architect",
+        "--also",
+        "qa",
+        "--also",
+        "pm",
+        "discount codes twice",
+        "-k",
+        "3",
+        "--json",
+    )
     assert found.returncode == 0, found.stderr
     lines = [json.loads(line) for line in found.stdout.splitlines()]
     assert lines[0]["namespace"] == "qa" and lines[0]["content"] == notes["qa"]
@@ -70,8 +93,18 @@ def test_search_also_merges_several_namespaces_by_score(tmp_path: Path) -> None:
 
 
 def test_export_import_is_lossless_with_and_without_embeddings(tmp_path: Path) -> None:
-    lines = [json.dumps({"content": f"fact {i}", "role": "user", "metadata": {"i": i},
-                         "instruct_content": {"k": [i]}, "created_at": 1_700_000_000 + i}) for i in range(20)]
+    lines = [
+        json.dumps(
+            {
+                "content": f"fact {i}",
+                "role": "user",
+                "metadata": {"i": i},
+                "instruct_content": {"k": [i]},
+                "created_at": 1_700_000_000 + i,
+            }
+        )
+        for i in range(20)
+    ]
     assert run(tmp_path, "add", "-n", "src", stdin="\n".join(lines)).returncode == 0
     plain = run(tmp_path, "export", "-n", "src")
     vectors = run(tmp_path, "export", "-n", "src", "--with-embeddings", "-o", str(tmp_path / "v.jsonl"))
@@ -100,7 +133,15 @@ def test_stats_of_many_namespaces_is_plain_aligned_columns(tmp_path: Path, capsy
     assert main(["stats", "--storage-dir", str(tmp_path / "data"), "--embedding", "hash"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith(f"({RICH_ROWS + 1:,})") and lines[1].split() == [
-        "kind", "namespace", "messages", "bytes", "on", "disk", "model", "index"]
+        "kind",
+        "namespace",
+        "messages",
+        "bytes",
+        "on",
+        "disk",
+        "model",
+        "index",
+    ]
     rows = [line.split() for line in lines[2:]]
     assert len(rows) == RICH_ROWS + 1 and rows[0][:3] == ["role", "role-000", "1"] and rows[-1][1] == "role-200"
     assert len({line.index("hash-384") for line in lines[2:]}) == 1  # aligned

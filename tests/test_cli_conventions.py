@@ -18,8 +18,15 @@ from ltm.errors import InvalidInput
 
 def run(tmp: Path, *args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "LTM_STORAGE_DIR": str(tmp / "data"), "LTM_EMBEDDING": "hash", **env}
-    return subprocess.run([sys.executable, "-m", "ltm.cli", *args], input=stdin, capture_output=True, text=True,
-                          env=full, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ltm.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_version(tmp_path: Path) -> None:
@@ -39,8 +46,10 @@ def test_iso_times_in_and_out() -> None:
 
 
 def test_json_everywhere_and_filters_by_iso_date(tmp_path: Path) -> None:
-    lines = [json.dumps({"content": f"note {i}", "created_at": datetime(2026, 11, d, tzinfo=timezone.utc).timestamp()})
-             for i, d in enumerate((1, 2, 3))]
+    lines = [
+        json.dumps({"content": f"note {i}", "created_at": datetime(2026, 11, d, tzinfo=timezone.utc).timestamp()})
+        for i, d in enumerate((1, 2, 3))
+    ]
     assert run(tmp_path, "add", "-n", "n", stdin="\n".join(lines)).returncode == 0
     recent = run(tmp_path, "recent", "-n", "n", "--format", "json", "--utc")
     rows = [json.loads(line) for line in recent.stdout.splitlines()]

@@ -32,13 +32,29 @@ def run(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.Completed
     env = {**os.environ, "LTM_STORAGE_DIR": str(tmp / "data"), "LTM_EMBEDDING": "hash"}
     if "url" in _STORE_URL:
         env["LTM_STORE_URL"] = _STORE_URL["url"]
-    return subprocess.run([sys.executable, "-m", "ltm.cli", *args], input=stdin, capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ltm.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_list_update_history_delete_where(tmp_path: Path, backend: str) -> None:
-    lines = [json.dumps({"id": f"m{i}", "content": f"note {i} about the deploy", "role": "user",
-                         "metadata": {"run_id": f"r{i % 2}", "n": i}}) for i in range(6)]
+    lines = [
+        json.dumps(
+            {
+                "id": f"m{i}",
+                "content": f"note {i} about the deploy",
+                "role": "user",
+                "metadata": {"run_id": f"r{i % 2}", "n": i},
+            }
+        )
+        for i in range(6)
+    ]
     assert run(tmp_path, "add", "-n", "team", stdin="\n".join(lines)).returncode == 0
 
     listed = run(tmp_path, "list", "-n", "team", "--where", '{"run_id": "r1", "metadata.n": {"gte": 3}}', "--json")
@@ -58,8 +74,9 @@ def test_list_update_history_delete_where(tmp_path: Path, backend: str) -> None:
     assert events[1]["old"]["content"] == "note 3 about the deploy"
     assert events[1]["new"]["content"] == "the deploy moved to Friday" and events[1]["new"]["metadata"]["reviewed"]
 
-    found = run(tmp_path, "search", "-n", "team", "deploy", "--mode", "keyword", "--where", '{"run_id": "r0"}',
-                "--json")
+    found = run(
+        tmp_path, "search", "-n", "team", "deploy", "--mode", "keyword", "--where", '{"run_id": "r0"}', "--json"
+    )
     assert {json.loads(line)["id"] for line in found.stdout.splitlines()} == {"m0", "m2", "m4"}
 
     refused = run(tmp_path, "delete-where", "-n", "team", "--where", '{"run_id": "r0"}')
@@ -71,9 +88,11 @@ def test_list_update_history_delete_where(tmp_path: Path, backend: str) -> None:
 
 def test_bad_filters_and_ids_are_one_line_errors(tmp_path: Path, backend: str) -> None:
     assert run(tmp_path, "add", "-n", "team", "a note").returncode == 0
-    for where, says in (('{"role": {"like": "u%"}}', "unknown filter operator 'like'"),
-                        ("{not json", "--where takes a JSON object"),
-                        ('["role"]', "--where takes a JSON object")):
+    for where, says in (
+        ('{"role": {"like": "u%"}}', "unknown filter operator 'like'"),
+        ("{not json", "--where takes a JSON object"),
+        ('["role"]', "--where takes a JSON object"),
+    ):
         bad = run(tmp_path, "list", "-n", "team", "--where", where)
         assert bad.returncode == 1 and says in bad.stderr and "Traceback" not in bad.stderr
     missing = run(tmp_path, "update", "-n", "team", "nope", "new text")

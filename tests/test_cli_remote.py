@@ -17,8 +17,14 @@ def test_cli_over_a_running_server(tmp_path: Path) -> None:
         env = {**os.environ, "LTM_URL": service.url, "LTM_STORAGE_DIR": str(tmp_path / "local-must-stay-empty")}
 
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "ltm.cli", *args], capture_output=True, text=True,
-                                  env=env, timeout=120, check=False)
+            return subprocess.run(
+                [sys.executable, "-m", "ltm.cli", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+                check=False,
+            )
 
         added = run("add", "-n", "team", "we keep the high scores in SQLite")
         assert added.returncode == 0, added.stderr

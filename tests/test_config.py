@@ -28,8 +28,12 @@ def test_optional_env_none_and_openai_fallbacks() -> None:
 
 @pytest.mark.parametrize(
     "redis_url",
-    ["redis://:hunter2@cache:6379/0", "redis://app:hunter2@cache:6379/0", "rediss://hunter2@cache:6380",
-     "redis://cache:6379/0?password=hunter2&ssl_cert_reqs=none"],
+    [
+        "redis://:hunter2@cache:6379/0",
+        "redis://app:hunter2@cache:6379/0",
+        "rediss://hunter2@cache:6380",
+        "redis://cache:6379/0?password=hunter2&ssl_cert_reqs=none",
+    ],
 )
 def test_secrets_never_in_repr_str_json_or_errors(redis_url: str) -> None:
     s = Settings(redis_url=redis_url, openai_api_key="sk-live-secret", embedding="hash")

@@ -47,8 +47,22 @@ def test_demo_memory_is_where_the_cli_looks_and_reset_touches_only_the_team(
         other.add(Message("a note of my own"))
     run_demo(settings, console=Console(file=io.StringIO(), width=120))
     capsys.readouterr()
-    assert main(["recent", "--storage-dir", str(tmp_path), "--embedding", "hash", "--kind", "role",
-                 "-n", "Alice(Product Manager)"]) == 0
+    assert (
+        main(
+            [
+                "recent",
+                "--storage-dir",
+                str(tmp_path),
+                "--embedding",
+                "hash",
+                "--kind",
+                "role",
+                "-n",
+                "Alice(Product Manager)",
+            ]
+        )
+        == 0
+    )
     assert "snake game" in capsys.readouterr().out  # Alice watches the user requirements
     assert main(["stats", "--storage-dir", str(tmp_path), "--embedding", "hash"]) == 0
     stats = capsys.readouterr().out

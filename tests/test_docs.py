@@ -64,8 +64,14 @@ def test_the_ci_script_builds_the_site_before_the_tests() -> None:
 def test_site_builds_strict(tmp_path: Path) -> None:
     if shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists():
         pytest.fail("mkdocs is not installed: scripts/setup installs the dev extra")
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "store" / "index.html").is_file()
     assert not (tmp_path / "site" / "gen_ref.py").exists(), "the generator is not part of the site"

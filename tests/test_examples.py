@@ -23,8 +23,14 @@ def test_every_example_is_listed() -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LTM_", "OPENAI_"))}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               LTM_STORAGE_DIR=str(tmp_path), PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600, check=False)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        LTM_STORAGE_DIR=str(tmp_path),
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    out = subprocess.run(
+        [sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert out.returncode == 0, f"{path.name} failed:\n{out.stderr[-3000:]}"

@@ -161,8 +161,20 @@ def test_before_recover_unwatched_messages_stay_short_term(settings: Settings) -
 # -- restarts in new processes ---------------------------------------------------------------------------
 def _run(settings: Settings, role: str, action: str, texts: list[str]) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.support.store_worker", "ltm", str(settings.storage_dir), role, action,
-         json.dumps(texts)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "tests.support.store_worker",
+            "ltm",
+            str(settings.storage_dir),
+            role,
+            action,
+            json.dumps(texts),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -22,9 +22,12 @@ import pytest
 import ltm
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted(p for p in ROOT.rglob("*.md")
-               if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
-               and p.relative_to(ROOT).parts[:2] != ("bench", "data"))
+PAGES = sorted(
+    p
+    for p in ROOT.rglob("*.md")
+    if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+    and p.relative_to(ROOT).parts[:2] != ("bench", "data")
+)
 _ORDINALS = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
 WORK_LOG = {
     "round N": re.compile(r"\bround \d+\b", re.I),
@@ -52,9 +55,17 @@ def test_no_page_reads_as_a_work_log(page: Path) -> None:
     assert not found, f"{page.relative_to(ROOT)} reads as a work log:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("text", ["## Eighth round (after 08f6fd4)", "measured in session 30", "issue 21 item 3",
-                                  "REALTALK 0.565 -> 0.572 (round 2)", "## HNSW recall (2026-11-25)",
-                                  "(load 11 on this machine)"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "## Eighth round (after 08f6fd4)",
+        "measured in session 30",
+        "issue 21 item 3",
+        "REALTALK 0.565 -> 0.572 (round 2)",
+        "## HNSW recall (2026-11-25)",
+        "(load 11 on this machine)",
+    ],
+)
 def test_each_work_log_pattern_is_caught(text: str) -> None:
     assert offences(text)
 
@@ -78,15 +89,22 @@ def test_changelog_goes_by_version_newest_first() -> None:
 
 def test_the_newest_version_is_what_ltm_reports() -> None:
     assert _versions()[0] == ltm.__version__, "the newest CHANGELOG version is ltm.__version__"
-    out = subprocess.run([sys.executable, "-m", "ltm.cli", "--version"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "ltm.cli", "--version"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert ltm.__version__ in out.stdout
 
 
 def _prose_of(source: str) -> str:
     """A Python file's comments and docstrings, one per line (what a reader takes as the code's explanation)."""
-    parts = [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-             if tok.type == tokenize.COMMENT]
+    parts = [
+        tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT
+    ]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
@@ -95,9 +113,13 @@ def _prose_of(source: str) -> str:
     return "\n".join(parts)
 
 
-CODE = sorted(p for folder in ("ltm", "bench", "tests", "examples", "docs") for p in (ROOT / folder).rglob("*.py")
-              if p != Path(__file__).resolve()  # and not what a run installs there (bench/.venvs: others' code)
-              and not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
+CODE = sorted(
+    p
+    for folder in ("ltm", "bench", "tests", "examples", "docs")
+    for p in (ROOT / folder).rglob("*.py")
+    if p != Path(__file__).resolve()  # and not what a run installs there (bench/.venvs: others' code)
+    and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+)
 SCRIPTS = sorted(p for p in (ROOT / "scripts").rglob("*") if p.is_file() and not p.suffix)
 
 

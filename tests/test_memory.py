@@ -64,8 +64,9 @@ def _design_payload() -> BaseModel:
 
 def _two_messages() -> tuple[Message, Message]:
     msg1 = Message(role="Boss", content="write a snake game", cause_by=UserRequirement)
-    msg2 = Message(role="Architect", instruct_content=_design_payload(), content="system design content",
-                   cause_by=WriteDesign)
+    msg2 = Message(
+        role="Architect", instruct_content=_design_payload(), content="system design content", cause_by=WriteDesign
+    )
     return msg1, msg2
 
 
@@ -189,8 +190,9 @@ ops = st.lists(
 
 @settings(max_examples=200, deadline=None)
 @given(ops, st.booleans(), st.one_of(st.none(), st.integers(1, 6)))
-def test_index_always_agrees_with_storage(sequence: list[tuple[str, object, str]], ignore_id: bool,
-                                          capacity: int | None) -> None:
+def test_index_always_agrees_with_storage(
+    sequence: list[tuple[str, object, str]], ignore_id: bool, capacity: int | None
+) -> None:
     pool = [Message(f"c{i % 4}", id=f"id{i}", role=f"r{i % 2}") for i in range(10)]
     memory = Memory(ignore_id=ignore_id, capacity=capacity)
     for op, arg, cause in sequence:

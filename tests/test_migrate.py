@@ -18,8 +18,9 @@ pytestmark = pytest.mark.slow
 
 def _fill(settings: Settings) -> dict[str, list[Message]]:
     made = {
-        "big": [Message(f"note {i} about topic{i % 37} and word{i}", role="user", metadata={"i": i})
-                for i in range(2300)],  # more than two pages of 1,000
+        "big": [
+            Message(f"note {i} about topic{i % 37} and word{i}", role="user", metadata={"i": i}) for i in range(2300)
+        ],  # more than two pages of 1,000
         "small": [Message(f"small {i}", role="assistant") for i in range(7)],
     }
     for name, messages in made.items():
@@ -38,8 +39,9 @@ def test_migrate_to_postgres_and_back(tmp_path: Path, pg_url: str, capsys: pytes
     made = _fill(embedded)
     on_pg = embedded.with_(store_url=pg_url)
     with MemoryStorage("big", kind="role", settings=on_pg) as partial:  # an interrupted earlier run
-        partial.add_batch(made["big"][:500], vectors=np.stack([_vectors(embedded, "big")[m.id]
-                                                                for m in made["big"][:500]]))
+        partial.add_batch(
+            made["big"][:500], vectors=np.stack([_vectors(embedded, "big")[m.id] for m in made["big"][:500]])
+        )
 
     assert main(["migrate", "--from", str(tmp_path / "a"), "--to", pg_url, "--embedding", "hash"]) == 0
     out = capsys.readouterr().out
@@ -74,17 +76,21 @@ def test_migrate_needs_one_side_of_each(tmp_path: Path, capsys: pytest.CaptureFi
         list(_sources(str(tmp_path / "missing"), None))
 
 
-def test_migrate_carries_scopes_expiry_and_history_both_ways(tmp_path: Path, pg_url: str,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrate_carries_scopes_expiry_and_history_both_ways(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The document API's data crosses engines: scope and expiry filters answer the same, the audit trail (events,
     old / new values, times) is the source's, and a second run leaves one trail, not two."""
     embedded = Settings(storage_dir=tmp_path / "a", embedding="hash")
     later = time.time() + 3600
     with MemoryStorage("team", settings=embedded) as store:
-        store.add_batch([scoped(Message("alice reported the login bug", id="t1"), user_id="u1", run_id="r1"),
-                         scoped(Message("bob fixed the hashing", id="t2"), user_id="u2", run_id="r1",
-                                expires_at=later),
-                         Message("a note to delete", id="t3")])
+        store.add_batch(
+            [
+                scoped(Message("alice reported the login bug", id="t1"), user_id="u1", run_id="r1"),
+                scoped(Message("bob fixed the hashing", id="t2"), user_id="u2", run_id="r1", expires_at=later),
+                Message("a note to delete", id="t3"),
+            ]
+        )
         store.update("t1", content="alice reported the login bug twice")
         store.delete("t3")
         trail = {i: [(e.event, e.old, e.new, e.at) for e in store.history(i)] for i in ("t1", "t2", "t3")}
@@ -100,8 +106,10 @@ def test_migrate_carries_scopes_expiry_and_history_both_ways(tmp_path: Path, pg_
         assert store.count({"expires_at": {"gt": later - 1}}) == 1
 
     assert main(["migrate", "--from", pg_url, "--to", str(tmp_path / "b"), "--embedding", "hash"]) == 0
-    assert "role/team: 2 messages (2 new), vectors carried, 2 sampled searches verified, 5 history events" \
-        in capsys.readouterr().out  # t1: ADD UPDATE, t2: ADD, t3: ADD DELETE
+    assert (
+        "role/team: 2 messages (2 new), vectors carried, 2 sampled searches verified, 5 history events"
+        in capsys.readouterr().out
+    )  # t1: ADD UPDATE, t2: ADD, t3: ADD DELETE
     with MemoryStorage("team", settings=Settings(storage_dir=tmp_path / "b", embedding="hash")) as back:
         assert {i: [(e.event, e.old, e.new, e.at) for e in back.history(i)] for i in trail} == trail
         assert [m.id for m in back.list({"user_id": "u1"}).messages] == ["t1"]

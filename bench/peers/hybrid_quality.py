@@ -77,18 +77,23 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ltm-hybrid-quality-") as tmp:
         for name, threshold in (("graph", None), ("exact", args.size + 1)):
             extra = {} if threshold is None else {"hnsw_threshold": threshold}
-            store = MemoryStorage(name, kind="bench", settings=Settings.load(storage_dir=tmp, query_cache_size=0,
-                                                                              **extra))
+            store = MemoryStorage(
+                name, kind="bench", settings=Settings.load(storage_dir=tmp, query_cache_size=0, **extra)
+            )
             corpus.fill(store, turns, vectors, args.size)
-            results[name] = {mode: [[h.message.id for h in store.search(q, k=10, mode=mode)] for q in questions]
-                             for mode in ("hybrid", "dense")}
+            results[name] = {
+                mode: [[h.message.id for h in store.search(q, k=10, mode=mode)] for q in questions]
+                for mode in ("hybrid", "dense")
+            }
             print(f"{name}: {store.stats().index} index of {args.size:,} messages", flush=True)
             store.close()
     print(f"{len(questions)} REALTALK questions, k=10; {sum(1 for e in evidence if e)} with evidence turns")
     for mode in ("hybrid", "dense"):
         got = compare(results["graph"][mode], results["exact"][mode], evidence)
-        print(f"{mode:6s}: overlap with the exact index {got['overlap']:.3f}, identical lists {got['identical']:.2f}, "
-              f"evidence recall@10 {got['recall_graph']:.3f} (graph) / {got['recall_exact']:.3f} (exact)")
+        print(
+            f"{mode:6s}: overlap with the exact index {got['overlap']:.3f}, identical lists {got['identical']:.2f}, "
+            f"evidence recall@10 {got['recall_graph']:.3f} (graph) / {got['recall_exact']:.3f} (exact)"
+        )
     return 0
 
 

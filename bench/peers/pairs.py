@@ -48,8 +48,14 @@ def summary(times: dict[str, list[float]], lists: dict[str, list[list[str]]]) ->
 
 
 def _worker(name: str, python: str, env: dict[str, str], store: Path, corpus_path: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([python, "-m", "bench.peers.pairs", "--serve"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=store.parent)
+    proc = subprocess.Popen(
+        [python, "-m", "bench.peers.pairs", "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=store.parent,
+    )
     call_worker(proc, name, {"op": "open", "dir": str(store), "corpus": str(corpus_path)})
     return proc
 
@@ -69,10 +75,12 @@ def _serve() -> int:
     def open_(request: Request) -> Request:
         from ltm.config import Settings
         from ltm.store import MemoryStorage
+
         apply_set(json.loads(os.environ.get("PAIRS_SET", "{}")))
         state["questions"] = json.loads(Path(request["corpus"]).read_text("utf-8"))["questions"]
-        state["store"] = MemoryStorage("pairs", kind="bench",
-                                       settings=Settings.load(storage_dir=request["dir"], query_cache_size=0))
+        state["store"] = MemoryStorage(
+            "pairs", kind="bench", settings=Settings.load(storage_dir=request["dir"], query_cache_size=0)
+        )
         for question in state["questions"]:  # warm: the pages, the graph, the model
             state["store"].search(question, k=10)
         return {}
@@ -93,9 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--baseline", help="the other side: ltm as of this git ref")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="the other side: this tree with ltm.store.embedded.backend.NAME = VALUE (or, when "
-                             "NAME is dotted, that module's constant)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the other side: this tree with ltm.store.embedded.backend.NAME = VALUE (or, when "
+        "NAME is dotted, that module's constant)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -122,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             other_name = "ltm " + " ".join(args.set)
             other_env = dict(env, PAIRS_SET=json.dumps(dict(item.split("=", 1) for item in args.set)))
-        sides = {"ltm": _worker("ltm", sys.executable, env, root / "this", path),
-                 other_name: _worker(other_name, sys.executable, other_env, root / "other", path)}
+        sides = {
+            "ltm": _worker("ltm", sys.executable, env, root / "this", path),
+            other_name: _worker(other_name, sys.executable, other_env, root / "other", path),
+        }
         times: dict[str, list[float]] = {name: [] for name in sides}
         lists: dict[str, list[list[str]]] = {name: [] for name in sides}
         rng = random.Random(3)

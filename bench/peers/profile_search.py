@@ -142,8 +142,10 @@ def keyword_side_wait(store: Any, questions: list[str]) -> None:
     finally:
         names["keyword_side"] = side
     late = sum(1 for w in waits if w > 0) / len(waits)
-    print(f"the keyword side after the model: finished later in {100 * late:.0f}% of searches, by "
-          f"{_p50([max(0.0, w) for w in waits]):.2f} ms (p50)")
+    print(
+        f"the keyword side after the model: finished later in {100 * late:.0f}% of searches, by "
+        f"{_p50([max(0.0, w) for w in waits]):.2f} ms (p50)"
+    )
 
 
 def after_model(store: Any, questions: list[str]) -> None:
@@ -158,8 +160,10 @@ def after_model(store: Any, questions: list[str]) -> None:
                 store.search(q, k=10, mode=mode)
                 values.append(time.perf_counter() - ended[-1])
     dense, hybrid = _p50(after["dense"]), _p50(after["hybrid"])
-    print(f"after the model returns: dense search {dense:.2f} ms, default search {hybrid:.2f} ms (p50; the "
-          f"default's own work after the model {hybrid - dense:.2f} ms)")
+    print(
+        f"after the model returns: dense search {dense:.2f} ms, default search {hybrid:.2f} ms (p50; the "
+        f"default's own work after the model {hybrid - dense:.2f} ms)"
+    )
 
 
 def time_stops(store: Any, questions: list[str], queries: np.ndarray) -> None:

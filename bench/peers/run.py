@@ -32,8 +32,11 @@ def corpus(n: int) -> tuple[str, list[dict[str, Any]], list[str]]:
     bench.retrieval.fetch``), else the project's own 12-session conversation repeated with a suffix."""
     if DATA.exists():
         data = json.loads(DATA.read_text("utf-8"))
-        turns = [{"text": t["text"], "speaker": t["speaker"], "time": t["time"]}
-                 for c in data["conversations"] for t in c["turns"]]
+        turns = [
+            {"text": t["text"], "speaker": t["speaker"], "time": t["time"]}
+            for c in data["conversations"]
+            for t in c["turns"]
+        ]
         questions = [q["question"] for c in data["conversations"] for q in c["questions"]]
         name = f"REALTALK ({len(turns)} turns, {len(questions)} questions)"
     else:
@@ -42,8 +45,12 @@ def corpus(n: int) -> tuple[str, list[dict[str, Any]], list[str]]:
         questions = [f"what did {r['speaker']} say about {' '.join(r['text'].split()[:6])}" for r in rows]
         name = "tests/data/conversations.jsonl (REALTALK not fetched: repeated with a suffix)"
     if n > len(turns):
-        turns = [dict(turns[i % len(turns)], text=f"{turns[i % len(turns)]['text']} ({i // len(turns)})")
-                 if i >= len(turns) else turns[i] for i in range(n)]
+        turns = [
+            dict(turns[i % len(turns)], text=f"{turns[i % len(turns)]['text']} ({i // len(turns)})")
+            if i >= len(turns)
+            else turns[i]
+            for i in range(n)
+        ]
     random.Random(7).shuffle(questions)
     return name, turns[:n], questions
 
@@ -79,8 +86,15 @@ class Worker:
     def __init__(self, engine: str, python: str, env: dict[str, str], log: IO[str], cwd: Path) -> None:
         self.engine = engine
         kind = MEM0 if engine == MEM0 else "ltm"
-        self._proc = subprocess.Popen([python, "-m", "bench.peers.worker", kind], cwd=str(cwd), env=env,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        self._proc = subprocess.Popen(
+            [python, "-m", "bench.peers.worker", kind],
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         return call_worker(self._proc, self.engine, request)
@@ -111,8 +125,17 @@ def rounds(chunks: int, engines: list[str]) -> Iterator[tuple[int, list[str]]]:
         yield r, engines[shift:] + engines[:shift]
 
 
-def drive(workers: dict[str, Worker], turns: list[dict[str, Any]], questions: list[str], sizes: list[int],
-          single: int, batch: int, search_rounds: int, block: int, deletes: int) -> Samples:
+def drive(
+    workers: dict[str, Worker],
+    turns: list[dict[str, Any]],
+    questions: list[str],
+    sizes: list[int],
+    single: int,
+    batch: int,
+    search_rounds: int,
+    block: int,
+    deletes: int,
+) -> Samples:
     """The whole run: for each size, fill up to it (``single`` one-at-a-time adds, the rest in batches of
     ``batch``), then ``search_rounds`` rounds of search (a fresh ``block`` of questions per mode and round);
     after the last size, ``deletes`` deletes each."""
@@ -122,8 +145,8 @@ def drive(workers: dict[str, Worker], turns: list[dict[str, Any]], questions: li
     filled, asked = 0, 0
     for size in sizes:
         ones = min(single, size - filled)
-        plan = [("add_one", turns[filled + s:filled + min(s + 50, ones)]) for s in range(0, ones, 50)]
-        plan += [("add_batch", turns[s:min(s + batch, size)]) for s in range(filled + ones, size, batch)]
+        plan = [("add_one", turns[filled + s : filled + min(s + 50, ones)]) for s in range(0, ones, 50)]
+        plan += [("add_batch", turns[s : min(s + batch, size)]) for s in range(filled + ones, size, batch)]
         for r, order in rounds(len(plan), engines):
             op, chunk = plan[r]
             row = f"add one at a time (to {size:,})" if op == "add_one" else f"add in batches of {batch} (to {size:,})"
@@ -134,7 +157,7 @@ def drive(workers: dict[str, Worker], turns: list[dict[str, Any]], questions: li
         filled = size
         print(f"filled to {size:,}; searching", file=sys.stderr, flush=True)
         for _r, order in rounds(search_rounds, engines):
-            hybrid, dense = questions[asked:asked + block], questions[asked + block:asked + 2 * block]
+            hybrid, dense = questions[asked : asked + block], questions[asked + block : asked + 2 * block]
             asked += 2 * block
             for engine in order:
                 _search(samples, workers, engine, hybrid, "hybrid", size, "search, hybrid")
@@ -147,14 +170,15 @@ def drive(workers: dict[str, Worker], turns: list[dict[str, Any]], questions: li
     gone = {e: random.Random(11).sample(ids[e], min(deletes, len(ids[e]))) for e in engines}
     for r, order in rounds(max(1, -(-deletes // 25)), engines):
         for engine in order:
-            doomed = gone[engine][r * 25:(r + 1) * 25]
+            doomed = gone[engine][r * 25 : (r + 1) * 25]
             answer = workers[engine].call({"op": "delete", "ids": doomed})
             samples.add(f"delete one (at {sizes[-1]:,})", engine, answer["times"], len(doomed))
     return samples
 
 
-def _search(samples: Samples, workers: dict[str, Worker], engine: str, queries: list[str], mode: str, size: int,
-            row: str) -> None:
+def _search(
+    samples: Samples, workers: dict[str, Worker], engine: str, queries: list[str], mode: str, size: int, row: str
+) -> None:
     answer = workers[engine].call({"op": "search", "queries": queries, "mode": mode, "k": 10})
     samples.add(f"{row} (at {size:,})", engine, answer["times"], len(queries))
 
@@ -170,8 +194,13 @@ def baseline_tree(ref: str, tmp: Path) -> Path:
 
 def start(mem0_python: str, model: str, log: IO[str], tmp: Path, baseline: str | None) -> dict[str, Worker]:
     """The workers (ltm, ltm at ``baseline`` when given, mem0), each opened on an empty store under ``tmp``."""
-    common = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-              "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    common = {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     ltm_env = dict(os.environ, **common)
     mem0_env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "LTM_"))}
     mem0_env.update(common, MEM0_TELEMETRY="False", MEM0_DIR=str(tmp / "mem0-home"), PEERS_CLOSED_URL=closed_url())
@@ -188,8 +217,18 @@ def start(mem0_python: str, model: str, log: IO[str], tmp: Path, baseline: str |
     return workers
 
 
-def measure(mem0_python: str, model: str, sizes: list[int], single: int, batch: int, search_rounds: int,
-            block: int, deletes: int, log_path: Path, baseline: str | None = None) -> tuple[str, Samples]:
+def measure(
+    mem0_python: str,
+    model: str,
+    sizes: list[int],
+    single: int,
+    batch: int,
+    search_rounds: int,
+    block: int,
+    deletes: int,
+    log_path: Path,
+    baseline: str | None = None,
+) -> tuple[str, Samples]:
     """(the corpus's name, the samples) of one interleaved run."""
     name, turns, questions = corpus(max(sizes))
     needed = len(sizes) * search_rounds * 2 * block

@@ -27,8 +27,12 @@ def claim_stdout() -> IO[str]:
     return protocol
 
 
-def serve(protocol: IO[str], open_: Callable[[Request], Request], handle: Callable[[Request], Request],
-          close: Callable[[], None]) -> int:
+def serve(
+    protocol: IO[str],
+    open_: Callable[[Request], Request],
+    handle: Callable[[Request], Request],
+    close: Callable[[], None],
+) -> int:
     """Answer the requests on stdin until ``close`` (or the end of input): ``open_`` the first, ``handle`` the
     others; the exit status for the process."""
     opened = False

@@ -234,7 +234,7 @@ def _dense_beside(run: Run, name: str) -> float | None:
     search end to end: Chroma has no hybrid search, and its dense one is what a user moving from it compares with."""
     if not name.startswith(HYBRID_ROW):
         return None
-    per = run.times.get(DENSE_ROW + name[len(HYBRID_ROW):], {})
+    per = run.times.get(DENSE_ROW + name[len(HYBRID_ROW) :], {})
     return 1000 * statistics.median(per[CHROMA]) if per.get(CHROMA) else None
 
 

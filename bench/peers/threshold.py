@@ -91,14 +91,16 @@ def main(argv: list[str] | None = None) -> int:
         graph.ef_search = default
         for extra in fresh:  # the newest vectors in the fresh segment, as the store holds them between folds
             graph.fresh = VectorIndex(stored.shape[1])
-            graph.fresh.add(np.arange(size + 1, size + extra + 1, dtype=np.int64), vectors[size:size + extra])
+            graph.fresh.add(np.arange(size + 1, size + extra + 1, dtype=np.int64), vectors[size : size + extra])
             spent = []
             for q in queries:
                 started = time.perf_counter()
                 graph.search(q.reshape(1, -1), 50)
                 spent.append(time.perf_counter() - started)
-            print(f"{size:6d} hnsw + a fresh segment of {extra:,}: k50_p50_ms {1000 * statistics.median(spent):.2f}",
-                  flush=True)
+            print(
+                f"{size:6d} hnsw + a fresh segment of {extra:,}: k50_p50_ms {1000 * statistics.median(spent):.2f}",
+                flush=True,
+            )
         graph.fresh = None
     return 0
 

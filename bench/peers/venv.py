@@ -41,8 +41,10 @@ def ensure(version: str = MEM0_VERSION, venv: Path = VENV) -> str:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     torch = f"torch=={metadata.version('torch')}"
     print(f"installing mem0ai=={version} into {venv} (once) ...", file=sys.stderr)
-    subprocess.run([str(python(venv)), "-m", "pip", "install", "-q", f"mem0ai=={version}", "sentence-transformers",
-                    torch], check=True)
+    subprocess.run(
+        [str(python(venv)), "-m", "pip", "install", "-q", f"mem0ai=={version}", "sentence-transformers", torch],
+        check=True,
+    )
     have = installed(venv)
     if have != version:
         raise SystemExit(f"mem0ai {version} did not install into {venv} (found {have}); see pip's output above")

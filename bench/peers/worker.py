@@ -97,12 +97,22 @@ class Mem0(Engine):
 
         llm_url = os.environ["PEERS_CLOSED_URL"]
         config = {
-            "vector_store": {"provider": "qdrant", "config": {
-                "path": os.path.join(directory, "qdrant"), "collection_name": "peers", "embedding_model_dims": 384}},
-            "embedder": {"provider": "huggingface", "config": {
-                "model": model, "embedding_dims": 384, "model_kwargs": {"device": "cpu"}}},
-            "llm": {"provider": "openai", "config": {
-                "model": "gpt-4o-mini", "api_key": "unused", "openai_base_url": llm_url}},
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "path": os.path.join(directory, "qdrant"),
+                    "collection_name": "peers",
+                    "embedding_model_dims": 384,
+                },
+            },
+            "embedder": {
+                "provider": "huggingface",
+                "config": {"model": model, "embedding_dims": 384, "model_kwargs": {"device": "cpu"}},
+            },
+            "llm": {
+                "provider": "openai",
+                "config": {"model": "gpt-4o-mini", "api_key": "unused", "openai_base_url": llm_url},
+            },
             "history_db_path": os.path.join(directory, "history.db"),
         }
         self._memory = Memory.from_config(config)
@@ -153,7 +163,7 @@ def handle(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
     elif op == "add_batch":
         size = int(request["batch"])
         for start in range(0, len(request["turns"]), size):
-            chunk = request["turns"][start:start + size]
+            chunk = request["turns"][start : start + size]
             took, got = _timed(engine.add_batch, chunk)
             times.append(took)
             out.extend(got)

@@ -34,7 +34,7 @@ class CachedEmbedding(BaseEmbedding):
         keys = [self._key(kind, t) for t in texts]
         found: dict[bytes, list[float]] = {}
         for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
+            part = keys[start : start + 500]
             rows = self._db.execute(f"SELECT key, vec FROM v WHERE key IN ({','.join('?' * len(part))})", part)
             found.update({bytes(k): np.frombuffer(b, dtype=np.float32).tolist() for k, b in rows})
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -46,8 +46,9 @@ class CachedEmbedding(BaseEmbedding):
             with self._db:
                 for i, vec in zip(todo, vecs, strict=True):
                     found[keys[i]] = list(vec)
-                    self._db.execute("INSERT OR REPLACE INTO v VALUES (?, ?)",
-                                     (keys[i], np.asarray(vec, dtype=np.float32).tobytes()))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO v VALUES (?, ?)", (keys[i], np.asarray(vec, dtype=np.float32).tobytes())
+                    )
         return [found[k] for k in keys]
 
     def _get_query_embedding(self, query: str) -> list[float]:

@@ -63,8 +63,10 @@ def candidates(data: dict[str, Any], model: Any) -> list[dict[str, Any]]:
         for q, qv in zip(conv["questions"], qvecs, strict=True):
             kw = bm25.scores(q["question"])
             korder = [int(i) for i in np.argsort(-kw, kind="stable")[:100] if kw[i] > 0]
-            cands = {"kw": [(i, float(kw[i])) for i in korder],
-                     "_t": [(i, float(t["time"])) for i, t in enumerate(turns)]}
+            cands = {
+                "kw": [(i, float(kw[i])) for i in korder],
+                "_t": [(i, float(t["time"])) for i, t in enumerate(turns)],
+            }
             allsims = spoken @ qv
             for name, mat in (("dense", spoken), ("bare", bare)):
                 sims = mat @ qv
@@ -74,8 +76,16 @@ def candidates(data: dict[str, Any], model: Any) -> list[dict[str, Any]]:
             if window is not None:
                 inside = [i for i, t in enumerate(turns) if window[0] <= t["time"] < window[1]]
                 cands["time"] = sorted(((i, float(allsims[i])) for i in inside), key=lambda x: -x[1])[:50]
-            out.append({"ids": ids, "evidence": q["evidence"], "category": q["category"], "cands": cands,
-                        "dev": is_dev(data["name"], conv["id"], q["id"]), "times": [t["time"] for t in turns]})
+            out.append(
+                {
+                    "ids": ids,
+                    "evidence": q["evidence"],
+                    "category": q["category"],
+                    "cands": cands,
+                    "dev": is_dev(data["name"], conv["id"], q["id"]),
+                    "times": [t["time"] for t in turns],
+                }
+            )
     return out
 
 
@@ -86,11 +96,13 @@ def wrrf(wk: float, k: int, dense: str = "dense") -> Callable[[dict[str, Cand]],
             for r, (i, _) in enumerate(c[name], 1):
                 s[i] = s.get(i, 0.0) + w / (k + r)
         return sorted(s, key=lambda i: (-s[i], i))[:10]
+
     return fuse
 
 
 def convex(alpha: float, dense: str = "dense", norm: str = "max") -> Callable[[dict[str, Cand]], list[int]]:
     """alpha * keyword score / best keyword score + (1 - alpha) * normalised cosine."""
+
     def fuse(c: dict[str, Cand]) -> list[int]:
         s: dict[int, float] = {}
         kw, dn = c["kw"], c[dense]
@@ -102,15 +114,23 @@ def convex(alpha: float, dense: str = "dense", norm: str = "max") -> Callable[[d
             x = (v - lo) / (hi - lo) if norm == "minmax" and hi > lo else v
             s[i] = s.get(i, 0.0) + (1 - alpha) * x
         return sorted(s, key=lambda i: (-s[i], i))[:10]
+
     return fuse
 
 
-def calibrated(wk: float, depth: int = 50, dense: str = "dense", kw_floor: str = "zero",
-               neighbours: float = 0.0, wt: float = 0.0,
-               gap: float | None = None) -> Callable[[dict[str, Cand]], list[int]]:
+def calibrated(
+    wk: float,
+    depth: int = 50,
+    dense: str = "dense",
+    kw_floor: str = "zero",
+    neighbours: float = 0.0,
+    wt: float = 0.0,
+    gap: float | None = None,
+) -> Callable[[dict[str, Cand]], list[int]]:
     """Each signal min-max normalised between its top and its score at ``depth`` (keyword: 0 when fewer
     matched), flat signals dropped; optionally a share of the best neighbouring turn's score (only from a
     neighbour said within ``gap`` seconds, when given)."""
+
     def norm(hits: Cand, zero_floor: bool) -> dict[int, float]:
         hits = hits[:depth]
         if not hits:
@@ -139,8 +159,10 @@ def calibrated(wk: float, depth: int = 50, dense: str = "dense", kw_floor: str =
                 if gap is not None and not (0 <= j < len(times) and abs(times[i][1] - times[j][1]) <= gap):
                     return 0.0
                 return s.get(j, 0.0)
+
             s = {i: v + neighbours * max(near(i, i - 1), near(i, i + 1)) for i, v in s.items()}
         return sorted(s, key=lambda i: (-s[i], i))[:10]
+
     return fuse
 
 
@@ -158,7 +180,10 @@ def main() -> int:
 
     model = local_model()
     systems: dict[str, Callable[[dict[str, Cand]], list[int]]] = {
-        "bm25": single("kw"), "dense": single("dense"), "bare": single("bare"), "rrf60": wrrf(0.5, 60),
+        "bm25": single("kw"),
+        "dense": single("dense"),
+        "bare": single("bare"),
+        "rrf60": wrrf(0.5, 60),
     }
     for wk in (0.3, 0.4, 0.5, 0.6, 0.7):
         for k in (5, 20, 60):
@@ -186,17 +211,24 @@ def main() -> int:
         rows = candidates(data, model)
         dev = [r for r in rows if r["dev"]]
         test = [r for r in rows if not r["dev"]]
-        print(f"## {data['name']}: dev {len(dev)}, test {len(test)}, "
-              f"with a date window {sum(1 for r in rows if 'time' in r['cands'])}")
+        print(
+            f"## {data['name']}: dev {len(dev)}, test {len(test)}, "
+            f"with a date window {sum(1 for r in rows if 'time' in r['cands'])}"
+        )
         timed = [r for r in rows if "time" in r["cands"]]
         for name, fuse in systems.items():
             d, t = evaluate(dev, fuse), evaluate(test, fuse)
-            cats = {c: evaluate([r for r in rows if r["category"] == c], fuse)["recall@10"]
-                    for c in sorted({r["category"] for r in rows})}
+            cats = {
+                c: evaluate([r for r in rows if r["category"] == c], fuse)["recall@10"]
+                for c in sorted({r["category"] for r in rows})
+            }
             w = evaluate(timed, fuse)["recall@10"] if timed else 0.0
-            print(f"{name:28s} dev r@10 {d['recall@10']:.3f} mrr {d['mrr']:.3f} | "
-                  f"test r@10 {t['recall@10']:.3f} mrr {t['mrr']:.3f} | dated {w:.3f} | "
-                  + " ".join(f"{c} {v:.3f}" for c, v in cats.items()), flush=True)
+            print(
+                f"{name:28s} dev r@10 {d['recall@10']:.3f} mrr {d['mrr']:.3f} | "
+                f"test r@10 {t['recall@10']:.3f} mrr {t['mrr']:.3f} | dated {w:.3f} | "
+                + " ".join(f"{c} {v:.3f}" for c, v in cats.items()),
+                flush=True,
+            )
     return 0
 
 

@@ -89,15 +89,28 @@ def realtalk(repo: Repo) -> dict[str, Any]:
                 if not text:
                     continue  # photos without a caption: nothing to store or find
                 when = datetime.strptime(message["date_time"], "%d.%m.%Y, %H:%M:%S").replace(tzinfo=timezone.utc)
-                turns.append({"id": message["dia_id"], "speaker": message["speaker"], "text": text,
-                              "time": when.timestamp(), "session": int(key.split("_")[1])})
+                turns.append(
+                    {
+                        "id": message["dia_id"],
+                        "speaker": message["speaker"],
+                        "text": text,
+                        "time": when.timestamp(),
+                        "session": int(key.split("_")[1]),
+                    }
+                )
         known = {t["id"] for t in turns}
         questions = []
         for i, qa in enumerate(chat.get("qa", [])):
             evidence = [e for e in dict.fromkeys(qa.get("evidence") or []) if e in known]
             if evidence and qa.get("question"):
-                questions.append({"id": f"{Path(path).stem}:{i}", "question": qa["question"], "evidence": evidence,
-                                  "category": _REALTALK_CATEGORY.get(qa.get("category"), str(qa.get("category")))})
+                questions.append(
+                    {
+                        "id": f"{Path(path).stem}:{i}",
+                        "question": qa["question"],
+                        "evidence": evidence,
+                        "category": _REALTALK_CATEGORY.get(qa.get("category"), str(qa.get("category"))),
+                    }
+                )
         conversations.append({"id": Path(path).stem, "turns": turns, "questions": questions})
     return {"name": "realtalk", "source": SOURCES["realtalk"], "conversations": conversations}
 
@@ -117,8 +130,9 @@ def madial(repo: Repo) -> dict[str, Any]:
         when = datetime.fromisoformat(event["time"]).replace(tzinfo=timezone.utc)
         turns.append({"id": mid, "speaker": speaker, "text": event["event"].strip(), "time": when.timestamp()})
     questions = []
-    dialogues = [json.loads(line) for line in repo.read("data/en/MADial-Bench-en-dialogue.json").splitlines()
-                 if line.strip()]
+    dialogues = [
+        json.loads(line) for line in repo.read("data/en/MADial-Bench-en-dialogue.json").splitlines() if line.strip()
+    ]
     for i, dialogue in enumerate(dialogues):
         lines = []
         for line in dialogue["dialogue"][: dialogue["test-turn"][0]]:
@@ -127,24 +141,48 @@ def madial(repo: Repo) -> dict[str, Any]:
                 lines.append(f"{match.group(1)}: {match.group(2)}")
         evidence = [str(r) for r in dialogue["relevant-id"] if str(r) in memory]
         if lines and evidence:
-            questions.append({"id": f"madial:{i}", "question": "\n".join(lines), "evidence": evidence,
-                              "category": memory[evidence[0]]["scene"].lower()})
-    return {"name": "madial", "source": SOURCES["madial"],
-            "conversations": [{"id": "madial-en", "turns": turns, "questions": questions}]}
+            questions.append(
+                {
+                    "id": f"madial:{i}",
+                    "question": "\n".join(lines),
+                    "evidence": evidence,
+                    "category": memory[evidence[0]]["scene"].lower(),
+                }
+            )
+    return {
+        "name": "madial",
+        "source": SOURCES["madial"],
+        "conversations": [{"id": "madial-en", "turns": turns, "questions": questions}],
+    }
 
 
 # FriendsQA's files, each with the half its questions belong to (bench.retrieval.explore.is_dev: the question id
 # starts with it). The repository's README says dev holds episodes 21-22 and test 23-25; its files hold the reverse
 # (friendsqa_dev.json: e23-e25; friendsqa_tst.json: e21-e22): each file keeps the name it has. The training file
 # is listed but its object is absent from some clones (it is the largest): read when present, in the dev half.
-_FRIENDSQA_SPLITS = (("dat/friendsqa_trn.json", "dev"), ("dat/friendsqa_dev.json", "dev"),
-                     ("dat/friendsqa_tst.json", "test"))
-_WH = {"who": "who", "whom": "who", "whose": "who", "what": "what", "which": "what", "when": "when",
-       "where": "where", "why": "why", "how": "how"}
-_DETOKENIZE = ((re.compile(r" (n't|'s|'re|'m|'ve|'ll|'d)\b", re.IGNORECASE), r"\1"),
-               (re.compile(r"\b(gon|wan|got) (na|ta)\b", re.IGNORECASE), r"\1\2"),
-               (re.compile(r" ([.,!?;:%)\]])"), r"\1"), (re.compile(r"([(\[]) "), r"\1"),
-               (re.compile(r"`` ?| ?''"), '"'))
+_FRIENDSQA_SPLITS = (
+    ("dat/friendsqa_trn.json", "dev"),
+    ("dat/friendsqa_dev.json", "dev"),
+    ("dat/friendsqa_tst.json", "test"),
+)
+_WH = {
+    "who": "who",
+    "whom": "who",
+    "whose": "who",
+    "what": "what",
+    "which": "what",
+    "when": "when",
+    "where": "where",
+    "why": "why",
+    "how": "how",
+}
+_DETOKENIZE = (
+    (re.compile(r" (n't|'s|'re|'m|'ve|'ll|'d)\b", re.IGNORECASE), r"\1"),
+    (re.compile(r"\b(gon|wan|got) (na|ta)\b", re.IGNORECASE), r"\1\2"),
+    (re.compile(r" ([.,!?;:%)\]])"), r"\1"),
+    (re.compile(r"([(\[]) "), r"\1"),
+    (re.compile(r"`` ?| ?''"), '"'),
+)
 
 
 def detokenized(text: str) -> str:
@@ -183,29 +221,56 @@ def friendsqa(repo: Repo) -> dict[str, Any]:
                 raise ValueError(f"unexpected FriendsQA scene title {title!r}")
             season, number, cut = (int(g) for g in match.groups())
             episode = episodes.setdefault(title.rsplit("_", 1)[0], {"scenes": []})
-            start = (datetime(1993 + season, 9, 22, 8, tzinfo=timezone.utc).timestamp()
-                     + 14 * 86400 * (number - 1) + 8 * 3600 * (cut - 1))
+            start = (
+                datetime(1993 + season, 9, 22, 8, tzinfo=timezone.utc).timestamp()
+                + 14 * 86400 * (number - 1)
+                + 8 * 3600 * (cut - 1)
+            )
             for paragraph in scene["paragraphs"]:
-                turns = [{"id": f"{title}:{u['uid']}", "speaker": " and ".join(u["speakers"]) or "unknown",
-                          "text": detokenized(u["utterance"]), "time": start + 5.0 * u["uid"], "session": cut}
-                         for u in paragraph["utterances:"] if u["utterance"].strip()]
+                turns = [
+                    {
+                        "id": f"{title}:{u['uid']}",
+                        "speaker": " and ".join(u["speakers"]) or "unknown",
+                        "text": detokenized(u["utterance"]),
+                        "time": start + 5.0 * u["uid"],
+                        "session": cut,
+                    }
+                    for u in paragraph["utterances:"]
+                    if u["utterance"].strip()
+                ]
                 known = {t["id"] for t in turns}
                 questions = []
                 for qa in paragraph["qas"]:
-                    evidence = [e for e in dict.fromkeys(f"{title}:{a['utterance_id']}" for a in qa["answers"]
-                                                         if a.get("utterance_id") is not None) if e in known]
+                    evidence = [
+                        e
+                        for e in dict.fromkeys(
+                            f"{title}:{a['utterance_id']}" for a in qa["answers"] if a.get("utterance_id") is not None
+                        )
+                        if e in known
+                    ]
                     if not evidence or not qa["question"].strip():
                         dropped += 1
                         continue
                     question = detokenized(qa["question"])
-                    questions.append({"id": f"{half}:{qa['id']}", "question": question, "evidence": evidence,
-                                      "category": wh_word(question)})
+                    questions.append(
+                        {
+                            "id": f"{half}:{qa['id']}",
+                            "question": question,
+                            "evidence": evidence,
+                            "category": wh_word(question),
+                        }
+                    )
                 episode["scenes"].append((cut, turns, questions))
     conversations = []
     for name in sorted(episodes):
         scenes = sorted(episodes[name]["scenes"], key=lambda s: s[0])
-        conversations.append({"id": name, "turns": [t for _, turns, _ in scenes for t in turns],
-                              "questions": [q for _, _, qs in scenes for q in qs]})
+        conversations.append(
+            {
+                "id": name,
+                "turns": [t for _, turns, _ in scenes for t in turns],
+                "questions": [q for _, _, qs in scenes for q in qs],
+            }
+        )
     return {"name": "friendsqa", "source": SOURCES["friendsqa"], "dropped": dropped, "conversations": conversations}
 
 
@@ -247,8 +312,12 @@ def qmsum(repo: Repo) -> dict[str, Any]:
     for name in _QMSUM_DOMAINS:
         for path in repo.files(f"data/{name}/all/"):
             domain[Path(path).stem] = name.lower()
-    meetings = sorted((Path(p).stem, split, p) for split in _QMSUM_SPLITS
-                      for p in repo.files(f"data/ALL/{split}/") if p.endswith(".json"))
+    meetings = sorted(
+        (Path(p).stem, split, p)
+        for split in _QMSUM_SPLITS
+        for p in repo.files(f"data/ALL/{split}/")
+        if p.endswith(".json")
+    )
     conversations = []
     dropped = 0
     for number, (meeting, split, path) in enumerate(meetings):
@@ -258,25 +327,44 @@ def qmsum(repo: Repo) -> dict[str, Any]:
         for j, entry in enumerate(data["meeting_transcripts"]):
             text = qmsum_text(entry["content"])
             if text.strip(" .,"):
-                turns.append({"id": f"{meeting}:{j}", "speaker": entry["speaker"].strip() or "unknown", "text": text,
-                              "time": start + 5.0 * j})
+                turns.append(
+                    {
+                        "id": f"{meeting}:{j}",
+                        "speaker": entry["speaker"].strip() or "unknown",
+                        "text": text,
+                        "time": start + 5.0 * j,
+                    }
+                )
         known = {t["id"] for t in turns}
         questions = []
         for n, query in enumerate(data.get("specific_query_list") or []):
-            covered = list(dict.fromkeys(i for first, last in query.get("relevant_text_span") or []
-                                         for i in range(int(first), int(last) + 1)))
+            covered = list(
+                dict.fromkeys(
+                    i for first, last in query.get("relevant_text_span") or [] for i in range(int(first), int(last) + 1)
+                )
+            )
             evidence = [e for e in (f"{meeting}:{i}" for i in covered) if e in known]
             if not evidence or len(covered) > QMSUM_MAX_SPAN or not query["query"].strip():
                 dropped += 1
                 continue
-            questions.append({"id": f"{split}:{meeting}:{n}", "question": query["query"].strip(),
-                              "evidence": evidence, "category": domain.get(meeting, "other")})
+            questions.append(
+                {
+                    "id": f"{split}:{meeting}:{n}",
+                    "question": query["query"].strip(),
+                    "evidence": evidence,
+                    "category": domain.get(meeting, "other"),
+                }
+            )
         conversations.append({"id": meeting, "turns": turns, "questions": questions})
     return {"name": "qmsum", "source": SOURCES["qmsum"], "dropped": dropped, "conversations": conversations}
 
 
-CONVERTERS: dict[str, Callable[[Repo], dict[str, Any]]] = {"realtalk": realtalk, "madial": madial,
-                                                           "friendsqa": friendsqa, "qmsum": qmsum}
+CONVERTERS: dict[str, Callable[[Repo], dict[str, Any]]] = {
+    "realtalk": realtalk,
+    "madial": madial,
+    "friendsqa": friendsqa,
+    "qmsum": qmsum,
+}
 
 
 def fetch(name: str, source: Path | None, out_dir: Path = DATA_DIR) -> Path:
@@ -297,8 +385,14 @@ def fetch(name: str, source: Path | None, out_dir: Path = DATA_DIR) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fetch public conversational-memory sets into bench/data/.")
     parser.add_argument("sets", nargs="*", default=sorted(CONVERTERS), help=f"which sets ({', '.join(CONVERTERS)})")
-    parser.add_argument("--from", dest="sources", action="append", default=[], metavar="SET=PATH",
-                        help="read SET from a local clone (work tree or bare git dir) instead of cloning")
+    parser.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        default=[],
+        metavar="SET=PATH",
+        help="read SET from a local clone (work tree or bare git dir) instead of cloning",
+    )
     parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder (default bench/data, git-ignored)")
     args = parser.parse_args(argv)
     sources = dict(s.split("=", 1) for s in args.sources)
@@ -310,8 +404,10 @@ def main(argv: list[str] | None = None) -> int:
         turns = sum(len(c["turns"]) for c in data["conversations"])
         questions = sum(len(c["questions"]) for c in data["conversations"])
         dropped = f" ({data['dropped']} dropped)" if data.get("dropped") else ""
-        print(f"{name}: {len(data['conversations'])} conversations, {turns} turns, {questions} questions{dropped}"
-              f" -> {path}")
+        print(
+            f"{name}: {len(data['conversations'])} conversations, {turns} turns, {questions} questions{dropped}"
+            f" -> {path}"
+        )
     return 0
 
 

@@ -85,19 +85,38 @@ def build(data: dict[str, Any], model: Any) -> list[Question]:
         if not path.exists():
             shutil.rmtree(path.parent, ignore_errors=True)
             store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)
-            store.add_batch([Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
-                                     sent_from=t["speaker"], created_at=t["time"]) for t in turns])
+            store.add_batch(
+                [
+                    Message(
+                        id=f"{conv['id']}/{t['id']}",
+                        content=t["text"],
+                        role=t["speaker"],
+                        sent_from=t["speaker"],
+                        created_at=t["time"],
+                    )
+                    for t in turns
+                ]
+            )
             store.close()
         log = MessageLog(path, read_only=True)
         seqs, vectors = log.vectors_after(0)
         assert list(seqs) == list(range(1, len(turns) + 1)), "a fresh store numbers turns 1..n"
         stored = embed(model, [t["text"] for t in turns])
         prev = [template(turns[i - 1]["speaker"], turns[i - 1]["text"]) + "\n" if i else "" for i in range(len(turns))]
-        extra = {"spoken": embed(model, [template(t["speaker"], t["text"]) for t in turns]),
-                 "ctx": embed(model, [p + template(t["speaker"], t["text"]) for p, t in zip(prev, turns, strict=True)])}
+        extra = {
+            "spoken": embed(model, [template(t["speaker"], t["text"]) for t in turns]),
+            "ctx": embed(model, [p + template(t["speaker"], t["text"]) for p, t in zip(prev, turns, strict=True)]),
+        }
         assert np.allclose(stored, vectors, atol=2e-3), "stored vectors are the cached bare-text ones"
-        c = Conversation(log, [t["id"] for t in turns], vectors, {i + 1: t["time"] for i, t in enumerate(turns)}, extra,
-                         [t["speaker"] for t in turns], [t["text"] for t in turns])
+        c = Conversation(
+            log,
+            [t["id"] for t in turns],
+            vectors,
+            {i + 1: t["time"] for i, t in enumerate(turns)},
+            extra,
+            [t["speaker"] for t in turns],
+            [t["text"] for t in turns],
+        )
         qvecs = embed(model, [q["question"] for q in qs])
         for q, qv in zip(qs, qvecs, strict=True):
             dev = is_dev(data["name"], conv["id"], q["id"])
@@ -114,13 +133,28 @@ def weights_for(q: Question) -> Mapping[str, float]:
     return fusion.LONG_QUERY_WEIGHTS if len(query_terms(q.text)) > fusion.LONG_QUERY_TERMS else fusion.WEIGHTS
 
 
-def fused(q: Question, signals: Mapping[str, Cand], weights: Mapping[str, float] | None = None,
-          k: int = 10, neighbours: float = fusion.NEIGHBOUR_SHARE, named: Collection[int] = (),
-          sitting: float | None = None, priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
-          ) -> list[int]:
+def fused(
+    q: Question,
+    signals: Mapping[str, Cand],
+    weights: Mapping[str, float] | None = None,
+    k: int = 10,
+    neighbours: float = fusion.NEIGHBOUR_SHARE,
+    named: Collection[int] = (),
+    sitting: float | None = None,
+    priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
+) -> list[int]:
     times = q.conv.times
-    ranked = fusion.fuse(signals, k, depth=50, weights=weights or weights_for(q), neighbours=neighbours, times=times,
-                         named=named, sitting=fusion.SITTING_SHARE if sitting is None else sitting, priors=priors)
+    ranked = fusion.fuse(
+        signals,
+        k,
+        depth=50,
+        weights=weights or weights_for(q),
+        neighbours=neighbours,
+        times=times,
+        named=named,
+        sitting=fusion.SITTING_SHARE if sitting is None else sitting,
+        priors=priors,
+    )
     return [s for s, _, _ in ranked]
 
 
@@ -150,8 +184,9 @@ def line_vectors(q: Question) -> np.ndarray:
     return embed(MODEL[0], lines) if len(lines) > 1 else q.vector[None, :]
 
 
-def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0,
-                 limit: int = 50) -> Cand:
+def dense_scores(
+    q: Question, whole: float, centroid: np.ndarray | None = None, beta: float = 0.0, limit: int = 50
+) -> Cand:
     """max over the query's lines + whole x the whole query's cosine (single line: the cosine), plus beta x the
     feedback centroid's dot product."""
     v = q.conv.vectors
@@ -166,25 +201,41 @@ def dense_scores(q: Question, whole: float, centroid: np.ndarray | None = None, 
 def name_words(names: Iterable[str]) -> frozenset[str]:
     """The lower-cased words of speakers' names that can stand for a person in a question (stopwords and one-letter
     words dropped: "Bob the Builder" gives bob, builder): the store's name lookup, from the turns' speakers."""
-    return frozenset(w for name in names for w in (t.lower() for t in re.findall(r"\w+", name or ""))
-                     if len(w) > 1 and w not in STOPWORDS)
+    return frozenset(
+        w
+        for name in names
+        for w in (t.lower() for t in re.findall(r"\w+", name or ""))
+        if len(w) > 1 and w not in STOPWORDS
+    )
 
 
 def spoken(q: Question) -> Question:
     """``q`` with the vector search computes: its speaker names in the first person
     (:mod:`ltm.store.search.speakers`)."""
     held = {s: name_words([s]) for s in set(q.conv.speakers)}
-    text = dense_query(q.text, lambda words: {w: {s for s, ws in held.items() if w in ws} for w in words
-                                              if any(w in ws for ws in held.values())})
+    text = dense_query(
+        q.text,
+        lambda words: {
+            w: {s for s, ws in held.items() if w in ws} for w in words if any(w in ws for ws in held.values())
+        },
+    )
     if text == q.text:
         return q
     return Question(q.conv, q.text, embed(MODEL[0], [text])[0], q.evidence, q.category, q.dev)
 
 
-def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
-            neighbours: float = fusion.NEIGHBOUR_SHARE, speaker: bool = True,
-            weights: Mapping[str, float] | None = None, keyword: Callable[[Question], Cand] | None = None,
-            sitting: float | None = None, prior: bool = True) -> list[int]:
+def shipped(
+    q: Question,
+    *,
+    first_person: bool = True,
+    feedback: bool = True,
+    neighbours: float = fusion.NEIGHBOUR_SHARE,
+    speaker: bool = True,
+    weights: Mapping[str, float] | None = None,
+    keyword: Callable[[Question], Cand] | None = None,
+    sitting: float | None = None,
+    prior: bool = True,
+) -> list[int]:
     """What search ships now: a pasted conversation's lines, else the question's names in the first person,
     Rocchio feedback, the named speaker's boost and each candidate's prior. Each switch takes one of
     them away; ``keyword`` gives the keyword candidates from another index."""
@@ -192,34 +243,56 @@ def shipped(q: Question, *, first_person: bool = True, feedback: bool = True,
     q = spoken(q) if first_person else q
     kw = (keyword or (lambda q: c.keyword(match_of(q))[:50]))(original)
     if len(line_vectors(q)) > 1:
-        return fused(q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}, weights, neighbours=neighbours,
-                     sitting=sitting)
+        return fused(
+            q,
+            {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw},
+            weights,
+            neighbours=neighbours,
+            sitting=sitting,
+        )
     signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": kw}
     if feedback and (not prior or question_stems(original.text) is None):  # a question gets the prior instead
         signals = with_feedback(q, signals, weights, neighbours, sitting)
-    return fused(q, signals, weights, neighbours=neighbours, sitting=sitting, named=named_turns(q) if speaker else (),
-                 priors=priors_of(q, original.text, signals) if prior else None)
+    return fused(
+        q,
+        signals,
+        weights,
+        neighbours=neighbours,
+        sitting=sitting,
+        named=named_turns(q) if speaker else (),
+        priors=priors_of(q, original.text, signals) if prior else None,
+    )
 
 
-def with_feedback(q: Question, signals: dict[str, Cand], weights: Mapping[str, float] | None = None,
-                  neighbours: float = fusion.NEIGHBOUR_SHARE, sitting: float | None = None) -> dict[str, Cand]:
+def with_feedback(
+    q: Question,
+    signals: dict[str, Cand],
+    weights: Mapping[str, float] | None = None,
+    neighbours: float = fusion.NEIGHBOUR_SHARE,
+    sitting: float | None = None,
+) -> dict[str, Cand]:
     """``signals`` with the dense side searched again by the Rocchio vector (the first fusion's best 5)."""
     seeds = fused(q, signals, weights, k=fusion.FEEDBACK_SEEDS, neighbours=neighbours, sitting=sitting)
     centroid = q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
     return {**signals, "dense": dense_scores(q, fusion.LINE_WHOLE, centroid, fusion.FEEDBACK_WEIGHT)}
 
 
-def priors_of(q: Question, text: str, signals: Mapping[str, Cand],
-              ) -> Callable[[Sequence[int]], dict[int, float]] | None:
+def priors_of(
+    q: Question,
+    text: str,
+    signals: Mapping[str, Cand],
+) -> Callable[[Sequence[int]], dict[int, float]] | None:
     """:func:`ltm.store.search.fusion.prior` of the candidates, as search computes it for a one-line question ``text``
     (``q`` holds the vector search used: the question in the first person)."""
     terms = question_stems(text)
     if terms is None:
         return None
     c = q.conv
-    return fusion.prior_source(lambda seqs: dict(zip(seqs, (c.vectors[[s - 1 for s in seqs]] @ q.vector).tolist(),
-                                                          strict=True)),
-                               lambda seqs: {s: c.texts[s - 1] for s in seqs}, terms)
+    return fusion.prior_source(
+        lambda seqs: dict(zip(seqs, (c.vectors[[s - 1 for s in seqs]] @ q.vector).tolist(), strict=True)),
+        lambda seqs: {s: c.texts[s - 1] for s in seqs},
+        terms,
+    )
 
 
 def named_turns(q: Question) -> set[int]:

@@ -37,8 +37,10 @@ def corpus(n: int, queries: int) -> tuple[list[dict[str, Any]], list[str]]:
     data = json.loads((DATA if DATA.exists() else FIXTURE).read_text("utf-8"))
     turns = [t for c in data["conversations"] for t in c["turns"]]
     questions = [q["question"] for c in data["conversations"] for q in c["questions"]]
-    out = [dict(t, text=t["text"] if i < len(turns) else f"{t['text']} ({i // len(turns)})")
-           for i, t in enumerate(turns[j % len(turns)] for j in range(n))]
+    out = [
+        dict(t, text=t["text"] if i < len(turns) else f"{t['text']} ({i // len(turns)})")
+        for i, t in enumerate(turns[j % len(turns)] for j in range(n))
+    ]
     return out, [questions[i % len(questions)] for i in range(queries)]
 
 
@@ -49,14 +51,15 @@ def worker(n: int, queries: int) -> dict[str, Any]:
     from ltm.store import MemoryStorage
 
     turns, questions = corpus(n, queries)
-    messages = [Message(content=t["text"], role=t["speaker"], sent_from=t["speaker"], created_at=t["time"])
-                for t in turns]
+    messages = [
+        Message(content=t["text"], role=t["speaker"], sent_from=t["speaker"], created_at=t["time"]) for t in turns
+    ]
     with tempfile.TemporaryDirectory(prefix="ltm-latency-") as tmp:
         settings = Settings(storage_dir=Path(tmp), embedding="hash")
         with MemoryStorage("latency", kind="bench", settings=settings) as store:
             started = time.perf_counter()
             for start in range(0, len(messages), 500):
-                store.add_batch(messages[start:start + 500])
+                store.add_batch(messages[start : start + 500])
             ingest = time.perf_counter() - started
             out: dict[str, Any] = {"ingest_seconds": ingest}
             for mode in MODES:
@@ -82,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(args.messages, args.queries)))
         return 0
     with tempfile.TemporaryDirectory(prefix="ltm-baseline-") as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "ltm"], check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.baseline, "ltm"], check=True, capture_output=True
+        ).stdout
         old = Path(tmp) / "tree"
         old.mkdir()
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
@@ -92,15 +96,36 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
         for _ in range(args.rounds):
             for name, src in trees.items():
-                env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{ROOT}", HF_HUB_OFFLINE="1",
-                           TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-                done = subprocess.run([sys.executable, "-m", "bench.retrieval.latency", "--worker",
-                                       "--messages", str(args.messages), "--queries", str(args.queries)],
-                                      env=env, cwd=tmp, check=True, capture_output=True, text=True)
+                env = dict(
+                    os.environ,
+                    PYTHONPATH=f"{src}{os.pathsep}{ROOT}",
+                    HF_HUB_OFFLINE="1",
+                    TRANSFORMERS_OFFLINE="1",
+                    TOKENIZERS_PARALLELISM="false",
+                )
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bench.retrieval.latency",
+                        "--worker",
+                        "--messages",
+                        str(args.messages),
+                        "--queries",
+                        str(args.queries),
+                    ],
+                    env=env,
+                    cwd=tmp,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
                 runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     keys = list(runs["before"][0])
-    print(f"{args.messages} messages, {args.queries} queries, hash embedding, {args.rounds} rounds "
-          f"(medians); baseline {args.baseline}; load {os.getloadavg()[0]:.1f}\n")
+    print(
+        f"{args.messages} messages, {args.queries} queries, hash embedding, {args.rounds} rounds "
+        f"(medians); baseline {args.baseline}; load {os.getloadavg()[0]:.1f}\n"
+    )
     print("| figure | before | after | after/before |\n|---|---:|---:|---:|")
     for key in keys:
         before = statistics.median(r[key] for r in runs["before"])

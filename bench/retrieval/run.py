@@ -36,8 +36,15 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results" / "retrieval.json"
 MODES: tuple[Mode, ...] = ("keyword", "dense", "hybrid")
-SYSTEMS = ("ltm keyword", "ltm dense", "ltm hybrid", "BM25 stemmed", "dense text", "dense speaker: text",
-           "RRF(BM25, dense speaker)")
+SYSTEMS = (
+    "ltm keyword",
+    "ltm dense",
+    "ltm hybrid",
+    "BM25 stemmed",
+    "dense text",
+    "dense speaker: text",
+    "RRF(BM25, dense speaker)",
+)
 START, END = "<!-- retrieval:start -->", "<!-- retrieval:end -->"
 
 
@@ -69,8 +76,14 @@ def template(speaker: str, text: str) -> str:
     return f"{speaker}: {text}"
 
 
-def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
-                 modes: Sequence[Mode] = MODES, cache: Path | None = None, runtime: str = "auto") -> dict[str, Any]:
+def evaluate_set(
+    data: dict[str, Any],
+    embedding: str,
+    storage_dir: Path,
+    modes: Sequence[Mode] = MODES,
+    cache: Path | None = None,
+    runtime: str = "auto",
+) -> dict[str, Any]:
     """Rankings of every system for every question of one set, plus ingest and search times."""
     from ltm.config import Settings
     from ltm.llm.embeddings import resolve_embedding
@@ -92,8 +105,16 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
         if not qs:
             continue
         ids = [t["id"] for t in turns]
-        messages = [Message(id=f"{conv['id']}/{t['id']}", content=t["text"], role=t["speaker"],
-                            sent_from=t["speaker"], created_at=t["time"]) for t in turns]
+        messages = [
+            Message(
+                id=f"{conv['id']}/{t['id']}",
+                content=t["text"],
+                role=t["speaker"],
+                sent_from=t["speaker"],
+                created_at=t["time"],
+            )
+            for t in turns
+        ]
         store = MemoryStorage(conv["id"], kind="bench", settings=settings, embedding=model)
         try:
             started = time.perf_counter()
@@ -109,8 +130,9 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
             store.close()
         bm25 = baselines.BM25([template(t["speaker"], t["text"]) for t in turns])
         bare = np.array(model.get_text_embedding_batch([t["text"] for t in turns]), dtype=np.float32)
-        spoken = np.array(model.get_text_embedding_batch([template(t["speaker"], t["text"]) for t in turns]),
-                          dtype=np.float32)
+        spoken = np.array(
+            model.get_text_embedding_batch([template(t["speaker"], t["text"]) for t in turns]), dtype=np.float32
+        )
         bare /= np.linalg.norm(bare, axis=1, keepdims=True)
         spoken /= np.linalg.norm(spoken, axis=1, keepdims=True)
         for q in qs:
@@ -123,9 +145,13 @@ def evaluate_set(data: dict[str, Any], embedding: str, storage_dir: Path,
             ranked["dense speaker: text"][q["id"]] = [ids[i] for i in dn[:10]]
             ranked["RRF(BM25, dense speaker)"][q["id"]] = [ids[i] for i in baselines.rrf([kw, dn], 10)]
             questions.append({"id": q["id"], "category": q["category"], "evidence": q["evidence"]})
-    return {"questions": questions, "ranked": ranked, "ingest_seconds": ingest,
-            "search_ms_p50": {m: float(np.median(v)) if v else 0.0 for m, v in search_ms.items()},
-            "turns": sum(len(c["turns"]) for c in data["conversations"] if c["questions"])}  # the turns stored
+    return {
+        "questions": questions,
+        "ranked": ranked,
+        "ingest_seconds": ingest,
+        "search_ms_p50": {m: float(np.median(v)) if v else 0.0 for m, v in search_ms.items()},
+        "turns": sum(len(c["turns"]) for c in data["conversations"] if c["questions"]),
+    }  # the turns stored
 
 
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
@@ -146,8 +172,13 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
 def table(name: str, summary: dict[str, Any], extra: str = "") -> str:
     """Markdown: one row per system with the five metrics, then recall@10 per category."""
     cats = list(summary["categories"])
-    head = (f"**{name}** ({summary['n']} questions{extra})\n\n| system | " + " | ".join(METRICS)
-            + " | " + " | ".join(f"r@10 {c} ({summary['categories'][c]})" for c in cats) + " |")
+    head = (
+        f"**{name}** ({summary['n']} questions{extra})\n\n| system | "
+        + " | ".join(METRICS)
+        + " | "
+        + " | ".join(f"r@10 {c} ({summary['categories'][c]})" for c in cats)
+        + " |"
+    )
     lines = [head, "|---|" + "---:|" * (len(METRICS) + len(cats))]
     for system, s in summary["systems"].items():
         cells = [f"{s['all'][m]:.3f}" for m in METRICS] + [f"{s['by_category'][c]['recall@10']:.3f}" for c in cats]
@@ -161,23 +192,35 @@ def write_section(path: Path, text: str) -> None:
     report.write_section(path, text, START, END)
 
 
-def run(paths: Sequence[Path], embedding: str = "local", progress: Callable[[str], None] = print,
-        cache: Path | None = None, runtime: str = "auto", session_dates: bool = False) -> dict[str, Any]:
+def run(
+    paths: Sequence[Path],
+    embedding: str = "local",
+    progress: Callable[[str], None] = print,
+    cache: Path | None = None,
+    runtime: str = "auto",
+    session_dates: bool = False,
+) -> dict[str, Any]:
     """Evaluate every set; returns {set name: {summary, ingest, search p50, ranked}}. ``session_dates``: each
     set whose turns name their session is stored again with :func:`session_dated` times, beside itself."""
     out: dict[str, Any] = {}
     sets = load(paths)
     if session_dates:
-        sets = [variant for data in sets
-                for variant in ((data, session_dated(data)) if _has_sessions(data) else (data,))]
+        sets = [
+            variant for data in sets for variant in ((data, session_dated(data)) if _has_sessions(data) else (data,))
+        ]
     for data in sets:
         with tempfile.TemporaryDirectory(prefix="ltm-retrieval-") as tmp:
             started = time.perf_counter()
             result = evaluate_set(data, embedding, Path(tmp), cache=cache, runtime=runtime)
-        out[data["name"]] = {"summary": summarise(result), "ingest_seconds": result["ingest_seconds"],
-                             "search_ms_p50": result["search_ms_p50"], "turns": result["turns"],
-                             "source": data.get("source"), "commit": data.get("commit"),
-                             "ranked": result["ranked"]}
+        out[data["name"]] = {
+            "summary": summarise(result),
+            "ingest_seconds": result["ingest_seconds"],
+            "search_ms_p50": result["search_ms_p50"],
+            "turns": result["turns"],
+            "source": data.get("source"),
+            "commit": data.get("commit"),
+            "ranked": result["ranked"],
+        }
         progress(f"{data['name']}: {len(result['questions'])} questions in {time.perf_counter() - started:.0f} s")
     return out
 
@@ -186,15 +229,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Retrieval quality on public conversational-memory sets.")
     parser.add_argument("--data", type=Path, nargs="*", help="set files (default: every bench/data/*.json)")
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
-    parser.add_argument("--runtime", choices=["auto", "onnx", "onnx-int8", "torch"], default="auto",
-                        help="the local model's runtime (LTM_LOCAL_RUNTIME); onnx-int8 vectors are cached apart")
+    parser.add_argument(
+        "--runtime",
+        choices=["auto", "onnx", "onnx-int8", "torch"],
+        default="auto",
+        help="the local model's runtime (LTM_LOCAL_RUNTIME); onnx-int8 vectors are cached apart",
+    )
     parser.add_argument("--json", type=Path, help="write all numbers and rankings here")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="embed everything afresh (default: vectors cached in bench/data/cache/vectors.sqlite; "
-                             "quality only, times come from bench.retrieval.latency)")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="embed everything afresh (default: vectors cached in bench/data/cache/vectors.sqlite; "
+        "quality only, times come from bench.retrieval.latency)",
+    )
     parser.add_argument("--write", type=Path, help="replace the retrieval section of this Markdown file")
-    parser.add_argument("--session-dates", action="store_true",
-                        help="also store each set with every turn at its session's first time (LoCoMo's shape)")
+    parser.add_argument(
+        "--session-dates",
+        action="store_true",
+        help="also store each set with every turn at its session's first time (LoCoMo's shape)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -53,11 +53,12 @@ def new_index(m: int, efc: int, storage: str, train: np.ndarray) -> Any:
     return faiss.IndexIDMap2(inner)
 
 
-def build(vecs: np.ndarray, m: int, efc: int, storage: str, batch: int, threads: int,
-          path: Path | None, first: int = 0) -> tuple[Any, float]:
+def build(
+    vecs: np.ndarray, m: int, efc: int, storage: str, batch: int, threads: int, path: Path | None, first: int = 0
+) -> tuple[Any, float]:
     if path is not None and path.exists():
         return faiss.read_index(str(path)), 0.0
-    index = new_index(m, efc, storage, vecs[:min(len(vecs), first or 200_000)])
+    index = new_index(m, efc, storage, vecs[: min(len(vecs), first or 200_000)])
     faiss.omp_set_num_threads(threads)
     t0 = time.perf_counter()
     bounds = [0, *range(first or batch, len(vecs), batch), len(vecs)]
@@ -78,8 +79,12 @@ def main() -> None:
     ap.add_argument("--efc", type=int, default=80)
     ap.add_argument("--storage", choices=sorted(STORAGES), default="flat")
     ap.add_argument("--batch", type=int, default=100_000, help="vectors per add call")
-    ap.add_argument("--first", type=int, default=0,
-                    help="the first add call's size (ltm's rebuild at hnsw_threshold: 200000); then --batch")
+    ap.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="the first add call's size (ltm's rebuild at hnsw_threshold: 200000); then --batch",
+    )
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="OpenMP threads while building")
     ap.add_argument("--ef", default="64,96,128,192,256,384,512")
     ap.add_argument("--queries", type=int, default=200)
@@ -126,18 +131,30 @@ def main() -> None:
         wide = index.search(queries, args.rescore, params=params)[1]  # ids are rows + 1
         rescored = rescored_recall(np.where(wide > 0, wide - 1, -1), stored, queries, truth - 1)
         top1 = index.search(dups, 1, params=params)[1][:, 0]
-        print(json.dumps({
-            "n": args.n, "m": args.m, "efc": args.efc, "storage": args.storage, "ef": ef,
-            "build_s": round(build_s, 1), "build_ms_per_vec": round(build_s * 1e3 / args.n, 4),
-            "threads": args.threads, "batch": args.batch, "bytes_per_vec": round(size / args.n, 1),
-            "p50_ms": round(float(np.percentile(times, 50)) * 1e3, 3),
-            "p95_ms": round(float(np.percentile(times, 95)) * 1e3, 3),
-            "recall10": round(hits / (10 * len(queries)), 4),
-            "recall10_rescored": round(rescored, 4),
-            "rescore": args.rescore,
-            "dup_top1": round(float(np.mean(top1 == dup_ids + 1)), 4),
-            "load": os.getloadavg()[0],
-        }), flush=True)
+        print(
+            json.dumps(
+                {
+                    "n": args.n,
+                    "m": args.m,
+                    "efc": args.efc,
+                    "storage": args.storage,
+                    "ef": ef,
+                    "build_s": round(build_s, 1),
+                    "build_ms_per_vec": round(build_s * 1e3 / args.n, 4),
+                    "threads": args.threads,
+                    "batch": args.batch,
+                    "bytes_per_vec": round(size / args.n, 1),
+                    "p50_ms": round(float(np.percentile(times, 50)) * 1e3, 3),
+                    "p95_ms": round(float(np.percentile(times, 95)) * 1e3, 3),
+                    "recall10": round(hits / (10 * len(queries)), 4),
+                    "recall10_rescored": round(rescored, 4),
+                    "rescore": args.rescore,
+                    "dup_top1": round(float(np.mean(top1 == dup_ids + 1)), 4),
+                    "load": os.getloadavg()[0],
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -47,11 +47,13 @@ from ltm.store.search.query import query_terms
 def bm25_weights(weights: str) -> Lever:
     def run(q: Question) -> list[int]:
         return fused(q, {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q), weights)[:50]})
+
     return run
 
 
 def context_vector(name: str, weight: float, replace: bool = False) -> Lever:
     """A second dense signal over another vector set of the same turns (or the dense signal replaced)."""
+
     def run(q: Question) -> list[int]:
         signals = base_signals(q)
         other = q.conv.dense(q.vector, matrix=q.conv.extra[name])
@@ -60,11 +62,13 @@ def context_vector(name: str, weight: float, replace: bool = False) -> Lever:
         else:
             signals["context"] = other
         return fused(q, signals, {**weights_for(q), "context": weight})
+
     return run
 
 
 def smoothed(lam: float, weight: float | None) -> Lever:
     """A free context vector: each turn's vector plus ``lam`` x its previous turn's (same sitting), re-normalised."""
+
     def run(q: Question) -> list[int]:
         c = q.conv
         if "smooth" + str(lam) not in c.extra:
@@ -81,11 +85,13 @@ def smoothed(lam: float, weight: float | None) -> Lever:
             return fused(q, signals)
         signals["context"] = other
         return fused(q, signals, {**weights_for(q), "context": weight})
+
     return run
 
 
 def rocchio(beta: float, top: int, source: str = "fused", weight: float | None = None) -> Lever:
     """Dense pseudo-relevance feedback: q + beta x mean(vectors of the top ``top`` hits), re-searched, re-fused."""
+
     def run(q: Question) -> list[int]:
         signals = base_signals(q)
         seeds = fused(q, signals, k=top) if source == "fused" else [s for s, _ in signals[source][:top]]
@@ -99,6 +105,7 @@ def rocchio(beta: float, top: int, source: str = "fused", weight: float | None =
             return fused(q, signals)
         signals["context"] = q.conv.dense(qv)
         return fused(q, signals, {**weights_for(q), "context": weight})
+
     return run
 
 
@@ -108,6 +115,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def rm3(terms_n: int, top: int, beta: float, source: str = "keyword") -> Lever:
     """Keyword pseudo-relevance feedback: the top hits' most distinctive words as a second keyword query, its
     scores added with weight ``beta``."""
+
     def run(q: Question) -> list[int]:
         signals = base_signals(q)
         seeds = fused(q, signals, k=top) if source == "fused" else [s for s, _ in signals["keyword"][:top]]
@@ -128,11 +136,13 @@ def rm3(terms_n: int, top: int, beta: float, source: str = "keyword") -> Lever:
             merged[s] = merged.get(s, 0.0) + beta * v * scale
         signals["keyword"] = sorted(merged.items(), key=lambda x: -x[1])[:50]
         return fused(q, signals)
+
     return run
 
 
 def confidence(power: float) -> Lever:
     """Each signal's weight times (its top score's margin over its 10th, on its own scale) ** power."""
+
     def run(q: Question) -> list[int]:
         signals = base_signals(q)
         w = dict(weights_for(q))
@@ -141,12 +151,13 @@ def confidence(power: float) -> Lever:
             if len(hits) >= 10 and hits[0][1] > 0:
                 floor = hits[min(len(hits), 50) - 1][1] if name == "dense" else 0.0
                 gap = (hits[0][1] - hits[9][1]) / max(1e-9, hits[0][1] - floor)
-                w[name] *= gap ** power
+                w[name] *= gap**power
         total = w["dense"] + w["keyword"]
         if total > 0:
             base_total = weights_for(q)["dense"] + weights_for(q)["keyword"]
             w["dense"], w["keyword"] = w["dense"] / total * base_total, w["keyword"] / total * base_total
         return fused(q, signals, w)
+
     return run
 
 
@@ -156,6 +167,7 @@ def stopwords(extra: str) -> Lever:
     def run(q: Question) -> list[int]:
         terms = [t for t in query_terms(q.text) if t not in drop] or query_terms(q.text)
         return fused(q, {"dense": q.conv.dense(q.vector), "keyword": q.conv.keyword(match_of(q, terms))[:50]})
+
     return run
 
 
@@ -165,6 +177,7 @@ QUESTION_WORDS = "tell remember recall mention mentioned say said talk talked ab
 def multi_line(kind: str, whole: float = 0.0, then_rocchio: float = 0.0) -> Lever:
     """A multi-line query (a pasted conversation): each line embedded; dense by the mean line vector (plus
     ``whole`` x the whole query's), or by each memory's best line ("max")."""
+
     def run(q: Question) -> list[int]:
         lines = line_vectors(q)
         signals = base_signals(q)
@@ -182,6 +195,7 @@ def multi_line(kind: str, whole: float = 0.0, then_rocchio: float = 0.0) -> Leve
             qv = signals_query(q, signals) + then_rocchio * q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
             signals["dense"] = q.conv.dense(qv / np.linalg.norm(qv))
         return fused(q, signals)
+
     return run
 
 
@@ -202,11 +216,13 @@ def combined(whole: float, beta: float, top: int = 5) -> Lever:
                 c = q.conv.vectors[[s - 1 for s in seeds]].mean(axis=0)
                 signals["dense"] = dense_scores(q, whole, c, beta)
         return fused(q, signals)
+
     return run
 
 
 def neighbourhood(shares: Sequence[float]) -> Lever:
     """Neighbours at distance d (same sitting) lend shares[d - 1] of their score (base: shares (0.3,))."""
+
     def run(q: Question) -> list[int]:
         ranked = fusion.fuse(base_signals(q), 10_000, depth=50, weights=weights_for(q), neighbours=0.0)
         score = {s: v for s, v, _ in ranked}
@@ -214,15 +230,20 @@ def neighbourhood(shares: Sequence[float]) -> Lever:
 
         def lent(i: int, j: int) -> float:
             return score.get(j, 0.0) if j in t and abs(t[i] - t[j]) <= fusion.NEIGHBOUR_GAP else 0.0
-        out = {i: v + sum(w * max(lent(i, i - d), lent(i, i + d)) for d, w in enumerate(shares, 1))
-               for i, v in score.items()}
+
+        out = {
+            i: v + sum(w * max(lent(i, i - d), lent(i, i + d)) for d, w in enumerate(shares, 1))
+            for i, v in score.items()
+        }
         return sorted(out, key=lambda i: (-out[i], -i))[:10]
+
     return run
 
 
 def segment(width: int, weight: float, feedback: bool = True) -> Lever:
     """A third signal: the cosine of the query to the mean vector of the turns within ``width`` of each turn
     (same sitting only): a topical segment (SeCom-like, without a model), beside the turn's own."""
+
     def run(q: Question) -> list[int]:
         c = q.conv
         key = f"seg{width}"
@@ -241,11 +262,13 @@ def segment(width: int, weight: float, feedback: bool = True) -> Lever:
             signals["dense"] = dense_scores(q, 1.0, c.vectors[[s - 1 for s in seeds]].mean(axis=0), 0.3)
         signals["context"] = c.dense(q.vector, matrix=c.extra[key])
         return fused(q, signals, {**weights_for(q), "context": weight})
+
     return run
 
 
 def speaker_boost(boost: float, who: str = "0.6") -> Lever:
     """Turns by a speaker the query names get ``boost`` added to their fused score (on top of what ships)."""
+
     def run(q: Question) -> list[int]:
         c = q.conv
         words = set(query_terms(q.text))
@@ -257,6 +280,7 @@ def speaker_boost(boost: float, who: str = "0.6") -> Lever:
         ranked = fusion.fuse(signals, 200, depth=50, weights=weights_for(q), times=c.times)
         score = {s: v + (boost if c.speakers[s - 1] in named else 0.0) for s, v, _ in ranked}
         return sorted(score, key=lambda i: (-score[i], -i))[:10]
+
     return run
 
 
@@ -268,6 +292,7 @@ def other_index(tokenize: str, days: str = "kept") -> Callable[[Question], Cand]
     tokenizer, or with its *at* column (the message's day in words) emptied (``days="none"``) or replaced by as many
     words that match no question (``"filler"``: FTS5's bm25 normalises by the length of all columns together, so
     this keeps the lengths and takes only the dates away): the stemming and day-word levers."""
+
     def at(text: str) -> str:
         return text if days == "kept" else "" if days == "none" else " ".join("qqzx" for _ in text.split())
 
@@ -277,14 +302,17 @@ def other_index(tokenize: str, days: str = "kept") -> Callable[[Question], Cand]
             db = sqlite3.connect(":memory:")
             db.execute(f"CREATE VIRTUAL TABLE fts USING fts5(content, who, at, context, tokenize='{tokenize}')")
             rows = q.conv.log.db.execute("SELECT rowid, content, who, at, context FROM fts").fetchall()
-            db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?, ?, ?, ?, ?)",
-                           [(r, c, w, at(a), x) for r, c, w, a, x in rows])
+            db.executemany(
+                "INSERT INTO fts(rowid, content, who, at, context) VALUES (?, ?, ?, ?, ?)",
+                [(r, c, w, at(a), x) for r, c, w, a, x in rows],
+            )
             _INDEXES[key] = db
         match = match_of(q)
         if match is None:
             return []
         sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT 50"
         return [(int(r), float(v)) for r, v in _INDEXES[key].execute(sql, [match])]
+
     return run
 
 
@@ -319,6 +347,7 @@ def sixth_round() -> dict[str, Lever]:
         "dense": only("dense"),
         "dense first person": lambda q: [s for s, _ in dense_scores(spoken(q), fusion.LINE_WHOLE)[:10]],
     }
+
     def weighted(**changed: float) -> Lever:
         return lambda q: shipped(q, weights={**weights_for(q), **changed})
 
@@ -400,9 +429,11 @@ def main(table: Callable[[], dict[str, Lever]] | None = None) -> int:
             d, t = evaluate(dev, lever), evaluate(test, lever)
             a = evaluate(questions, lever)
             per = {c: evaluate([q for q in questions if q.category == c], lever)["recall@10"] for c in cats}
-            print(f"{name:34s} dev {d['recall@10']:.3f} mrr {d['mrr']:.3f} | test {t['recall@10']:.3f} "
-                  f"mrr {t['mrr']:.3f} | all {a['recall@10']:.3f} | "
-                  + " ".join(f"{c} {v:.3f}" for c, v in per.items()), flush=True)
+            print(
+                f"{name:34s} dev {d['recall@10']:.3f} mrr {d['mrr']:.3f} | test {t['recall@10']:.3f} "
+                f"mrr {t['mrr']:.3f} | all {a['recall@10']:.3f} | " + " ".join(f"{c} {v:.3f}" for c, v in per.items()),
+                flush=True,
+            )
     return 0
 
 

@@ -64,9 +64,11 @@ def prior_weights(weights: Mapping[str, float]) -> Iterator[None]:
 def with_prior(weights: Mapping[str, float]) -> Lever:
     """The round's first step (the prior beside Rocchio feedback: the search the feature table was measured on) with
     the prior's weights ``weights``."""
+
     def run(q: Question) -> list[int]:
         with prior_weights(weights):
             return feedback_too(q)
+
     return run
 
 
@@ -77,8 +79,9 @@ def feedback_too(q: Question) -> list[int]:
     """The prior and Rocchio feedback both, as the round's first step shipped (a question now gets no feedback)."""
     c, original = q.conv, q
     q = spoken(q)
-    signals = with_feedback(q, {"dense": dense_scores(q, fusion.LINE_WHOLE),
-                                "keyword": c.keyword(match_of(original))[:50]})
+    signals = with_feedback(
+        q, {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(original))[:50]}
+    )
     return fused(q, signals, named=named_turns(q), priors=priors_of(q, original.text, signals))
 
 
@@ -90,13 +93,21 @@ def step_one(q: Question) -> list[int]:
 def eighth_round() -> dict[str, Lever]:
     """shipped (step 2), without the prior (08f6fd4), the refitted prior beside feedback, step 1, and the feature
     table: step 1 with one weight of the prior changed (docs/search.md)."""
-    out: dict[str, Lever] = {"shipped": shipped, "no prior": lambda q: shipped(q, prior=False),
-                             "feedback too": feedback_too, "step 1: feedback too, its weights": step_one}
+    out: dict[str, Lever] = {
+        "shipped": shipped,
+        "no prior": lambda q: shipped(q, prior=False),
+        "feedback too": feedback_too,
+        "step 1: feedback too, its weights": step_one,
+    }
     for name in FEATURES:
         out[f"{name} alone"] = with_prior({n: (v if n == name else 0.0) for n, v in STEP_1.items()})
         out[f"without {name}"] = with_prior({**STEP_1, name: 0.0})
-    for name, values in (("cosine", (0.3, 0.7)), ("length", (0.1, 0.2)), ("question", (-0.1, -0.3)),
-                         ("coverage", (0.2,))):
+    for name, values in (
+        ("cosine", (0.3, 0.7)),
+        ("length", (0.1, 0.2)),
+        ("question", (-0.1, -0.3)),
+        ("coverage", (0.2,)),
+    ):
         for value in values:
             out[f"{name} {value}"] = with_prior({**STEP_1, name: value})
     return out

@@ -31,16 +31,20 @@ COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser and each command's own (a bad flag is reported with that command's usage)."""
     opts = Options()
-    parser = argparse.ArgumentParser(prog="ltm", description="ltm: long-term memory for LLM agents.",
-                                     epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 declined.")
+    parser = argparse.ArgumentParser(
+        prog="ltm",
+        description="ltm: long-term memory for LLM agents.",
+        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 declined.",
+    )
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     commands: dict[str, argparse.ArgumentParser] = {}
 
     def add(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        commands[name] = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name],
-                                        parents=[opts.common, *parents])
+        commands[name] = sub.add_parser(
+            name, help=COMMANDS[name], description=COMMANDS[name], parents=[opts.common, *parents]
+        )
         return commands[name]
 
     for group in _GROUPS:

@@ -29,42 +29,67 @@ class Options:
     def __init__(self) -> None:
         self.common = argparse.ArgumentParser(add_help=False)
         self.common.add_argument("--storage-dir", help="data root (default: LTM_STORAGE_DIR or ./storage)")
-        self.common.add_argument("--embedding", choices=["local", "openai", "hash"],
-                                 help="embedding (default: LTM_EMBEDDING or local)")
-        self.common.add_argument("--embedding-model", metavar="NAME",
-                                 help="for commands that embed: the namespace's model as `ltm stats` shows it "
-                                      "(e.g. text-embedding-ada-002, hash-384); reading needs none")
+        self.common.add_argument(
+            "--embedding", choices=["local", "openai", "hash"], help="embedding (default: LTM_EMBEDDING or local)"
+        )
+        self.common.add_argument(
+            "--embedding-model",
+            metavar="NAME",
+            help="for commands that embed: the namespace's model as `ltm stats` shows it "
+            "(e.g. text-embedding-ada-002, hash-384); reading needs none",
+        )
         self.common.add_argument("--utc", action="store_true", help="read and print times in UTC (default: local)")
-        self.common.add_argument("-v", "--verbose", action="count", default=0,
-                                 help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)")
+        self.common.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            default=0,
+            help="log more (-v info, -vv debug; default: LTM_LOG_LEVEL or warning)",
+        )
         self.output = argparse.ArgumentParser(add_help=False)
-        self.output.add_argument("--format", choices=["table", "json"], default="table",
-                                 help="table (default) or json: one JSON object per line")
-        self.output.add_argument("--json", dest="format", action="store_const", const="json",
-                                 help="the same as --format json")
+        self.output.add_argument(
+            "--format",
+            choices=["table", "json"],
+            default="table",
+            help="table (default) or json: one JSON object per line",
+        )
+        self.output.add_argument(
+            "--json", dest="format", action="store_const", const="json", help="the same as --format json"
+        )
         self.namespace = argparse.ArgumentParser(add_help=False)
         self.namespace.add_argument("-n", "--namespace", default="default", help="namespace (default: default)")
         self.namespace.add_argument("--kind", default="cli", help="namespace kind: role, user, cli... (default: cli)")
-        self.namespace.add_argument("--url", help="use a running `ltm serve` at this URL instead of local files "
-                                    "(default: LTM_URL; the key comes from LTM_API_KEY)")
+        self.namespace.add_argument(
+            "--url",
+            help="use a running `ltm serve` at this URL instead of local files "
+            "(default: LTM_URL; the key comes from LTM_API_KEY)",
+        )
         self.filters = argparse.ArgumentParser(add_help=False)
         self.filters.add_argument("--role", help="only messages of this role")
         self.filters.add_argument("--cause-by", help="only messages caused by this action")
         self.filters.add_argument("--sent-from", help="only messages sent from this sender")
-        self.filters.add_argument("--after", dest="created_after", metavar="TIME",
-                                  help="created at or after TIME (ISO-8601 such as 2026-11-01, or unix seconds)")
-        self.filters.add_argument("--before", dest="created_before", metavar="TIME",
-                                  help="created before TIME (ISO-8601 or unix seconds)")
-        self.filters.add_argument("--meta", action="append", metavar="KEY=VALUE",
-                                  help="metadata equality (repeatable)")
-        self.filters.add_argument("--where", metavar="JSON",
-                                  help='a filter in the store\'s language, e.g. \'{"run_id": "r1", "created_at": '
-                                       '{"gte": "2024-05-01"}}\' (AND-ed with the flags above)')
+        self.filters.add_argument(
+            "--after",
+            dest="created_after",
+            metavar="TIME",
+            help="created at or after TIME (ISO-8601 such as 2026-11-01, or unix seconds)",
+        )
+        self.filters.add_argument(
+            "--before", dest="created_before", metavar="TIME", help="created before TIME (ISO-8601 or unix seconds)"
+        )
+        self.filters.add_argument("--meta", action="append", metavar="KEY=VALUE", help="metadata equality (repeatable)")
+        self.filters.add_argument(
+            "--where",
+            metavar="JSON",
+            help='a filter in the store\'s language, e.g. \'{"run_id": "r1", "created_at": '
+            '{"gte": "2024-05-01"}}\' (AND-ed with the flags above)',
+        )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    overrides: dict[str, Any] = {k: v for k, v in (("storage_dir", args.storage_dir), ("embedding", args.embedding))
-                                 if v}
+    overrides: dict[str, Any] = {
+        k: v for k, v in (("storage_dir", args.storage_dir), ("embedding", args.embedding)) if v
+    }
     model = getattr(args, "embedding_model", None)
     if model:
         check_embeddable(model)
@@ -72,8 +97,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings.load(**overrides)
 
 
-def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False,
-                 embeds: bool = True) -> Any:
+def open_storage(
+    args: argparse.Namespace, settings: Settings | None = None, *, existing: bool = False, embeds: bool = True
+) -> Any:
     """The namespace's store. ``existing``: reading commands never create a namespace (a mistyped name would
     otherwise leave an empty one behind): NotFound when it is not there. ``embeds=False`` (the command embeds
     nothing): the namespace is opened with the model it records, whatever the settings say, and none is loaded;
@@ -87,16 +113,17 @@ def open_storage(args: argparse.Namespace, settings: Settings | None = None, *, 
     settings = settings or settings_from(args)
     if existing and not namespace_exists(settings, args.kind, args.namespace):
         where = mask_url(settings.store_url) if settings.store_url else settings.storage_dir
-        raise NotFound(f"no namespace {args.kind}/{args.namespace} in {where}; "
-                       "`ltm stats` lists the namespaces there")
+        raise NotFound(f"no namespace {args.kind}/{args.namespace} in {where}; `ltm stats` lists the namespaces there")
     recorded = namespace_model(settings, args.kind, args.namespace)
     if recorded is not None and recorded != configured_model_name(settings):
         if not embeds:
             settings = reading(settings, recorded)
         else:
-            raise StoreMismatch(f"namespace {args.kind}/{args.namespace} holds vectors of embedding model "
-                                f"{recorded!r}, not {configured_model_name(settings)!r}, and this command embeds "
-                                f"text: {how_to_embed_with(recorded)}")
+            raise StoreMismatch(
+                f"namespace {args.kind}/{args.namespace} holds vectors of embedding model "
+                f"{recorded!r}, not {configured_model_name(settings)!r}, and this command embeds "
+                f"text: {how_to_embed_with(recorded)}"
+            )
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 
 
@@ -141,7 +168,7 @@ def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
         try:
             parsed = json.loads(where)
         except ValueError as exc:
-            raise InvalidInput(f"--where takes a JSON object such as '{{\"role\": \"user\"}}' ({exc})") from exc
+            raise InvalidInput(f'--where takes a JSON object such as \'{{"role": "user"}}\' ({exc})') from exc
         if not isinstance(parsed, dict):
             raise InvalidInput(f"--where takes a JSON object, got {type(parsed).__name__}")
         return {"AND": [filters, parsed]} if filters else parsed
@@ -154,8 +181,9 @@ def no_hits(where: str) -> int:
     return EXIT_NOT_FOUND
 
 
-def print_messages(args: argparse.Namespace, messages: Sequence[Message], extra: Sequence[dict[str, Any]] | None = None
-                   ) -> None:
+def print_messages(
+    args: argparse.Namespace, messages: Sequence[Message], extra: Sequence[dict[str, Any]] | None = None
+) -> None:
     """The messages on stdout in the format the command line asked for (see :mod:`ltm.cli.output`)."""
     write_messages(messages, sys.stdout, fmt=getattr(args, "format", "table"), utc=args.utc, extra=extra)
 
@@ -179,8 +207,10 @@ def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Line]:
         try:
             line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError as exc:
-            raise InvalidInput(f"line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
-                               "re-encode the file as UTF-8 (e.g. iconv -t UTF-8)") from exc
+            raise InvalidInput(
+                f"line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
+                "re-encode the file as UTF-8 (e.g. iconv -t UTF-8)"
+            ) from exc
         if not line.strip():
             continue
         try:
@@ -202,4 +232,3 @@ def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Line]:
         except InvalidInput as exc:
             raise InvalidInput(f"line {number}: {exc}") from exc
         yield Line(number, message, vector, model if isinstance(model, str) else None)
-

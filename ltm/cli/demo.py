@@ -16,7 +16,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 def register(add: AddCommand, opts: Options) -> None:
     p = add("demo")
     p.add_argument("--reset", action="store_true", help="forget the demo team's memory first")

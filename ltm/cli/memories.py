@@ -107,8 +107,12 @@ def register(add: AddCommand, opts: Options) -> None:
     p = add("update", ns, opts.output)
     p.add_argument("id", help="message id")
     p.add_argument("content", nargs="*", help="the new content (none: keep it)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="metadata to merge in (repeatable; JSON values; null removes the key)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="metadata to merge in (repeatable; JSON values; null removes the key)",
+    )
     p.set_defaults(func=cmd_update)
 
     p = add("history", ns, opts.output)

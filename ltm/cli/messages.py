@@ -58,13 +58,18 @@ def _ingest(store: Any, lines: Iterator[Line], label: str, total: int | None = N
         # Ctrl-C can land after a chunk's commit and before add_batch returns: the store says what it holds
         stored = store.count() - before
         seen += len(chunk) if stored > added else 0
-        raise KeyboardInterrupt(f"{stored} new messages of the first {seen} read were stored; run the same "
-                                "command again to continue (stored ids are skipped)") from None
+        raise KeyboardInterrupt(
+            f"{stored} new messages of the first {seen} read were stored; run the same "
+            "command again to continue (stored ids are skipped)"
+        ) from None
     except InvalidInput as exc:
         raise InvalidInput(f"{exc}; {added} stored before it (run again once fixed: stored ids are skipped)") from exc
     for model, n in sorted(foreign.items()):
-        print(f"ltm: note: re-embedded {n} messages whose embedding came from {model}, not this namespace's "
-              f"model {store.embedder.model!r}", file=sys.stderr)
+        print(
+            f"ltm: note: re-embedded {n} messages whose embedding came from {model}, not this namespace's "
+            f"model {store.embedder.model!r}",
+            file=sys.stderr,
+        )
     return added, seen
 
 
@@ -99,8 +104,13 @@ def _count_lines(path: str) -> int | None:
 def cmd_add(args: argparse.Namespace) -> int:
     with open_storage(args) as store:
         if args.text and args.text != ["-"]:
-            message = Message(" ".join(args.text), role=args.role, cause_by=args.cause_by or "",
-                              sent_from=args.sent_from or "", metadata=parse_meta(args.meta))
+            message = Message(
+                " ".join(args.text),
+                role=args.role,
+                cause_by=args.cause_by or "",
+                sent_from=args.sent_from or "",
+                metadata=parse_meta(args.meta),
+            )
             added = store.add(message)
             print(message.id if added else f"{message.id} (already stored)")
             return EXIT_OK
@@ -130,12 +140,18 @@ def _search_many(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys([args.namespace, *args.also]))
     missing = [n for n in names if not namespace_exists(settings, args.kind, n)]
     if missing:
-        raise NotFound(f"no namespace {', '.join(f'{args.kind}/{n}' for n in missing)} under "
-                       f"{settings.storage_dir}; `ltm stats` lists the namespaces there")
-    hits = search_many(names, args.query, k=args.k, mode=args.mode, filters=filters_from(args), settings=settings,
-                       kind=args.kind)
-    print_messages(args, [h.message for h in hits],
-                   [{"namespace": h.namespace, "score": h.score, "signals": list(h.signals)} for h in hits])
+        raise NotFound(
+            f"no namespace {', '.join(f'{args.kind}/{n}' for n in missing)} under "
+            f"{settings.storage_dir}; `ltm stats` lists the namespaces there"
+        )
+    hits = search_many(
+        names, args.query, k=args.k, mode=args.mode, filters=filters_from(args), settings=settings, kind=args.kind
+    )
+    print_messages(
+        args,
+        [h.message for h in hits],
+        [{"namespace": h.namespace, "score": h.score, "signals": list(h.signals)} for h in hits],
+    )
     return EXIT_OK if hits else no_hits(", ".join(f"{args.kind}/{n}" for n in names))
 
 
@@ -206,7 +222,6 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 def register(add: AddCommand, opts: Options) -> None:
     ns, filt = opts.namespace, opts.filters
     p = add("add", ns)
@@ -221,8 +236,13 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("query", help="free text")
     p.add_argument("-k", "--k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--mode", choices=["hybrid", "dense", "keyword"], default="hybrid", help="default hybrid")
-    p.add_argument("--also", action="append", default=[], metavar="NAMESPACE",
-                   help="also search this namespace of the same kind (repeatable): hits merged by score")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAMESPACE",
+        help="also search this namespace of the same kind (repeatable): hits merged by score",
+    )
     p.set_defaults(func=cmd_search)
 
     p = add("recent", ns, opts.output)
@@ -245,4 +265,3 @@ def register(add: AddCommand, opts: Options) -> None:
     p = add("delete", ns)
     p.add_argument("ids", nargs="+", help="message ids")
     p.set_defaults(func=cmd_delete)
-

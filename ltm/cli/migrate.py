@@ -33,7 +33,7 @@ from ltm.errors import InvalidInput, StoreCorrupted
 
 COMMANDS = {
     "migrate": "copy every namespace between a data root and postgresql:// (either way) or two PostgreSQL "
-               "databases; resumable, verified",
+    "databases; resumable, verified",
 }
 
 _PAGE = 1000
@@ -75,21 +75,26 @@ def _sources(place: str, kind: str | None) -> Iterator[Source]:
         return
     root = Path(place).expanduser()
     if not root.is_dir():
-        raise InvalidInput(f"--from {place}: no such data root; pass the folder holding <kind>/<namespace>/ "
-                           "directories (LTM_STORAGE_DIR), or a postgresql:// URL")
+        raise InvalidInput(
+            f"--from {place}: no such data root; pass the folder holding <kind>/<namespace>/ "
+            "directories (LTM_STORAGE_DIR), or a postgresql:// URL"
+        )
     for manifest in sorted(root.glob("*/*/manifest.json")):
         data = json.loads(manifest.read_text("utf-8"))
         if kind is None or manifest.parent.parent.name == kind:
             yield Source(manifest.parent.parent.name, str(data["namespace"]), str(data["embedding_model"]))
 
 
-def migrate_namespace(source: Source, src: Settings, dst: Settings, *, sample: int = 5,
-                      embedding: Any = None) -> dict[str, Any]:
+def migrate_namespace(
+    source: Source, src: Settings, dst: Settings, *, sample: int = 5, embedding: Any = None
+) -> dict[str, Any]:
     """Copy one namespace and verify it; a summary dict. StoreCorrupted when the verification fails."""
     from ltm.store import MemoryStorage
 
-    with MemoryStorage(source.name, kind=source.kind, settings=src, embedding=embedding) as a, \
-            MemoryStorage(source.name, kind=source.kind, settings=dst, embedding=embedding) as b:
+    with (
+        MemoryStorage(source.name, kind=source.kind, settings=src, embedding=embedding) as a,
+        MemoryStorage(source.name, kind=source.kind, settings=dst, embedding=embedding) as b,
+    ):
         carry = b.embedder.model == source.model
         added = 0
         picks: list[str] = []
@@ -116,14 +121,23 @@ def migrate_namespace(source: Source, src: Settings, dst: Settings, *, sample: i
             added += flush()
         counts = (a.count(), b.count())
         if counts[0] != counts[1]:
-            raise StoreCorrupted(f"{source.kind}/{source.name}: {counts[0]} messages in the source but {counts[1]} "
-                                 "in the destination after the copy; run the command again (it resumes)")
+            raise StoreCorrupted(
+                f"{source.kind}/{source.name}: {counts[0]} messages in the source but {counts[1]} "
+                "in the destination after the copy; run the command again (it resumes)"
+            )
         for message_id in picks:
             _verify(a, b, message_id, carry)
         events = a.history_rows()
         b.load_history(events)  # the trail as it was (times included), not the copy's fresh ADDs
-        return {"kind": source.kind, "namespace": source.name, "messages": counts[1], "added": added,
-                "vectors": "carried" if carry else "re-embedded", "verified": len(picks), "history": len(events)}
+        return {
+            "kind": source.kind,
+            "namespace": source.name,
+            "messages": counts[1],
+            "added": added,
+            "vectors": "carried" if carry else "re-embedded",
+            "verified": len(picks),
+            "history": len(events),
+        }
 
 
 def _verify(a: Any, b: Any, message_id: str, carry: bool) -> None:
@@ -137,15 +151,19 @@ def _verify(a: Any, b: Any, message_id: str, carry: bool) -> None:
     if carry:
         before = [h for h in a.search(original.content, k=10, mode="dense") if h.message.content == original.content]
         if before and abs(before[0].score - mine[0].score) > 1e-3:
-            raise StoreCorrupted(f"message {message_id!r}: cosine {mine[0].score:.4f} in the destination but "
-                                 f"{before[0].score:.4f} in the source; the vectors did not carry over")
+            raise StoreCorrupted(
+                f"message {message_id!r}: cosine {mine[0].score:.4f} in the destination but "
+                f"{before[0].score:.4f} in the source; the vectors did not carry over"
+            )
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     if not (_is_url(args.source) or _is_url(args.target)) or args.source == args.target:
-        raise InvalidInput("migrate copies between a data root and a postgresql:// URL, or between two PostgreSQL "
-                           "databases (--from DIR --to postgresql://..., --from postgresql://... --to DIR, or "
-                           "--from postgresql://old --to postgresql://new)")
+        raise InvalidInput(
+            "migrate copies between a data root and a postgresql:// URL, or between two PostgreSQL "
+            "databases (--from DIR --to postgresql://..., --from postgresql://... --to DIR, or "
+            "--from postgresql://old --to postgresql://new)"
+        )
     base = settings_from(args)
     src = _settings_for(args.source, base, source=True)
     target = base.with_(embedding=args.to_embedding) if args.to_embedding else base
@@ -156,10 +174,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     for source in _sources(args.source, args.only_kind):
         summary = migrate_namespace(source, src, dst, sample=args.verify)
         moved += 1
-        print(f"{summary['kind']}/{summary['namespace']}: {summary['messages']:,} messages "
-              f"({summary['added']:,} new), vectors {summary['vectors']}, "
-              f"{summary['verified']} sampled searches verified, {summary['history']:,} history events",
-              file=sys.stdout)
+        print(
+            f"{summary['kind']}/{summary['namespace']}: {summary['messages']:,} messages "
+            f"({summary['added']:,} new), vectors {summary['vectors']}, "
+            f"{summary['verified']} sampled searches verified, {summary['history']:,} history events",
+            file=sys.stdout,
+        )
     print(f"migrated {moved} namespace(s) from {_shown(args.source)} to {_shown(args.target)}")
     return EXIT_OK
 
@@ -174,8 +194,15 @@ def register(add: AddCommand, opts: Options) -> None:
     p.add_argument("--to", dest="target", required=True, help="a postgresql:// URL or a data root (DIR)")
     p.add_argument("--kind", dest="only_kind", help="only namespaces of this kind")
     p.add_argument("--verify", type=int, default=5, help="sampled searches per namespace (default 5)")
-    p.add_argument("--to-embedding", choices=["local", "openai", "hash"],
-                   help="the destination's embedding when it differs (the messages are then re-embedded)")
-    p.add_argument("--to-partitions", type=int, metavar="N",
-                   help="a new destination database's hash partitions by namespace (default LTM_STORE_PARTITIONS)")
+    p.add_argument(
+        "--to-embedding",
+        choices=["local", "openai", "hash"],
+        help="the destination's embedding when it differs (the messages are then re-embedded)",
+    )
+    p.add_argument(
+        "--to-partitions",
+        type=int,
+        metavar="N",
+        help="a new destination database's hash partitions by namespace (default LTM_STORE_PARTITIONS)",
+    )
     p.set_defaults(func=cmd_migrate)

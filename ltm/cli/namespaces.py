@@ -24,10 +24,22 @@ def cmd_stats(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.format == "json":  # one object per namespace, as every --json of the CLI prints
         for info in namespaces(settings, args.only_kind):
-            print(json.dumps({"kind": info.kind, "namespace": info.namespace, "messages": info.messages,
-                              "bytes_on_disk": info.bytes_on_disk, "embedding_model": info.embedding_model,
-                              "index_type": info.index_type, "dim": info.dim, "path": str(info.path),
-                              "problem": info.problem}, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {
+                        "kind": info.kind,
+                        "namespace": info.namespace,
+                        "messages": info.messages,
+                        "bytes_on_disk": info.bytes_on_disk,
+                        "embedding_model": info.embedding_model,
+                        "index_type": info.index_type,
+                        "dim": info.dim,
+                        "path": str(info.path),
+                        "problem": info.problem,
+                    },
+                    ensure_ascii=False,
+                )
+            )
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
@@ -37,8 +49,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     rows: list[tuple[str, ...]] = []
     for info in namespaces(settings, args.only_kind):
         messages = f"{info.messages:,}" if info.messages is not None else "unreadable"
-        rows.append((info.kind, info.namespace, messages, f"{info.bytes_on_disk:,}", str(info.embedding_model),
-                     str(info.index_type)))
+        rows.append(
+            (
+                info.kind,
+                info.namespace,
+                messages,
+                f"{info.bytes_on_disk:,}",
+                str(info.embedding_model),
+                str(info.index_type),
+            )
+        )
         if info.problem:
             print(f"ltm: {info.kind}/{info.namespace}: {info.problem}", file=sys.stderr)
     if not rows:
@@ -47,8 +67,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"namespaces under {settings.storage_dir} ({len(rows):,})")
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
         for row in (columns, *rows):
-            print("  ".join(cell.rjust(w) if col in right else cell.ljust(w)
-                            for cell, w, col in zip(row, widths, columns, strict=True)).rstrip())
+            print(
+                "  ".join(
+                    cell.rjust(w) if col in right else cell.ljust(w)
+                    for cell, w, col in zip(row, widths, columns, strict=True)
+                ).rstrip()
+            )
     else:
         table = Table(title=f"namespaces under {settings.storage_dir}")
         for column in columns:
@@ -68,12 +92,15 @@ def cmd_wipe(args: argparse.Namespace) -> int:
     root = settings.storage_dir
     if args.all:
         owned = find_owned(root)
-        what = f"{len(owned.namespaces)} namespaces" + (" and the key-value store" if owned.kv else "") + \
-            f" under {root}"
+        what = (
+            f"{len(owned.namespaces)} namespaces" + (" and the key-value store" if owned.kv else "") + f" under {root}"
+        )
         if not owned:
             if owned.foreign:
-                raise InvalidInput(f"{root} does not look like an ltm storage root (no namespace folder with a "
-                                   "manifest.json, no kv.sqlite); nothing deleted. Pass the folder ltm writes to")
+                raise InvalidInput(
+                    f"{root} does not look like an ltm storage root (no namespace folder with a "
+                    "manifest.json, no kv.sqlite); nothing deleted. Pass the folder ltm writes to"
+                )
             print(f"nothing to wipe: no ltm data under {root}")
             return EXIT_OK
     else:
@@ -91,8 +118,10 @@ def cmd_wipe(args: argparse.Namespace) -> int:
             print("nothing deleted")
             return EXIT_DECLINED
     kept = remove_owned(root, owned)
-    print(f"wiped {what}" + (f"; kept {len(kept)} files ltm did not make: {', '.join(map(str, kept[:5]))}"
-                             if kept else ""))
+    print(
+        f"wiped {what}"
+        + (f"; kept {len(kept)} files ltm did not make: {', '.join(map(str, kept[:5]))}" if kept else "")
+    )
     return EXIT_OK
 
 

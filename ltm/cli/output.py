@@ -59,8 +59,12 @@ def write_messages(
     for i, m in enumerate(messages):
         more = extra[i] if extra else {}
         if fmt == "json":
-            out.write(json.dumps({**more, **m.to_dict(), "created_at_iso": format_time(m.created_at, utc=utc)},
-                                 ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    {**more, **m.to_dict(), "created_at_iso": format_time(m.created_at, utc=utc)}, ensure_ascii=False
+                )
+                + "\n"
+            )
             continue
         score = f"{more['score']:8.4f}  " if "score" in more else ""
         where = f"[{more['namespace']}]  " if "namespace" in more else ""  # search --also: which namespace

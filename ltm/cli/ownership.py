@@ -20,8 +20,15 @@ from ltm.store import is_namespace_dir
 
 __all__ = ["Owned", "find_owned", "remove_owned"]
 
-_FILES = ("memory.sqlite", "memory.sqlite-wal", "memory.sqlite-shm", "memory.sqlite-journal", "index.faiss",
-          "context.faiss", "manifest.json")
+_FILES = (
+    "memory.sqlite",
+    "memory.sqlite-wal",
+    "memory.sqlite-shm",
+    "memory.sqlite-journal",
+    "index.faiss",
+    "context.faiss",
+    "manifest.json",
+)
 _TEMP = re.compile(r"^\.(index\.faiss|context\.faiss|manifest\.json)\..+\.tmp$")  # left by a killed snapshot write
 _KV = "kv.sqlite"
 _KV_TABLES = {"kv", "kv_list", "kv_hash"}

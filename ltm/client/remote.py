@@ -99,8 +99,7 @@ class RemoteStorage:
         return self.namespace
 
     def _new_client(self) -> httpx.Client:
-        return httpx.Client(base_url=self._url, headers=self._headers, timeout=self._timeout,
-                            transport=self._transport)
+        return httpx.Client(base_url=self._url, headers=self._headers, timeout=self._timeout, transport=self._transport)
 
     def _call(self, call: Call[Any]) -> Any:
         if self._client.is_closed:  # used again after close(): reconnect, as MemoryStorage reopens
@@ -123,8 +122,9 @@ class RemoteStorage:
         body = {"messages": [m.to_dict() for m in _listed(messages)]}
         return Call("POST", path_of(self._ns(), "/messages"), lambda r: int(r["added"]), json=body)
 
-    def _search_call(self, query: str, k: int, mode: str,
-                     filters: Mapping[str, Any] | None) -> Call[builtins.list[MemoryHit]]:
+    def _search_call(
+        self, query: str, k: int, mode: str, filters: Mapping[str, Any] | None
+    ) -> Call[builtins.list[MemoryHit]]:
         body = {"query": query, "k": k, "mode": mode, "filters": _jsonable(filters) if filters else None}
         return Call("POST", path_of(self._ns(), "/search"), _hits, json=body)
 
@@ -192,20 +192,23 @@ class RemoteStorage:
         self._open = False
 
     # -- beyond MetaGPT ------------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10, *, mode: str = "hybrid",
-               filters: Mapping[str, Any] | None = None) -> builtins.list[MemoryHit]:
+    def search(
+        self, query: str, k: int = 10, *, mode: str = "hybrid", filters: Mapping[str, Any] | None = None
+    ) -> builtins.list[MemoryHit]:
         """The ``k`` best hits for ``query`` (see :meth:`MemoryStorage.search`)."""
         result: builtins.list[MemoryHit] = self._call(self._search_call(query, k, mode, filters))
         return result
 
-    async def asearch(self, query: str, k: int = 10, *, mode: str = "hybrid",
-                      filters: Mapping[str, Any] | None = None) -> builtins.list[MemoryHit]:
+    async def asearch(
+        self, query: str, k: int = 10, *, mode: str = "hybrid", filters: Mapping[str, Any] | None = None
+    ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search`."""
         result: builtins.list[MemoryHit] = await self._acall(self._search_call(query, k, mode, filters))
         return result
 
-    def list(self, filters: Mapping[str, Any] | None = None, *, limit: int = 100,
-             cursor: str | None = None) -> MessagePage:
+    def list(
+        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> MessagePage:
         """A page of stored messages, oldest first, and the cursor of the next (see :meth:`MemoryStorage.list`)."""
         params: dict[str, Any] = {"limit": limit}
         if cursor is not None:
@@ -226,8 +229,7 @@ class RemoteStorage:
     def delete(self, message_or_id: Message | str) -> bool:
         """Delete a message (or its id); False when it was not stored."""
         message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
-        return bool(self._call(Call("DELETE", path_of(self._ns(), f"/messages/{message_id}"),
-                                    lambda r: r["deleted"])))
+        return bool(self._call(Call("DELETE", path_of(self._ns(), f"/messages/{message_id}"), lambda r: r["deleted"])))
 
     def count(self) -> int:
         """How many messages the namespace holds."""
@@ -269,8 +271,10 @@ class RemoteStorage:
 
     def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
         """Each row's best cosine to a stored message (-1.0 when the namespace is empty)."""
-        body = {"vectors": np.asarray(vectors, dtype=np.float32).tolist(),
-                "texts": list(texts) if texts is not None else None}
+        body = {
+            "vectors": np.asarray(vectors, dtype=np.float32).tolist(),
+            "texts": list(texts) if texts is not None else None,
+        }
         best = self._call(Call("POST", path_of(self._ns(), "/similarities"), lambda r: r["best"], json=body))
         return np.asarray(best, dtype=np.float32)
 

@@ -195,8 +195,9 @@ def parse_principles(answer: str, lessons: Sequence[Lesson], max_policies: int) 
                     items.append((item, []))
                 elif isinstance(item, dict) and isinstance(item.get("principle"), str):
                     cited = item.get("lessons") or []
-                    items.append((item["principle"], [int(n) for n in cited if isinstance(n, int | str)
-                                                      and str(n).isdigit()]))
+                    items.append(
+                        (item["principle"], [int(n) for n in cited if isinstance(n, int | str) and str(n).isdigit()])
+                    )
     if not items:
         items = [(m.group(1), []) for m in map(_BULLET.match, answer.splitlines()) if m]
     drafts: list[Draft] = []

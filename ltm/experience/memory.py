@@ -58,8 +58,14 @@ from ltm.llm.base import LLM, LLMLike, Summarizer, resolve_llm
 from ltm.message import Message
 from ltm.store import MemoryStorage
 
-__all__ = ["DEFAULT_MERGE_SIMILARITY", "DEFAULT_MIN_RELEVANCE", "DEFAULT_RELEVANCE_MARGIN", "ExperienceMemory",
-           "Lesson", "Policy"]
+__all__ = [
+    "DEFAULT_MERGE_SIMILARITY",
+    "DEFAULT_MIN_RELEVANCE",
+    "DEFAULT_RELEVANCE_MARGIN",
+    "ExperienceMemory",
+    "Lesson",
+    "Policy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -274,8 +280,12 @@ class ExperienceMemory:
         now = time.time()
         if target is None:
             policy = Policy(
-                text=draft.text, source=draft.source, key=draft.key, tools=draft.tools,
-                lesson_ids=draft.lesson_ids, tasks=first_distinct(tasks, MAX_TASKS),
+                text=draft.text,
+                source=draft.source,
+                key=draft.key,
+                tools=draft.tools,
+                lesson_ids=draft.lesson_ids,
+                tasks=first_distinct(tasks, MAX_TASKS),
             )
             self.store.add(policy.to_message())
             return policy
@@ -393,4 +403,3 @@ class ExperienceMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -27,11 +27,19 @@ class Recorder(Protocol):
     A protocol rather than the class, so this module does not import the memory that imports it.
     """
 
-    def record_success(self, tool: str | None = None, *, args: dict[str, Any] | None = None,
-                       task: str | None = None) -> object: ...
+    def record_success(
+        self, tool: str | None = None, *, args: dict[str, Any] | None = None, task: str | None = None
+    ) -> object: ...
 
-    def record_failure(self, tool: str, error: str | BaseException, *, args: dict[str, Any] | None = None,
-                       task: str | None = None, tool_doc: str | None = None) -> object: ...
+    def record_failure(
+        self,
+        tool: str,
+        error: str | BaseException,
+        *,
+        args: dict[str, Any] | None = None,
+        task: str | None = None,
+        tool_doc: str | None = None,
+    ) -> object: ...
 
 
 def failure_of(result: Any) -> str | None:

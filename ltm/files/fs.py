@@ -279,8 +279,9 @@ class MemoryFS:
     def diff(self, change_id: str) -> str:
         """A unified diff of a pending change against the approved files, for the person approving it."""
         change = self.change(change_id)
-        return unified_diff([(op.path, self.read(op.path) if self.exists(op.path) else None, op.text)
-                             for op in change.ops])
+        return unified_diff(
+            [(op.path, self.read(op.path) if self.exists(op.path) else None, op.text) for op in change.ops]
+        )
 
     def approve(self, change_id: str) -> Change:
         """Apply a pending change (all its files together) and return it with the versions it created.

@@ -104,8 +104,13 @@ class FileIndex:
     def sync(self, heads: Heads) -> int:
         """Bring the index in line with ``heads``; returns the number of chunks added."""
         held = self.indexed()
-        stale = [m for path, versions in held.items() for v, ms in versions.items()
-                 if path not in heads or v != heads[path][0] for m in ms]
+        stale = [
+            m
+            for path, versions in held.items()
+            for v, ms in versions.items()
+            if path not in heads or v != heads[path][0]
+            for m in ms
+        ]
         for message in stale:
             self.storage.delete(message)
         fresh: list[Message] = []
@@ -114,8 +119,11 @@ class FileIndex:
                 continue
             for number, piece in enumerate(chunk(read())):
                 meta = {"path": path, "version": version, "chunk": number, "scope": self.scope}
-                fresh.append(Message(content=piece, id=chunk_id(self.scope, path, version, number),
-                                     role="memory-file", metadata=meta))
+                fresh.append(
+                    Message(
+                        content=piece, id=chunk_id(self.scope, path, version, number), role="memory-file", metadata=meta
+                    )
+                )
         return self.storage.add_batch(fresh) if fresh else 0
 
     def search(self, query: str, k: int, heads: Mapping[str, int] | None = None) -> list[SearchHit]:

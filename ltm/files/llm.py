@@ -144,10 +144,13 @@ def _ask_until_valid(
             return ops
         except InvalidInput as exc:  # ValidationFailed included: tell the model exactly what to fix
             if attempt == ATTEMPTS:
-                raise type(exc)(f"the LLM's proposal was still invalid after {ATTEMPTS} attempts, nothing was "
-                                f"stored: {exc}") from exc
-            request = (f"{prompt}\n\n## Your previous answer\n{answer}\n\n## It was rejected, nothing was stored\n"
-                       f"{exc}\n\nAnswer again, fixing these problems, in the same format.")
+                raise type(exc)(
+                    f"the LLM's proposal was still invalid after {ATTEMPTS} attempts, nothing was stored: {exc}"
+                ) from exc
+            request = (
+                f"{prompt}\n\n## Your previous answer\n{answer}\n\n## It was rejected, nothing was stored\n"
+                f"{exc}\n\nAnswer again, fixing these problems, in the same format."
+            )
     return None  # unreachable: the loop returns or raises
 
 
@@ -159,8 +162,10 @@ def _remember_prompt(fs: MemoryView, conversation: str) -> str:
     for path in fs.glob("skills/*/SKILL.md"):
         description = (front_matter(fs.read(path)) or {}).get("description", "")
         skills.append(f"- {path}: {str(description).strip()}")
-    return (f"## Memory files\n{listing}\n\n## AGENTS.md\n{agents}\n\n## Skills\n{chr(10).join(skills) or '(none)'}"
-            f"\n\n## Conversation\n{conversation}")
+    return (
+        f"## Memory files\n{listing}\n\n## AGENTS.md\n{agents}\n\n## Skills\n{chr(10).join(skills) or '(none)'}"
+        f"\n\n## Conversation\n{conversation}"
+    )
 
 
 def _conversation_text(conversation: Any) -> str:
@@ -176,8 +181,9 @@ def _conversation_text(conversation: Any) -> str:
             elif isinstance(turn, str):
                 lines.append(turn)
             else:
-                raise InvalidInput(f"conversation turns are Messages, {{role, content}} dicts or str, got "
-                                   f"{type(turn).__name__}")
+                raise InvalidInput(
+                    f"conversation turns are Messages, {{role, content}} dicts or str, got {type(turn).__name__}"
+                )
         text = "\n".join(lines)
     else:
         raise InvalidInput(f"conversation must be text or a list of turns, got {type(conversation).__name__}")

@@ -191,7 +191,6 @@ class SearchHit:
     scope: str = ""
 
 
-
 class MemoryView(Protocol):
     """What the helpers of :class:`~ltm.files.fs.MemoryFS` use of it: one scope's files, read and proposed to.
 

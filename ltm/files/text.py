@@ -15,8 +15,11 @@ __all__ = ["collisions", "compile_regex", "grep_text", "list_entries", "replace_
 def list_entries(paths: Iterable[str], folder: str, missing: Callable[[str], str]) -> list[str]:
     """Names directly under ``folder`` among ``paths`` (folders end with ``/``); NotFound when none."""
     prefix = folder + "/" if folder else ""
-    names = {p[len(prefix):].split("/", 1)[0] + ("/" if "/" in p[len(prefix):] else "")
-             for p in paths if p.startswith(prefix)}
+    names = {
+        p[len(prefix) :].split("/", 1)[0] + ("/" if "/" in p[len(prefix) :] else "")
+        for p in paths
+        if p.startswith(prefix)
+    }
     if not names and folder:
         raise NotFound(missing(folder))
     return sorted(names)
@@ -68,8 +71,12 @@ def unified_diff(changes: Iterable[tuple[str, str | None, str | None]]) -> str:
     """One unified diff over ``(path, before, after)`` triples; None is an absent file (a creation, a deletion)."""
     out: list[str] = []
     for path, before, after in changes:
-        out += difflib.unified_diff((before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
-                                    f"a/{path}", f"b/{path}" if after is not None else "/dev/null")
+        out += difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            (after or "").splitlines(keepends=True),
+            f"a/{path}",
+            f"b/{path}" if after is not None else "/dev/null",
+        )
     return "".join(line if line.endswith("\n") else line + "\n" for line in out)
 
 

@@ -236,8 +236,10 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
     if keyword == "pattern":
         return f"at {where}: {error.instance!r} does not match {error.validator_value!r}"
     if keyword == "propertyNames":
-        return (f"at {where}: server name {error.instance!r} is invalid: use letters, digits, '_', '.', '-'"
-                " (at most 64 characters)")
+        return (
+            f"at {where}: server name {error.instance!r} is invalid: use letters, digits, '_', '.', '-'"
+            " (at most 64 characters)"
+        )
     return f"at {where}: {error.message}"
 
 

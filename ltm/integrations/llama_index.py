@@ -46,9 +46,16 @@ _MODES: dict[VectorStoreQueryMode, Mode] = {
     VectorStoreQueryMode.HYBRID: "hybrid",
 }
 _OPS = {
-    FilterOperator.EQ: "eq", FilterOperator.NE: "ne", FilterOperator.GT: "gt", FilterOperator.GTE: "gte",
-    FilterOperator.LT: "lt", FilterOperator.LTE: "lte", FilterOperator.IN: "in", FilterOperator.NIN: "nin",
-    FilterOperator.CONTAINS: "contains", FilterOperator.TEXT_MATCH: "contains",
+    FilterOperator.EQ: "eq",
+    FilterOperator.NE: "ne",
+    FilterOperator.GT: "gt",
+    FilterOperator.GTE: "gte",
+    FilterOperator.LT: "lt",
+    FilterOperator.LTE: "lte",
+    FilterOperator.IN: "in",
+    FilterOperator.NIN: "nin",
+    FilterOperator.CONTAINS: "contains",
+    FilterOperator.TEXT_MATCH: "contains",
     FilterOperator.TEXT_MATCH_INSENSITIVE: "icontains",
 }
 _NODE_ROLE = "llama_index"  # the role of messages that hold nodes
@@ -80,8 +87,10 @@ def _one(f: MetadataFilter) -> dict[str, Any]:
         if not isinstance(f.value, list) or not f.value:
             raise InvalidInput(f"filter {f.key!r} {f.operator.value} takes a non-empty list, got {f.value!r}")
         return {"OR" if f.operator == FilterOperator.ANY else "AND": [{key: {"contains": v}} for v in f.value]}
-    raise InvalidInput(f"filter operator {f.operator.value!r} on {f.key!r} is not supported by ltm; use one of "
-                       f"{sorted(o.value for o in (*_OPS, FilterOperator.ANY, FilterOperator.ALL))}")
+    raise InvalidInput(
+        f"filter operator {f.operator.value!r} on {f.key!r} is not supported by ltm; use one of "
+        f"{sorted(o.value for o in (*_OPS, FilterOperator.ANY, FilterOperator.ALL))}"
+    )
 
 
 def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -137,8 +146,10 @@ class LtmVectorStore(BasePydanticVectorStore):
         for node in nodes:
             embedding = node.get_embedding() if node.embedding is not None else None
             if embedding is None:
-                raise InvalidInput(f"node {node.node_id} has no embedding; build the index with an embed_model "
-                                   "(VectorStoreIndex computes them) or set node.embedding")
+                raise InvalidInput(
+                    f"node {node.node_id} has no embedding; build the index with an embed_model "
+                    "(VectorStoreIndex computes them) or set node.embedding"
+                )
             metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=False)
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             messages.append(Message(text, id=node.node_id, role=_NODE_ROLE, metadata=metadata))
@@ -183,8 +194,9 @@ class LtmVectorStore(BasePydanticVectorStore):
         """Top ``similarity_top_k`` nodes for ``query`` in its mode, filtered inside the store."""
         mode = _MODES.get(query.mode)
         if mode is None:
-            raise InvalidInput(f"query mode {query.mode.value!r} is not supported by ltm; use one of "
-                               f"{sorted(m.value for m in _MODES)}")
+            raise InvalidInput(
+                f"query mode {query.mode.value!r} is not supported by ltm; use one of {sorted(m.value for m in _MODES)}"
+            )
         where = _and(
             to_filters(query.filters),
             {"id": {"in": list(query.node_ids)}} if query.node_ids else None,
@@ -196,8 +208,9 @@ class LtmVectorStore(BasePydanticVectorStore):
             raise InvalidInput(f"query mode {query.mode.value!r} needs query_str (the words to match)")
         if mode != "keyword" and query.query_embedding is None:
             raise InvalidInput("this query mode needs query_embedding; query through an index with an embed_model")
-        hits = self._storage.search(text, k, mode=mode, filters=where,
-                                    vector=query.query_embedding if mode != "keyword" else None)
+        hits = self._storage.search(
+            text, k, mode=mode, filters=where, vector=query.query_embedding if mode != "keyword" else None
+        )
         return _result(hits)
 
 
@@ -239,11 +252,10 @@ class LtmMemoryBlock(BaseMemoryBlock[str]):
         super().__init__(**data)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        query = " ".join(_text(m) for m in (messages or [])[-self.context_window:]).strip()
+        query = " ".join(_text(m) for m in (messages or [])[-self.context_window :]).strip()
         if not query:
             return ""
-        hits = await self.storage.asearch(query, self.k, mode=self.mode, filters=self.filters,
-                                          threshold=self.threshold)
+        hits = await self.storage.asearch(query, self.k, mode=self.mode, filters=self.filters, threshold=self.threshold)
         return "\n".join(f"- {h.message.content}" for h in hits)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:

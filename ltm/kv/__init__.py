@@ -21,7 +21,10 @@ def open_kv(settings: Settings) -> KVStore:
     in one :meth:`KVStore.atomic` batch must then share a hash slot (use a ``{tag}``).
     """
     if settings.redis_url:
-        return RedisKV.from_url(settings.redis_url, prefix=settings.redis_prefix,
-                                wait_replicas=settings.redis_wait_replicas,
-                                failover_timeout=settings.redis_failover_timeout)
+        return RedisKV.from_url(
+            settings.redis_url,
+            prefix=settings.redis_prefix,
+            wait_replicas=settings.redis_wait_replicas,
+            failover_timeout=settings.redis_failover_timeout,
+        )
     return SQLiteKV(settings.storage_dir / "kv.sqlite")

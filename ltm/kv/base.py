@@ -144,8 +144,10 @@ def _check_utf8(text: str, what: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
-                           "(decode the source with errors='replace')") from exc
+        raise InvalidInput(
+            f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
+            "(decode the source with errors='replace')"
+        ) from exc
 
 
 def check_ttl(ttl: int | None) -> int | None:

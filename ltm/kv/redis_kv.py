@@ -52,8 +52,17 @@ __all__ = ["RedisKV", "default_retry"]
 
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 # errors seen while a cluster fails a master over or moves a slot: worth a retry after a slot-map refresh
-_TRANSIENT = (redis.ConnectionError, redis.TimeoutError, ClusterDownError, TryAgainError, SlotNotCoveredError,
-              MovedError, AskError, MasterDownError, ReadOnlyError)
+_TRANSIENT = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    SlotNotCoveredError,
+    MovedError,
+    AskError,
+    MasterDownError,
+    ReadOnlyError,
+)
 T = TypeVar("T")
 
 
@@ -105,8 +114,10 @@ class RedisKV:
         ``kwargs`` go to redis-py."""
         scheme, sep, rest = url.partition("://")
         if not sep:
-            raise ConfigError("redis_url has no scheme (not echoed: it may hold a password); use "
-                              "redis://host:port/db or redis+cluster://host:port")
+            raise ConfigError(
+                "redis_url has no scheme (not echoed: it may hold a password); use "
+                "redis://host:port/db or redis+cluster://host:port"
+            )
         if scheme in _CLUSTER_SCHEMES:
             cluster, url = True if cluster is None else cluster, f"{_CLUSTER_SCHEMES[scheme]}://{rest}"
         options: dict[str, Any] = {
@@ -116,8 +127,11 @@ class RedisKV:
             "socket_connect_timeout": socket_connect_timeout,
             **kwargs,
         }
-        durability: dict[str, Any] = {"wait_replicas": wait_replicas, "wait_timeout_ms": wait_timeout_ms,
-                                      "failover_timeout": failover_timeout}
+        durability: dict[str, Any] = {
+            "wait_replicas": wait_replicas,
+            "wait_timeout_ms": wait_timeout_ms,
+            "failover_timeout": failover_timeout,
+        }
         try:
             if cluster:
                 from redis.cluster import RedisCluster
@@ -128,8 +142,9 @@ class RedisKV:
         except ValueError as exc:
             raise ConfigError(f"bad redis_url {_safe(url)}: {_scrub(str(exc), url)}") from None
         except redis.RedisError as exc:
-            raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {_scrub(str(exc), url)}; "
-                                     "is the server up?") from exc
+            raise BackendUnavailable(
+                f"cannot connect to Redis at {_safe(url)}: {_scrub(str(exc), url)}; is the server up?"
+            ) from exc
 
     def __repr__(self) -> str:
         return f"RedisKV(prefix={self.prefix!r})"
@@ -186,8 +201,13 @@ class RedisKV:
         name = str(commands[0][1])
 
         def attempt() -> list[Any]:
-            return send(self._pool_for(name), commands, transaction=transaction,
-                        wait_replicas=self.wait_replicas, wait_timeout_ms=self.wait_timeout_ms)
+            return send(
+                self._pool_for(name),
+                commands,
+                transaction=transaction,
+                wait_replicas=self.wait_replicas,
+                wait_timeout_ms=self.wait_timeout_ms,
+            )
 
         retry = _TRANSIENT + (NotApplied,) if idempotent else (NotApplied, SlotNotCoveredError)
         return self._call(attempt, retry=retry)

@@ -79,8 +79,9 @@ def _load_torch(settings: Settings, path: str) -> BaseEmbedding:
 
     # One torch thread holds its speed when other work shares the 2 cores; two collapse.
     torch.set_num_threads(settings.torch_threads)
-    return HuggingFaceEmbedding(model_name=path, device="cpu", embed_batch_size=settings.embed_batch_size,
-                                normalize=True)
+    return HuggingFaceEmbedding(
+        model_name=path, device="cpu", embed_batch_size=settings.embed_batch_size, normalize=True
+    )
 
 
 def _openai(settings: Settings) -> BaseEmbedding:

@@ -56,8 +56,12 @@ class ExtractiveLLM:
         ``max_words`` words and a fifth of the text (:mod:`ltm.llm.summary`)."""
         units = split_units(text)
         summary = summarize_units(units, max(1, int(max_words)), embed=self.embed)
-        return ExtractiveText(_clip_words(summary.text, max(1, int(max_words))), method=summary.method,
-                              sentences=len(summary.units), of=summary.of)
+        return ExtractiveText(
+            _clip_words(summary.text, max(1, int(max_words))),
+            method=summary.method,
+            sentences=len(summary.units),
+            of=summary.of,
+        )
 
     def title(self, text: str, max_words: int = 5) -> ExtractiveText:
         """One readable keyphrase of up to ``max_words`` words: the run of content words most central to the

@@ -46,8 +46,13 @@ def local_runtime(settings: Settings) -> str:
 
 def local_key(settings: Settings) -> tuple[str, int, int, str, str]:
     """What tells one loaded local model from another: weights, batch size, threads, runtime, cache folder."""
-    return (local_model_path(), settings.embed_batch_size, settings.torch_threads, local_runtime(settings),
-            str(settings.model_cache_dir))
+    return (
+        local_model_path(),
+        settings.embed_batch_size,
+        settings.torch_threads,
+        local_runtime(settings),
+        str(settings.model_cache_dir),
+    )
 
 
 def onnx_model(settings: Settings) -> OnnxModel:
@@ -60,9 +65,14 @@ def onnx_model(settings: Settings) -> OnnxModel:
             try:
                 from ltm.llm.onnx_model import OnnxModel
             except ImportError as exc:
-                raise ConfigError(f"local_runtime={settings.local_runtime} needs onnxruntime and tokenizers: "
-                                  "pip install 'ltm[local]'") from exc
-            _models[key] = OnnxModel(key[0], str(settings.model_cache_dir.expanduser()),
-                                     threads=settings.torch_threads, embed_batch_size=settings.embed_batch_size,
-                                     int8=key[3] == "onnx-int8")
+                raise ConfigError(
+                    f"local_runtime={settings.local_runtime} needs onnxruntime and tokenizers: pip install 'ltm[local]'"
+                ) from exc
+            _models[key] = OnnxModel(
+                key[0],
+                str(settings.model_cache_dir.expanduser()),
+                threads=settings.torch_threads,
+                embed_batch_size=settings.embed_batch_size,
+                int8=key[3] == "onnx-int8",
+            )
         return _models[key]

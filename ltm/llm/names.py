@@ -24,8 +24,12 @@ def configured_model_name(settings: Settings) -> str:
     return LOCAL_MODEL_NAME
 
 
-_KNOWN_DIMS = {LOCAL_MODEL_NAME: 384, "text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
-               "text-embedding-ada-002": 1536}
+_KNOWN_DIMS = {
+    LOCAL_MODEL_NAME: 384,
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 
 
 def configured_dim(settings: Settings) -> int | None:

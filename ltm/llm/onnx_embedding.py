@@ -36,13 +36,25 @@ class OnnxEmbedding(BaseEmbedding):
 
     _model: OnnxModel = PrivateAttr()
 
-    def __init__(self, model_dir: str, cache_dir: str, threads: int = 1, embed_batch_size: int = 32,
-                 int8: bool = False, *, model: OnnxModel | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        model_dir: str,
+        cache_dir: str,
+        threads: int = 1,
+        embed_batch_size: int = 32,
+        int8: bool = False,
+        *,
+        model: OnnxModel | None = None,
+        **kwargs: Any,
+    ) -> None:
         # llama-index hands _get_text_embeddings at most embed_batch_size texts: a wider window lets more of a
         # big add_batch be sorted by length together; embed_batch_size still caps one model run
         super().__init__(model_name=model_dir, embed_batch_size=max(embed_batch_size, _SORT_WINDOW), **kwargs)
-        self._model = model if model is not None else OnnxModel(model_dir, cache_dir, threads=threads,
-                                                                embed_batch_size=embed_batch_size, int8=int8)
+        self._model = (
+            model
+            if model is not None
+            else OnnxModel(model_dir, cache_dir, threads=threads, embed_batch_size=embed_batch_size, int8=int8)
+        )
 
     @classmethod
     def of(cls, model: OnnxModel) -> OnnxEmbedding:
@@ -79,8 +91,11 @@ class OnnxEmbedding(BaseEmbedding):
         llama-index's null instrumentation handlers on the dispatchers its events go to, no rate limiter and no
         embeddings cache. Then :meth:`vectors` is the same call without the dispatch; once anyone attaches a
         handler (checked on every call), ltm's store goes through the public entry points again."""
-        if self.callback_manager.handlers or getattr(self, "rate_limiter", None) is not None or \
-                getattr(self, "embeddings_cache", None) is not None:
+        if (
+            self.callback_manager.handlers
+            or getattr(self, "rate_limiter", None) is not None
+            or getattr(self, "embeddings_cache", None) is not None
+        ):
             return False
         return _unobserved_dispatch()
 
@@ -120,5 +135,3 @@ def _unobserved_dispatch() -> bool:
         if not dispatcher.propagate or not dispatcher.parent_name:
             return True
         dispatcher = dispatcher.parent
-
-

@@ -83,8 +83,9 @@ def export_onnx(model_dir: Path, target: Path) -> Path:
             self.bert = bert
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
@@ -101,9 +102,16 @@ def export_onnx(model_dir: Path, target: Path) -> Path:
     # torch does not bring.
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, tuple(sample[name] for name in _INPUTS), str(partial), input_names=list(_INPUTS),
-                          output_names=["embedding"], dynamic_axes={**axes, "embedding": {0: "batch"}},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            model,
+            tuple(sample[name] for name in _INPUTS),
+            str(partial),
+            input_names=list(_INPUTS),
+            output_names=["embedding"],
+            dynamic_axes={**axes, "embedding": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
     os.replace(partial, target)
     return target
 
@@ -136,8 +144,9 @@ class _DropAdvice(logging.Filter):
 class OnnxModel:
     """An exported sentence-transformers model on ONNX Runtime: unit vectors for texts, no llama-index."""
 
-    def __init__(self, model_dir: str, cache_dir: str, threads: int = 1, embed_batch_size: int = 32,
-                 int8: bool = False) -> None:
+    def __init__(
+        self, model_dir: str, cache_dir: str, threads: int = 1, embed_batch_size: int = 32, int8: bool = False
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -161,8 +170,10 @@ class OnnxModel:
         try:
             self._session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a damaged cache file: say which one, and how to rebuild it
-            raise StoreCorrupted(f"the cached ONNX model {graph} cannot be loaded ({exc}); delete it and it is "
-                                 "exported again on the next use") from exc
+            raise StoreCorrupted(
+                f"the cached ONNX model {graph} cannot be loaded ({exc}); delete it and it is "
+                "exported again on the next use"
+            ) from exc
         self._tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         self._tokenizer.enable_truncation(_max_tokens(source))
         self._tokenizer.no_padding()  # each run is padded to its own longest text (see vectors)
@@ -181,7 +192,7 @@ class OnnxModel:
         if len(texts) == 1:
             return self._run_one(texts[0])
         if len(texts) > window:  # the windows llama-index's batching hands over
-            return np.concatenate([self.embed_sorted(texts[i:i + window]) for i in range(0, len(texts), window)])
+            return np.concatenate([self.embed_sorted(texts[i : i + window]) for i in range(0, len(texts), window)])
         return self.embed_sorted(texts)
 
     def embed_sorted(self, texts: Sequence[str]) -> np.ndarray:
@@ -192,8 +203,11 @@ class OnnxModel:
         while start < len(order):
             longest = len(encodings[order[start]].ids)
             stop = start + 1
-            while stop < len(order) and stop - start < self.run_max and \
-                    (stop - start + 1) * max(longest, len(encodings[order[stop]].ids)) <= _RUN_TOKENS:
+            while (
+                stop < len(order)
+                and stop - start < self.run_max
+                and (stop - start + 1) * max(longest, len(encodings[order[stop]].ids)) <= _RUN_TOKENS
+            ):
                 longest = max(longest, len(encodings[order[stop]].ids))
                 stop += 1
             run = [encodings[i] for i in order[start:stop]]
@@ -213,8 +227,13 @@ class OnnxModel:
     def _run_one(self, text: str) -> np.ndarray:
         encoding = self._tokenizer.encode(text)
         ids = np.array([encoding.ids], dtype=np.int64)
-        return self._run({"input_ids": ids, "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
-                          "token_type_ids": np.array([encoding.type_ids], dtype=np.int64)})
+        return self._run(
+            {
+                "input_ids": ids,
+                "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+                "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+            }
+        )
 
     def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         with self._lock:  # one session, one run at a time: the graph already uses the threads it was given
@@ -226,5 +245,6 @@ def _max_tokens(model_dir: Path) -> int:
     try:
         return int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
     except (OSError, KeyError, ValueError) as exc:
-        raise ConfigError(f"{model_dir} has no readable sentence_bert_config.json; is it a sentence-transformers "
-                          "model folder?") from exc
+        raise ConfigError(
+            f"{model_dir} has no readable sentence_bert_config.json; is it a sentence-transformers model folder?"
+        ) from exc

@@ -62,8 +62,9 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
 
     def _sync(self) -> openai.OpenAI:
         if self._client is None:
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self.timeout,
-                                         max_retries=self.max_retries)
+            self._client = openai.OpenAI(
+                base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=self.max_retries
+            )
         return self._client  # type: ignore[no-any-return]
 
     def _request(self, texts: list[str]) -> dict[str, Any]:
@@ -95,8 +96,9 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         # a fresh async client per call: async clients are bound to one event loop
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self.timeout,
-                                    max_retries=self.max_retries)
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=self.max_retries
+        )
         try:
             response = await client.embeddings.create(**self._request(texts))
         except Exception as exc:

@@ -77,8 +77,7 @@ class OpenAICompatibleLLM:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self._key = api_key or _PLACEHOLDER_KEY
-        self._client = openai.OpenAI(base_url=base_url, api_key=self._key, timeout=timeout,
-                                     max_retries=max_retries)
+        self._client = openai.OpenAI(base_url=base_url, api_key=self._key, timeout=timeout, max_retries=max_retries)
         self._tls_context: ssl.SSLContext | None = None
 
     @classmethod
@@ -137,9 +136,13 @@ class OpenAICompatibleLLM:
         request = self._request(prompt, system)
         # one async client per call: an async client is bound to the event loop it ran on, and callers
         # (asyncio.run in scripts, several loops in threads) do not share one
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout,
-                                    max_retries=self.max_retries,
-                                    http_client=openai.DefaultAsyncHttpxClient(verify=self._tls()))
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self._key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(verify=self._tls()),
+        )
         try:
             response = await client.chat.completions.create(**request)
         except Exception as exc:

@@ -29,8 +29,10 @@ TOKENS_PER_WORD = 2  # generous upper bound used to clip a partial summary of N 
 
 
 def summary_system(max_words: int, keep_language: bool) -> str:
-    lines = ["You are a tool for summarizing and abstracting text.",
-             f"Return the summarized text in less than {max_words} words."]
+    lines = [
+        "You are a tool for summarizing and abstracting text.",
+        f"Return the summarized text in less than {max_words} words.",
+    ]
     if keep_language:
         lines.append("The summary must be in the same language as the original text.")
     return "\n".join(lines)
@@ -47,7 +49,12 @@ class SummaryRun:
 
 
 async def summarize_text(
-    text: str, llm: LLM, *, max_words: int = 200, keep_language: bool = False, window_tokens: int = 4096,
+    text: str,
+    llm: LLM,
+    *,
+    max_words: int = 200,
+    keep_language: bool = False,
+    window_tokens: int = 4096,
     max_calls: int = 32,
 ) -> SummaryRun:
     """Summarize ``text`` in at most ``max_words`` words with at most ``max_calls`` LLM calls."""
@@ -93,8 +100,10 @@ async def ask_title(text: str, llm: LLM, max_words: int = 5) -> str:
     """A title of less than ``max_words`` words for ``text``."""
     if isinstance(llm, Summarizer):
         return str(llm.title(text, max_words))
-    system = (f"You are a tool for writing titles. Return a title of less than {max_words} words for the text, "
-              "in the text's language. Return only the title.")
+    system = (
+        f"You are a tool for writing titles. Return a title of less than {max_words} words for the text, "
+        "in the text's language. Return only the title."
+    )
     answer: str = await llm.aask(text, system=system)
     return _nonempty(answer.strip().strip('"'), "title")
 
@@ -104,9 +113,11 @@ async def ask_related(text1: str, text2: str, llm: LLM) -> bool:
     if isinstance(llm, Summarizer):
         return llm.is_related(text1, text2)
     prompt = f"## Paragraph 1\n{text2}\n---\n## Paragraph 2\n{text1}\n"
-    system = ("You are a tool that decides whether two paragraphs are semantically related. "
-              'Answer with exactly one word: "YES" if "Paragraph 1" is semantically related to "Paragraph 2", '
-              'otherwise "NO".')
+    system = (
+        "You are a tool that decides whether two paragraphs are semantically related. "
+        'Answer with exactly one word: "YES" if "Paragraph 1" is semantically related to "Paragraph 2", '
+        'otherwise "NO".'
+    )
     return parse_yes_no(await llm.aask(prompt, system=system))
 
 
@@ -115,9 +126,11 @@ async def ask_rewrite(sentence: str, context: str, llm: LLM) -> str:
     if isinstance(llm, Summarizer):
         return str(llm.rewrite(sentence, context))
     prompt = f"## Context\n{context}\n---\n## Sentence\n{sentence}\n"
-    system = ('You are a tool augmenting the "Sentence" with information from the "Context". '
-              "Do not add information that is not present in the context, especially about the subject and object. "
-              "Return the augmented sentence.")
+    system = (
+        'You are a tool augmenting the "Sentence" with information from the "Context". '
+        "Do not add information that is not present in the context, especially about the subject and object. "
+        "Return the augmented sentence."
+    )
     return _nonempty(await llm.aask(prompt, system=system), "rewrite")
 
 

@@ -71,7 +71,7 @@ def candidate_phrases(text: str, longest: int = 3) -> list[Phrase]:
                 run.append(word)
                 continue
             for start in range(0, len(run), longest):
-                part = run[start:start + longest]
+                part = run[start : start + longest]
                 phrases.append(Phrase(" ".join(part), tuple(content_words(" ".join(part))), position))
                 position += 1
             run = []
@@ -90,8 +90,10 @@ def tfidf(sentences: list[str]) -> tuple[list[dict[int, float]], int]:
         counted.append(counts)
     rows = []
     for counts in counted:
-        row = {col: (1.0 + math.log(n)) * (math.log((1 + len(sentences)) / (1 + df[col])) + 1.0)
-               for col, n in counts.items()}
+        row = {
+            col: (1.0 + math.log(n)) * (math.log((1 + len(sentences)) / (1 + df[col])) + 1.0)
+            for col, n in counts.items()
+        }
         norm = math.sqrt(sum(v * v for v in row.values())) or 1.0
         rows.append({col: v / norm for col, v in row.items()})
     return rows, len(vocab)

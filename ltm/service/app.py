@@ -29,8 +29,14 @@ __all__ = ["create_app"]
 
 log = logging.getLogger("ltm.service")
 
-_HTTP_NAMES = {400: "InvalidInput", 401: "AuthRequired", 403: "Forbidden", 404: "NotFound", 405: "InvalidInput",
-               413: "PayloadTooLarge"}
+_HTTP_NAMES = {
+    400: "InvalidInput",
+    401: "AuthRequired",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "InvalidInput",
+    413: "PayloadTooLarge",
+}
 
 
 def create_app(
@@ -69,8 +75,14 @@ def create_app(
         finally:
             state.close()
 
-    app = FastAPI(title="ltm", version=ltm.__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Long-term memory for LLM agents: the library's API over HTTP.")
+    app = FastAPI(
+        title="ltm",
+        version=ltm.__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Long-term memory for LLM agents: the library's API over HTTP.",
+    )
     app.state.ltm = state
     _errors(app)
     from ltm.service.routes import chats, experience, files, messages, meta, search
@@ -109,7 +121,6 @@ def _errors(app: FastAPI) -> None:
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         name = _HTTP_NAMES.get(exc.status_code, "LTMError")
         return JSONResponse({"error": name, "message": str(exc.detail)}, status_code=exc.status_code)
-
 
 
 def _route(scope: Scope) -> str:
@@ -197,7 +208,9 @@ class _BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = {"error": "PayloadTooLarge",
-                "message": f"the request body is over {self.max_bytes} bytes; send fewer or smaller messages "
-                           "per request (ltm serve --max-body-bytes raises the limit)"}
+        body = {
+            "error": "PayloadTooLarge",
+            "message": f"the request body is over {self.max_bytes} bytes; send fewer or smaller messages "
+            "per request (ltm serve --max-body-bytes raises the limit)",
+        }
         await JSONResponse(body, status_code=413)(scope, receive, send)

@@ -37,8 +37,10 @@ def caller(request: Request) -> Principal:
     if (scheme.lower() != "bearer" or not key.strip()) and request.url.path.startswith("/ui"):
         key = request.cookies.get(COOKIE, "")  # the inspector's sign-in is good for the inspector only
     if not key.strip():
-        raise AuthRequired("this server needs an API key: send 'Authorization: Bearer <key>' "
-                           "(create one with `ltm keys create --namespaces 'NAME-OR-PATTERN'`)")
+        raise AuthRequired(
+            "this server needs an API key: send 'Authorization: Bearer <key>' "
+            "(create one with `ltm keys create --namespaces 'NAME-OR-PATTERN'`)"
+        )
     record = state.keys.lookup(key.strip())
     if record is None:
         raise AuthRequired("the API key is unknown or revoked; create a new one with `ltm keys create`")

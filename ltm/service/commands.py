@@ -30,17 +30,28 @@ def is_loopback(host: str) -> bool:
 
 def _check_open(host: str, auth: bool) -> None:
     if not auth and not is_loopback(host):
-        raise ConfigError(f"--no-auth is refused on {host!r}: without keys anyone who reaches the port can read "
-                          "and write every namespace. Listen on 127.0.0.1, or create keys with `ltm keys create`")
+        raise ConfigError(
+            f"--no-auth is refused on {host!r}: without keys anyone who reaches the port can read "
+            "and write every namespace. Listen on 127.0.0.1, or create keys with `ltm keys create`"
+        )
 
 
 def _logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True,
-          max_body_bytes: int = Limits.max_body_bytes, mcp: bool = False, log_level: str = "info",
-          allowed_hosts: Sequence[str] = (), server_limits: ServerLimits | None = None) -> int:
+def serve(
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    auth: bool = True,
+    max_body_bytes: int = Limits.max_body_bytes,
+    mcp: bool = False,
+    log_level: str = "info",
+    allowed_hosts: Sequence[str] = (),
+    server_limits: ServerLimits | None = None,
+) -> int:
     """Run the HTTP API (and the inspector, and MCP at ``/mcp/`` with ``mcp``) until interrupted.
     ``allowed_hosts`` are the ``Host`` names answered besides loopback ones (see :mod:`ltm.service.guards`)."""
     import uvicorn
@@ -50,17 +61,30 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, auth
 
     _check_open(host, auth)
     _logging(log_level)
-    app = create_app(settings, auth=auth, limits=Limits(max_body_bytes=max_body_bytes),
-                     mcp_path="/mcp" if mcp else None, allowed_hosts=allowed_hosts)
+    app = create_app(
+        settings,
+        auth=auth,
+        limits=Limits(max_body_bytes=max_body_bytes),
+        mcp_path="/mcp" if mcp else None,
+        allowed_hosts=allowed_hosts,
+    )
     # uvicorn's access log prints request URLs (namespace names, query strings): ltm.service logs its own lines.
-    config = uvicorn_config(app, limits=server_limits, host=host, port=port, access_log=False,
-                            log_level=log_level, log_config=None)
+    config = uvicorn_config(
+        app, limits=server_limits, host=host, port=port, access_log=False, log_level=log_level, log_config=None
+    )
     uvicorn.Server(config).run()
     return 0
 
 
-def run_mcp(settings: Settings, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8766,
-            auth: bool = True, log_level: str = "warning") -> int:
+def run_mcp(
+    settings: Settings,
+    *,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    auth: bool = True,
+    log_level: str = "warning",
+) -> int:
     """Run the MCP server on stdio (key from ``LTM_API_KEY``) or streamable HTTP (Bearer keys)."""
     from ltm.service.mcp import build_mcp, mcp_http_app, stdio_key
     from ltm.service.state import ServiceState
@@ -70,8 +94,10 @@ def run_mcp(settings: Settings, *, transport: str = "stdio", host: str = "127.0.
         if transport == "stdio":
             key = stdio_key()
             if auth and (key is None or state.keys.lookup(key) is None):
-                raise ConfigError("set LTM_API_KEY to a key from `ltm keys create` in the MCP client's config "
-                                  "(or start with --no-auth for a local single-user setup)")
+                raise ConfigError(
+                    "set LTM_API_KEY to a key from `ltm keys create` in the MCP client's config "
+                    "(or start with --no-auth for a local single-user setup)"
+                )
             logging.basicConfig(level=log_level.upper(), stream=sys.stderr)  # stdout carries the protocol
             build_mcp(state, stdio_key=key).run("stdio")
             return 0
@@ -85,15 +111,23 @@ def run_mcp(settings: Settings, *, transport: str = "stdio", host: str = "127.0.
         app = mcp_http_app(state, path="/mcp")
         app.add_middleware(HostGuard, open_server=not auth)
         app.add_middleware(SecurityHeaders)
-        uvicorn.Server(uvicorn_config(app, host=host, port=port, access_log=False, log_level=log_level,
-                                      log_config=None)).run()
+        uvicorn.Server(
+            uvicorn_config(app, host=host, port=port, access_log=False, log_level=log_level, log_config=None)
+        ).run()
         return 0
     finally:
         state.close()
 
 
-def create_key(settings: Settings, namespaces: list[str], *, read_only: bool = False, label: str = "",
-               out: TextIO | None = None, err: TextIO | None = None) -> int:
+def create_key(
+    settings: Settings,
+    namespaces: list[str],
+    *,
+    read_only: bool = False,
+    label: str = "",
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
     """Create a key, print it once on ``out`` (its id and scope on ``err``)."""
     out, err = out or sys.stdout, err or sys.stderr
     store = KeyStore(settings)
@@ -117,8 +151,18 @@ def list_keys(settings: Settings, *, as_json: bool = False, out: TextIO | None =
         store.close()
     for r in records:
         if as_json:
-            print(json.dumps({"id": r.id, "namespaces": list(r.namespaces), "read_only": r.read_only,
-                              "label": r.label, "created_at": r.created_at}), file=out)
+            print(
+                json.dumps(
+                    {
+                        "id": r.id,
+                        "namespaces": list(r.namespaces),
+                        "read_only": r.read_only,
+                        "label": r.label,
+                        "created_at": r.created_at,
+                    }
+                ),
+                file=out,
+            )
         else:
             mode = "read-only " if r.read_only else "read-write"
             print(f"{r.id}  {mode}  {' '.join(r.namespaces)}  {r.label}".rstrip(), file=out)

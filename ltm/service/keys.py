@@ -96,8 +96,9 @@ class KeyStore:
             self._db = db
         return self._db
 
-    def create(self, namespaces: list[str] | tuple[str, ...], *, read_only: bool = False, label: str = "") -> tuple[
-            str, ApiKey]:
+    def create(
+        self, namespaces: list[str] | tuple[str, ...], *, read_only: bool = False, label: str = ""
+    ) -> tuple[str, ApiKey]:
         """A new key for ``namespaces`` (patterns); returns ``(key, record)``. The key is shown only here."""
         patterns = tuple(p.strip() for p in namespaces if p.strip())
         if not patterns:
@@ -127,10 +128,12 @@ class KeyStore:
         """Revoke a key by id (the ``ltm_<id>_`` part); NotFound when no live key has it."""
         with self._lock:
             db = self._conn()
-            changed = db.execute("UPDATE keys SET revoked_at=? WHERE id=? AND revoked_at IS NULL",
-                                 (time.time(), key_id)).rowcount
-            row = db.execute("SELECT id, namespaces, read_only, label, created_at, revoked_at FROM keys WHERE id=?",
-                             (key_id,)).fetchone()
+            changed = db.execute(
+                "UPDATE keys SET revoked_at=? WHERE id=? AND revoked_at IS NULL", (time.time(), key_id)
+            ).rowcount
+            row = db.execute(
+                "SELECT id, namespaces, read_only, label, created_at, revoked_at FROM keys WHERE id=?", (key_id,)
+            ).fetchone()
         if not changed or row is None:
             raise NotFound(f"no live key with id {key_id!r}; `ltm keys list` shows the ids")
         return _record(row)
@@ -138,9 +141,15 @@ class KeyStore:
     def lookup(self, key: str) -> ApiKey | None:
         """The live key record for ``key``, else None (unknown or revoked)."""
         with self._lock:
-            row = self._conn().execute(
-                "SELECT id, namespaces, read_only, label, created_at, revoked_at FROM keys "
-                "WHERE hash=? AND revoked_at IS NULL", (_hash(key),)).fetchone()
+            row = (
+                self._conn()
+                .execute(
+                    "SELECT id, namespaces, read_only, label, created_at, revoked_at FROM keys "
+                    "WHERE hash=? AND revoked_at IS NULL",
+                    (_hash(key),),
+                )
+                .fetchone()
+            )
         return _record(row) if row is not None else None
 
     def close(self) -> None:

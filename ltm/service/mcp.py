@@ -49,16 +49,20 @@ def _principal(state: ServiceState, ctx: Context[Any, Any] | None, stdio_key: st
         key = token.strip() if scheme.lower() == "bearer" else None
     record = state.keys.lookup(key) if key else None
     if record is None:
-        raise AuthRequired(f"an MCP client needs a valid ltm API key ({KEY_ENV} for stdio, a Bearer header "
-                           "over HTTP); create one with `ltm keys create`")
+        raise AuthRequired(
+            f"an MCP client needs a valid ltm API key ({KEY_ENV} for stdio, a Bearer header "
+            "over HTTP); create one with `ltm keys create`"
+        )
     return record.principal()
 
 
 def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer[Any]:
     """An MCP server over ``state``'s memories. ``stdio_key`` is the API key of a stdio session."""
     server: MCPServer[Any] = MCPServer(
-        "ltm", instructions="Long-term memory: store messages in a namespace, search them by meaning, recall the "
-        "newest, tell which observations are new, and summarize a chat.")
+        "ltm",
+        instructions="Long-term memory: store messages in a namespace, search them by meaning, recall the "
+        "newest, tell which observations are new, and summarize a chat.",
+    )
 
     async def run(ctx: Context[Any, Any] | None, namespace: str, write: bool, work: Callable[[], T]) -> T:
         try:
@@ -73,28 +77,44 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
     @server.tool()
-    async def add(namespace: str, content: str, ctx: Context[Any, Any], role: str = "user",
-                  metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def add(
+        namespace: str, content: str, ctx: Context[Any, Any], role: str = "user", metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Store a message in a namespace; returns its id and whether it was new."""
         message = Message(content, role=role, metadata=metadata or {})
         added = await run(ctx, namespace, True, lambda: state.store(namespace).add(message))
         return {"id": message.id, "added": added}
 
     @server.tool()
-    async def search(namespace: str, query: str, ctx: Context[Any, Any], k: int = 5,
-                     mode: Literal["hybrid", "dense", "keyword"] = "hybrid") -> list[dict[str, Any]]:
+    async def search(
+        namespace: str,
+        query: str,
+        ctx: Context[Any, Any],
+        k: int = 5,
+        mode: Literal["hybrid", "dense", "keyword"] = "hybrid",
+    ) -> list[dict[str, Any]]:
         """Search a namespace by meaning and keywords (mode hybrid, dense or keyword); best first."""
+
         def work() -> list[MemoryHit]:
             store = state.existing_store(namespace)  # a name never written to: no hits, nothing created
             return [] if store is None else store.search(query, k, mode=mode)
 
         hits = await run(ctx, namespace, False, work)
-        return [{"id": h.message.id, "content": h.message.content, "role": h.message.role, "score": h.score,
-                 "signals": list(h.signals)} for h in hits]
+        return [
+            {
+                "id": h.message.id,
+                "content": h.message.content,
+                "role": h.message.role,
+                "score": h.score,
+                "signals": list(h.signals),
+            }
+            for h in hits
+        ]
 
     @server.tool()
     async def recall_recent(namespace: str, ctx: Context[Any, Any], n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` newest messages of a namespace, oldest first."""
+
         def work() -> list[Message]:
             store = state.existing_store(namespace)
             return [] if store is None else store.recent(min(n, 1000))
@@ -114,15 +134,17 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
         return await run(ctx, namespace, False, work)
 
     @server.tool()
-    async def summarize_chat(namespace: str, chat_id: str, ctx: Context[Any, Any],
-                             max_words: int = 200) -> dict[str, Any]:
+    async def summarize_chat(
+        namespace: str, chat_id: str, ctx: Context[Any, Any], max_words: int = 200
+    ) -> dict[str, Any]:
         """Fold a chat's history into its running summary and return the summary."""
         from ltm.brain import BrainMemory
 
         def work() -> dict[str, Any]:
             async def go() -> dict[str, Any]:
                 memory = await BrainMemory(settings=state.settings, kv=state.kv_store()).loads(
-                    chat_key(namespace, check_chat_id(chat_id)))
+                    chat_key(namespace, check_chat_id(chat_id))
+                )
                 summary = await memory.summarize(max_words=max_words)
                 return {"summary": summary, "extractive": memory.summary_is_extractive}
 

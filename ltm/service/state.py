@@ -97,11 +97,13 @@ class ServiceState:
         self._scratch: tuple[MemoryStorage, str] | None = None
         self._stores: _Handles[MemoryStorage] = _Handles(self._open_store, MemoryStorage.close, self.max_open)
         self._files: _Handles[MemoryFS] = _Handles(
-            lambda scope: MemoryFS(scope, settings=self.settings, kv=self.kv_store(), embedding=self.embedding,
-                                   secret_ids=True),
-            MemoryFS.close, self.max_open)
-        self._experience: _Handles[ExperienceMemory] = _Handles(self._open_experience, _close_experience,
-                                                                self.max_open)
+            lambda scope: MemoryFS(
+                scope, settings=self.settings, kv=self.kv_store(), embedding=self.embedding, secret_ids=True
+            ),
+            MemoryFS.close,
+            self.max_open,
+        )
+        self._experience: _Handles[ExperienceMemory] = _Handles(self._open_experience, _close_experience, self.max_open)
 
     def _open_experience(self, agent: str) -> ExperienceMemory:
         from ltm.experience.memory import ExperienceMemory
@@ -136,8 +138,9 @@ class ServiceState:
         with self._kv_lock:
             if self._scratch is None:
                 folder = tempfile.mkdtemp(prefix="ltm-scratch-")
-                settings = self.settings.model_copy(update={"storage_dir": Path(folder), "store_url": None,
-                                                            "write_behind": False})
+                settings = self.settings.model_copy(
+                    update={"storage_dir": Path(folder), "store_url": None, "write_behind": False}
+                )
                 self._scratch = (MemoryStorage("scratch", settings=settings, embedding=self.embedding), folder)
             return self._scratch[0]
 

@@ -64,8 +64,14 @@ class NamespaceHit(MemoryHit):
 
 
 def search_many(
-    stores: Iterable[MemoryStorage | str], query: str, k: int = 10, *, mode: Mode = "hybrid",
-    filters: Mapping[str, Any] | None = None, explain: bool = False, settings: Settings | None = None,
+    stores: Iterable[MemoryStorage | str],
+    query: str,
+    k: int = 10,
+    *,
+    mode: Mode = "hybrid",
+    filters: Mapping[str, Any] | None = None,
+    explain: bool = False,
+    settings: Settings | None = None,
     kind: str = "role",
 ) -> list[NamespaceHit]:
     """The ``k`` best messages for ``query`` over several namespaces, best first (see the module docstring
@@ -80,8 +86,10 @@ def search_many(
             return []
         models = sorted({h.embedder.model for h in handles})
         if len(models) > 1:
-            raise InvalidInput(f"search_many needs namespaces of one embedding model (their scores compare), got "
-                               f"{models}; search each model's namespaces separately")
+            raise InvalidInput(
+                f"search_many needs namespaces of one embedding model (their scores compare), got "
+                f"{models}; search each model's namespaces separately"
+            )
         if any(h.settings.store_url for h in handles):
             return _by_own_score(handles, query, k, mode, filters, explain)
         return _embedded(handles, query, k, mode, filters, explain)
@@ -90,8 +98,9 @@ def search_many(
             handle.close()
 
 
-def _handles(stores: Iterable[MemoryStorage | str], settings: Settings | None,
-             kind: str) -> tuple[list[MemoryStorage], list[MemoryStorage]]:
+def _handles(
+    stores: Iterable[MemoryStorage | str], settings: Settings | None, kind: str
+) -> tuple[list[MemoryStorage], list[MemoryStorage]]:
     if isinstance(stores, str | MemoryStorage):
         raise InvalidInput("search_many takes a list of namespaces (names or MemoryStorage objects), not one")
     handles: list[MemoryStorage] = []
@@ -105,11 +114,14 @@ def _handles(stores: Iterable[MemoryStorage | str], settings: Settings | None,
             elif isinstance(item, MemoryStorage):
                 store = item
                 if store.namespace is None:
-                    raise InvalidInput("a MemoryStorage given to search_many has no namespace open; pass "
-                                       "MemoryStorage(namespace) or call recover_memory(id) first")
+                    raise InvalidInput(
+                        "a MemoryStorage given to search_many has no namespace open; pass "
+                        "MemoryStorage(namespace) or call recover_memory(id) first"
+                    )
             else:
-                raise InvalidInput(f"search_many takes namespace names or MemoryStorage objects, got "
-                                   f"{type(item).__name__}")
+                raise InvalidInput(
+                    f"search_many takes namespace names or MemoryStorage objects, got {type(item).__name__}"
+                )
             key = (str(store.settings.store_url or store.settings.storage_dir), store.kind, str(store.namespace))
             if key not in seen:  # one namespace named twice is searched once
                 seen.add(key)
@@ -124,6 +136,7 @@ def _handles(stores: Iterable[MemoryStorage | str], settings: Settings | None,
 def _dense_text(handles: list[MemoryStorage], query: str) -> str:
     """The query's dense text (:func:`ltm.store.search.speakers.dense_query`) with the names of every namespace
     searched."""
+
     def names(words: list[str]) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {}
         for handle in handles:
@@ -134,27 +147,41 @@ def _dense_text(handles: list[MemoryStorage], query: str) -> str:
     return dense_query(query, names)
 
 
-def _labelled(hit: MemoryHit, store: MemoryStorage, score: float | None = None,
-              explain: dict[str, float] | None = None) -> NamespaceHit:
-    return NamespaceHit(hit.message, hit.score if score is None else score, hit.signals, explain,
-                        namespace=str(store.namespace), kind=store.kind)
+def _labelled(
+    hit: MemoryHit, store: MemoryStorage, score: float | None = None, explain: dict[str, float] | None = None
+) -> NamespaceHit:
+    return NamespaceHit(
+        hit.message,
+        hit.score if score is None else score,
+        hit.signals,
+        explain,
+        namespace=str(store.namespace),
+        kind=store.kind,
+    )
 
 
-def _by_own_score(handles: list[MemoryStorage], query: str, k: int, mode: Mode,
-                  filters: Mapping[str, Any] | None, explain: bool) -> list[NamespaceHit]:
+def _by_own_score(
+    handles: list[MemoryStorage], query: str, k: int, mode: Mode, filters: Mapping[str, Any] | None, explain: bool
+) -> list[NamespaceHit]:
     vector = handles[0]._embed([_dense_text(handles, query)], QUERY)[0] if mode != "keyword" else None  # once
-    found = [(hit, order, rank, store) for order, store in enumerate(handles)
-             for rank, hit in enumerate(store.search(query, k, mode=mode, filters=filters, explain=explain,
-                                                     vector=vector))]
+    found = [
+        (hit, order, rank, store)
+        for order, store in enumerate(handles)
+        for rank, hit in enumerate(store.search(query, k, mode=mode, filters=filters, explain=explain, vector=vector))
+    ]
     found.sort(key=lambda f: (-f[0].score, f[2], f[1]))
     return [_labelled(hit, store, explain=hit.explain) for hit, _, _, store in found[:k]]
 
 
-def _embedded(handles: list[MemoryStorage], query: str, k: int, mode: Mode,
-              filters: Mapping[str, Any] | None, explain: bool) -> list[NamespaceHit]:
+def _embedded(
+    handles: list[MemoryStorage], query: str, k: int, mode: Mode, filters: Mapping[str, Any] | None, explain: bool
+) -> list[NamespaceHit]:
     with_vectors = [h for h in handles if h._dim() is not None]
-    vector = (with_vectors[0]._embed([_dense_text(with_vectors, query)], QUERY)
-              if mode != "keyword" and with_vectors else None)
+    vector = (
+        with_vectors[0]._embed([_dense_text(with_vectors, query)], QUERY)
+        if mode != "keyword" and with_vectors
+        else None
+    )
     if mode == "dense":
         found: list[tuple[MemoryHit, int, int, MemoryStorage]] = []
         for order, store in enumerate(with_vectors):
@@ -166,18 +193,23 @@ def _embedded(handles: list[MemoryStorage], query: str, k: int, mode: Mode,
     candidates: list[tuple[MemoryHit, MemoryStorage]] = []
     for store in handles:
         given = vector if store in with_vectors else None
-        candidates.extend((hit, store) for hit in store.search(query, fetch, mode=mode, filters=filters,
-                                                               vector=given, explain=mode == "hybrid"))
+        candidates.extend(
+            (hit, store)
+            for hit in store.search(query, fetch, mode=mode, filters=filters, vector=given, explain=mode == "hybrid")
+        )
     keyword = union_bm25(handles, candidates, query)
     if mode == "keyword":
         scored = sorted(((keyword.get(i, 0.0), -i) for i in range(len(candidates))), reverse=True)[:k]
-        return [_labelled(candidates[-i][0], candidates[-i][1], score,
-                          {"keyword": score} if explain else None) for score, i in scored]
+        return [
+            _labelled(candidates[-i][0], candidates[-i][1], score, {"keyword": score} if explain else None)
+            for score, i in scored
+        ]
     return _fused(candidates, keyword, query, k, explain)
 
 
-def _fused(candidates: list[tuple[MemoryHit, MemoryStorage]], keyword: dict[int, float], query: str, k: int,
-           explain: bool) -> list[NamespaceHit]:
+def _fused(
+    candidates: list[tuple[MemoryHit, MemoryStorage]], keyword: dict[int, float], query: str, k: int, explain: bool
+) -> list[NamespaceHit]:
     """One calibrated fusion over every namespace's candidates, from their raw per-signal scores (``keyword``:
     BM25 with the statistics of the union, see :func:`union_bm25`)."""
     signals: dict[str, list[tuple[int, float]]] = {"dense": [], "context": [], "keyword": []}
@@ -191,18 +223,36 @@ def _fused(candidates: list[tuple[MemoryHit, MemoryStorage]], keyword: dict[int,
         hits.sort(key=lambda item: -item[1])
     target = normalised_text(query)
     exact = [i for i, (hit, _) in enumerate(candidates) if hit.message.content == query]
-    near = [i for i, (hit, _) in enumerate(candidates)
-            if i not in exact and normalised_text(hit.message.content) == target]
+    near = [
+        i for i, (hit, _) in enumerate(candidates) if i not in exact and normalised_text(hit.message.content) == target
+    ]
     weights = LONG_QUERY_WEIGHTS if len(query_terms(query)) > LONG_QUERY_TERMS else WEIGHTS
-    names = {i: tuple(str(v) for v in (hit.message.metadata.get("speaker"), hit.message.sent_from, hit.message.role)
-                      if v) for i, (hit, _) in enumerate(candidates)}
+    names = {
+        i: tuple(str(v) for v in (hit.message.metadata.get("speaker"), hit.message.sent_from, hit.message.role) if v)
+        for i, (hit, _) in enumerate(candidates)
+    }
     terms = question_stems(query)
     cosines = dict(signals["dense"])
-    priors = None if terms is None else prior_source(
-        lambda ids: {i: cosines[i] for i in ids if i in cosines},
-        lambda ids: {i: candidates[i][0].message.content for i in ids}, terms)
-    ranked = fuse({n: h for n, h in signals.items() if h}, k, depth=len(candidates) + 1, weights=weights,
-                  neighbours=0.0, exact=exact, near_exact=near, named=spoken_by_named(query, names), priors=priors)
+    priors = (
+        None
+        if terms is None
+        else prior_source(
+            lambda ids: {i: cosines[i] for i in ids if i in cosines},
+            lambda ids: {i: candidates[i][0].message.content for i in ids},
+            terms,
+        )
+    )
+    ranked = fuse(
+        {n: h for n, h in signals.items() if h},
+        k,
+        depth=len(candidates) + 1,
+        weights=weights,
+        neighbours=0.0,
+        exact=exact,
+        near_exact=near,
+        named=spoken_by_named(query, names),
+        priors=priors,
+    )
     out = []
     for i, score, _ in ranked:
         hit, store = candidates[i]
@@ -213,8 +263,9 @@ def _fused(candidates: list[tuple[MemoryHit, MemoryStorage]], keyword: dict[int,
     return out
 
 
-def union_bm25(handles: list[MemoryStorage], candidates: list[tuple[MemoryHit, MemoryStorage]],
-               query: str) -> dict[int, float]:
+def union_bm25(
+    handles: list[MemoryStorage], candidates: list[tuple[MemoryHit, MemoryStorage]], query: str
+) -> dict[int, float]:
     """``-bm25`` of each candidate (by position) for the query's terms, as ONE keyword index over all the
     namespaces would score it: each term's inverse document frequency from the namespaces' summed counts.
 
@@ -257,14 +308,18 @@ def _term_stats(store: MemoryStorage, terms: list[str]) -> tuple[int, dict[str, 
         log = _log_of(store)
         with translate(log.path):
             rows = int(log.db.execute("SELECT count(*) FROM fts").fetchone()[0])
-            df = {t: int(log.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_phrase(t)]).fetchone()[0])
-                  for t in terms}
+            df = {
+                t: int(log.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_phrase(t)]).fetchone()[0])
+                for t in terms
+            }
     return rows, df
 
 
 def _term_scores(store: MemoryStorage, term: str, ids: list[str]) -> list[tuple[str, float]]:
-    sql = (f"SELECT m.id, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
-           f"WHERE fts MATCH ? AND m.id IN ({','.join('?' * len(ids))})")
+    sql = (
+        f"SELECT m.id, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
+        f"WHERE fts MATCH ? AND m.id IN ({','.join('?' * len(ids))})"
+    )
     with store._lock:
         log = _log_of(store)
         with translate(log.path):

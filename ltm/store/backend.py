@@ -79,10 +79,18 @@ class StoreBackend(Protocol):
     def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
         """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
 
-    def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
-               lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordAhead | None = None) -> list[MemoryHit]:
+    def search(
+        self,
+        text: str,
+        vector: np.ndarray | None,
+        k: int,
+        mode: str,
+        filters: Mapping[str, Any] | None,
+        exact_key: bytes | None = None,
+        lines: np.ndarray | None = None,
+        plan: Analysis | None = None,
+        keyword: KeywordAhead | None = None,
+    ) -> list[MemoryHit]:
         """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
         lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
@@ -91,15 +99,27 @@ class StoreBackend(Protocol):
         :meth:`keyword_candidates` the caller found while the model embedded the query, or the future of
         :meth:`keyword_beside`'s call."""
 
-    def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                           model_done: threading.Event | None = None) -> KeywordSide | None:
+    def keyword_candidates(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> KeywordSide | None:
         """A hybrid search's keyword side for ``text`` (what :meth:`search` takes as ``keyword``): found while the
         model embeds the query, with whatever of the candidates' rows the engine can read without the query vector
         before ``model_done`` is set (what is left, :meth:`search` reads with the dense candidates' rows); None where
         :meth:`search` ranks the keyword side itself (one statement)."""
 
-    def keyword_beside(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                       model_done: threading.Event | None = None) -> Callable[[], KeywordSide] | None:
+    def keyword_beside(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> Callable[[], KeywordSide] | None:
         """:meth:`keyword_candidates` as a call to run on another thread without the store's lock (made under it),
         so that :meth:`search` can take it as a future and do its dense side before it needs it; None where the
         keyword side needs the store's lock."""
@@ -142,9 +162,13 @@ class DocumentBackend(StoreBackend, Protocol):
     def known_dimension(self) -> int | None:
         """The dimension when it is known without a read; None: ask :meth:`dimension`."""
 
-    def write_groups(self, items: Sequence[tuple[rowplan.Pending, np.ndarray]],
-                     keys: Callable[[Sequence[str]], builtins.list[bytes]], history_limit: int,
-                     staging: Any = None) -> builtins.list[int]:
+    def write_groups(
+        self,
+        items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+        keys: Callable[[Sequence[str]], builtins.list[bytes]],
+        history_limit: int,
+        staging: Any = None,
+    ) -> builtins.list[int]:
         """The adds of several callers (each a pending plan and its vectors; ``keys`` the content keys of
         texts): how many messages of each were new. ``staging``: what :meth:`staging` made for them."""
 
@@ -185,8 +209,9 @@ class DocumentBackend(StoreBackend, Protocol):
     def count_where(self, tree: Filter | None) -> int:
         """Messages matching ``tree`` (all when None)."""
 
-    def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
-                      text: str | None) -> dict[str, dict[str, float]]:
+    def signal_scores(
+        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
+    ) -> dict[str, dict[str, float]]:
         """Per-signal scores (dense, context, keyword) of messages ``ids`` for a query, for ``explain``."""
 
     def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:

@@ -26,8 +26,16 @@ from ltm.store.naming import check_kind, namespace_dir, safe_name
 if TYPE_CHECKING:
     from ltm.store.pg.catalog import PgNamespace
 
-__all__ = ["NamespaceInfo", "database_namespaces", "database_partitions", "is_namespace_dir", "namespace_exists",
-           "namespace_model", "namespace_path", "namespaces"]
+__all__ = [
+    "NamespaceInfo",
+    "database_namespaces",
+    "database_partitions",
+    "is_namespace_dir",
+    "namespace_exists",
+    "namespace_model",
+    "namespace_path",
+    "namespaces",
+]
 
 _MANIFEST, _LOG = "manifest.json", "memory.sqlite"
 
@@ -213,8 +221,13 @@ def _read_info(kind: str, directory: str, sizes: dict[str, int]) -> NamespaceInf
             messages = None
             problems.append(str(exc))
     return NamespaceInfo(
-        kind=kind, namespace=manifest.namespace if manifest else path.name, path=path, messages=messages,
-        bytes_on_disk=sum(sizes.values()), embedding_model=manifest.embedding_model if manifest else None,
-        index_type=manifest.index_type if manifest else None, dim=manifest.dim if manifest else None,
+        kind=kind,
+        namespace=manifest.namespace if manifest else path.name,
+        path=path,
+        messages=messages,
+        bytes_on_disk=sum(sizes.values()),
+        embedding_model=manifest.embedding_model if manifest else None,
+        index_type=manifest.index_type if manifest else None,
+        dim=manifest.dim if manifest else None,
         problem="; ".join(problems) or None,
     )

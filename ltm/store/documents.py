@@ -40,7 +40,6 @@ from ltm.store.validation import check_id, check_k
 __all__ = ["DocumentStore"]
 
 
-
 class DocumentStore(OffLoop):
     """list / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
 
@@ -149,8 +148,9 @@ class DocumentStore(OffLoop):
                 after = seq
 
     # -- update ------------------------------------------------------------------------------------------
-    def update(self, message_id: str, *, content: str | None = None,
-               metadata: Mapping[str, Any] | None = None) -> Message:
+    def update(
+        self, message_id: str, *, content: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Message:
         """Change a stored message's ``content`` and / or ``metadata``; returns the new version.
 
         ``metadata`` is merged into the stored metadata (a key set to None is removed), so scopes survive an
@@ -162,8 +162,9 @@ class DocumentStore(OffLoop):
         self._commit(pending, self._embed(pending.texts, TEXT), replace=True, update=True)
         return pending.messages[0]
 
-    async def aupdate(self, message_id: str, *, content: str | None = None,
-                      metadata: Mapping[str, Any] | None = None) -> Message:
+    async def aupdate(
+        self, message_id: str, *, content: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Message:
         """Async twin of :meth:`update` (blocking work off the event loop)."""
         new = await self._off(self._updated, message_id, content, metadata)
         pending = await self._off(self._prepare, [new], fresh_only=False)
@@ -180,8 +181,10 @@ class DocumentStore(OffLoop):
             self.purge_expired()
             old_body = self._engine().body_of(str(message_id))
         if old_body is None:
-            raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r} (deleted, expired or never "
-                           "added); add it instead")
+            raise NotFound(
+                f"no message {message_id!r} in namespace {self.namespace!r} (deleted, expired or never "
+                "added); add it instead"
+            )
         old = Message.load(old_body)
         changes: dict[str, Any] = {}
         if content is not None:
@@ -226,8 +229,7 @@ class DocumentStore(OffLoop):
         with self._lock:
             return self._engine().remove(tree, self.settings.history_limit)
 
-    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                   run_id: str | None = None) -> int:
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> int:
         """Delete every message of a scope (all given scopes must match), or of the whole namespace when no
         scope is given; how many went. The namespace itself (directory, history) stays: see ``clean``."""
         scope = {k: v for k, v in zip(SCOPES, (user_id, agent_id, run_id), strict=True) if v is not None}
@@ -243,12 +245,14 @@ class DocumentStore(OffLoop):
         now = time.time()
         with self._lock:
             engine = self._engine()
-            return engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit) \
-                if engine.due(now) else 0
+            return (
+                engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit) if engine.due(now) else 0
+            )
 
     # -- export / import ----------------------------------------------------------------------------------
-    def export_jsonl(self, target: str | Path | TextIO, *, with_vectors: bool = False,
-                     filters: Mapping[str, Any] | None = None) -> int:
+    def export_jsonl(
+        self, target: str | Path | TextIO, *, with_vectors: bool = False, filters: Mapping[str, Any] | None = None
+    ) -> int:
         """Write the namespace (or the messages matching ``filters``) as JSON Lines, oldest first; how many.
 
         ``target`` is a path or an open text file. With ``with_vectors`` each line carries its stored vector
@@ -304,7 +308,7 @@ class DocumentStore(OffLoop):
     def _import_items(self, items: builtins.list[tuple[Message, builtins.list[float] | None]], batch: int) -> int:
         added = 0
         for start in range(0, len(items), batch):
-            part = items[start:start + batch]
+            part = items[start : start + batch]
             messages = [m for m, _ in part]
             if all(v is not None for _, v in part):
                 added += self.add_batch(messages, vectors=np.array([v for _, v in part], dtype=np.float32))
@@ -320,4 +324,3 @@ def _opened(target: str | Path | TextIO, mode: str) -> Iterator[TextIO]:
             yield handle  # type: ignore[misc]
     else:
         yield target
-

@@ -38,6 +38,8 @@ __all__ = ["Embedder", "beside", "content_key", "make_embedder"]
 # "text" vectors are what stored messages get; "query" vectors serve free-text search. Models such as
 # instruction-tuned ones embed the two differently, so they are cached apart.
 TEXT, QUERY = "text", "query"
+
+
 class _OwnVectors(np.ndarray):
     """The vectors of ltm's own ONNX model, straight from its graph (mean pooling and L2 normalisation inside
     it): C-contiguous float32 unit rows, so the store takes them without the check any other model's get."""
@@ -317,8 +319,13 @@ class Embedder:
         return keys, have, todo
 
     def _store(
-        self, keys: list[bytes], todo: list[int], raw: list[list[float]] | np.ndarray, dim: int | None,
-        have: dict[bytes, np.ndarray], purpose: str,
+        self,
+        keys: list[bytes],
+        todo: list[int],
+        raw: list[list[float]] | np.ndarray,
+        dim: int | None,
+        have: dict[bytes, np.ndarray],
+        purpose: str,
     ) -> None:
         if len(raw) != len(todo):
             raise LLMError(f"the embedding returned {len(raw)} vectors for {len(todo)} texts; fix the model")

@@ -21,9 +21,30 @@ import numpy as np
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["EVENTS", "LIST_MAX", "MODES", "VECTOR_DTYPE", "Analysis", "Event", "HistoryEvent", "KeywordAhead",
-           "KeywordSide", "MemoryHit", "MessagePage", "Mode", "Row", "SearchQuery", "StoreStats", "assemble",
-           "check_limit", "decode", "decode_cursor", "encode_cursor", "pack", "unpack"]
+__all__ = [
+    "EVENTS",
+    "LIST_MAX",
+    "MODES",
+    "VECTOR_DTYPE",
+    "Analysis",
+    "Event",
+    "HistoryEvent",
+    "KeywordAhead",
+    "KeywordSide",
+    "MemoryHit",
+    "MessagePage",
+    "Mode",
+    "Row",
+    "SearchQuery",
+    "StoreStats",
+    "assemble",
+    "check_limit",
+    "decode",
+    "decode_cursor",
+    "encode_cursor",
+    "pack",
+    "unpack",
+]
 
 _CURSOR_PREFIX = "ltm-seq:"
 LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
@@ -130,9 +151,13 @@ class HistoryEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the CLI prints it)."""
-        return {"id": self.id, "event": self.event, "at": self.at,
-                "old": None if self.old is None else self.old.to_dict(),
-                "new": None if self.new is None else self.new.to_dict()}
+        return {
+            "id": self.id,
+            "event": self.event,
+            "at": self.at,
+            "old": None if self.old is None else self.old.to_dict(),
+            "new": None if self.new is None else self.new.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -187,8 +212,8 @@ def decode_cursor(cursor: str | None) -> int:
         return 0
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode() if isinstance(cursor, str) else ""
-        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX):].isdigit():
-            return int(text[len(_CURSOR_PREFIX):])
+        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX) :].isdigit():
+            return int(text[len(_CURSOR_PREFIX) :])
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass
     raise InvalidInput(f"cursor {cursor!r} is not one list() returned; pass a page's next_cursor, or None to start")

@@ -22,8 +22,16 @@ from ltm.store.scopes import scope_values
 from ltm.store.search.query import keyword_columns
 from ltm.store.validation import check_message, context_text, normalise
 
-__all__ = ["Pending", "build_rows", "draft_rows", "finish_rows", "given_vectors", "prepare", "texts_to_embed",
-           "with_given"]
+__all__ = [
+    "Pending",
+    "build_rows",
+    "draft_rows",
+    "finish_rows",
+    "given_vectors",
+    "prepare",
+    "texts_to_embed",
+    "with_given",
+]
 
 
 @dataclass
@@ -38,11 +46,14 @@ class Pending:
     @property
     def contents(self) -> list[str]:
         """The messages' own texts (``texts`` without the context texts): what their content keys are of."""
-        return self.texts[:len(self.messages)]
+        return self.texts[: len(self.messages)]
 
 
 def prepare(
-    messages: Iterable[Message], max_bytes: int, existing: Callable[[list[str]], set[str]] | None, *,
+    messages: Iterable[Message],
+    max_bytes: int,
+    existing: Callable[[list[str]], set[str]] | None,
+    *,
     checked: bool = False,
 ) -> Pending:
     """Check ``messages`` (InvalidInput before anything is written) and plan their embedding.
@@ -76,8 +87,9 @@ def given_vectors(
         _check_rows(vectors, listed)
     array = normalise(vectors, dim(), "the vectors argument")
     if array.shape[0] != len(listed):
-        raise InvalidInput(f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; "
-                           "pass one vector per message")
+        raise InvalidInput(
+            f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; pass one vector per message"
+        )
     return listed, {m.id: array[i] for i, m in enumerate(listed)}
 
 
@@ -86,19 +98,22 @@ def _check_rows(vectors: Any, listed: list[Message]) -> None:
     try:
         rows = list(vectors)
     except TypeError:
-        raise InvalidInput(f"vectors must be a list of vectors (one list of floats per message), got "
-                           f"{type(vectors).__name__}") from None
+        raise InvalidInput(
+            f"vectors must be a list of vectors (one list of floats per message), got {type(vectors).__name__}"
+        ) from None
     for i, row in enumerate(rows):
         if isinstance(row, np.ndarray) or (isinstance(row, Sequence) and not isinstance(row, str | bytes)):
             continue
         which = f" (message {listed[i].id})" if i < len(listed) else ""
-        raise InvalidInput(f"vectors[{i}]{which} is {type(row).__name__}, not a list of floats: pass one vector per "
-                           "message, or vectors=None to have the store embed them")
+        raise InvalidInput(
+            f"vectors[{i}]{which} is {type(row).__name__}, not a list of floats: pass one vector per "
+            "message, or vectors=None to have the store embed them"
+        )
 
 
 def texts_to_embed(pending: Pending, given: dict[str, np.ndarray] | None) -> list[str]:
     """The texts the model must embed: all of them, or only the context texts when vectors were given."""
-    return pending.texts if given is None else pending.texts[len(pending.messages):]
+    return pending.texts if given is None else pending.texts[len(pending.messages) :]
 
 
 def with_given(pending: Pending, given: dict[str, np.ndarray] | None, embedded: np.ndarray) -> np.ndarray:
@@ -119,10 +134,22 @@ def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
     """Every column but the vectors (JSON, the body, keyword texts, scopes): what can be made before the model
     answers. ``keys``: the content keys of the messages' texts."""
     empty = np.zeros(0, dtype=VECTOR_DTYPE)
-    return [Row(id=m.id, role=m.role, cause_by=m.cause_by, sent_from=m.sent_from, created_at=float(m.created_at),
-                metadata=json.dumps(m.metadata, default=str, ensure_ascii=False), body=m.dump(), text_key=key,
-                vector=empty, fts=keyword_columns(m), scopes=scope_values(m))
-            for m, key in zip(pending.messages, keys, strict=True)]
+    return [
+        Row(
+            id=m.id,
+            role=m.role,
+            cause_by=m.cause_by,
+            sent_from=m.sent_from,
+            created_at=float(m.created_at),
+            metadata=json.dumps(m.metadata, default=str, ensure_ascii=False),
+            body=m.dump(),
+            text_key=key,
+            vector=empty,
+            fts=keyword_columns(m),
+            scopes=scope_values(m),
+        )
+        for m, key in zip(pending.messages, keys, strict=True)
+    ]
 
 
 def finish_rows(pending: Pending, drafts: list[Row], vectors: np.ndarray) -> list[Row]:
@@ -130,5 +157,7 @@ def finish_rows(pending: Pending, drafts: list[Row], vectors: np.ndarray) -> lis
     vectors = vectors.astype(VECTOR_DTYPE)
     n = len(pending.messages)
     context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
-    return [replace(row, vector=vec, context_vector=context_of.get(i))
-            for i, (row, vec) in enumerate(zip(drafts, vectors[:n], strict=True))]
+    return [
+        replace(row, vector=vec, context_vector=context_of.get(i))
+        for i, (row, vec) in enumerate(zip(drafts, vectors[:n], strict=True))
+    ]

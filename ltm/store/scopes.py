@@ -32,8 +32,10 @@ def scope_values(message: Message) -> tuple[str | None, str | None, str | None, 
     for key in SCOPES:
         value = meta.get(key)
         if value is not None and (not isinstance(value, str) or not value or len(value) > 256):
-            raise InvalidInput(f"message {message.id} metadata[{key!r}] must be non-empty text of at most 256 "
-                               f"characters (or absent), got {value!r}")
+            raise InvalidInput(
+                f"message {message.id} metadata[{key!r}] must be non-empty text of at most 256 "
+                f"characters (or absent), got {value!r}"
+            )
         scopes.append(value)
     return scopes[0], scopes[1], scopes[2], expiry(message.id, meta.get(EXPIRES_AT))
 
@@ -49,8 +51,10 @@ def expiry(message_id: str, value: Any) -> float | None:
             return datetime.fromisoformat(value).timestamp()
         except ValueError:
             pass
-    raise InvalidInput(f"message {message_id} metadata['expires_at'] must be unix seconds or an ISO 8601 time "
-                       f"(with a timezone to be unambiguous), got {value!r}")
+    raise InvalidInput(
+        f"message {message_id} metadata['expires_at'] must be unix seconds or an ISO 8601 time "
+        f"(with a timezone to be unambiguous), got {value!r}"
+    )
 
 
 def scoped(

@@ -69,8 +69,14 @@ class MemoryStorage(Searching):
         if namespace is not None:
             self._open(namespace)
 
-    def _configure(self, namespace: str | None, kind: str, settings: Settings | None, embedding: Any,
-                   similarity_threshold: float | None) -> None:
+    def _configure(
+        self,
+        namespace: str | None,
+        kind: str,
+        settings: Settings | None,
+        embedding: Any,
+        similarity_threshold: float | None,
+    ) -> None:
         """What the handle sets up before its engine: settings, the checked threshold and kind, the lock."""
         self.settings = settings if settings is not None else Settings.load()
         threshold = self.settings.similarity_threshold if similarity_threshold is None else similarity_threshold
@@ -84,8 +90,9 @@ class MemoryStorage(Searching):
         self._embedder: Embedder | None = None
         self._lock = HandleLock()
         # whole adds (lookups, one embedding call, one commit) of callers that queued while a group was in flight
-        self._adds = GroupCommit(threading.RLock(), partial(add_groups, self,
-                                                            max_bytes=self.settings.max_content_bytes))
+        self._adds = GroupCommit(
+            threading.RLock(), partial(add_groups, self, max_bytes=self.settings.max_content_bytes)
+        )
 
     # -- opening -----------------------------------------------------------------------------------------
     @property
@@ -237,8 +244,9 @@ class MemoryStorage(Searching):
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
             return backend.write(rows, replace=True, update=update, history_limit=self.settings.history_limit)
 
-    def _insert_groups(self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]],
-                       staging: Any = None) -> builtins.list[int]:
+    def _insert_groups(
+        self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]], staging: Any = None
+    ) -> builtins.list[int]:
         """One write transaction for the adds of several callers (ltm.store.embedded.writes.add_groups); ``staging``:
         their
         messages are committed in ``staged`` already, so this write moves them and needs no fsync."""
@@ -314,4 +322,3 @@ class MemoryStorage(Searching):
         engine = getattr(self._engine_type, "engine_name", "embedded")
         shown = "" if engine == "embedded" else f", backend={engine}"
         return f"MemoryStorage(namespace={self.namespace!r}, kind={self.kind!r}, open={self.is_initialized}{shown})"
-

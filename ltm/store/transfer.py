@@ -42,8 +42,9 @@ def read_lines(stream: Iterable[str], model: str) -> Iterator[tuple[Message, lis
         try:
             data = json.loads(line)
         except ValueError as exc:
-            raise InvalidInput(f"line {number} is not JSON ({exc}); an ltm export has one message object per line") \
-                from exc
+            raise InvalidInput(
+                f"line {number} is not JSON ({exc}); an ltm export has one message object per line"
+            ) from exc
         if not isinstance(data, dict) or not isinstance(data.get("content"), str):
             raise InvalidInput(f"line {number} is not a message of an ltm export (an object with a 'content' text)")
         vector = data.pop("embedding", None)

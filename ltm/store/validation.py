@@ -80,11 +80,14 @@ def _check_text(text: object, what: str, max_bytes: int = MAX_FIELD_BYTES) -> No
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
-                           "(decode the source with errors='replace')") from exc
+        raise InvalidInput(
+            f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
+            "(decode the source with errors='replace')"
+        ) from exc
     if size > max_bytes:
-        raise InvalidInput(f"{what} is {size} bytes, above the {max_bytes}-byte limit; shorten it (long text "
-                           "belongs in content)")
+        raise InvalidInput(
+            f"{what} is {size} bytes, above the {max_bytes}-byte limit; shorten it (long text belongs in content)"
+        )
     if "\x00" in text:
         raise InvalidInput(f"{what} contains a NUL character; remove it")
 
@@ -94,16 +97,17 @@ def _check_value(value: Any, what: str, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise InvalidInput(f"{what} is nested more than {MAX_DEPTH} levels deep; flatten it")
     if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidInput(f"{what} is {value!r}; metadata numbers must be finite (store it as a string "
-                           "or None)")
+        raise InvalidInput(f"{what} is {value!r}; metadata numbers must be finite (store it as a string or None)")
     if isinstance(value, str):
         _check_text(value, what, max_bytes=1 << 62)
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key, f"{what} key", max_bytes=MAX_FIELD_BYTES) if isinstance(key, str) else None
             if isinstance(key, str) and "." in key:
-                raise InvalidInput(f"{what} key {key[:64]!r} contains '.', which filters read as nesting "
-                                   "('metadata.a.b' is key 'b' inside key 'a'); use '_' or '-' instead")
+                raise InvalidInput(
+                    f"{what} key {key[:64]!r} contains '.', which filters read as nesting "
+                    "('metadata.a.b' is key 'b' inside key 'a'); use '_' or '-' instead"
+                )
             _check_value(item, f"{what}[{key!r}]", depth + 1)
     elif isinstance(value, list | tuple | set | frozenset):
         for i, item in enumerate(value):
@@ -133,7 +137,8 @@ def check_message(message: object, max_bytes: int) -> Message:
         kind = type(message)
         hint = (
             "use ltm.integrations.metagpt, whose classes take MetaGPT's messages"
-            if kind.__module__.startswith("metagpt.") else "wrap it: ltm.Message(...)"
+            if kind.__module__.startswith("metagpt.")
+            else "wrap it: ltm.Message(...)"
         )
         got = f"{kind.__module__}.{kind.__name__}"
         raise InvalidInput(f"the store holds ltm.message.Message objects, got {got}; {hint}")
@@ -156,8 +161,10 @@ def check_message(message: object, max_bytes: int) -> Message:
     except (ValueError, TypeError, RecursionError) as exc:
         raise InvalidInput(f"{what} metadata cannot be stored as JSON ({exc}); use JSON types") from exc
     if size > max_bytes:
-        raise InvalidInput(f"{what} metadata is {size} bytes as JSON, above max_content_bytes={max_bytes}; "
-                           "keep large data in content or outside the store")
+        raise InvalidInput(
+            f"{what} metadata is {size} bytes as JSON, above max_content_bytes={max_bytes}; "
+            "keep large data in content or outside the store"
+        )
     return message
 
 
@@ -175,9 +182,7 @@ def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, 
     if not isinstance(vectors, np.ndarray):
         lengths = sorted({len(v) for v in vectors})
         if len(lengths) > 1:
-            raise InvalidInput(
-                f"{source} returned vectors of unequal dimension {lengths}; fix the embedding model"
-            )
+            raise InvalidInput(f"{source} returned vectors of unequal dimension {lengths}; fix the embedding model")
     try:
         array = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:

@@ -72,7 +72,10 @@ def test_quick_run_exits_0_and_prints_its_tables(tmp_path: Path) -> None:
     out, plot = tmp_path / "quick.json", tmp_path / "quick.png"
     proc = subprocess.run(
         [sys.executable, "-m", "bench.run", "--quick", "--out-json", str(out), "--plot", str(plot)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert " failed (exit" not in proc.stderr, proc.stderr[-3000:]
@@ -129,7 +132,6 @@ def test_targets_up_to_1m_are_not_met_by_a_run_that_stops_below_1m() -> None:
     assert big["flat"] == "NOT MET" and big["disk"] == "MET"
 
 
-
 def corpus(folder: Path, rows: int, seed: int) -> None:
     """``rows`` random unit vectors and their texts, as ``bench.hnsw_real --embed`` leaves them in ``folder``."""
     vecs = np.random.default_rng(seed).standard_normal((rows, 384)).astype(np.float32)
@@ -144,8 +146,20 @@ def test_hnsw_real_fills_through_the_store_and_compares_with_exact_search(
     from bench import hnsw_real
 
     corpus(tmp_path, 10_000 + hnsw_real.HELD_OUT, seed=3)
-    args = ["--texts", str(tmp_path / "texts.txt"), "--work", str(tmp_path), "--n", "10000", "--ef", "16",
-            "--questions", "0", "--threshold", "9000"]  # the graph holds 9,000 rows, the fresh segment the rest
+    args = [
+        "--texts",
+        str(tmp_path / "texts.txt"),
+        "--work",
+        str(tmp_path),
+        "--n",
+        "10000",
+        "--ef",
+        "16",
+        "--questions",
+        "0",
+        "--threshold",
+        "9000",
+    ]  # the graph holds 9,000 rows, the fresh segment the rest
     assert hnsw_real.main(args) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 10_000
@@ -158,12 +172,16 @@ def test_hnsw_real_fills_through_the_store_and_compares_with_exact_search(
     assert 0.0 < result["ef16 held-out texts"]["recall10"] < default["recall10"]  # ef 16 misses some: a graph
 
 
-
 @pytest.mark.timeout(300)
 def test_group_add_times_concurrent_single_adds() -> None:
     """bench/group_add.py: every add is stored, concurrent callers share commits, and the figures are printed."""
-    proc = subprocess.run([sys.executable, "-m", "bench.group_add", "--n", "400", "--callers", "4", "--repeats", "2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.group_add", "--n", "400", "--callers", "4", "--repeats", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3 and lines[-1].startswith("median: "), lines
@@ -177,8 +195,13 @@ def test_one_add_splits_an_add_into_the_model_and_the_rest() -> None:
     """bench/one_add.py: the model's share and the store's, for a few adds, with the real model and with the sleep
     standing in for it (which must then be most of each add)."""
     for extra in ([], ["--sleep-ms", "20"]):
-        proc = subprocess.run([sys.executable, "-m", "bench.one_add", "--n", "5", *extra], cwd=ROOT,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.one_add", "--n", "5", *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         line = proc.stdout.strip().splitlines()[-1]
         assert line.startswith("5 adds: ") and "outside" in line and "pre p50" in line, line

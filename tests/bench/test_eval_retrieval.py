@@ -83,7 +83,10 @@ def test_eval_machinery_with_hash_embedding(tmp_path: Path) -> None:
     out = tmp_path / "recall.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench.eval_retrieval", "--embedding", "hash", "--json", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     assert "| hybrid |" in proc.stdout

@@ -59,8 +59,9 @@ def test_llm_agent_plans_through_an_openai_compatible_server(bench: ModuleType, 
         '{"tool": "query_order", "args": {"order_id": "ORD-1002"}, "policy": "query the status before a refund"}',
         '{"reply": "ORD-1002 is pending, so it cannot be refunded yet.", "policy": ""}',
     )
-    episode = bench.llm_agent(llm)(bench.TASKS[4].text, ["Query the status before a refund."],
-                                   lambda tool, **a: bench.TOOLS[tool](**a))
+    episode = bench.llm_agent(llm)(
+        bench.TASKS[4].text, ["Query the status before a refund."], lambda tool, **a: bench.TOOLS[tool](**a)
+    )
     assert [(c.tool, c.args) for c in episode.calls] == [("query_order", {"order_id": "ORD-1002"})]
     assert episode.applied and "pending" in episode.reply
     second_prompt = openai_server.requests[-1]["body"]["messages"][-1]["content"]

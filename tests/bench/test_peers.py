@@ -55,15 +55,25 @@ def test_the_ltm_worker_speaks_only_the_protocol_on_stdout(tmp_path: Path) -> No
     requests = [
         {"op": "open", "dir": str(tmp_path), "model": "unused"},
         {"op": "add_one", "turns": [{"text": "I moved to Bishopston", "speaker": "Maya", "time": 1.7e9}]},
-        {"op": "add_batch", "batch": 2, "turns": [{"text": f"turn {i}", "speaker": "Theo", "time": 1.7e9 + i}
-                                                  for i in range(3)]},
+        {
+            "op": "add_batch",
+            "batch": 2,
+            "turns": [{"text": f"turn {i}", "speaker": "Theo", "time": 1.7e9 + i} for i in range(3)],
+        },
         {"op": "search", "queries": ["where does Maya live?"], "mode": "hybrid", "k": 2},
         {"op": "nonsense"},
         {"op": "close"},
     ]
     env = dict(os.environ, PYTHONPATH=str(ROOT), LTM_EMBEDDING="hash")
-    done = subprocess.run([sys.executable, "-m", "bench.peers.worker", "ltm"], input="".join(
-        json.dumps(r) + "\n" for r in requests), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.peers.worker", "ltm"],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(answers) == len(requests)
     opened, one, batch, search, bad, _ = answers

@@ -133,12 +133,20 @@ def test_the_pairs_worker_searches_its_store_by_question(tmp_path: Path) -> None
     with MemoryStorage("pairs", kind="bench", settings=settings) as store:
         store.add_batch([Message(content=text) for text in ("sushi with Elise", "a pottery class", "rain all day")])
     (tmp_path / "c.json").write_text(json.dumps({"questions": ["who likes sushi?", "pottery?"]}))
-    requests = [{"op": "open", "dir": str(tmp_path / "store"), "corpus": str(tmp_path / "c.json")},
-                {"op": "search", "question": 1}, {"op": "close"}]
-    done = subprocess.run([sys.executable, "-m", "bench.peers.pairs", "--serve"], cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT), LTM_EMBEDDING="hash",
-                                   PAIRS_SET='{"READ_BESIDE_FROM": "0"}'),
-                          input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True, text=True)
+    requests = [
+        {"op": "open", "dir": str(tmp_path / "store"), "corpus": str(tmp_path / "c.json")},
+        {"op": "search", "question": 1},
+        {"op": "close"},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.peers.pairs", "--serve"],
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), LTM_EMBEDDING="hash", PAIRS_SET='{"READ_BESIDE_FROM": "0"}'),
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+    )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(answers) == 3, done.stderr[-2000:]
     found = answers[1]

@@ -46,19 +46,23 @@ def test_realtalk_converter_skips_the_held_out_copy(tmp_path: Path) -> None:
             {"clean_text": "Since when?", "speaker": "B", "date_time": "30.12.2023, 08:00:00", "dia_id": "D1:3"},
         ],
         "session_1_date_time": "29.12.2023, 22:42:04",
-        "qa": [{"question": "Where did A move?", "answer": "Porto", "evidence": ["D1:1", "D9:9"], "category": 1},
-               {"question": "Only a photo?", "answer": "-", "evidence": ["D1:2"], "category": 2}],
+        "qa": [
+            {"question": "Where did A move?", "answer": "Porto", "evidence": ["D1:1", "D9:9"], "category": 1},
+            {"question": "Only a photo?", "answer": "-", "evidence": ["D1:2"], "category": 2},
+        ],
     }
-    repo = _git_repo(tmp_path / "rt", {"data/Chat_1_A_B.json": json.dumps(chat),
-                                       "data/locomo/Chat_1_C_D.json": json.dumps(chat)})
+    repo = _git_repo(
+        tmp_path / "rt", {"data/Chat_1_A_B.json": json.dumps(chat), "data/locomo/Chat_1_C_D.json": json.dumps(chat)}
+    )
     out = fetch.fetch("realtalk", repo, tmp_path / "out")
     data = json.loads(out.read_text("utf-8"))
     assert [c["id"] for c in data["conversations"]] == ["Chat_1_A_B"]  # the LoCoMo copy is never read
     conv = data["conversations"][0]
     assert [t["id"] for t in conv["turns"]] == ["D1:1", "D1:3"]  # the empty photo turn is dropped
     assert [t["session"] for t in conv["turns"]] == [1, 1]
-    assert conv["questions"] == [{"id": "Chat_1_A_B:0", "question": "Where did A move?", "evidence": ["D1:1"],
-                                  "category": "fact"}]
+    assert conv["questions"] == [
+        {"id": "Chat_1_A_B:0", "question": "Where did A move?", "evidence": ["D1:1"], "category": "fact"}
+    ]
     with pytest.raises(ValueError, match="held out"):
         fetch.Repo(repo).read("data/locomo/Chat_1_C_D.json")
 
@@ -83,16 +87,27 @@ def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
 
 
 def test_session_dates_stamp_every_turn_at_its_sessions_first_time() -> None:
-    data: dict[str, Any] = {"name": "s", "conversations": [{"id": "c", "questions": [], "turns": [
-        {"id": "D1:1", "time": 100.0, "session": 1}, {"id": "D1:2", "time": 160.0, "session": 1},
-        {"id": "D2:1", "time": 9000.0, "session": 2}, {"id": "D2:2", "time": 9100.0, "session": 2},
-        {"id": "m", "time": 50.0}]}]}
+    data: dict[str, Any] = {
+        "name": "s",
+        "conversations": [
+            {
+                "id": "c",
+                "questions": [],
+                "turns": [
+                    {"id": "D1:1", "time": 100.0, "session": 1},
+                    {"id": "D1:2", "time": 160.0, "session": 1},
+                    {"id": "D2:1", "time": 9000.0, "session": 2},
+                    {"id": "D2:2", "time": 9100.0, "session": 2},
+                    {"id": "m", "time": 50.0},
+                ],
+            }
+        ],
+    }
     dated = run.session_dated(data)
     assert dated["name"] == "s@session"
     assert [t["time"] for t in dated["conversations"][0]["turns"]] == [100.0, 100.0, 9000.0, 9000.0, 50.0]
     assert data["conversations"][0]["turns"][1]["time"] == 160.0  # the set itself is left as it was
     assert run._has_sessions(data) and not run._has_sessions(json.loads(FIXTURE.read_text("utf-8")))
-
 
 
 def test_the_harness_reads_name_words_as_the_store_would() -> None:
@@ -102,9 +117,17 @@ def test_the_harness_reads_name_words_as_the_store_would() -> None:
 
 
 def _scene(title: str, utterances: list[tuple[list[str], str]], qas: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"title": title, "paragraphs": [{
-        "utterances:": [{"uid": i, "speakers": who, "utterance": text} for i, (who, text) in enumerate(utterances)],
-        "qas": qas}]}
+    return {
+        "title": title,
+        "paragraphs": [
+            {
+                "utterances:": [
+                    {"uid": i, "speakers": who, "utterance": text} for i, (who, text) in enumerate(utterances)
+                ],
+                "qas": qas,
+            }
+        ],
+    }
 
 
 def _answer(uid: int | None, text: str = "x") -> dict[str, Any]:
@@ -112,38 +135,81 @@ def _answer(uid: int | None, text: str = "x") -> dict[str, Any]:
 
 
 def test_friendsqa_converter_holds_an_episode_as_one_conversation(tmp_path: Path) -> None:
-    dev = {"version": "2.0", "data": [
-        # scene 3 comes first in the file: the episode is put in scene order
-        _scene("s01_e23_c03", [(["#NOTE#"], "[ Scene : Central Perk . ]"),
-                               (["Ross Geller", "Rachel Green"], "We 're gon na be late !")],
-               [{"id": "s01_e23_c03_Where", "question": "Where are they ?", "answers": [_answer(0), _answer(0, "y")]},
-                {"id": "s01_e23_c03_Why", "question": "Why did it happen ?", "answers": [_answer(None)]}]),
-        _scene("s01_e23_c01", [(["Joey Tribbiani"], "I do n't know ."), (["Monica Geller"], "Which one ?")],
-               [{"id": "s01_e23_c01_Who_Paraphrased", "question": "By whom was it said ?",
-                 "answers": [_answer(1), _answer(0)]}]),
-    ]}
-    test = {"version": "2.0", "data": [
-        _scene("s01_e21_c01", [(["Chandler Bing"], "Hi .")],
-               [{"id": "s01_e21_c01_How", "question": "Is that so ?", "answers": [_answer(0)]}])]}
-    repo = _git_repo(tmp_path / "fqa", {"dat/friendsqa_dev.json": json.dumps(dev),
-                                        "dat/friendsqa_tst.json": json.dumps(test)})  # no training file
+    dev = {
+        "version": "2.0",
+        "data": [
+            # scene 3 comes first in the file: the episode is put in scene order
+            _scene(
+                "s01_e23_c03",
+                [
+                    (["#NOTE#"], "[ Scene : Central Perk . ]"),
+                    (["Ross Geller", "Rachel Green"], "We 're gon na be late !"),
+                ],
+                [
+                    {
+                        "id": "s01_e23_c03_Where",
+                        "question": "Where are they ?",
+                        "answers": [_answer(0), _answer(0, "y")],
+                    },
+                    {"id": "s01_e23_c03_Why", "question": "Why did it happen ?", "answers": [_answer(None)]},
+                ],
+            ),
+            _scene(
+                "s01_e23_c01",
+                [(["Joey Tribbiani"], "I do n't know ."), (["Monica Geller"], "Which one ?")],
+                [
+                    {
+                        "id": "s01_e23_c01_Who_Paraphrased",
+                        "question": "By whom was it said ?",
+                        "answers": [_answer(1), _answer(0)],
+                    }
+                ],
+            ),
+        ],
+    }
+    test = {
+        "version": "2.0",
+        "data": [
+            _scene(
+                "s01_e21_c01",
+                [(["Chandler Bing"], "Hi .")],
+                [{"id": "s01_e21_c01_How", "question": "Is that so ?", "answers": [_answer(0)]}],
+            )
+        ],
+    }
+    repo = _git_repo(
+        tmp_path / "fqa", {"dat/friendsqa_dev.json": json.dumps(dev), "dat/friendsqa_tst.json": json.dumps(test)}
+    )  # no training file
     data = json.loads(fetch.fetch("friendsqa", repo, tmp_path / "out").read_text("utf-8"))
     assert data["dropped"] == 1  # its only answer names no utterance
     assert [c["id"] for c in data["conversations"]] == ["s01_e21", "s01_e23"]
     episode = data["conversations"][1]
     assert [t["id"] for t in episode["turns"]] == ["s01_e23_c01:0", "s01_e23_c01:1", "s01_e23_c03:0", "s01_e23_c03:1"]
-    assert [t["text"] for t in episode["turns"]] == ["I don't know.", "Which one?", "[Scene: Central Perk.]",
-                                                     "We're gonna be late!"]
+    assert [t["text"] for t in episode["turns"]] == [
+        "I don't know.",
+        "Which one?",
+        "[Scene: Central Perk.]",
+        "We're gonna be late!",
+    ]
     assert [t["speaker"] for t in episode["turns"]][1:] == ["Monica Geller", "#NOTE#", "Ross Geller and Rachel Green"]
     times = [t["time"] for t in episode["turns"]]
     assert times[1] - times[0] == 5.0 and times[2] - times[0] == 16 * 3600.0  # scenes apart, turns seconds apart
     assert [t["session"] for t in episode["turns"]] == [1, 1, 3, 3]
     assert data["conversations"][0]["turns"][0]["time"] < times[0]  # an earlier episode is earlier
     assert episode["questions"] == [
-        {"id": "dev:s01_e23_c01_Who_Paraphrased", "question": "By whom was it said?",
-         "evidence": ["s01_e23_c01:1", "s01_e23_c01:0"], "category": "who"},
-        {"id": "dev:s01_e23_c03_Where", "question": "Where are they?", "evidence": ["s01_e23_c03:0"],
-         "category": "where"}]
+        {
+            "id": "dev:s01_e23_c01_Who_Paraphrased",
+            "question": "By whom was it said?",
+            "evidence": ["s01_e23_c01:1", "s01_e23_c01:0"],
+            "category": "who",
+        },
+        {
+            "id": "dev:s01_e23_c03_Where",
+            "question": "Where are they?",
+            "evidence": ["s01_e23_c03:0"],
+            "category": "where",
+        },
+    ]
     assert data["conversations"][0]["questions"][0]["category"] == "other"
     from bench.retrieval.explore import is_dev
 
@@ -152,49 +218,82 @@ def test_friendsqa_converter_holds_an_episode_as_one_conversation(tmp_path: Path
 
 
 def _meeting(utterances: list[tuple[str, str]], spans: list[list[list[str]]]) -> dict[str, Any]:
-    return {"topic_list": [{"topic": "everything", "relevant_text_span": [["0", str(len(utterances) - 1)]]}],
-            "general_query_list": [{"query": "Summarize the whole meeting.", "answer": "-"}],
-            "specific_query_list": [{"query": f"What was said about {i}? ", "answer": "-", "relevant_text_span": s}
-                                    for i, s in enumerate(spans)],
-            "meeting_transcripts": [{"speaker": who, "content": text} for who, text in utterances]}
+    return {
+        "topic_list": [{"topic": "everything", "relevant_text_span": [["0", str(len(utterances) - 1)]]}],
+        "general_query_list": [{"query": "Summarize the whole meeting.", "answer": "-"}],
+        "specific_query_list": [
+            {"query": f"What was said about {i}? ", "answer": "-", "relevant_text_span": s} for i, s in enumerate(spans)
+        ],
+        "meeting_transcripts": [{"speaker": who, "content": text} for who, text in utterances],
+    }
 
 
 def test_qmsum_converter_keeps_the_specific_queries_with_short_spans(tmp_path: Path) -> None:
-    utterances = [("Project Manager", "So {disfmarker} we need a T_V_ remote ."), ("Marketing", "{vocalsound}"),
-                  ("Industrial Designer", "The L_C_D_s are n't cheap ."), ("Marketing", "Mm - hmm .")]
+    utterances = [
+        ("Project Manager", "So {disfmarker} we need a T_V_ remote ."),
+        ("Marketing", "{vocalsound}"),
+        ("Industrial Designer", "The L_C_D_s are n't cheap ."),
+        ("Marketing", "Mm - hmm ."),
+    ]
     product = _meeting(
         utterances + [("User Interface", "Right .")] * 8,
-        [[["0", "2"]],               # kept: the noise-only utterance 1 is no turn, so no evidence
-         [["1", "1"]],               # dropped: its only utterance is empty
-         [["0", "5"], ["4", "7"]],   # kept: 8 utterances once the overlap is counted once
-         [["0", "10"]]])             # dropped: 11 utterances
-    committee = _meeting([("The Chair", "I call the meeting to order."), ("Hon. A B", "Seniors first.")],
-                         [[["1", "1"]]])
-    repo = _git_repo(tmp_path / "qms", {
-        "data/ALL/test/ES2004a.json": json.dumps(product), "data/ALL/train/covid_1.json": json.dumps(committee),
-        "data/Product/all/ES2004a.json": json.dumps(product), "data/Committee/all/covid_1.json": json.dumps(committee),
-        "data/Product/test/ES2004a.json": json.dumps(product), "data/ALL/jsonl/test.jsonl": json.dumps(product)})
+        [
+            [["0", "2"]],  # kept: the noise-only utterance 1 is no turn, so no evidence
+            [["1", "1"]],  # dropped: its only utterance is empty
+            [["0", "5"], ["4", "7"]],  # kept: 8 utterances once the overlap is counted once
+            [["0", "10"]],
+        ],
+    )  # dropped: 11 utterances
+    committee = _meeting(
+        [("The Chair", "I call the meeting to order."), ("Hon. A B", "Seniors first.")], [[["1", "1"]]]
+    )
+    repo = _git_repo(
+        tmp_path / "qms",
+        {
+            "data/ALL/test/ES2004a.json": json.dumps(product),
+            "data/ALL/train/covid_1.json": json.dumps(committee),
+            "data/Product/all/ES2004a.json": json.dumps(product),
+            "data/Committee/all/covid_1.json": json.dumps(committee),
+            "data/Product/test/ES2004a.json": json.dumps(product),
+            "data/ALL/jsonl/test.jsonl": json.dumps(product),
+        },
+    )
     data = json.loads(fetch.fetch("qmsum", repo, tmp_path / "out").read_text("utf-8"))
     assert data["name"] == "qmsum" and data["dropped"] == 2
     assert [c["id"] for c in data["conversations"]] == ["ES2004a", "covid_1"]  # each meeting once, in name order
     meeting = data["conversations"][0]
     assert [t["id"] for t in meeting["turns"]][:4] == ["ES2004a:0", "ES2004a:2", "ES2004a:3", "ES2004a:4"]
-    assert [t["text"] for t in meeting["turns"]][:3] == ["So we need a TV remote.", "The LCDs aren't cheap.",
-                                                        "Mm - hmm."]
+    assert [t["text"] for t in meeting["turns"]][:3] == [
+        "So we need a TV remote.",
+        "The LCDs aren't cheap.",
+        "Mm - hmm.",
+    ]
     assert meeting["turns"][0]["speaker"] == "Project Manager"
     times = [t["time"] for t in meeting["turns"]]
     assert times[1] - times[0] == 10.0  # turn j at 5 j seconds: the dropped utterance keeps its place
     assert data["conversations"][1]["turns"][0]["time"] - times[0] == 86400.0  # the next meeting, a day later
     assert meeting["questions"] == [
-        {"id": "test:ES2004a:0", "question": "What was said about 0?", "evidence": ["ES2004a:0", "ES2004a:2"],
-         "category": "product"},
-        {"id": "test:ES2004a:2", "question": "What was said about 2?",
-         "evidence": ["ES2004a:0", "ES2004a:2", "ES2004a:3", "ES2004a:4", "ES2004a:5", "ES2004a:6", "ES2004a:7"],
-         "category": "product"}]
+        {
+            "id": "test:ES2004a:0",
+            "question": "What was said about 0?",
+            "evidence": ["ES2004a:0", "ES2004a:2"],
+            "category": "product",
+        },
+        {
+            "id": "test:ES2004a:2",
+            "question": "What was said about 2?",
+            "evidence": ["ES2004a:0", "ES2004a:2", "ES2004a:3", "ES2004a:4", "ES2004a:5", "ES2004a:6", "ES2004a:7"],
+            "category": "product",
+        },
+    ]
     assert data["conversations"][1]["questions"] == [
-        {"id": "train:covid_1:0", "question": "What was said about 0?", "evidence": ["covid_1:1"],
-         "category": "committee"}]
-
+        {
+            "id": "train:covid_1:0",
+            "question": "What was said about 0?",
+            "evidence": ["covid_1:1"],
+            "category": "committee",
+        }
+    ]
 
 
 def test_the_eighth_rounds_regression_solves_its_objective_and_restores_the_prior() -> None:

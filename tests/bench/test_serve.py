@@ -29,15 +29,25 @@ raise SystemExit(serve(protocol, open_, handle, lambda: print("closed")))
 
 
 def _run(tmp_path: Path, requests: list[dict[str, object]]) -> tuple[list[dict[str, object]], str, int]:
-    done = subprocess.run([sys.executable, "-c", WORKER], input="".join(json.dumps(r) + "\n" for r in requests),
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     return [json.loads(line) for line in done.stdout.splitlines()], done.stderr, done.returncode
 
 
 def test_each_request_gets_one_answer_and_close_ends_the_loop(tmp_path: Path) -> None:
     requests: list[dict[str, object]] = [
-        {"op": "open", "n": 1}, {"op": "add", "by": 2}, {"op": "nonsense"}, {"op": "close"}, {"op": "add", "by": 5}
+        {"op": "open", "n": 1},
+        {"op": "add", "by": 2},
+        {"op": "nonsense"},
+        {"op": "close"},
+        {"op": "add", "by": 5},
     ]
     answers, stderr, code = _run(tmp_path, requests)
     assert code == 0

@@ -31,8 +31,7 @@ CASES: list[Callable[..., None]] = [
 
 
 @pytest.fixture(scope="module", params=["flat", "hnsw"])
-def remote_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
-        ServiceThread]:
+def remote_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceThread]:
     settings = Settings(storage_dir=tmp_path_factory.mktemp("remote") / "storage", embedding="hash")
     if request.param == "hnsw":
         settings = settings.with_(hnsw_threshold=1)

@@ -21,8 +21,9 @@ def _team(settings: Settings, url: str, key: str) -> tuple[Environment, list[Rol
         return LongTermMemory(memory_storage=RemoteStorage(url=url, api_key=key))  # the one changed line
 
     roles = [
-        Role("Alice", "Product Manager", watch={UserRequirement}, action=WritePRD(), settings=settings,
-             memory=memory()),
+        Role(
+            "Alice", "Product Manager", watch={UserRequirement}, action=WritePRD(), settings=settings, memory=memory()
+        ),
         Role("Bob", "Architect", watch={WritePRD}, action=WriteDesign(), settings=settings, memory=memory()),
         Role("Charlie", "Engineer", watch={WriteDesign}, action=WriteCode(), settings=settings, memory=memory()),
     ]
@@ -32,8 +33,9 @@ def _team(settings: Settings, url: str, key: str) -> tuple[Environment, list[Rol
 def test_team_remembers_on_the_server_across_a_restart(server: ServiceThread, tmp_path: Path) -> None:
     key, _ = server.state.keys.create(["*"])
     local = Settings(storage_dir=tmp_path / "client-side", embedding="hash")
-    requirement = Message("Write a CLI snake game that saves high scores", role="Human",
-                          cause_by=UserRequirement, sent_from="Human")
+    requirement = Message(
+        "Write a CLI snake game that saves high scores", role="Human", cause_by=UserRequirement, sent_from="Human"
+    )
     env, roles = _team(local, server.url, key)
     env.publish_message(requirement)
     env.run()
@@ -82,7 +84,7 @@ def test_unreachable_server_is_backend_unavailable(server: ServiceThread) -> Non
 
 def test_readme_client_example_runs(server: ServiceThread, capsys: pytest.CaptureFixture[str]) -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
-    section = page[page.index("## The Python client"):]
+    section = page[page.index("## The Python client") :]
     block = re.search(r"```python\n(.*?)```", section, re.S)  # the block test_docs_examples skips, naming this test
     assert block is not None
     key, _ = server.state.keys.create(["team-a/*"])

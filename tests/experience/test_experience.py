@@ -208,9 +208,7 @@ def test_distill_with_openai_compatible_server(settings: Settings, openai_server
 def test_llm_failure_leaves_lessons_pending(settings: Settings, openai_server: OpenAIServer) -> None:
     from ltm.errors import BackendUnavailable
 
-    online = settings.with_(
-        llm="openai", openai_base_url=openai_server.base_url, openai_api_key="k", llm_max_retries=0
-    )
+    online = settings.with_(llm="openai", openai_base_url=openai_server.base_url, openai_api_key="k", llm_max_retries=0)
     with ExperienceMemory("agent-6", settings=online) as memory:
         fail_refunds(memory, 3)
         openai_server.fail(1, status=500)
@@ -226,13 +224,19 @@ def test_policies_for_finds_the_refund_policy_by_meaning(tmp_path: Any) -> None:
     with ExperienceMemory("agent-7", settings=settings) as memory:
         refund_doc, note_doc = "Refund an order; only a delivered order can be refunded.", "Add a note to an order."
         for order in ("ORD-1002", "ORD-1003"):
-            memory.record_failure("refund_order", PENDING, args={"order_id": order}, task=REFUND_TASK,
-                                  tool_doc=refund_doc)
-        memory.record_failure("add_note", "Order not found", args={"order_id": "ORD-9999"}, task=NOTE_TASK,
-                              tool_doc=note_doc)
-        memory.record_failure("query_order", "Order not found", args={"order_id": "Zhang Wei"},
-                              task="I don't remember my order number; my name is Zhang Wei.",
-                              tool_doc="Look an order's status and amount up.")
+            memory.record_failure(
+                "refund_order", PENDING, args={"order_id": order}, task=REFUND_TASK, tool_doc=refund_doc
+            )
+        memory.record_failure(
+            "add_note", "Order not found", args={"order_id": "ORD-9999"}, task=NOTE_TASK, tool_doc=note_doc
+        )
+        memory.record_failure(
+            "query_order",
+            "Order not found",
+            args={"order_id": "Zhang Wei"},
+            task="I don't remember my order number; my name is Zhang Wei.",
+            tool_doc="Look an order's status and amount up.",
+        )
         memory.distill(keep_recent=0)
         by_tool = {p.tools[0]: p for p in memory.policies()}
         assert set(by_tool) == {"refund_order", "add_note", "query_order"}

@@ -25,8 +25,11 @@ pytestmark = pytest.mark.slow
 def _distilled(settings: Settings, agent: str) -> dict[str, int]:
     """Three policies distilled offline from failures; {policy id: hits}."""
     with ExperienceMemory(agent, settings=settings) as memory:
-        for tool, error in (("refund_order", "Order ORD-{} is still pending"), ("add_note", "Order ORD-{} not found"),
-                            ("ship_order", "Address of ORD-{} is missing")):
+        for tool, error in (
+            ("refund_order", "Order ORD-{} is still pending"),
+            ("add_note", "Order ORD-{} not found"),
+            ("ship_order", "Address of ORD-{} is missing"),
+        ):
             for i in range(3):
                 memory.record_failure(tool, error.format(i), args={"order_id": f"ORD-{i}"}, task=f"{tool} task")
         policies = memory.distill(min_lessons=3, keep_recent=0, max_policies=3)

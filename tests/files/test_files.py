@@ -155,8 +155,13 @@ def test_size_cap_from_settings(make_fs: MakeFS, settings: Settings) -> None:
 
 @pytest.mark.parametrize("path", ["../escape.md", "/etc/passwd", "skills/../../x.md", "C:\\x.md", "~/.ssh/id"])
 def test_traversal_is_rejected_everywhere(fs: MemoryFS, path: str) -> None:
-    for call in (lambda: fs.write(path, "x"), lambda: fs.read(path), lambda: fs.delete(path),
-                 lambda: fs.history(path), lambda: fs.edit(path, "a", "b")):
+    for call in (
+        lambda: fs.write(path, "x"),
+        lambda: fs.read(path),
+        lambda: fs.delete(path),
+        lambda: fs.history(path),
+        lambda: fs.edit(path, "a", "b"),
+    ):
         with pytest.raises(InvalidInput):
             call()
     assert fs.files() == {}

@@ -20,10 +20,17 @@ def _section() -> str:
 
 
 def test_page_block_is_the_script_output() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "examples" / "memory_files.py")], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300, check=True)
-    block = re.search(r"<!-- files-example:start -->\n```text\n(.*?)```\n<!-- files-example:end -->", _section(),
-                      re.DOTALL)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "memory_files.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    block = re.search(
+        r"<!-- files-example:start -->\n```text\n(.*?)```\n<!-- files-example:end -->", _section(), re.DOTALL
+    )
     assert block is not None, "docs/memory-files.md lacks the files-example block"
     assert block.group(1) == result.stdout, "stale page: python examples/memory_files.py --update-docs"
     # the story the block tells: three edits, a validation error handed back, an approval and a rejection

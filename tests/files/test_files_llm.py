@@ -32,8 +32,9 @@ def server() -> Iterator[OpenAIServer]:
 @pytest.fixture
 def fs(server: OpenAIServer, settings: Settings) -> Iterator[MemoryFS]:
     server.reset()
-    llm_settings = settings.with_(llm="openai", openai_base_url=server.base_url, llm_model="test-model",
-                                  llm_max_retries=0)
+    llm_settings = settings.with_(
+        llm="openai", openai_base_url=server.base_url, llm_model="test-model", llm_max_retries=0
+    )
     with MemoryFS("agent:notes", settings=llm_settings, approval="required") as memory:
         memory.approve(memory.write("AGENTS.md", AGENTS).id)
         yield memory
@@ -54,7 +55,11 @@ def test_remember_proposes_an_edit_for_approval(fs: MemoryFS, server: OpenAIServ
     change = fs.remember(CONVERSATION)
     assert change is not None
     assert (change.status, change.author, change.reason, change.paths) == (
-        "pending", "remember", "user prefers bullets", ["AGENTS.md"])
+        "pending",
+        "remember",
+        "user prefers bullets",
+        ["AGENTS.md"],
+    )
     assert fs.read("AGENTS.md") == AGENTS  # nothing changes before a person approves
     system, prompt = _system_and_prompt(server)
     assert system == REMEMBER_SYSTEM
@@ -112,8 +117,10 @@ def test_remember_input_checks(fs: MemoryFS) -> None:
 
 
 def test_compact_generalises_through_approval(fs: MemoryFS, server: OpenAIServer) -> None:
-    specific = ("# Email triage\n- Ignore emails from Acme Sales.\n- Ignore emails from Globex offers.\n"
-                "- Ignore emails from Initech marketing.\n")
+    specific = (
+        "# Email triage\n- Ignore emails from Acme Sales.\n- Ignore emails from Globex offers.\n"
+        "- Ignore emails from Initech marketing.\n"
+    )
     fs.approve(fs.write("notes/triage.md", specific).id)
     general = "# Email triage\n- Ignore cold outreach from vendors.\n"
     server.script("```markdown\n" + general + "```")
@@ -133,8 +140,10 @@ def test_compact_generalises_through_approval(fs: MemoryFS, server: OpenAIServer
 def test_compact_of_a_skill_keeps_it_valid(fs: MemoryFS, server: OpenAIServer) -> None:
     skill = "---\nname: triage\ndescription: Triage the inbox.\n---\nArchive Acme. Archive Globex.\n"
     fs.approve(fs.write("skills/triage/SKILL.md", skill).id)
-    server.script("Archive vendor pitches.\n",  # dropped the front matter: handed back
-                  skill.replace("Archive Acme. Archive Globex.", "Archive vendor pitches."))
+    server.script(
+        "Archive vendor pitches.\n",  # dropped the front matter: handed back
+        skill.replace("Archive Acme. Archive Globex.", "Archive vendor pitches."),
+    )
     change = fs.compact("skills/triage/SKILL.md")
     assert change is not None and server.chat_calls == 2
     assert "must start with YAML front matter" in _system_and_prompt(server)[1]

@@ -38,7 +38,8 @@ def test_agent_overrides_user_overrides_org(make_fs: MakeFS) -> None:  # noqa: F
     assert view.files()["notes/holidays.md"].size == len(b"Ann is away in August.\n")
     matches = view.grep("formal|bullet")
     assert [(m.path, m.line_no, m.scope) for m in matches] == [
-        ("skills/meeting-notes/SKILL.md", 3, "agent:notes"), ("skills/meeting-notes/SKILL.md", 5, "agent:notes")
+        ("skills/meeting-notes/SKILL.md", 3, "agent:notes"),
+        ("skills/meeting-notes/SKILL.md", 5, "agent:notes"),
     ]  # the org's "formal" and the user's "bullet" are in shadowed files
     assert view.exists("notes/holidays.md") and not view.exists("nope.md")
     with pytest.raises(NotFound, match="any of"):

@@ -18,8 +18,11 @@ def _skill(name: str, description: str, body: str) -> str:
 
 def test_chunk_follows_front_matter_headings_and_paragraphs() -> None:
     text = _skill("pdf", "Fill PDF forms.", "# Steps\nOpen the form.\n\n## Checks\nVerify fields.")
-    assert chunk(text) == ["name: pdf\ndescription: Fill PDF forms.", "# Steps\nOpen the form.",
-                           "## Checks\nVerify fields."]
+    assert chunk(text) == [
+        "name: pdf\ndescription: Fill PDF forms.",
+        "# Steps\nOpen the form.",
+        "## Checks\nVerify fields.",
+    ]
     long = "\n\n".join(f"paragraph {i} " + "word " * 60 for i in range(10))
     pieces = chunk(long, limit=400)
     assert all(len(p) <= 400 for p in pieces) and len(pieces) >= 8
@@ -29,12 +32,15 @@ def test_chunk_follows_front_matter_headings_and_paragraphs() -> None:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])
-def test_index_follows_changes_made_by_any_process(backend: str, settings: Settings, request: pytest.FixtureRequest
-                                                    ) -> None:
+def test_index_follows_changes_made_by_any_process(
+    backend: str, settings: Settings, request: pytest.FixtureRequest
+) -> None:
     if backend == "redis":
         settings = settings.with_(redis_url=request.getfixturevalue("redis_url"))
-    with MemoryFS("agent:a", settings=settings, approval="yolo") as fs, \
-            MemoryFS("agent:a", settings=settings, approval="yolo") as other:
+    with (
+        MemoryFS("agent:a", settings=settings, approval="yolo") as fs,
+        MemoryFS("agent:a", settings=settings, approval="yolo") as other,
+    ):
         fs.write("notes/fruit.md", "apples and pears")
         assert [h.path for h in fs.search("apples")] == ["notes/fruit.md"]
         other.write("notes/fruit.md", "bananas only")  # another object: the index catches up on search
@@ -65,14 +71,22 @@ def test_search_finds_a_skill_by_meaning(tmp_path: Path) -> None:
     """Real all-MiniLM-L6-v2: the query shares no keyword with the skill it should find."""
     settings = Settings(storage_dir=tmp_path / "storage", embedding="local")
     skills = {
-        "pdf-forms": ("Fill in PDF forms and extract fields from PDF documents.",
-                      "Open the PDF, list the form fields, fill each one, save a copy."),
-        "meeting-notes": ("Summarise meeting transcripts into bullet points with action items.",
-                          "Use bullets. Put action items in a final section."),
-        "cold-outreach-filter": ("Triage the inbox and archive unsolicited sales emails from vendors.",
-                                 "Archive vendor pitches; keep messages from customers and colleagues."),
-        "expense-report": ("Prepare monthly expense reports from receipts.",
-                           "Collect receipts, total them by category, attach scans."),
+        "pdf-forms": (
+            "Fill in PDF forms and extract fields from PDF documents.",
+            "Open the PDF, list the form fields, fill each one, save a copy.",
+        ),
+        "meeting-notes": (
+            "Summarise meeting transcripts into bullet points with action items.",
+            "Use bullets. Put action items in a final section.",
+        ),
+        "cold-outreach-filter": (
+            "Triage the inbox and archive unsolicited sales emails from vendors.",
+            "Archive vendor pitches; keep messages from customers and colleagues.",
+        ),
+        "expense-report": (
+            "Prepare monthly expense reports from receipts.",
+            "Collect receipts, total them by category, attach scans.",
+        ),
     }
     with MemoryFS("agent:assistant", settings=settings, approval="yolo") as fs:
         for name, (description, body) in skills.items():

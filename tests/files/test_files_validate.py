@@ -90,12 +90,21 @@ def test_skill_helper_files_are_free_form() -> None:
         ("skills/meeting-notes/SKILL.md", "---\nname: [unclosed\n---\nbody\n", "not valid YAML"),
         ("skills/meeting-notes/SKILL.md", "---\n- a list\n---\nbody\n", "mapping"),
         ("skills/meeting-notes/SKILL.md", SKILL.replace("name: meeting-notes\n", ""), "add 'name: meeting-notes'"),
-        ("skills/meeting-notes/SKILL.md", SKILL.replace("name: meeting-notes", "name: notes"),
-         "set 'name: meeting-notes' or rename the folder"),
-        ("skills/meeting-notes/SKILL.md", SKILL.replace("description: Summarise meeting transcripts into bullet "
-                                                        "points with action items.\n", ""), "no 'description'"),
-        ("skills/meeting-notes/SKILL.md", SKILL.replace("description: Summarise", "description: ''\nx: Summarise"),
-         "non-empty string"),
+        (
+            "skills/meeting-notes/SKILL.md",
+            SKILL.replace("name: meeting-notes", "name: notes"),
+            "set 'name: meeting-notes' or rename the folder",
+        ),
+        (
+            "skills/meeting-notes/SKILL.md",
+            SKILL.replace("description: Summarise meeting transcripts into bullet points with action items.\n", ""),
+            "no 'description'",
+        ),
+        (
+            "skills/meeting-notes/SKILL.md",
+            SKILL.replace("description: Summarise", "description: ''\nx: Summarise"),
+            "non-empty string",
+        ),
         ("skills/meeting-notes/SKILL.md", SKILL.replace("Summarise", "S" * 1100), "within 1024"),
         ("skills/meeting-notes/SKILL.md", SKILL.split("# Meeting")[0], "no instructions"),
         ("skills/meeting-notes/SKILL.md", SKILL.replace("description:", "metadata: 3\ndescription:"), "'metadata'"),
@@ -138,8 +147,10 @@ def _tools_with(**server: object) -> str:
         (_tools_with(url="ftp://x", tools=["a"]), "does not match"),
         (_tools_with(url="https://x.example", tools=["a"], transport="carrier-pigeon"), "is not one of"),
         (_tools_with(url="https://x.example", tools=["a"], env={"KEY": "secret"}), "allowed keys"),
-        (json.dumps({"servers": {"bad name!": {"url": "https://x.example", "tools": ["a"]}}}),
-         "server name 'bad name!'"),
+        (
+            json.dumps({"servers": {"bad name!": {"url": "https://x.example", "tools": ["a"]}}}),
+            "server name 'bad name!'",
+        ),
     ],
 )
 def test_tools_json_rejected(text: str, fragment: str) -> None:

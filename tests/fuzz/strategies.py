@@ -17,7 +17,8 @@ TEXT = st.one_of(st.text(ANY_CHAR, max_size=40), st.sampled_from(["", " ", "\x00
 NUMBER = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=True, allow_infinity=True))
 SCALAR = st.one_of(st.none(), st.booleans(), NUMBER, TEXT)
 JSONISH: st.SearchStrategy[Any] = st.recursive(
-    SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)),
+    SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)),
     max_leaves=8,
 )
 CREATED_AT = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**63), 2**63))

@@ -16,8 +16,9 @@ from pydantic import ValidationError
 from ltm import LTMError, MemoryStorage, Message, Settings
 from tests.fuzz.strategies import CREATED_AT, DERANDOMIZE, EXAMPLES, JSONISH, METADATA, NUMBER, TEXT, healthy
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-                derandomize=DERANDOMIZE)
+FUZZ = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=DERANDOMIZE
+)
 
 
 class Tracked:
@@ -43,12 +44,24 @@ def _message(fields: dict[str, Any]) -> Message | None:
         return None
 
 
-MESSAGE_FIELDS = st.fixed_dictionaries({}, optional={
-    "content": TEXT, "id": TEXT, "role": TEXT, "cause_by": TEXT, "sent_from": TEXT,
-    "send_to": st.lists(TEXT, max_size=3), "metadata": METADATA, "created_at": CREATED_AT,
-    "instruct_content": st.one_of(st.none(), st.dictionaries(TEXT, JSONISH, max_size=3),
-                                  st.fixed_dictionaries({"class": TEXT, "module": TEXT, "value": JSONISH})),
-})
+MESSAGE_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": TEXT,
+        "id": TEXT,
+        "role": TEXT,
+        "cause_by": TEXT,
+        "sent_from": TEXT,
+        "send_to": st.lists(TEXT, max_size=3),
+        "metadata": METADATA,
+        "created_at": CREATED_AT,
+        "instruct_content": st.one_of(
+            st.none(),
+            st.dictionaries(TEXT, JSONISH, max_size=3),
+            st.fixed_dictionaries({"class": TEXT, "module": TEXT, "value": JSONISH}),
+        ),
+    },
+)
 
 
 @FUZZ
@@ -67,16 +80,41 @@ def test_add_any_message(tracked: Tracked, fields: dict[str, Any], batch: bool) 
     healthy(tracked.store, tracked.count)
 
 
-FILTER_VALUE = st.one_of(JSONISH, st.dictionaries(st.sampled_from(["eq", "gte", "lt", "in", "bogus"]), JSONISH,
-                                                  max_size=2))
-FILTERS = st.one_of(st.none(), JSONISH, st.dictionaries(
-    st.sampled_from(["role", "cause_by", "sent_from", "created_after", "created_before", "metadata", "AND", "OR",
-                     "NOT", "metadata.k", "nonsense"]), FILTER_VALUE, max_size=3))
+FILTER_VALUE = st.one_of(
+    JSONISH, st.dictionaries(st.sampled_from(["eq", "gte", "lt", "in", "bogus"]), JSONISH, max_size=2)
+)
+FILTERS = st.one_of(
+    st.none(),
+    JSONISH,
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "role",
+                "cause_by",
+                "sent_from",
+                "created_after",
+                "created_before",
+                "metadata",
+                "AND",
+                "OR",
+                "NOT",
+                "metadata.k",
+                "nonsense",
+            ]
+        ),
+        FILTER_VALUE,
+        max_size=3,
+    ),
+)
 
 
 @FUZZ
-@given(query=TEXT, k=st.one_of(st.integers(-5, 2**64), NUMBER, st.none()),
-       mode=st.sampled_from(["hybrid", "dense", "keyword", "bogus"]), filters=FILTERS)
+@given(
+    query=TEXT,
+    k=st.one_of(st.integers(-5, 2**64), NUMBER, st.none()),
+    mode=st.sampled_from(["hybrid", "dense", "keyword", "bogus"]),
+    filters=FILTERS,
+)
 def test_search_with_any_arguments(tracked: Tracked, query: Any, k: Any, mode: Any, filters: Any) -> None:
     try:
         hits = tracked.store.search(query, k=k, mode=mode, filters=filters)
@@ -84,7 +122,8 @@ def test_search_with_any_arguments(tracked: Tracked, query: Any, k: Any, mode: A
     except LTMError:
         pass
     calls: tuple[Callable[[], object], ...] = (
-        lambda: tracked.store.search_similar(query, k=k), lambda: tracked.store.recent(k)
+        lambda: tracked.store.search_similar(query, k=k),
+        lambda: tracked.store.recent(k),
     )
     for call in calls:
         with contextlib.suppress(LTMError):

@@ -22,8 +22,12 @@ from ltm.cli import main
 from ltm.kv.sqlite_kv import SQLiteKV
 from tests.fuzz.strategies import DERANDOMIZE, EXAMPLES, JSONISH, NUMBER, TEXT, healthy
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=DERANDOMIZE,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +45,9 @@ def brain_kv(root: Path) -> Iterator[SQLiteKV]:
 
 @FUZZ
 @given(talks=st.lists(st.tuples(st.booleans(), TEXT), min_size=1, max_size=4), user=TEXT, chat=TEXT)
-def test_brain_memory_round_trips_or_refuses(root: Path, brain_kv: SQLiteKV, talks: list[tuple[bool, str]],
-                                             user: str, chat: str) -> None:
+def test_brain_memory_round_trips_or_refuses(
+    root: Path, brain_kv: SQLiteKV, talks: list[tuple[bool, str]], user: str, chat: str
+) -> None:
     brain = BrainMemory(settings=Settings(storage_dir=root, embedding="hash"), kv=brain_kv)
     accepted = []
     for is_talk, text in talks:
@@ -70,13 +75,29 @@ def fs(root: Path) -> Iterator[MemoryFS]:
         yield fs
 
 
-PATHS = st.one_of(TEXT, st.sampled_from(["AGENTS.md", "tools.json", "skills/x/SKILL.md", "../up.md", "/abs.md",
-                                         "a/../../b.md", "notes/ok.md", "notes/" + "d/" * 60 + "x.md"]))
+PATHS = st.one_of(
+    TEXT,
+    st.sampled_from(
+        [
+            "AGENTS.md",
+            "tools.json",
+            "skills/x/SKILL.md",
+            "../up.md",
+            "/abs.md",
+            "a/../../b.md",
+            "notes/ok.md",
+            "notes/" + "d/" * 60 + "x.md",
+        ]
+    ),
+)
 
 
 @FUZZ
-@given(path=PATHS, text=st.one_of(TEXT, st.just("---\nname: x\n---\nbody")), op=st.sampled_from(["write", "edit",
-                                                                                                  "delete", "read"]))
+@given(
+    path=PATHS,
+    text=st.one_of(TEXT, st.just("---\nname: x\n---\nbody")),
+    op=st.sampled_from(["write", "edit", "delete", "read"]),
+)
 def test_memory_fs_accepts_or_refuses(fs: MemoryFS, path: str, text: str, op: str) -> None:
     try:
         if op == "write":
@@ -134,9 +155,29 @@ def _cli_healthy(cli: CLI) -> None:
     store.close()
 
 
-ARG = st.one_of(TEXT.filter(lambda t: "\x00" not in t and not any(0xD800 <= ord(c) <= 0xDFFF for c in t)),
-                st.sampled_from(["-k", "--k", "-N", "--mode", "--meta", "--role", "--after", "nan", "inf", "-1",
-                                 str(2**64), "=", "a=", "=b", "x=[[[]]]", "x=NaN"]))
+ARG = st.one_of(
+    TEXT.filter(lambda t: "\x00" not in t and not any(0xD800 <= ord(c) <= 0xDFFF for c in t)),
+    st.sampled_from(
+        [
+            "-k",
+            "--k",
+            "-N",
+            "--mode",
+            "--meta",
+            "--role",
+            "--after",
+            "nan",
+            "inf",
+            "-1",
+            str(2**64),
+            "=",
+            "a=",
+            "=b",
+            "x=[[[]]]",
+            "x=NaN",
+        ]
+    ),
+)
 
 
 @FUZZ
@@ -147,10 +188,20 @@ def test_cli_arguments(cli: CLI, command: str, args: list[str]) -> None:
     _cli_healthy(cli)
 
 
-LINE = st.one_of(TEXT, JSONISH.map(lambda v: __import__("json").dumps(v, allow_nan=True)),
-                 st.fixed_dictionaries({"content": TEXT}, optional={
-                     "id": TEXT, "metadata": JSONISH, "created_at": NUMBER, "embedding": st.lists(NUMBER, max_size=4),
-                     "embedding_model": TEXT}).map(lambda d: __import__("json").dumps(d, allow_nan=True)))
+LINE = st.one_of(
+    TEXT,
+    JSONISH.map(lambda v: __import__("json").dumps(v, allow_nan=True)),
+    st.fixed_dictionaries(
+        {"content": TEXT},
+        optional={
+            "id": TEXT,
+            "metadata": JSONISH,
+            "created_at": NUMBER,
+            "embedding": st.lists(NUMBER, max_size=4),
+            "embedding_model": TEXT,
+        },
+    ).map(lambda d: __import__("json").dumps(d, allow_nan=True)),
+)
 
 
 @FUZZ

@@ -57,8 +57,13 @@ def test_message_constructor_refuses_non_finite_created_at() -> None:
 def test_surrogates_in_any_field_are_refused(store: MemoryStorage, field: str) -> None:
     bad = "x\ud800y"
     cases: dict[str, dict[str, Any]] = {
-        "id": {"id": bad}, "role": {"role": bad}, "cause_by": {"cause_by": bad}, "sent_from": {"sent_from": bad},
-        "send_to": {"send_to": {bad}}, "meta_key": {"metadata": {bad: 1}}, "meta_value": {"metadata": {"k": bad}},
+        "id": {"id": bad},
+        "role": {"role": bad},
+        "cause_by": {"cause_by": bad},
+        "sent_from": {"sent_from": bad},
+        "send_to": {"send_to": {bad}},
+        "meta_key": {"metadata": {bad: 1}},
+        "meta_value": {"metadata": {"k": bad}},
     }
     kwargs = cases[field]
     with pytest.raises(InvalidInput, match="surrogate"):
@@ -85,8 +90,9 @@ def test_deep_json_on_load_is_invalid_input() -> None:
 @pytest.mark.parametrize("field", ["id", "role", "cause_by", "sent_from", "send_to", "metadata"])
 def test_oversized_fields_are_refused(store: MemoryStorage, field: str) -> None:
     big = "r" * 2_000_000
-    kwargs: dict[str, Any] = {"metadata": {"k": big}} if field == "metadata" else \
-        {"send_to": {big}} if field == "send_to" else {field: big}
+    kwargs: dict[str, Any] = (
+        {"metadata": {"k": big}} if field == "metadata" else {"send_to": {big}} if field == "send_to" else {field: big}
+    )
     with pytest.raises(InvalidInput, match="bytes"):
         store.add(Message("alpha big", **kwargs))
     _healthy(store, 3)
@@ -94,8 +100,12 @@ def test_oversized_fields_are_refused(store: MemoryStorage, field: str) -> None:
 
 @pytest.mark.parametrize("k", [2**63, 2**31, 10**12])
 def test_huge_k_is_invalid_input(store: MemoryStorage, k: int) -> None:
-    for call in (lambda: store.search("alpha", k=k), lambda: store.search_similar("alpha", k=k),
-                 lambda: store.search("alpha", k=k, mode="keyword"), lambda: store.recent(k)):
+    for call in (
+        lambda: store.search("alpha", k=k),
+        lambda: store.search_similar("alpha", k=k),
+        lambda: store.search("alpha", k=k, mode="keyword"),
+        lambda: store.recent(k),
+    ):
         with pytest.raises(InvalidInput, match="k"):
             call()
     _healthy(store, 3)

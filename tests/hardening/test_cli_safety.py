@@ -19,8 +19,13 @@ from ltm import MemoryStorage, Message, Settings
 from ltm.cli import main
 
 
-def cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str, stdin: str | None = None,
-        monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[int, str, str]:
+def cli(
+    capsys: pytest.CaptureFixture[str],
+    root: Path,
+    *args: str,
+    stdin: str | None = None,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+) -> tuple[int, str, str]:
     if stdin is not None:
         assert monkeypatch is not None
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
@@ -49,8 +54,9 @@ def test_wipe_all_refuses_a_folder_that_is_not_an_ltm_root(tmp_path: Path, capsy
     assert (home / "Documents" / "thesis.txt").exists() and (home / "notes.md").exists()
 
 
-def test_wipe_all_deletes_namespaces_and_leaves_foreign_files(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_wipe_all_deletes_namespaces_and_leaves_foreign_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "data"
     assert cli(capsys, root, "add", "-n", "a", "first note")[0] == 0
     assert cli(capsys, root, "add", "-n", "b", "--kind", "user", "second note")[0] == 0
@@ -67,8 +73,9 @@ def test_wipe_all_deletes_namespaces_and_leaves_foreign_files(tmp_path: Path,
     assert cli(capsys, root, "stats")[1].startswith("no namespaces")
 
 
-def test_wipe_of_one_namespace_keeps_a_foreign_file_inside_it(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_wipe_of_one_namespace_keeps_a_foreign_file_inside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "data"
     cli(capsys, root, "add", "-n", "a", "first note")
     (directory,) = (root / "cli").iterdir()
@@ -81,8 +88,9 @@ def test_wipe_of_one_namespace_keeps_a_foreign_file_inside_it(tmp_path: Path,
 
 # -- 17: reading never creates --------------------------------------------------------------------------------
 @pytest.mark.parametrize("command", [["search", "anything"], ["recent"], ["export"], ["delete", "some-id"]])
-def test_reading_a_mistyped_namespace_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      command: list[str]) -> None:
+def test_reading_a_mistyped_namespace_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
     root = tmp_path / "data"
     cli(capsys, root, "add", "-n", "real", "a note")
     code, _, err = cli(capsys, root, *command, "-n", "reall")
@@ -93,14 +101,16 @@ def test_reading_a_mistyped_namespace_creates_nothing(tmp_path: Path, capsys: py
 
 # -- 14: idempotent imports, errors with line numbers, Ctrl-C reports ------------------------------------------
 def _lines(n: int, with_ids: bool) -> str:
-    return "".join(json.dumps({**({"id": f"m{i}"} if with_ids else {}), "content": f"note {i}"}) + "\n"
-                   for i in range(n))
+    return "".join(
+        json.dumps({**({"id": f"m{i}"} if with_ids else {}), "content": f"note {i}"}) + "\n" for i in range(n)
+    )
 
 
 @pytest.mark.parametrize("with_ids", [True, False])
 @pytest.mark.parametrize("command", ["import", "add"])
-def test_import_and_add_twice_store_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch, with_ids: bool, command: str) -> None:
+def test_import_and_add_twice_store_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, with_ids: bool, command: str
+) -> None:
     root = tmp_path / "data"
     for _ in range(2):
         code, _, err = cli(capsys, root, command, "-n", "twice", stdin=_lines(300, with_ids), monkeypatch=monkeypatch)
@@ -108,8 +118,9 @@ def test_import_and_add_twice_store_once(tmp_path: Path, capsys: pytest.CaptureF
     assert MemoryStorage("twice", kind="cli", settings=Settings(storage_dir=root, embedding="hash")).count() == 300
 
 
-def test_import_error_names_the_line_and_what_was_stored(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_error_names_the_line_and_what_was_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "data"
     lines = _lines(300, True).splitlines(keepends=True)
     lines.insert(279, json.dumps({"id": "bad", "content": "   "}) + "\n")  # line 280 is empty content
@@ -118,8 +129,9 @@ def test_import_error_names_the_line_and_what_was_stored(tmp_path: Path, capsys:
     assert "line 280" in err and "256 stored" in err
 
 
-def test_import_of_a_message_that_cannot_load_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_of_a_message_that_cannot_load_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     stdin = _lines(3, True) + json.dumps({"content": "x", "created_at": "soon"}) + "\n"
     code, _, err = cli(capsys, tmp_path / "data", "import", "-n", "l", stdin=stdin, monkeypatch=monkeypatch)
     _one_line_error(code, err)
@@ -128,8 +140,14 @@ def test_import_of_a_message_that_cannot_load_names_its_line(tmp_path: Path, cap
 
 def test_ctrl_c_during_import_says_how_many_were_stored(tmp_path: Path) -> None:
     env = {**os.environ, "LTM_STORAGE_DIR": str(tmp_path / "data"), "LTM_EMBEDDING": "hash"}
-    proc = subprocess.Popen([sys.executable, "-m", "ltm.cli", "import", "-n", "cut"], stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltm.cli", "import", "-n", "cut"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert proc.stdin is not None
     proc.stdin.write(_lines(300, True))  # one chunk of 256 is stored, 44 wait for more input
     proc.stdin.flush()
@@ -146,12 +164,18 @@ def test_ctrl_c_during_import_says_how_many_were_stored(tmp_path: Path) -> None:
 
 
 # -- 13 / 9: vectors from another model are not stored as if they were ours --------------------------------
-def test_import_of_another_models_vectors_re_embeds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_of_another_models_vectors_re_embeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "data"
     texts = ["the deploy failed on friday", "lunch is at noon", "the cat sleeps on the sofa"]
-    stdin = "".join(json.dumps({"id": f"t{i}", "content": t, "embedding": [1.0] + [0.0] * 383,
-                                "embedding_model": "some-other-model"}) + "\n" for i, t in enumerate(texts))
+    stdin = "".join(
+        json.dumps(
+            {"id": f"t{i}", "content": t, "embedding": [1.0] + [0.0] * 383, "embedding_model": "some-other-model"}
+        )
+        + "\n"
+        for i, t in enumerate(texts)
+    )
     code, _, err = cli(capsys, root, "import", "-n", "foreign", stdin=stdin, monkeypatch=monkeypatch)
     assert code == 0, err
     assert "some-other-model" in err  # said, not silent
@@ -161,7 +185,8 @@ def test_import_of_another_models_vectors_re_embeds(tmp_path: Path, capsys: pyte
 
 
 def test_a_first_given_vector_of_the_wrong_dimension_does_not_fix_the_namespace(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "data"
     stdin = json.dumps({"content": "three dims", "embedding": [0.1, 0.2, 0.3]}) + "\n"
     code, _, err = cli(capsys, root, "add", "-n", "dims", stdin=stdin, monkeypatch=monkeypatch)
@@ -232,18 +257,25 @@ def test_a_read_only_store_can_be_searched(read_only_copy: tuple[Path, Path]) ->
     before = sorted((str(p), p.stat().st_size) for p in data.rglob("*"))
     env = {**os.environ, "LTM_STORAGE_DIR": str(view), "LTM_EMBEDDING": "hash"}
     for args in (["search", "read only"], ["recent"]):
-        run = subprocess.run([sys.executable, "-m", "ltm.cli", *args, "-n", "ro"], env=env, capture_output=True,
-                             text=True, check=False)
+        run = subprocess.run(
+            [sys.executable, "-m", "ltm.cli", *args, "-n", "ro"], env=env, capture_output=True, text=True, check=False
+        )
         assert run.returncode == 0, run.stderr
         assert "the read only note" in run.stdout
-    added = subprocess.run([sys.executable, "-m", "ltm.cli", "add", "-n", "ro", "more"], env=env,
-                           capture_output=True, text=True, check=False)
+    added = subprocess.run(
+        [sys.executable, "-m", "ltm.cli", "add", "-n", "ro", "more"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     _one_line_error(added.returncode, added.stderr)
     assert sorted((str(p), p.stat().st_size) for p in data.rglob("*")) == before
 
 
-def test_ctrl_c_after_a_chunks_commit_counts_that_chunk(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_after_a_chunks_commit_counts_that_chunk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C can land after add_batch committed a chunk and before it returned: the count comes from the store,
     so the message says 256 were stored, not 0 (seen under load in a full test run)."""
     add_batch = MemoryStorage.add_batch
@@ -253,8 +285,9 @@ def test_ctrl_c_after_a_chunks_commit_counts_that_chunk(tmp_path: Path, capsys: 
         raise KeyboardInterrupt
 
     monkeypatch.setattr(MemoryStorage, "add_batch", committed_then_interrupted)
-    code, _, err = cli(capsys, tmp_path / "data", "import", "-n", "cut", stdin=_lines(300, True),
-                       monkeypatch=monkeypatch)
+    code, _, err = cli(
+        capsys, tmp_path / "data", "import", "-n", "cut", stdin=_lines(300, True), monkeypatch=monkeypatch
+    )
     assert code == 130
     assert "256 new messages of the first 256 read were stored" in err, err
     monkeypatch.setattr(MemoryStorage, "add_batch", add_batch)

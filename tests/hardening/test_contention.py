@@ -35,7 +35,7 @@ def test_two_handles_in_one_process_take_turns(settings: Settings) -> None:
     assert not errors, errors
     order = [m.role for m, _ in handles[0].export()]
     assert sorted(order) == ["a"] * ADDS + ["b"] * ADDS
-    longest = max(len(list(run)) for _, run in groupby(order[: ADDS]))  # while both were still writing
+    longest = max(len(list(run)) for _, run in groupby(order[:ADDS]))  # while both were still writing
     assert longest <= ADDS // 4, f"one handle ran {longest} adds in a row while the other waited: {order}"
     for handle in handles:
         assert handle.stats().messages == 2 * ADDS

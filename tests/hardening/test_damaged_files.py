@@ -79,7 +79,12 @@ def _folder(path: Path, other: Path) -> None:
 
 
 DAMAGE: dict[str, Callable[[Path, Path], None]] = {
-    "delete": _delete, "empty": _empty, "half": _half, "garbage": _garbage, "swap": _swap, "folder": _folder,
+    "delete": _delete,
+    "empty": _empty,
+    "half": _half,
+    "garbage": _garbage,
+    "swap": _swap,
+    "folder": _folder,
 }
 
 
@@ -104,8 +109,9 @@ def _consistent(store: MemoryStorage) -> int:
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize("name", FILES)
-def test_a_damaged_file_is_rebuilt_or_a_clear_error(tmp_path: Path, frozen: dict[str, Path], name: str,
-                                                    damage: str) -> None:
+def test_a_damaged_file_is_rebuilt_or_a_clear_error(
+    tmp_path: Path, frozen: dict[str, Path], name: str, damage: str
+) -> None:
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash", hnsw_threshold=HNSW_AT)
     probe = MemoryStorage("alpha", settings=settings)  # where namespace "alpha" lives under this root
     assert probe.path is not None

@@ -21,8 +21,11 @@ def test_a_killed_snapshot_writes_temp_file_is_swept(settings: Settings) -> None
     store.close()
     directory = MemoryStorage("leftovers", settings=settings).path
     assert directory is not None
-    stale = [directory / ".index.faiss.k1ll3d.tmp", directory / ".context.faiss.x9.tmp",
-             directory / ".manifest.json.a1.tmp"]
+    stale = [
+        directory / ".index.faiss.k1ll3d.tmp",
+        directory / ".context.faiss.x9.tmp",
+        directory / ".manifest.json.a1.tmp",
+    ]
     for path in stale:
         path.write_bytes(os.urandom(1 << 16))  # what a kill -9 in the middle of a snapshot write leaves
     live = directory / ".index.faiss.writing.tmp"  # a writer in another process is still at it: keep it
@@ -72,8 +75,9 @@ while True:
 def test_stats_is_one_consistent_read_under_a_writer(settings: Settings) -> None:
     reader = MemoryStorage("counted", settings=settings)
     reader.add(Message("first"))
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(settings.storage_dir)], stdout=subprocess.PIPE,
-                              text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(settings.storage_dir)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
         seen: list[tuple[int, int]] = []

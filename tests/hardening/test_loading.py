@@ -16,8 +16,10 @@ _BAIT = "this"
 
 
 def _hostile(module: str = _BAIT, cls: str = "Anything") -> dict[str, object]:
-    return {"content": "x", "instruct_content": {"class": cls, "module": module, "mapping": {"a": "integer"},
-                                                 "value": {"a": 1}}}
+    return {
+        "content": "x",
+        "instruct_content": {"class": cls, "module": module, "mapping": {"a": "integer"}, "value": {"a": 1}},
+    }
 
 
 def test_loading_a_body_that_names_a_module_does_not_import_it() -> None:
@@ -52,8 +54,12 @@ def test_a_registered_class_is_resolved() -> None:
 
 def test_unbuildable_field_names_stay_a_dict() -> None:
     body = _hostile()
-    body["instruct_content"] = {"class": "X", "module": "os", "mapping": {"_private": "integer"},
-                                "value": {"_private": 1}}
+    body["instruct_content"] = {
+        "class": "X",
+        "module": "os",
+        "mapping": {"_private": "integer"},
+        "value": {"_private": 1},
+    }
     message = Message.load(json.dumps(body))
     assert message.instruct_content == body["instruct_content"]
     assert json.loads(message.dump())["instruct_content"] == body["instruct_content"]  # lossless round trip

@@ -10,14 +10,17 @@ from ltm.kv.redis_kv import RedisKV
 SECRET = "hunter2-s3cret"
 
 
-@pytest.mark.parametrize("url", [
-    f"redis://:{SECRET}@localhost:notaport/0",
-    f"redis://user:{SECRET}@localhost:6379/notadb",
-    f"redis://:{SECRET}@host@with@ats:xx/0",
-    f"nonsense-{SECRET}",
-    f"redis://:{SECRET}",
-    f"unix://:{SECRET}@/tmp/redis.sock?db=x",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://:{SECRET}@localhost:notaport/0",
+        f"redis://user:{SECRET}@localhost:6379/notadb",
+        f"redis://:{SECRET}@host@with@ats:xx/0",
+        f"nonsense-{SECRET}",
+        f"redis://:{SECRET}",
+        f"unix://:{SECRET}@/tmp/redis.sock?db=x",
+    ],
+)
 def test_a_malformed_redis_url_error_does_not_echo_the_password(url: str) -> None:
     with pytest.raises(LTMError) as info:
         RedisKV.from_url(url, socket_connect_timeout=0.2).ping()
@@ -50,6 +53,11 @@ def test_a_failing_settings_load_does_not_echo_secrets() -> None:
     from ltm import Settings
 
     with pytest.raises(ConfigError) as info:
-        Settings.load({"LTM_OPENAI_API_KEY": f"sk-{SECRET}", "LTM_REDIS_URL": f"redis://:{SECRET}@h:1/0",
-                       "LTM_EMBED_BATCH_SIZE": "not a number"})
+        Settings.load(
+            {
+                "LTM_OPENAI_API_KEY": f"sk-{SECRET}",
+                "LTM_REDIS_URL": f"redis://:{SECRET}@h:1/0",
+                "LTM_EMBED_BATCH_SIZE": "not a number",
+            }
+        )
     assert SECRET not in str(info.value)

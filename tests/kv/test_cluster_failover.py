@@ -90,8 +90,13 @@ def test_master_killed_mid_run_loses_no_acknowledged_write(cluster: RedisCluster
         rejoined_at, last_at_risk = time.monotonic(), writer.index
         at_rejoin = writer.count
         # the same client object reaches the promoted replica by itself
-        _wait(lambda: all(writer.acked_after.get(k, 0) > rejoined_at for k in victim_keys)
-              and writer.count >= at_rejoin + 500, 60, "appends acknowledged after the failover")
+        _wait(
+            lambda: (
+                all(writer.acked_after.get(k, 0) > rejoined_at for k in victim_keys) and writer.count >= at_rejoin + 500
+            ),
+            60,
+            "appends acknowledged after the failover",
+        )
     finally:
         writer.stop.set()
         writer.join(timeout=60)

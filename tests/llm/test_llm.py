@@ -20,8 +20,7 @@ from tests.support.openai_server import OpenAIServer
 
 
 def make(server: OpenAIServer, **kw: Any) -> OpenAICompatibleLLM:
-    options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 2,
-                               **kw}
+    options: dict[str, Any] = {"model": "test", "base_url": server.base_url, "timeout": 2.0, "max_retries": 2, **kw}
     return OpenAICompatibleLLM(**options)
 
 
@@ -111,8 +110,15 @@ def test_llama_index_adapter() -> None:
 
 @pytest.mark.parametrize(
     ("answer", "expected"),
-    [("YES", True), ("true.", True), ("Yes, both are fruit", True), ("NO", False), ("NOT TRUE", False),
-     ("False", False), ("not related", False)],
+    [
+        ("YES", True),
+        ("true.", True),
+        ("Yes, both are fruit", True),
+        ("NO", False),
+        ("NOT TRUE", False),
+        ("False", False),
+        ("not related", False),
+    ],
 )
 def test_parse_yes_no(answer: str, expected: bool) -> None:
     assert parse_yes_no(answer) is expected

@@ -81,8 +81,13 @@ def test_int8_is_opt_in_cached_beside_fp32_and_close_to_it(cache: Path) -> None:
     graph = onnx_model_path(Path(local_model_path()), cache)
     quantized = graph.with_name("model.int8.onnx")
     assert quantized.is_file() and quantized.stat().st_size < graph.stat().st_size / 3  # int8 weights
-    texts = [*TEXTS, "I prefer sourdough over dumplings", "Caroline went to the support group yesterday",
-             "We keep the high scores in SQLite", "The frontend uses React"]
+    texts = [
+        *TEXTS,
+        "I prefer sourdough over dumplings",
+        "Caroline went to the support group yesterday",
+        "We keep the high scores in SQLite",
+        "The frontend uses React",
+    ]
     a = np.array(fp32.get_text_embedding_batch(texts))
     b = np.array(int8.get_text_embedding_batch(texts))
     cosine = (a * b).sum(axis=1)

@@ -14,8 +14,9 @@ from tests.support.openai_server import OpenAIServer
 
 
 def test_batches_and_vectors(openai_server: OpenAIServer) -> None:
-    settings = Settings(embedding="openai", openai_base_url=openai_server.base_url, embed_batch_size=4,
-                        embedding_model="emb")
+    settings = Settings(
+        embedding="openai", openai_base_url=openai_server.base_url, embed_batch_size=4, embedding_model="emb"
+    )
     embedding = resolve_embedding(settings)
     assert isinstance(embedding, OpenAICompatibleEmbedding) and embedding.model_name == "emb"
     vectors = embedding.get_text_embedding_batch([f"text {i}" for i in range(10)])

@@ -160,9 +160,14 @@ async def test_brain_memory(store_settings: Settings) -> None:
     assert isinstance(loaded, BrainMemory) and [m.content for m in loaded.history] == ["talk", "answer"]
 
 
-@pytest.mark.parametrize(("text", "tag", "value"), [
-    ("[TALK]:Hello", "TALK", "Hello"), ("Hello", None, "Hello"), ("[TALK]Hello", None, "[TALK]Hello"),
-])
+@pytest.mark.parametrize(
+    ("text", "tag", "value"),
+    [
+        ("[TALK]:Hello", "TALK", "Hello"),
+        ("Hello", None, "Hello"),
+        ("[TALK]Hello", None, "[TALK]Hello"),
+    ],
+)
 def test_extract_info(text: str, tag: str | None, value: str) -> None:
     assert BrainMemory.extract_info(text) == (tag, value)
 
@@ -170,8 +175,12 @@ def test_extract_info(text: str, tag: str | None, value: str) -> None:
 def _two_messages() -> tuple[Message, Message]:
     design = _model("system_design", {"field2": (list[str], ...)})
     msg1 = Message(role="Boss", content="write a snake game", cause_by=UserRequirement)
-    msg2 = Message(role="Architect", instruct_content=design(field2=["field2 value1", "field2 value2"]),
-                   content="system design content", cause_by=WriteDesign)
+    msg2 = Message(
+        role="Architect",
+        instruct_content=design(field2=["field2 value1", "field2 value2"]),
+        content="system design content",
+        cause_by=WriteDesign,
+    )
     return msg1, msg2
 
 
@@ -208,8 +217,14 @@ def _dump(message: Message) -> dict[str, Any]:
 
 def test_round_trip_is_lossless_for_every_field_and_class(store_settings: Settings) -> None:
     design = _model("system_design", {"field2": (list[str], ...)})
-    original = Message(role="Architect", content=TEXTS[3], instruct_content=design(field2=["a", "b"]),
-                       cause_by=WriteDesign, sent_from="Bob", send_to={"Alice", "Charlie"})
+    original = Message(
+        role="Architect",
+        content=TEXTS[3],
+        instruct_content=design(field2=["a", "b"]),
+        cause_by=WriteDesign,
+        sent_from="Bob",
+        send_to={"Alice", "Charlie"},
+    )
     for message in (original, UserMessage("hi"), AIMessage("hello")):
         back = to_metagpt(to_ltm(message))
         assert type(back) is type(message)

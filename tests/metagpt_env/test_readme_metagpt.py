@@ -17,15 +17,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_readme_metagpt_example_runs(metagpt_home: dict[str, str], tmp_path: Path) -> None:
     page = (ROOT / "docs" / "metagpt.md").read_text(encoding="utf-8")
-    section = page[page.index("# MetaGPT"):]
+    section = page[page.index("# MetaGPT") :]
     assert 'pip install ".[metagpt]"' in section  # the line scripts/metagpt-env runs
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code
     script = tmp_path / "example.py"
     script.write_text(code.group(1), encoding="utf-8")
     env = {**os.environ, **metagpt_home, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == (
         "noted: Write a cli snake game | None | noted: Write a 2048 web game"

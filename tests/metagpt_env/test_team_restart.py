@@ -26,7 +26,11 @@ def _team(env: dict[str, str], *args: str, crash_in: str | None = None) -> subpr
         full["TEAM_CRASH_IN"] = crash_in
     return subprocess.run(
         [sys.executable, "-m", "tests.metagpt_env.team", *args],
-        cwd=env["METAGPT_PROJECT_ROOT"], env=full, capture_output=True, text=True, timeout=300,
+        cwd=env["METAGPT_PROJECT_ROOT"],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

@@ -30,19 +30,42 @@ def http(open_server: ServiceThread) -> Iterator[httpx.Client]:
 def test_openapi_lists_the_contract_paths(http: httpx.Client) -> None:
     paths = http.get("/openapi.json").json()["paths"]
     ns = "/v1/namespaces/{namespace}"
-    for path in (f"{ns}/messages", f"{ns}/messages/{{message_id}}", f"{ns}/search", f"{ns}/find_news",
-                 f"{ns}/chats/{{chat_id}}/messages", f"{ns}/chats/{{chat_id}}", f"{ns}/chats/{{chat_id}}/summarize",
-                 f"{ns}/chats/{{chat_id}}/title", f"{ns}/files", f"{ns}/files/changes",
-                 f"{ns}/files/changes/{{change_id}}/approve", f"{ns}/files/changes/{{change_id}}/reject",
-                 f"{ns}/experience/lessons", f"{ns}/experience/policies", "/v1/health"):
+    for path in (
+        f"{ns}/messages",
+        f"{ns}/messages/{{message_id}}",
+        f"{ns}/search",
+        f"{ns}/find_news",
+        f"{ns}/chats/{{chat_id}}/messages",
+        f"{ns}/chats/{{chat_id}}",
+        f"{ns}/chats/{{chat_id}}/summarize",
+        f"{ns}/chats/{{chat_id}}/title",
+        f"{ns}/files",
+        f"{ns}/files/changes",
+        f"{ns}/files/changes/{{change_id}}/approve",
+        f"{ns}/files/changes/{{change_id}}/reject",
+        f"{ns}/experience/lessons",
+        f"{ns}/experience/policies",
+        "/v1/health",
+    ):
         assert path in paths, path
     assert set(paths[f"{ns}/messages/{{message_id}}"]) == {"get", "delete"}
 
 
 def test_add_get_delete_and_one_transaction(http: httpx.Client) -> None:
-    body = {"messages": [{"content": "the deploy failed on friday", "role": "ops", "cause_by": "Deploy",
-                          "sent_from": "ci", "send_to": ["dev"], "metadata": {"ticket": 7}, "created_at": 1000.0},
-                         {"content": "rollback done"}]}
+    body = {
+        "messages": [
+            {
+                "content": "the deploy failed on friday",
+                "role": "ops",
+                "cause_by": "Deploy",
+                "sent_from": "ci",
+                "send_to": ["dev"],
+                "metadata": {"ticket": 7},
+                "created_at": 1000.0,
+            },
+            {"content": "rollback done"},
+        ]
+    }
     answer = http.post("/v1/namespaces/team-a/ops/messages", json=body).json()
     assert answer["added"] == 2 and len(answer["ids"]) == 2
     got = http.get(f"/v1/namespaces/team-a/ops/messages/{answer['ids'][0]}").json()
@@ -126,7 +149,8 @@ def test_backend_down_is_503_without_the_url(settings: Settings) -> None:
 
 
 def test_reads_of_a_namespace_never_written_answer_empty_and_create_nothing(
-        open_server: ServiceThread, http: httpx.Client) -> None:
+    open_server: ServiceThread, http: httpx.Client
+) -> None:
     ns = "/v1/namespaces/typo-of-a-role"
     assert http.get(f"{ns}/messages").json() == {"messages": [], "next_cursor": None}
     assert http.get(f"{ns}/recent").json() == {"messages": []}
@@ -143,7 +167,8 @@ def test_reads_of_a_namespace_never_written_answer_empty_and_create_nothing(
     bad = http.get(f"{ns}/messages", params={"filters": '{"role": {"$near": 1}}'})
     assert bad.status_code == 400 and bad.json()["error"] == "InvalidInput"
     assert not (open_server.settings.storage_dir / "role").exists() or not any(
-        (open_server.settings.storage_dir / "role").iterdir())
+        (open_server.settings.storage_dir / "role").iterdir()
+    )
     # the first write creates it, and the reads see it
     http.post(f"{ns}/messages", json={"messages": [{"content": "the deploy failed"}]})
     assert http.get(f"{ns}/stats").json()["messages"] == 1
@@ -159,25 +184,31 @@ def test_namespace_names_map_safely(open_server: ServiceThread, http: httpx.Clie
 
 
 def test_list_chats_files_experience_paginate(http: httpx.Client) -> None:
-    ids = http.post("/v1/namespaces/p/messages", json={"messages": [{"content": f"note {i}"} for i in range(25)]}
-                    ).json()["ids"]
+    ids = http.post(
+        "/v1/namespaces/p/messages", json={"messages": [{"content": f"note {i}"} for i in range(25)]}
+    ).json()["ids"]
     seen, cursor = [], None
     while True:
-        page = http.get("/v1/namespaces/p/messages", params={"limit": 10, **({"cursor": cursor} if cursor else {})}
-                        ).json()
+        page = http.get(
+            "/v1/namespaces/p/messages", params={"limit": 10, **({"cursor": cursor} if cursor else {})}
+        ).json()
         seen += [m["id"] for m in page["messages"]]
         cursor = page["next_cursor"]
         if cursor is None:
             break
     assert seen == ids
     assert [m["content"] for m in http.get("/v1/namespaces/p/recent", params={"n": 2}).json()["messages"]] == [
-        "note 23", "note 24"]
+        "note 23",
+        "note 24",
+    ]
 
 
 def test_chat_history_summary_and_title(http: httpx.Client) -> None:
-    turns = [{"content": "I am planning a trip to Lisbon in May", "role": "user"},
-             {"content": "Lisbon in May is warm; book the tram tour early", "role": "assistant"},
-             {"content": "Also find a vegetarian restaurant near Alfama", "role": "user"}]
+    turns = [
+        {"content": "I am planning a trip to Lisbon in May", "role": "user"},
+        {"content": "Lisbon in May is warm; book the tram tour early", "role": "assistant"},
+        {"content": "Also find a vegetarian restaurant near Alfama", "role": "user"},
+    ]
     assert http.post("/v1/namespaces/c/chats/trip/messages", json={"messages": turns}).json() == {"history": 3}
     page = http.get("/v1/namespaces/c/chats/trip", params={"limit": 2}).json()
     assert page["total"] == 3 and len(page["history"]) == 2 and page["next_offset"] == 2
@@ -198,8 +229,9 @@ def test_memory_files_propose_approve_reject(http: httpx.Client) -> None:
     approved = http.post(f"/v1/namespaces/f/files/changes/{first['id']}/approve").json()
     assert approved["status"] == "applied"
     assert http.get("/v1/namespaces/f/files/content/notes/deploys.md").json()["text"] == "# Deploys\n\nFriday.\n"
-    second = http.post("/v1/namespaces/f/files/changes", json={"path": "notes/deploys.md", "text": "# Deploys\n"}
-                       ).json()
+    second = http.post(
+        "/v1/namespaces/f/files/changes", json={"path": "notes/deploys.md", "text": "# Deploys\n"}
+    ).json()
     third = http.post("/v1/namespaces/f/files/changes", json={"path": "notes/b.md", "text": "b\n"}).json()
     first_page = http.get("/v1/namespaces/f/files/changes", params={"limit": 1}).json()
     assert [c["id"] for c in first_page["changes"]] == [second["id"]] and first_page["next_offset"] == 1

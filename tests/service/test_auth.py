@@ -96,8 +96,11 @@ def test_log_has_no_key_and_no_url(server: ServiceThread, caplog: pytest.LogCapt
     key, _ = server.state.keys.create(["*"])
     secret_ns = "customer-8812-private"
     with caplog.at_level(logging.DEBUG):
-        httpx.post(server.url + f"/v1/namespaces/{secret_ns}/messages?token=abc123",
-                   json={"messages": [{"content": "x"}]}, headers=_bearer(key))
+        httpx.post(
+            server.url + f"/v1/namespaces/{secret_ns}/messages?token=abc123",
+            json={"messages": [{"content": "x"}]},
+            headers=_bearer(key),
+        )
         httpx.post(server.url + f"/v1/namespaces/{secret_ns}/search", json={"query": "x"}, headers=_bearer(key))
         httpx.get(server.url + f"/v1/namespaces/{secret_ns}/messages/nope", headers=_bearer(key))
         httpx.get(server.url + f"/v1/namespaces/{secret_ns}/messages/nope", headers=_bearer("ltm_bad_key"))

@@ -49,8 +49,11 @@ async def _exercise(client: Client, namespace: str) -> None:
     assert hits[0]["content"] == "the deploy failed because the disk was full" and hits[0]["score"] > 0
     recent = _data(await client.call_tool("recall_recent", {"namespace": namespace, "n": 2}))
     assert [m["content"] for m in recent] == ["lunch is at noon", "rotate the API keys monthly"]
-    news = _data(await client.call_tool("find_news", {"namespace": namespace,
-                                                      "texts": ["lunch is at noon", "the office moves in May"]}))
+    news = _data(
+        await client.call_tool(
+            "find_news", {"namespace": namespace, "texts": ["lunch is at noon", "the office moves in May"]}
+        )
+    )
     assert news == ["the office moves in May"]
     summary = _data(await client.call_tool("summarize_chat", {"namespace": namespace, "chat_id": "nothing-yet"}))
     assert summary == {"summary": "", "extractive": False}
@@ -63,16 +66,22 @@ def test_mcp_over_streamable_http_with_keys(settings: Settings) -> None:
     try:
         key, _ = service.state.keys.create(["agents/*"])
         chat = {"messages": [{"content": "We agreed to ship on Friday after the load test passes", "role": "user"}]}
-        httpx.post(service.url + "/v1/namespaces/agents/bot/chats/standup/messages", json=chat,
-                   headers={"Authorization": f"Bearer {key}"}).raise_for_status()
+        httpx.post(
+            service.url + "/v1/namespaces/agents/bot/chats/standup/messages",
+            json=chat,
+            headers={"Authorization": f"Bearer {key}"},
+        ).raise_for_status()
 
         async def run() -> None:
             headers = {"Authorization": f"Bearer {key}"}
-            async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
-                    Client(streamable_http_client(service.url + "/mcp/", http_client=http)) as client:
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                Client(streamable_http_client(service.url + "/mcp/", http_client=http)) as client,
+            ):
                 await _exercise(client, "agents/bot")
-                summary = _data(await client.call_tool("summarize_chat", {"namespace": "agents/bot",
-                                                                          "chat_id": "standup"}))
+                summary = _data(
+                    await client.call_tool("summarize_chat", {"namespace": "agents/bot", "chat_id": "standup"})
+                )
                 assert "Friday" in summary["summary"] and summary["extractive"] is True
 
         asyncio.run(run())
@@ -87,8 +96,13 @@ def test_mcp_over_stdio_with_the_key_from_the_environment(settings: Settings) ->
     keys = KeyStore(settings)
     key, _ = keys.create(["agents/*"])
     keys.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LTM_API_KEY": key, "LTM_STORAGE_DIR": str(settings.storage_dir),
-           "LTM_EMBEDDING": "hash"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "LTM_API_KEY": key,
+        "LTM_STORAGE_DIR": str(settings.storage_dir),
+        "LTM_EMBEDDING": "hash",
+    }
     params = StdioServerParameters(command=sys.executable, args=["-m", "ltm.cli", "mcp"], env=env, cwd=str(ROOT))
 
     async def run() -> None:
@@ -97,6 +111,13 @@ def test_mcp_over_stdio_with_the_key_from_the_environment(settings: Settings) ->
 
     asyncio.run(run())
     env["LTM_API_KEY"] = "ltm_00000000_not-a-key"
-    refused = subprocess.run([sys.executable, "-m", "ltm.cli", "mcp"], env=env, cwd=str(ROOT),
-                                           capture_output=True, text=True, timeout=60, stdin=-3)
+    refused = subprocess.run(
+        [sys.executable, "-m", "ltm.cli", "mcp"],
+        env=env,
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=-3,
+    )
     assert refused.returncode == 1 and "LTM_API_KEY" in refused.stderr and key not in refused.stderr

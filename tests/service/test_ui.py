@@ -52,28 +52,43 @@ def seeded(tmp_path: Path) -> Iterator[tuple[ServiceThread, str]]:
     base = f"/v1/namespaces/{NS}"
     many = [{"content": f"Ticket {i}: routine password reset for user {i}", "role": "agent"} for i in range(60)]
     api.post(base + "/messages", json={"messages": many}).raise_for_status()
-    api.post(base + "/messages", json={"messages": [{"content": t, "role": "agent"} for t in NOTES]}
-             ).raise_for_status()
-    chat = [{"content": "Hi, I was charged twice for order 8812", "role": "user"},
-            {"content": "Sorry about that. I see two charges from the payment provider's retry.", "role": "assistant"},
-            {"content": "Can you refund the duplicate to my card?", "role": "user"},
-            {"content": "Done: the duplicate charge is refunded and will show in 3-5 days.", "role": "assistant"}]
+    api.post(base + "/messages", json={"messages": [{"content": t, "role": "agent"} for t in NOTES]}).raise_for_status()
+    chat = [
+        {"content": "Hi, I was charged twice for order 8812", "role": "user"},
+        {"content": "Sorry about that. I see two charges from the payment provider's retry.", "role": "assistant"},
+        {"content": "Can you refund the duplicate to my card?", "role": "user"},
+        {"content": "Done: the duplicate charge is refunded and will show in 3-5 days.", "role": "assistant"},
+    ]
     api.post(base + "/chats/order-8812/messages", json={"messages": chat}).raise_for_status()
-    first = api.post(base + "/files/changes", json={
-        "path": "AGENTS.md", "reason": "learned from ticket 4411",
-        "text": "# Support agent\n\n- Check the order is delivered before refunding.\n"}).json()
+    first = api.post(
+        base + "/files/changes",
+        json={
+            "path": "AGENTS.md",
+            "reason": "learned from ticket 4411",
+            "text": "# Support agent\n\n- Check the order is delivered before refunding.\n",
+        },
+    ).json()
     change = api.post(base + f"/files/changes/{first['id']}/approve").json()
     assert change["status"] == "applied"
-    api.post(base + "/files/changes", json={
-        "path": "AGENTS.md", "reason": "refund limit from the finance team",
-        "text": "# Support agent\n\n- Check the order is delivered before refunding.\n"
-                "- Refunds above 500 EUR need a manager's approval.\n"}).raise_for_status()
-    api.post(base + "/files/changes", json={"path": "notes/vpn.md", "reason": "agent's own idea",
-                                            "text": "Disable the VPN when it is slow.\n"}).raise_for_status()
-    for i, error in enumerate(["order 4411 is not delivered yet", "order 5120 is not delivered yet",
-                               "order 6001 is not delivered yet"]):
-        api.post(base + "/experience/lessons", json={"tool": "refund_order", "error": error,
-                                                     "task": f"refund request #{i}"}).raise_for_status()
+    api.post(
+        base + "/files/changes",
+        json={
+            "path": "AGENTS.md",
+            "reason": "refund limit from the finance team",
+            "text": "# Support agent\n\n- Check the order is delivered before refunding.\n"
+            "- Refunds above 500 EUR need a manager's approval.\n",
+        },
+    ).raise_for_status()
+    api.post(
+        base + "/files/changes",
+        json={"path": "notes/vpn.md", "reason": "agent's own idea", "text": "Disable the VPN when it is slow.\n"},
+    ).raise_for_status()
+    for i, error in enumerate(
+        ["order 4411 is not delivered yet", "order 5120 is not delivered yet", "order 6001 is not delivered yet"]
+    ):
+        api.post(
+            base + "/experience/lessons", json={"tool": "refund_order", "error": error, "task": f"refund request #{i}"}
+        ).raise_for_status()
     api.post(base + "/experience/distill").raise_for_status()
     api.close()
     yield service, key
@@ -91,8 +106,9 @@ def _sign_in(page: Page, url: str, key: str) -> None:
     expect(page.get_by_role("link", name=NS)).to_be_visible()
 
 
-def test_search_with_mode_switch_and_signal_scores(browser: Browser, seeded: tuple[ServiceThread, str],
-                                                   shots: Path) -> None:
+def test_search_with_mode_switch_and_signal_scores(
+    browser: Browser, seeded: tuple[ServiceThread, str], shots: Path
+) -> None:
     service, key = seeded
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     _sign_in(page, service.url, key)
@@ -126,8 +142,9 @@ def test_search_with_mode_switch_and_signal_scores(browser: Browser, seeded: tup
     page.close()
 
 
-def test_approve_and_reject_changes_and_read_chat_and_policies(browser: Browser, seeded: tuple[ServiceThread, str],
-                                                               shots: Path) -> None:
+def test_approve_and_reject_changes_and_read_chat_and_policies(
+    browser: Browser, seeded: tuple[ServiceThread, str], shots: Path
+) -> None:
     service, key = seeded
     api = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"})
     second, third = (c["id"] for c in api.get(f"/v1/namespaces/{NS}/files/changes").json()["changes"])
@@ -163,10 +180,15 @@ def test_approve_and_reject_changes_and_read_chat_and_policies(browser: Browser,
     page.click("#make-title")
     page.click("#confirm")
     expect(page.locator("#chat-title")).to_be_visible()
-    later = [{"content": "Thanks! Will I get an email when it lands?", "role": "user"},
-             {"content": "Yes, the payment provider emails you once the refund is processed.", "role": "assistant"}]
-    httpx.post(f"{service.url}/v1/namespaces/{NS}/chats/order-8812/messages", json={"messages": later},
-               headers={"Authorization": f"Bearer {key}"}).raise_for_status()
+    later = [
+        {"content": "Thanks! Will I get an email when it lands?", "role": "user"},
+        {"content": "Yes, the payment provider emails you once the refund is processed.", "role": "assistant"},
+    ]
+    httpx.post(
+        f"{service.url}/v1/namespaces/{NS}/chats/order-8812/messages",
+        json={"messages": later},
+        headers={"Authorization": f"Bearer {key}"},
+    ).raise_for_status()
     page.reload()
     expect(page.locator("ol.history li")).to_have_count(2)  # new turns beside the summary of the earlier ones
     expect(page.locator("#chat-summary")).to_contain_text("charged twice")
@@ -227,8 +249,9 @@ def test_a_message_has_its_own_page(browser: Browser, seeded: tuple[ServiceThrea
     page.close()
 
 
-def test_titling_a_chat_asks_first_and_says_what_it_removes(browser: Browser, seeded: tuple[ServiceThread, str]
-                                                          ) -> None:
+def test_titling_a_chat_asks_first_and_says_what_it_removes(
+    browser: Browser, seeded: tuple[ServiceThread, str]
+) -> None:
     service, key = seeded
     page = browser.new_page()
     _sign_in(page, service.url, key)

@@ -123,8 +123,19 @@ class GatedEmbedding(HashEmbedding):
 # a module constant, not a pydantic field: at MetaGPT's pins (llama-index-core 0.10, pydantic v1 models) a field
 # default read through the class is a FieldInfo
 CONCEPTS: dict[str, int] = {
-    "trophy": 1, "medal": 1, "prize": 1, "thunder": 2, "storm": 2, "rain": 2, "exam": 3, "homework": 3,
-    "quiz": 3, "guitar": 4, "piano": 4, "song": 4}
+    "trophy": 1,
+    "medal": 1,
+    "prize": 1,
+    "thunder": 2,
+    "storm": 2,
+    "rain": 2,
+    "exam": 3,
+    "homework": 3,
+    "quiz": 3,
+    "guitar": 4,
+    "piano": 4,
+    "song": 4,
+}
 
 
 class ConceptEmbedding(HashEmbedding):

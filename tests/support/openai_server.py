@@ -183,19 +183,27 @@ class OpenAIServer:
             prompt = "\n".join(m["content"] for m in messages if m.get("role") == "user")
             if isinstance(scripted, dict):  # a tool call, as OpenAI's chat completions return one
                 text = ""
-                call = {"id": f"call_{self.chat_calls}", "type": "function",
-                        "function": {"name": scripted["name"], "arguments": json.dumps(scripted["arguments"])}}
+                call = {
+                    "id": f"call_{self.chat_calls}",
+                    "type": "function",
+                    "function": {"name": scripted["name"], "arguments": json.dumps(scripted["arguments"])},
+                }
                 message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
                 finish = "tool_calls"
             else:
                 text = scripted if scripted is not None else answer(system, prompt)
                 message, finish = {"role": "assistant", "content": text}, "stop"
             payload: dict[str, Any] = {
-                "id": f"chatcmpl-{self.chat_calls}", "object": "chat.completion", "created": 0,
+                "id": f"chatcmpl-{self.chat_calls}",
+                "object": "chat.completion",
+                "created": 0,
                 "model": body.get("model", "test"),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                          "total_tokens": len(prompt.split()) + len(text.split())},
+                "usage": {
+                    "prompt_tokens": len(prompt.split()),
+                    "completion_tokens": len(text.split()),
+                    "total_tokens": len(prompt.split()) + len(text.split()),
+                },
             }
             return self._send(handler, 200, json.dumps(payload).encode())
         if path.endswith("/embeddings"):
@@ -203,15 +211,17 @@ class OpenAIServer:
             inputs = [inputs] if isinstance(inputs, str) else inputs
             dim = int(body.get("dimensions") or 32)
             data = [{"object": "embedding", "index": i, "embedding": embed(t, dim)} for i, t in enumerate(inputs)]
-            payload = {"object": "list", "data": data, "model": body.get("model", "test"),
-                       "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+            payload = {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "test"),
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            }
             return self._send(handler, 200, json.dumps(payload).encode())
         return self._send(handler, 404, b'{"error": {"message": "no such endpoint"}}')
 
     @staticmethod
-    def _send(
-        handler: BaseHTTPRequestHandler, status: int, raw: bytes, headers: dict[str, str] | None = None
-    ) -> None:
+    def _send(handler: BaseHTTPRequestHandler, status: int, raw: bytes, headers: dict[str, str] | None = None) -> None:
         try:
             handler.send_response(status)
             for name, value in (headers or {}).items():

@@ -66,8 +66,10 @@ class PostgresServer:
             if exists is not None and exists[0] is not None:
                 # namespace ids restart at 1: a namespace's HNSW index (named by id) must not outlive it
                 # (on a partitioned database they are on the partitions, not on ltm_messages itself)
-                for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename LIKE 'ltm\\_messages%' "
-                                             "AND indexname LIKE 'ltm\\_hnsw\\_ns%'").fetchall():
+                for (index,) in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename LIKE 'ltm\\_messages%' "
+                    "AND indexname LIKE 'ltm\\_hnsw\\_ns%'"
+                ).fetchall():
                     conn.execute(f'DROP INDEX "{index}"')
                 conn.execute("TRUNCATE ltm_namespaces RESTART IDENTITY CASCADE")  # and every table referring to it
 

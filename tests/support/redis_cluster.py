@@ -72,8 +72,13 @@ class RedisCluster:
         for port in self.ports:
             self._wait_ping(port, timeout)
         nodes = [f"127.0.0.1:{p}" for p in self.ports]
-        done = subprocess.run([self.cli, "--cluster", "create", *nodes, "--cluster-replicas", "1", "--cluster-yes"],
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            [self.cli, "--cluster", "create", *nodes, "--cluster-replicas", "1", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         if done.returncode != 0:
             self.close()
             raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
@@ -84,10 +89,31 @@ class RedisCluster:
     def _launch(self, port: int) -> None:
         folder = self.dir / str(port)
         folder.mkdir(exist_ok=True)
-        args = [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-                "--cluster-enabled", "yes", "--cluster-config-file", str(folder / "nodes.conf"),
-                "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--save", "", "--appendonly", "no",
-                "--protected-mode", "yes", "--daemonize", "no", "--logfile", str(folder / "redis.log")]
+        args = [
+            self.binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(folder),
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            str(folder / "nodes.conf"),
+            "--cluster-node-timeout",
+            str(NODE_TIMEOUT_MS),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(folder / "redis.log"),
+        ]
         self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _wait_ping(self, port: int, timeout: float) -> None:

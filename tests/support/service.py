@@ -18,8 +18,16 @@ from ltm.service.server import ServerLimits, uvicorn_config
 class ServiceThread:
     """Start with :meth:`start` (returns self once the server answers), stop with :meth:`close`."""
 
-    def __init__(self, settings: Settings, *, auth: bool = True, limits: Limits | None = None,
-                 mcp: bool = False, server_limits: ServerLimits | None = None, **app_args: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        auth: bool = True,
+        limits: Limits | None = None,
+        mcp: bool = False,
+        server_limits: ServerLimits | None = None,
+        **app_args: Any,
+    ) -> None:
         self.settings = settings
         self.app = create_app(settings, auth=auth, limits=limits, mcp_path="/mcp" if mcp else None, **app_args)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

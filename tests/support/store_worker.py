@@ -1,22 +1,22 @@
 """A separate process that uses a store, for durability and concurrency tests.
 
-    python -m tests.support.store_worker write DIR NAMESPACE PREFIX N [SNAPSHOT_EVERY [THREADS]]
-        adds N messages one by one (from THREADS threads at once, default 1: their adds are group-committed);
-        prints "ACK <id> <content>" after each add returned (durable), then DONE
-    python -m tests.support.store_worker forkserver DIR NAMESPACE SNAPSHOT_EVERY
-        imports once, then for each stdin line "run PREFIX N [THREADS]" forks a writer child (prints "PID <pid>",
-        then what `write` prints) and prints "EXIT <status>" when it ends: a kill -9 target that does not
-        pay the interpreter's start-up for every run
-    python -m tests.support.store_worker read DIR NAMESPACE
-        opens once, prints READY, then answers stdin lines without reopening:
-        "stats" -> "<messages> <vectors>", "find <text>" -> id of the best dense hit (or "-"), "quit"
-    python -m tests.support.store_worker experience DIR AGENT
-        like forkserver, for an ExperienceMemory: for each stdin line "run" forks a child (prints "PID <pid>")
-        that serves the held policies for their own texts over and over (every call rewrites each policy
-        served: hits + 1) and prints "ACK <json {policy id: hits}>" after each call returned
-    python -m tests.support.store_worker ltm DIR ROLE ACTION JSON_TEXTS
-        a LongTermMemory recovered for ROLE watching the user requirement; ACTION "add" adds each text,
-        "news" prints the JSON list of texts find_news keeps; "recover" prints the recovered texts
+python -m tests.support.store_worker write DIR NAMESPACE PREFIX N [SNAPSHOT_EVERY [THREADS]]
+    adds N messages one by one (from THREADS threads at once, default 1: their adds are group-committed);
+    prints "ACK <id> <content>" after each add returned (durable), then DONE
+python -m tests.support.store_worker forkserver DIR NAMESPACE SNAPSHOT_EVERY
+    imports once, then for each stdin line "run PREFIX N [THREADS]" forks a writer child (prints "PID <pid>",
+    then what `write` prints) and prints "EXIT <status>" when it ends: a kill -9 target that does not
+    pay the interpreter's start-up for every run
+python -m tests.support.store_worker read DIR NAMESPACE
+    opens once, prints READY, then answers stdin lines without reopening:
+    "stats" -> "<messages> <vectors>", "find <text>" -> id of the best dense hit (or "-"), "quit"
+python -m tests.support.store_worker experience DIR AGENT
+    like forkserver, for an ExperienceMemory: for each stdin line "run" forks a child (prints "PID <pid>")
+    that serves the held policies for their own texts over and over (every call rewrites each policy
+    served: hits + 1) and prints "ACK <json {policy id: hits}>" after each call returned
+python -m tests.support.store_worker ltm DIR ROLE ACTION JSON_TEXTS
+    a LongTermMemory recovered for ROLE watching the user requirement; ACTION "add" adds each text,
+    "news" prints the JSON list of texts find_news keeps; "recover" prints the recovered texts
 """
 
 from __future__ import annotations
@@ -82,8 +82,14 @@ def forkserver(directory: str, namespace: str, snapshot_every: int) -> None:
         if pid == 0:  # the child: a fresh store handle, nothing inherited from the parent but modules
             try:
                 print("PID", os.getpid(), flush=True)
-                write(directory, namespace, parts[1], int(parts[2]), snapshot_every,
-                      int(parts[3]) if len(parts) > 3 else 1)
+                write(
+                    directory,
+                    namespace,
+                    parts[1],
+                    int(parts[2]),
+                    snapshot_every,
+                    int(parts[3]) if len(parts) > 3 else 1,
+                )
             finally:
                 os._exit(0)
         _, status = os.waitpid(pid, 0)
@@ -144,8 +150,14 @@ def longterm(directory: str, role: str, action: str, texts: list[str]) -> None:
 def main(argv: list[str]) -> None:
     command, args = argv[0], argv[1:]
     if command == "write":
-        write(args[0], args[1], args[2], int(args[3]), int(args[4]) if len(args) > 4 else 10_000,
-              int(args[5]) if len(args) > 5 else 1)
+        write(
+            args[0],
+            args[1],
+            args[2],
+            int(args[3]),
+            int(args[4]) if len(args) > 4 else 10_000,
+            int(args[5]) if len(args) > 5 else 1,
+        )
     elif command == "forkserver":
         forkserver(args[0], args[1], int(args[2]))
     elif command == "experience":

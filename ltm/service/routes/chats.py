@@ -45,8 +45,12 @@ def chat_ids(request: Request, namespace: str) -> list[str]:
 
 
 @router.get("")
-def list_chats(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
-               limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
+def list_chats(
+    request: Request,
+    namespace: Readable,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1)] = 100,
+) -> dict[str, Any]:
     """A page of the namespace's chat ids, sorted; ``next_offset`` is null on the last page."""
     ids, following = page_of(request, chat_ids(request, namespace), offset, limit)
     return {"chats": ids, "next_offset": following}
@@ -69,17 +73,23 @@ async def append(request: Request, namespace: Writable, chat_id: str, body: Chat
 
 @router.get("/{chat_id}")
 async def read(
-    request: Request, namespace: Readable, chat_id: str,
-    offset: Annotated[int, Query(ge=0)] = 0, limit: Annotated[int, Query(ge=1)] = 100,
+    request: Request,
+    namespace: Readable,
+    chat_id: str,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1)] = 100,
 ) -> dict[str, Any]:
     """The chat's summary and a page of its history (oldest first); ``next_offset`` is null on the last page."""
     limit = min(limit, state_of(request).limits.max_page)
     memory = await load_chat(request, namespace, chat_id)
-    page = memory.history[offset:offset + limit]
+    page = memory.history[offset : offset + limit]
     end = offset + len(page)
     return {
-        "chat_id": chat_id, "summary": memory.historical_summary, "summary_is_extractive": memory.summary_is_extractive,
-        "total": len(memory.history), "history": [message_out(m) for m in page],
+        "chat_id": chat_id,
+        "summary": memory.historical_summary,
+        "summary_is_extractive": memory.summary_is_extractive,
+        "total": len(memory.history),
+        "history": [message_out(m) for m in page],
         "next_offset": end if end < len(memory.history) else None,
     }
 

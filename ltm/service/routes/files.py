@@ -39,23 +39,32 @@ def change_out(change: Change, diff: str | None = None) -> dict[str, Any]:
 
 
 @router.get("")
-def list_files(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
-               limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
+def list_files(
+    request: Request,
+    namespace: Readable,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1)] = 100,
+) -> dict[str, Any]:
     """A page of the approved files (by path) with their size, version and hash."""
     files, following = page_of(request, sorted(state_of(request).files(namespace).files().items()), offset, limit)
     return {"files": [{"path": path, **asdict(info)} for path, info in files], "next_offset": following}
 
 
 @router.get("/content/{path:path}")
-def read_file(request: Request, namespace: Readable, path: str,
-              version: Annotated[int | None, Query(ge=1)] = None) -> dict[str, Any]:
+def read_file(
+    request: Request, namespace: Readable, path: str, version: Annotated[int | None, Query(ge=1)] = None
+) -> dict[str, Any]:
     """An approved file's text (a past ``version`` when given)."""
     return {"path": path, "text": state_of(request).files(namespace).read(path, version)}
 
 
 @router.get("/changes")
-def pending(request: Request, namespace: Readable, offset: Annotated[int, Query(ge=0)] = 0,
-            limit: Annotated[int, Query(ge=1)] = 100) -> dict[str, Any]:
+def pending(
+    request: Request,
+    namespace: Readable,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1)] = 100,
+) -> dict[str, Any]:
     """A page of the pending changes, oldest first, each with its diff against the approved files."""
     fs = state_of(request).files(namespace)
     changes, following = page_of(request, fs.pending(), offset, limit)

@@ -28,7 +28,7 @@ def check_items(request: Request, n: int, what: str = "messages") -> None:
 def page_of(request: Request, items: list[Any], offset: int, limit: int) -> tuple[list[Any], int | None]:
     """``items[offset:offset+limit]`` (limit capped at the server's page size) and the next offset, or None."""
     limit = min(limit, state_of(request).limits.max_page)
-    page = items[offset:offset + limit]
+    page = items[offset : offset + limit]
     end = offset + len(page)
     return page, end if end < len(items) else None
 
@@ -40,11 +40,11 @@ def parse_filters(raw: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise InvalidInput(f"filters must be a JSON object, e.g. {{\"role\": \"pm\"}}: {exc}") from None
+        raise InvalidInput(f'filters must be a JSON object, e.g. {{"role": "pm"}}: {exc}') from None
     except RecursionError:
         raise InvalidInput("filters nest too deeply to read; flatten them") from None
     if not isinstance(value, dict):
-        raise InvalidInput("filters must be a JSON object, e.g. {\"role\": \"pm\"}")
+        raise InvalidInput('filters must be a JSON object, e.g. {"role": "pm"}')
     return value
 
 
@@ -59,7 +59,10 @@ def add_messages(request: Request, namespace: Writable, body: MessagesIn) -> dic
 
 @router.get("/messages")
 def list_messages(
-    request: Request, namespace: Readable, limit: Annotated[int, Query(ge=1)] = 100, cursor: str | None = None,
+    request: Request,
+    namespace: Readable,
+    limit: Annotated[int, Query(ge=1)] = 100,
+    cursor: str | None = None,
     filters: Annotated[str | None, Query(description="the search filters as JSON")] = None,
 ) -> dict[str, Any]:
     """A page of messages, oldest first; pass ``next_cursor`` back as ``cursor`` for the next page."""

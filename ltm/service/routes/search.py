@@ -81,8 +81,18 @@ def stats(request: Request, namespace: Readable) -> dict[str, Any]:
     store = state.existing_store(namespace)
     if store is None:  # nothing opened, nothing created: what the namespace would say on its first read
         probe = MemoryStorage(None, settings=state.settings, embedding=state.embedding)
-        empty = StoreStats(namespace=namespace, path="", messages=0, vectors=0, index="none", context_vectors=0,
-                           ghosts=0, last_seq=0, model=probe.embedder.model, embedding_calls=0)
+        empty = StoreStats(
+            namespace=namespace,
+            path="",
+            messages=0,
+            vectors=0,
+            index="none",
+            context_vectors=0,
+            ghosts=0,
+            last_seq=0,
+            model=probe.embedder.model,
+            embedding_calls=0,
+        )
         return {**{k: v for k, v in dataclasses.asdict(empty).items() if k != "path"}, "threshold": probe.threshold}
     out = dataclasses.asdict(store.stats())
     out.pop("path", None)
@@ -124,8 +134,9 @@ def _matrix(rows: list[list[float]], dim: int) -> np.ndarray:
     """``rows`` as a float32 matrix once each row has ``dim`` finite numbers, else InvalidInput."""
     for i, row in enumerate(rows):
         if len(row) != dim:
-            raise InvalidInput(f"vector {i} has {len(row)} numbers; this namespace's model makes {dim} (send what "
-                               "/embed returned)")
+            raise InvalidInput(
+                f"vector {i} has {len(row)} numbers; this namespace's model makes {dim} (send what /embed returned)"
+            )
     with np.errstate(over="ignore"):  # a number beyond float32 becomes infinity, refused just below
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), dim)
     if not np.isfinite(matrix).all():
@@ -139,7 +150,8 @@ def clean(request: Request, namespace: Writable) -> dict[str, Any]:
     404 for a namespace nothing was written to (also what an unknown path under a namespace comes to)."""
     store = state_of(request).existing_store(namespace)
     if store is None:
-        raise NotFound("no such namespace or route; DELETE works on a namespace that holds messages "
-                       "(and on /messages/{id})")
+        raise NotFound(
+            "no such namespace or route; DELETE works on a namespace that holds messages (and on /messages/{id})"
+        )
     store.clean()
     return {"cleaned": True}

@@ -32,9 +32,12 @@ def _q(namespace: str) -> str:
 def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     auth = state_of(request).auth
     token, new = csrf_token(request)
-    response = TEMPLATES.TemplateResponse(request, name, {"auth": auth, "signed_in": auth and _signed_in(request),
-                                                          "csrf": token, "namespace": None, **context},
-                                          status_code=status)
+    response = TEMPLATES.TemplateResponse(
+        request,
+        name,
+        {"auth": auth, "signed_in": auth and _signed_in(request), "csrf": token, "namespace": None, **context},
+        status_code=status,
+    )
     if new:
         set_csrf_cookie(response, token)
     return response
@@ -49,8 +52,9 @@ def _signed_in(request: Request) -> bool:
 def _failed(request: Request, exc: LTMError, namespace: str | None = None) -> Response:
     if isinstance(exc, AuthRequired):
         return RedirectResponse("/ui/login", status_code=303)
-    return _render(request, "error.html", status_of(exc), error=type(exc).__name__, message=str(exc),
-                   namespace=namespace)
+    return _render(
+        request, "error.html", status_of(exc), error=type(exc).__name__, message=str(exc), namespace=namespace
+    )
 
 
 @router.get("/login")
@@ -103,45 +107,58 @@ def home(request: Request, namespace: str | None = None) -> Response:
 
 
 @router.get("/ns/{namespace:path}/search")
-def search(request: Request, namespace: str, q: str = "", mode: str = "hybrid",
-           k: Annotated[int, Query(ge=1, le=100)] = 10) -> Response:
+def search(
+    request: Request, namespace: str, q: str = "", mode: str = "hybrid", k: Annotated[int, Query(ge=1, le=100)] = 10
+) -> Response:
     """Search with a mode switch; each hit shows its fused score and its dense and keyword scores."""
     try:
         read_access(request, namespace)
         hits: list[dict[str, Any]] = []
         store = state_of(request).existing_store(namespace) if q.strip() else None
         if store is not None:
-            body = SearchIn.model_validate({"query": q, "k": k,
-                                            "mode": mode if mode in ("hybrid", "dense", "keyword") else "hybrid"})
+            body = SearchIn.model_validate(
+                {"query": q, "k": k, "mode": mode if mode in ("hybrid", "dense", "keyword") else "hybrid"}
+            )
             scores = signal_scores(store, body)
-            hits = [{"hit": h, "scores": scores.get(h.message.id, {})}
-                    for h in store.search(body.query, body.k, mode=body.mode)]
+            hits = [
+                {"hit": h, "scores": scores.get(h.message.id, {})}
+                for h in store.search(body.query, body.k, mode=body.mode)
+            ]
     except LTMError as exc:
         return _failed(request, exc, namespace)
     return _render(request, "search.html", namespace=namespace, tab="search", q=q, mode=mode, k=k, hits=hits)
 
 
 @router.get("/ns/{namespace:path}/chats/{chat_id}")
-async def chat(request: Request, namespace: str, chat_id: str,
-               offset: Annotated[int, Query(ge=0)] = 0) -> Response:
+async def chat(request: Request, namespace: str, chat_id: str, offset: Annotated[int, Query(ge=0)] = 0) -> Response:
     """A chat's summary and history, a page at a time; buttons to summarize and title it."""
     try:
         read_access(request, namespace)
         memory = await load_chat(request, namespace, chat_id)
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    page = memory.history[offset:offset + PAGE]
+    page = memory.history[offset : offset + PAGE]
     following = offset + PAGE if offset + PAGE < len(memory.history) else None
-    return _render(request, "chat.html", namespace=namespace, tab="chats", chat_id=chat_id, memory=memory,
-                   page=page, offset=offset, following=following, title=request.query_params.get("title"))
+    return _render(
+        request,
+        "chat.html",
+        namespace=namespace,
+        tab="chats",
+        chat_id=chat_id,
+        memory=memory,
+        page=page,
+        offset=offset,
+        following=following,
+        title=request.query_params.get("title"),
+    )
 
 
 # What each of a chat's buttons does to it, said on its confirmation page before anything changes.
 _CHAT_ACTIONS = {
     "summarize": "Summarizing folds the chat's {n} turns not yet summarized into its summary and removes them from "
-                 "its history.",
+    "its history.",
     "title": "Titling summarizes the chat first: its {n} turns not yet summarized are folded into its summary and "
-             "removed from its history; then a title is made from the summary.",
+    "removed from its history; then a title is made from the summary.",
 }
 
 
@@ -152,8 +169,15 @@ async def _confirm(request: Request, namespace: str, chat_id: str, action: str) 
         memory = await load_chat(request, namespace, chat_id)
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    return _render(request, "confirm.html", namespace=namespace, tab="chats", chat_id=chat_id, action=action,
-                   what=_CHAT_ACTIONS[action].format(n=len(memory.history)))
+    return _render(
+        request,
+        "confirm.html",
+        namespace=namespace,
+        tab="chats",
+        chat_id=chat_id,
+        action=action,
+        what=_CHAT_ACTIONS[action].format(n=len(memory.history)),
+    )
 
 
 @router.get("/ns/{namespace:path}/chats/{chat_id}/summarize")
@@ -163,8 +187,9 @@ async def confirm_summarize(request: Request, namespace: str, chat_id: str) -> R
 
 
 @router.post("/ns/{namespace:path}/chats/{chat_id}/summarize")
-async def summarize(request: Request, namespace: str, chat_id: str, csrf: Token = "",
-                    confirm: Annotated[str, Form()] = "") -> Response:
+async def summarize(
+    request: Request, namespace: str, chat_id: str, csrf: Token = "", confirm: Annotated[str, Form()] = ""
+) -> Response:
     """Fold the chat's history into its summary (once confirmed), then show the chat."""
     if confirm != "yes":
         return await _confirm(request, namespace, chat_id, "summarize")
@@ -184,8 +209,9 @@ async def confirm_title(request: Request, namespace: str, chat_id: str) -> Respo
 
 
 @router.post("/ns/{namespace:path}/chats/{chat_id}/title")
-async def title(request: Request, namespace: str, chat_id: str, csrf: Token = "",
-                confirm: Annotated[str, Form()] = "") -> Response:
+async def title(
+    request: Request, namespace: str, chat_id: str, csrf: Token = "", confirm: Annotated[str, Form()] = ""
+) -> Response:
     """Title the chat (summarizes first; once confirmed), then show it with its title."""
     if confirm != "yes":
         return await _confirm(request, namespace, chat_id, "title")
@@ -225,8 +251,9 @@ def approve(request: Request, namespace: str, change_id: str, csrf: Token = "") 
 
 
 @router.post("/ns/{namespace:path}/files/{change_id}/reject")
-def reject(request: Request, namespace: str, change_id: str, reason: Annotated[str, Form()] = "",
-           csrf: Token = "") -> Response:
+def reject(
+    request: Request, namespace: str, change_id: str, reason: Annotated[str, Form()] = "", csrf: Token = ""
+) -> Response:
     """Drop a pending change (kept in the audit log), then show the files page."""
     try:
         check_csrf(request, csrf)
@@ -249,8 +276,17 @@ def files(request: Request, namespace: str, done: str = "") -> Response:
         decided = list(reversed(fs.decided(10)))
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    return _render(request, "files.html", namespace=namespace, tab="files", changes=changes, approved=approved,
-                   decided=decided, done=done, read_only=who.read_only)
+    return _render(
+        request,
+        "files.html",
+        namespace=namespace,
+        tab="files",
+        changes=changes,
+        approved=approved,
+        decided=decided,
+        done=done,
+        read_only=who.read_only,
+    )
 
 
 @router.get("/ns/{namespace:path}/experience")
@@ -262,8 +298,9 @@ def experience(request: Request, namespace: str) -> Response:
         lessons, policies = ([], []) if memory is None else (memory.lessons(pending_only=False), memory.policies())
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    return _render(request, "experience.html", namespace=namespace, tab="experience", lessons=lessons[-200:],
-                   policies=policies)
+    return _render(
+        request, "experience.html", namespace=namespace, tab="experience", lessons=lessons[-200:], policies=policies
+    )
 
 
 @router.get("/ns/{namespace:path}/messages/{message_id}")
@@ -291,5 +328,4 @@ def messages(request: Request, namespace: str, cursor: str | None = None) -> Res
         count = 0 if store is None else store.count()
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    return _render(request, "messages.html", namespace=namespace, tab="messages", page=page, count=count,
-                   cursor=cursor)
+    return _render(request, "messages.html", namespace=namespace, tab="messages", page=page, count=count, cursor=cursor)

@@ -146,21 +146,31 @@ class EmbeddedBackend(PooledNamespace):
     def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
         log, mirror = self._require()
         if replace:
-            return replace_rows(log, mirror, rows, update=update, namespace=self.namespace,
-                                history_limit=history_limit)
+            return replace_rows(log, mirror, rows, update=update, namespace=self.namespace, history_limit=history_limit)
         with mirror.writing(log) as write:
             write.insert(log.insert(rows))
             trail.record(log.db, [(row.id, "ADD", None) for _, row in write.inserted], time.time(), history_limit)
         return len(write.inserted)
 
-    def write_groups(self, items: Sequence[tuple[rowplan.Pending, np.ndarray]],
-                     keys: Callable[[Sequence[str]], builtins.list[bytes]], history_limit: int,
-                     staging: Staging | None = None) -> builtins.list[int]:
+    def write_groups(
+        self,
+        items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+        keys: Callable[[Sequence[str]], builtins.list[bytes]],
+        history_limit: int,
+        staging: Staging | None = None,
+    ) -> builtins.list[int]:
         """The adds of several callers in ONE write transaction (:func:`ltm.store.embedded.writes.insert_groups`);
         ``staging``: their messages are committed in ``staged`` already, so this write moves them, unfsynced."""
         log, mirror = self._require()
-        return insert_groups(log, mirror, keys, items, history_limit,
-                             before=None if staging is None else staging.delete, durable=staging is None)
+        return insert_groups(
+            log,
+            mirror,
+            keys,
+            items,
+            history_limit,
+            before=None if staging is None else staging.delete,
+            durable=staging is None,
+        )
 
     def staging(self, messages: builtins.list[Message]) -> Staging | None:
         """What commits an add's new messages while the model embeds them (:class:`Staging`); None with
@@ -182,7 +192,7 @@ class EmbeddedBackend(PooledNamespace):
         with mirror.writing(log) as write:
             rows = log.db.execute(f"SELECT m.seq, m.id, m.body FROM messages m WHERE {where}", params).fetchall()
             for start in range(0, len(rows), _DELETE_CHUNK):
-                part = rows[start:start + _DELETE_CHUNK]
+                part = rows[start : start + _DELETE_CHUNK]
                 seqs = [(int(seq),) for seq, _, _ in part]
                 log.db.executemany("DELETE FROM messages WHERE seq = ?", seqs)
                 log.db.executemany("DELETE FROM fts WHERE rowid = ?", seqs)
@@ -227,8 +237,10 @@ class EmbeddedBackend(PooledNamespace):
         return self._require()[0].recent(n)
 
     def page(self, after: int, limit: int, with_vectors: bool) -> builtins.list[tuple[int, str, np.ndarray | None]]:
-        return [(seq, body, None if blob is None else unpack(blob))
-                for seq, body, blob in self._require()[0].page(after, limit, with_vectors)]
+        return [
+            (seq, body, None if blob is None else unpack(blob))
+            for seq, body, blob in self._require()[0].page(after, limit, with_vectors)
+        ]
 
     def listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:
         where, params = to_sql(tree) if tree is not None else ("1", [])
@@ -242,8 +254,7 @@ class EmbeddedBackend(PooledNamespace):
     def due(self, now: float) -> bool:
         log = self._require()[0]
         with translate(log.path):
-            return log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() \
-                is not None
+            return log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() is not None
 
     def trail_rows(self) -> builtins.list[tuple[str, str, str | None, float]]:
         log = self._require()[0]
@@ -251,21 +262,49 @@ class EmbeddedBackend(PooledNamespace):
             rows = log.db.execute("SELECT id, event, old, at FROM history ORDER BY hseq").fetchall()
         return [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
 
-    def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
-               lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordAhead | None = None) -> builtins.list[MemoryHit]:
+    def search(
+        self,
+        text: str,
+        vector: np.ndarray | None,
+        k: int,
+        mode: str,
+        filters: Mapping[str, Any] | None,
+        exact_key: bytes | None = None,
+        lines: np.ndarray | None = None,
+        plan: Analysis | None = None,
+        keyword: KeywordAhead | None = None,
+    ) -> builtins.list[MemoryHit]:
         where, params = compile_filters(filters)
         if k == 0:
             return []
         # keyword search reads SQLite only: the vector indexes stay unloaded
         log, mirror = self._synced() if mode != "keyword" else self._require()
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
-        return retrieve(log, mirror, SearchQuery(text, vector, k, mode_, where, tuple(params), exact_key=exact_key,
-                                                 lines=lines, analysis=plan, keyword=keyword))
+        return retrieve(
+            log,
+            mirror,
+            SearchQuery(
+                text,
+                vector,
+                k,
+                mode_,
+                where,
+                tuple(params),
+                exact_key=exact_key,
+                lines=lines,
+                analysis=plan,
+                keyword=keyword,
+            ),
+        )
 
-    def keyword_beside(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                       model_done: threading.Event | None = None) -> Callable[[], KeywordSide] | None:
+    def keyword_beside(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> Callable[[], KeywordSide] | None:
         """:meth:`keyword_candidates` as a call that needs no store lock, through the log's second connection
         (:meth:`~ltm.store.embedded.log.MessageLog.keyword_reader`), in a namespace of :data:`READ_BESIDE_FROM` rows
         or more: there BM25 alone can last as long as the model, and the search's dense side then runs while the
@@ -286,14 +325,21 @@ class EmbeddedBackend(PooledNamespace):
 
         return run
 
-    def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                           model_done: threading.Event | None = None) -> KeywordSide:
+    def keyword_candidates(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> KeywordSide:
         """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
         the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`)."""
         return _keyword_side(self._require()[0], text, plan, k, filters, model_done)
 
-    def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
-                      text: str | None) -> dict[str, dict[str, float]]:
+    def signal_scores(
+        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
+    ) -> dict[str, dict[str, float]]:
         log = self._require()[0]
         match = keyword_match(log, text) if text and text.strip() else None
         return sqlite_signals(log, vector, match)(list(ids))
@@ -325,8 +371,14 @@ class EmbeddedBackend(PooledNamespace):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _keyword_side(log: MessageLog, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                  model_done: threading.Event | None) -> KeywordSide:
+def _keyword_side(
+    log: MessageLog,
+    text: str,
+    plan: Analysis,
+    k: int,
+    filters: Mapping[str, Any] | None,
+    model_done: threading.Event | None,
+) -> KeywordSide:
     """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
     where, params = compile_filters(filters)
     return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done)

@@ -47,8 +47,10 @@ if TYPE_CHECKING:
 __all__ = ["Staging", "WriteBehind", "has_staged"]
 
 BATCH = 64  # staged messages embedded per model call (sorted by length inside it: see OnnxEmbedding)
-_DDL = "CREATE TABLE IF NOT EXISTS staged(sid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, " \
-       "body TEXT NOT NULL)"
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS staged(sid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, "
+    "body TEXT NOT NULL)"
+)
 Parts = Callable[[], "tuple[MessageLog, IndexMirror]"]
 _LOG = logging.getLogger("ltm.store")
 
@@ -70,9 +72,13 @@ def _stage(log: MessageLog, items: Sequence[list[Message]]) -> list[int]:
         for messages in items:
             ids = [m.id for m in messages]
             marks = ",".join("?" * len(ids))
-            known = {row[0] for row in log.db.execute(
-                f"SELECT id FROM messages WHERE id IN ({marks}) UNION SELECT id FROM staged WHERE id IN ({marks})",
-                (*ids, *ids))}
+            known = {
+                row[0]
+                for row in log.db.execute(
+                    f"SELECT id FROM messages WHERE id IN ({marks}) UNION SELECT id FROM staged WHERE id IN ({marks})",
+                    (*ids, *ids),
+                )
+            }
             fresh = [m for m in {m.id: m for m in reversed(messages) if m.id not in known}.values()][::-1]
             log.db.executemany("INSERT INTO staged(id, body) VALUES (?, ?)", [(m.id, m.dump()) for m in fresh])
             counts.append(len(fresh))
@@ -107,8 +113,12 @@ class Staging:
             try:
                 mirror.settle(log)  # the previous staged add's vectors into the indexes, while this model runs
             except Exception as exc:  # noqa: BLE001 - not this add's failure: the mirror replays from the log
-                _LOG.warning("applying an earlier add's vectors to the index failed (%s: %s); the next read "
-                             "replays them from memory.sqlite", type(exc).__name__, exc)
+                _LOG.warning(
+                    "applying an earlier add's vectors to the index failed (%s: %s); the next read "
+                    "replays them from memory.sqlite",
+                    type(exc).__name__,
+                    exc,
+                )
             with log.write_lock.held(), log.transaction(write=True):
                 log.db.execute(_DDL)
                 ids = {}
@@ -124,8 +134,9 @@ class Staging:
         that settled them (another process opening the namespace), and count as stored by this add."""
         assert self.sids
         marks = ",".join("?" * len(self.sids))
-        gone = set(self.sids) - {int(r[0]) for r in db.execute(f"DELETE FROM staged WHERE sid IN ({marks}) "
-                                                               "RETURNING sid", self.sids)}
+        gone = set(self.sids) - {
+            int(r[0]) for r in db.execute(f"DELETE FROM staged WHERE sid IN ({marks}) RETURNING sid", self.sids)
+        }
         self.moved_by_others = {self._ids[sid] for sid in gone}
 
     def undo(self) -> None:
@@ -141,16 +152,22 @@ class Staging:
                 with log.write_lock.held(), log.transaction(write=True):
                     log.db.execute(f"DELETE FROM staged WHERE sid IN ({marks})", self.sids)
         except Exception as exc:  # noqa: BLE001 - the add's own error is what the caller must see
-            _LOG.warning("could not take back %d staged message(s) of a failed add (%s): the next open of the "
-                         "namespace stores them", len(self.sids), type(exc).__name__)
+            _LOG.warning(
+                "could not take back %d staged message(s) of a failed add (%s): the next open of the "
+                "namespace stores them",
+                len(self.sids),
+                type(exc).__name__,
+            )
             return
         self.sids = None
 
 
 def _taken(log: MessageLog, limit: int) -> list[tuple[int, str]]:
     with translate(log.path):
-        return [(int(sid), str(body)) for sid, body in
-                log.db.execute("SELECT sid, body FROM staged ORDER BY sid LIMIT ?", (limit,))]
+        return [
+            (int(sid), str(body))
+            for sid, body in log.db.execute("SELECT sid, body FROM staged ORDER BY sid LIMIT ?", (limit,))
+        ]
 
 
 class WriteBehind:
@@ -204,9 +221,11 @@ class WriteBehind:
         """Raise the background embedding's failure (once) if there was one since the last call."""
         failure, self._failure = self._failure, None
         if failure is not None:
-            raise WriteBehindFailed(f"embedding messages added with write_behind failed in the background: "
-                                    f"{failure}; they stay stored and are embedded again by the next call that "
-                                    "reads this namespace") from failure
+            raise WriteBehindFailed(
+                f"embedding messages added with write_behind failed in the background: "
+                f"{failure}; they stay stored and are embedded again by the next call that "
+                "reads this namespace"
+            ) from failure
 
     def settle(self, log: MessageLog, mirror: IndexMirror) -> None:
         """Embed and move every staged message now (under the store's lock): what each read waits for."""
@@ -215,8 +234,10 @@ class WriteBehind:
             try:
                 self._move(log, mirror, rows, self._embed(rows, log.vectors_by_key))
             except LTMError as exc:
-                raise WriteBehindFailed(f"embedding {len(rows)} message(s) added with write_behind failed: "
-                                        f"{exc}; they stay stored and are embedded again by the next call") from exc
+                raise WriteBehindFailed(
+                    f"embedding {len(rows)} message(s) added with write_behind failed: "
+                    f"{exc}; they stay stored and are embedded again by the next call"
+                ) from exc
 
     # -- the embedding thread ----------------------------------------------------------------------------
     def _stage_locked(self, items: list[list[Message]]) -> list[int]:
@@ -283,8 +304,13 @@ class WriteBehind:
         pending = rowplan.prepare([Message.load(body) for _, body in rows], self._max_bytes, None)
         return pending, store.embedder.embed(pending.texts, None, known)
 
-    def _move(self, log: MessageLog, mirror: IndexMirror, rows: list[tuple[int, str]],
-              planned: tuple[rowplan.Pending, np.ndarray]) -> None:
+    def _move(
+        self,
+        log: MessageLog,
+        mirror: IndexMirror,
+        rows: list[tuple[int, str]],
+        planned: tuple[rowplan.Pending, np.ndarray],
+    ) -> None:
         """Staged rows -> messages in ONE transaction: only those still staged (a waiting reader may have moved
         them meanwhile), and none whose id got stored another way."""
         store = self._store()
@@ -296,8 +322,14 @@ class WriteBehind:
         keep = [i for i, (sid, _) in enumerate(rows) if sid in still]
         if keep and store is not None:
             kept = _subset(pending, vectors, keep)
-            insert_groups(log, mirror, store.embedder.keys, [kept], self._history_limit,
-                          before=lambda db: db.execute(f"DELETE FROM staged WHERE sid IN ({marks})", sids))
+            insert_groups(
+                log,
+                mirror,
+                store.embedder.keys,
+                [kept],
+                self._history_limit,
+                before=lambda db: db.execute(f"DELETE FROM staged WHERE sid IN ({marks})", sids),
+            )
         if store is not None and store._shared is not None and not has_staged(log):
             store._shared.staged = False
 

@@ -148,8 +148,15 @@ class EngineRegistry:
 
     def get(self, directory: Path, namespace: str, model: str, settings: Settings) -> Engine:
         """The engine of this namespace directory for this model and these engine settings (new when none)."""
-        key = (os.path.realpath(directory), namespace, model, settings.sqlite_synchronous, settings.hnsw_threshold,
-               settings.hnsw_ef_search, settings.snapshot_every)
+        key = (
+            os.path.realpath(directory),
+            namespace,
+            model,
+            settings.sqlite_synchronous,
+            settings.hnsw_threshold,
+            settings.hnsw_ef_search,
+            settings.snapshot_every,
+        )
         with self._lock:
             engine = self._engines.get(key)
             if engine is None:
@@ -160,8 +167,7 @@ class EngineRegistry:
         """An engine open on this namespace directory (for any model or settings), or None."""
         where = os.path.realpath(directory)
         with self._lock:
-            return next((e for key, e in list(self._engines.items()) if key[0] == where and key[1] == namespace),
-                        None)
+            return next((e for key, e in list(self._engines.items()) if key[0] == where and key[1] == namespace), None)
 
     def __len__(self) -> int:
         with self._lock:

@@ -20,9 +20,14 @@ def sqlite_signals(log: MessageLog, vector: np.ndarray | None, match: str | None
 
     def scores(ids: list[str]) -> dict[str, dict[str, float]]:
         with translate(log.path):
-            rows = {str(r[0]): r[1:] for r in log.db.execute(
-                f"SELECT id, seq, embedding, context_embedding FROM messages WHERE id IN ({','.join('?' * len(ids))})",
-                ids)}
+            rows = {
+                str(r[0]): r[1:]
+                for r in log.db.execute(
+                    "SELECT id, seq, embedding, context_embedding FROM messages "
+                    f"WHERE id IN ({','.join('?' * len(ids))})",
+                    ids,
+                )
+            }
             keyword = _keyword(log, match, [int(r[0]) for r in rows.values()])
         out: dict[str, dict[str, float]] = {}
         for message_id, (seq, content, context) in rows.items():
@@ -42,6 +47,8 @@ def sqlite_signals(log: MessageLog, vector: np.ndarray | None, match: str | None
 def _keyword(log: MessageLog, match: str | None, seqs: list[int]) -> dict[int, float]:
     if match is None or not seqs:
         return {}
-    sql = (f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? "
-           f"AND rowid IN ({','.join('?' * len(seqs))})")
+    sql = (
+        f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? "
+        f"AND rowid IN ({','.join('?' * len(seqs))})"
+    )
     return {int(s): float(v) for s, v in log.db.execute(sql, [match, *seqs])}

@@ -40,8 +40,9 @@ def compile_filters(filters: Mapping[str, Any] | None) -> tuple[str | None, list
     except LTMError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); "
-                           "see ltm.store.search.filters") from exc
+        raise InvalidInput(
+            f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.search.filters"
+        ) from exc
     return (where if filters else None), list(params)
 
 
@@ -113,9 +114,11 @@ def _metadata_sql(node: Compare, params: list[Any]) -> str:
     text = "instr(ltm_fold(j.value), ?) > 0" if fold else "instr(j.value, ?) > 0"
     element = "ltm_fold(j.value) = ?" if fold else "j.value = ?"
     params.extend([value, value])
-    return (f"EXISTS (SELECT 1 FROM json_each(m.metadata, {path}) j WHERE CASE {type_sql} "
-            f"WHEN 'text' THEN j.type = 'text' AND {text} "
-            f"WHEN 'array' THEN j.type NOT IN ('array', 'object') AND {element} ELSE 0 END)")
+    return (
+        f"EXISTS (SELECT 1 FROM json_each(m.metadata, {path}) j WHERE CASE {type_sql} "
+        f"WHEN 'text' THEN j.type = 'text' AND {text} "
+        f"WHEN 'array' THEN j.type NOT IN ('array', 'object') AND {element} ELSE 0 END)"
+    )
 
 
 def _json_typed(value: Any) -> tuple[Any, str, str]:
@@ -126,4 +129,3 @@ def _json_typed(value: Any) -> tuple[Any, str, str]:
     if isinstance(value, int | float):
         return value, "integer", "real"
     return value, "text", "text"
-

@@ -68,5 +68,3 @@ def events_of(db: sqlite3.Connection, message_id: str, current: str | None) -> l
     """The message's events, oldest first; ``current`` is its stored body now (None when absent)."""
     rows = db.execute("SELECT event, old, at FROM history WHERE id = ? ORDER BY hseq", (message_id,)).fetchall()
     return assemble(message_id, rows, current)
-
-

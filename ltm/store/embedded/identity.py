@@ -42,8 +42,9 @@ def set_meta(log: MessageLog, values: dict[str, str]) -> None:
 def tail(log: MessageLog, upto: int) -> tuple[int, str] | None:
     """(seq, id) of the live row with the highest seq <= ``upto``: what a snapshot covering ``upto`` saw last."""
     with translate(log.path):
-        row = log.db.execute("SELECT seq, id FROM messages WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
-                              (upto,)).fetchone()
+        row = log.db.execute(
+            "SELECT seq, id FROM messages WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (upto,)
+        ).fetchone()
     return None if row is None else (int(row[0]), str(row[1]))
 
 

@@ -56,7 +56,7 @@ class KeywordReads:
         todo = [t for t in dict.fromkeys(terms) if t not in self._df]
         with translate(self.path):
             for start in range(0, len(todo), 32):  # one statement per 32 terms
-                part = todo[start:start + 32]
+                part = todo[start : start + 32]
                 counts = ",".join(
                     f"(SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?{i + 1} LIMIT {int(cap)}))"
                     for i in range(len(part))
@@ -69,8 +69,10 @@ class KeywordReads:
         """{word: the speaker, ``sent_from`` and role names of up to ``NAME_ROWS`` live messages whose keyword
         index's *who* column holds it} for each of ``words`` (lower case) some message's names hold (one indexed
         lookup each; :mod:`ltm.store.search.speakers`)."""
-        sql = (f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
-               f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid")
+        sql = (
+            f"SELECT json_extract(m.metadata, '$.speaker'), m.sent_from, m.role FROM (SELECT rowid FROM fts "
+            f"WHERE fts MATCH ? LIMIT {NAME_ROWS}) f JOIN messages m ON m.seq = f.rowid"
+        )
         with translate(self.path):
             # answers are kept until a write: one by this connection moves total_changes, another's data_version
             state = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)

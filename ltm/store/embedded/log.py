@@ -31,8 +31,19 @@ from ltm.store.embedded.sqlite_errors import corrupted, translate
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
 from ltm.store.search.filters import casefold
 
-__all__ = ["CONTENT", "CONTEXT", "VECTOR_DTYPE", "CandidateRow", "MessageLog", "Row", "corrupted", "decode", "pack",
-           "translate", "unpack"]
+__all__ = [
+    "CONTENT",
+    "CONTEXT",
+    "VECTOR_DTYPE",
+    "CandidateRow",
+    "MessageLog",
+    "Row",
+    "corrupted",
+    "decode",
+    "pack",
+    "translate",
+    "unpack",
+]
 
 CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
 
@@ -71,16 +82,25 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 """
 
-_INSERT = ("INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
-           "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_INSERT = (
+    "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
+    "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
 
 
 class MessageLog(KeywordReads):
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, synchronous: str = "full",
-                 *, read_only: bool = False, beside: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        busy_timeout_ms: int = 30_000,
+        synchronous: str = "full",
+        *,
+        read_only: bool = False,
+        beside: bool = False,
+    ) -> None:
         self.path = path
         self.read_only = read_only or beside
         self.busy_timeout_ms = busy_timeout_ms
@@ -98,8 +118,9 @@ class MessageLog(KeywordReads):
                 self.db = _open_beside(path, busy_timeout_ms) if beside else _open_read_only(path, busy_timeout_ms)
                 self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
                 return
-            self.db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
-                                      check_same_thread=False)
+            self.db = sqlite3.connect(
+                path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
             self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
@@ -184,9 +205,22 @@ class MessageLog(KeywordReads):
         first is ours, which lets both inserts go through ``executemany``. A single row (one-at-a-time adds)
         takes its seq from ``lastrowid`` instead: two statements fewer.
         """
-        values = [(r.id, r.role, r.cause_by, r.sent_from, r.created_at, r.metadata, r.body, r.text_key,
-                   pack(r.vector), None if r.context_vector is None else pack(r.context_vector), *r.scopes)
-                  for r in rows]
+        values = [
+            (
+                r.id,
+                r.role,
+                r.cause_by,
+                r.sent_from,
+                r.created_at,
+                r.metadata,
+                r.body,
+                r.text_key,
+                pack(r.vector),
+                None if r.context_vector is None else pack(r.context_vector),
+                *r.scopes,
+            )
+            for r in rows
+        ]
         if len(rows) == 1:
             cursor = self.db.execute(_INSERT, values[0])
             out = [(int(cursor.lastrowid), rows[0])] if cursor.rowcount == 1 and cursor.lastrowid else []
@@ -194,10 +228,14 @@ class MessageLog(KeywordReads):
             before = self.heads()[0]
             self.db.executemany(_INSERT, values)
             by_id = {r.id: r for r in rows}
-            out = [(int(seq), by_id[mid]) for seq, mid in
-                   self.db.execute("SELECT seq, id FROM messages WHERE seq > ? ORDER BY seq", (before,))]
-        self.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
-                            [(seq, *row.fts) for seq, row in out])
+            out = [
+                (int(seq), by_id[mid])
+                for seq, mid in self.db.execute("SELECT seq, id FROM messages WHERE seq > ? ORDER BY seq", (before,))
+            ]
+        self.db.executemany(
+            "INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+            [(seq, *row.fts) for seq, row in out],
+        )
         return out
 
     def delete(self, message_id: str) -> int | None:
@@ -234,7 +272,7 @@ class MessageLog(KeywordReads):
         host-parameter limit."""
         with translate(self.path):
             for start in range(0, len(values), _CHUNK):
-                part = list(values[start:start + _CHUNK])
+                part = list(values[start : start + _CHUNK])
                 yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
 
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
@@ -262,8 +300,9 @@ class MessageLog(KeywordReads):
         """Content vectors by seq as an unquantized index holds them (absent seqs were deleted meanwhile)."""
         # decoded together: one pass instead of one numpy round per vector (~10 us each; a dense search at 1M
         # rescores 20, find_news hundreds), the same float32 rows as vectors_after gives the index
-        found, matrix = _stacked(list(self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})",
-                                                    [int(s) for s in seqs])))
+        found, matrix = _stacked(
+            list(self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs]))
+        )
         return {int(seq): row for seq, row in zip(found, matrix, strict=True)}
 
     def candidates(self, seqs: Sequence[int], *, bodies: bool = False) -> list[CandidateRow]:
@@ -275,21 +314,29 @@ class MessageLog(KeywordReads):
         The content comes from the body's JSON, the text the keyword index holds
         (:func:`~ltm.store.search.query.keyword_columns`): looking each row up in the keyword index's own table as
         well cost twice as much for a search's ~95 rows (docs/SEARCH_SPEED.md)."""
-        sql = ("SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, "
-               f"json_extract(m.body, '$.content'), m.embedding, {'m.body' if bodies else 'NULL'} FROM messages m "
-               "WHERE m.seq IN ({marks})")
+        sql = (
+            "SELECT m.seq, m.created_at, json_extract(m.metadata, '$.speaker'), m.sent_from, m.role, "
+            f"json_extract(m.body, '$.content'), m.embedding, {'m.body' if bodies else 'NULL'} FROM messages m "
+            "WHERE m.seq IN ({marks})"
+        )
         rows = list(self.where_in(sql, [int(s) for s in seqs]))
         if not rows:
             return []
         matrix = decode(np.frombuffer(b"".join(r[6] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
         names = _names_of
-        return [CandidateRow(seq, at, names(speaker, sent_from, role), content, vector, body)
-                for (seq, at, speaker, sent_from, role, content, _, body), vector in zip(rows, matrix, strict=True)]
+        return [
+            CandidateRow(seq, at, names(speaker, sent_from, role), content, vector, body)
+            for (seq, at, speaker, sent_from, role, content, _, body), vector in zip(rows, matrix, strict=True)
+        ]
 
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:
         """Message contents by seq, as the keyword index holds them (absent seqs were deleted meanwhile)."""
-        return {int(seq): str(text) for seq, text in self.where_in("SELECT rowid, content FROM fts WHERE rowid IN "
-                                                                     "({marks})", [int(s) for s in seqs])}
+        return {
+            int(seq): str(text)
+            for seq, text in self.where_in(
+                "SELECT rowid, content FROM fts WHERE rowid IN ({marks})", [int(s) for s in seqs]
+            )
+        }
 
     def body_of(self, message_id: str) -> str | None:
         with translate(self.path):
@@ -306,8 +353,9 @@ class MessageLog(KeywordReads):
         """(seq, body, content vector blob or None) of up to ``limit`` live rows with seq > ``after``."""
         vector = CONTENT if with_vectors else "NULL"
         with translate(self.path):
-            rows = self.db.execute(f"SELECT seq, body, {vector} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
-                                   (after, limit)).fetchall()
+            rows = self.db.execute(
+                f"SELECT seq, body, {vector} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
+            ).fetchall()
         return [(int(seq), str(body), blob) for seq, body, blob in rows]
 
     def listed(self, after: int, limit: int, where: str, params: Sequence[Any]) -> list[tuple[int, str]]:
@@ -329,6 +377,7 @@ class MessageLog(KeywordReads):
         with translate(self.path):
             rows = self.db.execute(f"SELECT seq FROM messages m WHERE {where}", list(params)).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
+
 
 class CandidateRow(NamedTuple):
     """One search candidate's row (:meth:`MessageLog.candidates`; a tuple: a search builds ~100 of them)."""
@@ -372,8 +421,9 @@ def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
     uri = path.resolve().as_uri()
     try:
-        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None,
-                             check_same_thread=False)
+        db = sqlite3.connect(
+            f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return db
     except sqlite3.OperationalError:

@@ -24,6 +24,7 @@ def migrate_float16(log: MessageLog, dim: int) -> int:
     the next open. Returns how many rows were rewritten. The freed pages are reused by later writes;
     ``VACUUM`` the file to give them back to the disk at once.
     """
+
     def to_half(blob: bytes | None) -> bytes | None:
         return None if blob is None else pack(np.frombuffer(blob, dtype=np.float32))
 
@@ -37,11 +38,13 @@ def migrate_float16(log: MessageLog, dim: int) -> int:
                 ).rowcount
     return changed
 
+
 def keywords_stemmed(log: MessageLog) -> bool:
     """True when the keyword index is the current (porter) one."""
     with translate(log.path):
         row = log.db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
     return row is not None and "porter" in str(row[0])
+
 
 def rebuild_keywords(log: MessageLog, columns: Callable[[str], tuple[str, str, str, str]], batch: int = 2000) -> int:
     """Schema 2 -> 3: a fresh (stemming) keyword index from the stored messages, in one transaction.
@@ -55,12 +58,15 @@ def rebuild_keywords(log: MessageLog, columns: Callable[[str], tuple[str, str, s
         log.db.execute(f"CREATE VIRTUAL TABLE fts USING {FTS_SPEC}")
         after = 0
         while True:
-            rows = log.db.execute("SELECT seq, body FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
-                                   (after, batch)).fetchall()
+            rows = log.db.execute(
+                "SELECT seq, body FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", (after, batch)
+            ).fetchall()
             if not rows:
                 break
-            log.db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
-                                [(seq, *columns(body)) for seq, body in rows])
+            log.db.executemany(
+                "INSERT INTO fts(rowid, content, who, at, context) VALUES (?,?,?,?,?)",
+                [(seq, *columns(body)) for seq, body in rows],
+            )
             total += len(rows)
             after = rows[-1][0]
     log.forget_doc_freqs()

@@ -109,7 +109,12 @@ class IndexMirror:
 
     @classmethod
     def open(
-        cls, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None, *,
+        cls,
+        directory: Path,
+        manifest: Manifest,
+        settings: Settings,
+        log: MessageLog | None = None,
+        *,
         lazy: bool = False,
     ) -> IndexMirror:
         """A mirror starting from the directory's snapshots when they belong to ``log`` (none, a damaged
@@ -136,8 +141,11 @@ class IndexMirror:
             content.ef_search = self.settings.hnsw_ef_search
         foreign = [i for i in (content, context) if i is not None and log is not None and not identity.belongs(i, log)]
         if foreign:
-            _LOG.warning("%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
-                         "copied from another namespace): rebuilding them from it", directory)
+            _LOG.warning(
+                "%s: the index snapshots do not belong to memory.sqlite (restored from a backup, or "
+                "copied from another namespace): rebuilding them from it",
+                directory,
+            )
         elif content is not None:  # a flat index has no snapshot (see save): the first sync replays it
             self.content, self.context = content, context
 
@@ -183,9 +191,15 @@ class IndexMirror:
             messages = log.count()
         index, context = self.content, self.context
         return StoreStats(
-            namespace=namespace, path=str(self.dir), messages=messages, vectors=index.live if index else 0,
-            index=index.kind if index else "none", context_vectors=context.live if context else 0,
-            ghosts=index.ghost_count if index else 0, last_seq=index.last_seq if index else 0, model=model,
+            namespace=namespace,
+            path=str(self.dir),
+            messages=messages,
+            vectors=index.live if index else 0,
+            index=index.kind if index else "none",
+            context_vectors=context.live if context else 0,
+            ghosts=index.ghost_count if index else 0,
+            last_seq=index.last_seq if index else 0,
+            model=model,
             embedding_calls=embedding_calls,
         )
 
@@ -206,8 +220,11 @@ class IndexMirror:
             if damaged:
                 self.rebuild(log)
             self.catch_up(log)
-            if verify and self.content is not None and self.context is not None and (
-                self.content.live != log.count() or self.context.live != log.count(CONTEXT)
+            if (
+                verify
+                and self.content is not None
+                and self.context is not None
+                and (self.content.live != log.count() or self.context.live != log.count(CONTEXT))
             ):
                 self.rebuild(log)
         self.version, self.stale = version, False
@@ -258,8 +275,10 @@ class IndexMirror:
     def writable(self) -> None:
         """BackendUnavailable when this namespace is on read-only media (it can be searched, not written)."""
         if self.read_only:
-            raise BackendUnavailable(f"{self.dir} is read-only (read-only media or permissions): it can be "
-                                     "searched and exported but not written; copy it to writable storage to write")
+            raise BackendUnavailable(
+                f"{self.dir} is read-only (read-only media or permissions): it can be "
+                "searched and exported but not written; copy it to writable storage to write"
+            )
 
     def ensure_dim(self, dim: int) -> None:
         """Record the dimension on the first vector (refusing another one later: StoreMismatch)."""
@@ -333,12 +352,15 @@ class IndexMirror:
             self.unsaved += len(write.removed)
         inserted = write.inserted
         if inserted:
-            self.content.add(np.array([s for s, _ in inserted], dtype=np.int64),
-                             decode(np.stack([r.vector for _, r in inserted])))
+            self.content.add(
+                np.array([s for s, _ in inserted], dtype=np.int64), decode(np.stack([r.vector for _, r in inserted]))
+            )
             with_context = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
             if with_context:
-                self.context.add(np.array([s for s, _ in with_context], dtype=np.int64),
-                                 decode(np.stack([v for _, v in with_context])))
+                self.context.add(
+                    np.array([s for s, _ in with_context], dtype=np.int64),
+                    decode(np.stack([v for _, v in with_context])),
+                )
             self.content.last_seq = self.context.last_seq = inserted[-1][0]
             self.unsaved += len(inserted)
         return True

@@ -41,16 +41,19 @@ _SNAPSHOTS = ("index.faiss", "context.faiss")
 _TEMP = re.compile(r"^\.(index\.faiss|context\.faiss|manifest\.json)\..+\.tmp$")
 
 
-def open_namespace(directory: Path, namespace: str, model: str, settings: Settings, *,
-                   lazy: bool = False) -> tuple[MessageLog, IndexMirror]:
+def open_namespace(
+    directory: Path, namespace: str, model: str, settings: Settings, *, lazy: bool = False
+) -> tuple[MessageLog, IndexMirror]:
     """Open (creating when new) a namespace directory: its manifest, checked against ``model`` (StoreMismatch
     for another one), its log, migrated when older, and a mirror on its snapshots (not yet synced; ``lazy``:
     not even loaded, until its first :meth:`~IndexMirror.sync`)."""
     writable = _prepare_dir(directory)
     for name in (_MANIFEST, *_SNAPSHOTS, f"{_LOG}-wal"):
         if (directory / name).is_dir():
-            raise StoreCorrupted(f"{directory / name} is a folder, not ltm's file; move it out of the namespace "
-                                 "folder (ltm rebuilds the file)")
+            raise StoreCorrupted(
+                f"{directory / name} is a folder, not ltm's file; move it out of the namespace "
+                "folder (ltm rebuilds the file)"
+            )
     try:
         manifest, unreadable = Manifest.read(directory / _MANIFEST), None
     except StoreCorrupted as exc:  # rebuilt from the log below when it can say what the namespace is
@@ -68,8 +71,10 @@ def open_namespace(directory: Path, namespace: str, model: str, settings: Settin
                 migrate(log, directory, manifest)
         stored = identity.stored_dim(log) if manifest.schema_version == SCHEMA_VERSION else None  # float16 rows
         if stored is not None and manifest.dim is not None and stored != manifest.dim:
-            raise StoreCorrupted(f"{directory / _MANIFEST} says dimension {manifest.dim} but memory.sqlite holds "
-                                 f"{stored}-dimensional vectors; delete manifest.json to have it rebuilt from the log")
+            raise StoreCorrupted(
+                f"{directory / _MANIFEST} says dimension {manifest.dim} but memory.sqlite holds "
+                f"{stored}-dimensional vectors; delete manifest.json to have it rebuilt from the log"
+            )
         return log, IndexMirror.open(directory, manifest, settings, log, lazy=lazy)
     except BaseException:
         log.close()
@@ -110,8 +115,15 @@ def _refuse_lost_log(directory: Path, manifest: Manifest | None) -> None:
         )
 
 
-def _manifest(directory: Path, namespace: str, model: str, log: MessageLog, manifest: Manifest | None,
-              writable: bool, unreadable: StoreCorrupted | None) -> Manifest:
+def _manifest(
+    directory: Path,
+    namespace: str,
+    model: str,
+    log: MessageLog,
+    manifest: Manifest | None,
+    writable: bool,
+    unreadable: StoreCorrupted | None,
+) -> Manifest:
     if manifest is not None:
         return manifest
     dim = identity.stored_dim(log)
@@ -127,8 +139,11 @@ def _manifest(directory: Path, namespace: str, model: str, log: MessageLog, mani
                 "record which embedding model made its vectors; restore manifest.json from a backup"
             )
         manifest = Manifest(namespace=identity.meta(log, "namespace") or namespace, embedding_model=recorded, dim=dim)
-        _LOGGER.warning("%s: manifest.json was %s: rebuilt from memory.sqlite", directory,
-                     "unreadable" if unreadable is not None else "missing")
+        _LOGGER.warning(
+            "%s: manifest.json was %s: rebuilt from memory.sqlite",
+            directory,
+            "unreadable" if unreadable is not None else "missing",
+        )
     if writable:
         manifest.write(directory / _MANIFEST)
     return manifest
@@ -136,8 +151,11 @@ def _manifest(directory: Path, namespace: str, model: str, log: MessageLog, mani
 
 def _record_identity(log: MessageLog, namespace: str, model: str) -> None:
     """The log's own record of what it is (for a lost manifest) and its id (binding snapshots to it)."""
-    missing = {key: value for key, value in (("namespace", namespace), ("embedding_model", model),
-                                             ("log_id", uuid.uuid4().hex)) if identity.meta(log, key) is None}
+    missing = {
+        key: value
+        for key, value in (("namespace", namespace), ("embedding_model", model), ("log_id", uuid.uuid4().hex))
+        if identity.meta(log, key) is None
+    }
     identity.set_meta(log, missing)
 
 

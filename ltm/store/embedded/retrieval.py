@@ -39,6 +39,7 @@ FEEDBACK_POOL = 4
 
 __all__ = ["best_similarities", "dense", "keyword_match", "keyword_side", "retrieve", "similar"]
 
+
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
     """The ``query.k`` best hits, from the log and the mirror's content and context indexes (in step).
 
@@ -84,21 +85,28 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
         bodies = log.bodies([s for s, _, _ in ranked])
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore,
-                                 side)
+        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, side)
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
 
 
-def keyword_hits(log: MessageLog, text: str, terms: Sequence[str], fetch: int, where: str,
-                 params: Sequence[object]) -> list[tuple[int, float]]:
+def keyword_hits(
+    log: MessageLog, text: str, terms: Sequence[str], fetch: int, where: str, params: Sequence[object]
+) -> list[tuple[int, float]]:
     """The ``fetch`` best keyword candidates (seq, -bm25) for ``text`` (its query ``terms``) under a ``where`` clause
     over ``messages m``; none when the text has no term to match."""
     match = keyword_match(log, text, terms)
     return log.keyword(match, fetch, where, list(params)) if match is not None else []
 
 
-def keyword_side(log: MessageLog, text: str, plan: Analysis, fetch: int, where: str,
-                 params: Sequence[object], model_done: threading.Event | None = None) -> KeywordSide:
+def keyword_side(
+    log: MessageLog,
+    text: str,
+    plan: Analysis,
+    fetch: int,
+    where: str,
+    params: Sequence[object],
+    model_done: threading.Event | None = None,
+) -> KeywordSide:
     """A hybrid search's keyword candidates (``fetch`` best, a ``where`` clause over ``messages m``) and their rows,
     with what the prior reads of their contents (:func:`~ltm.store.search.fusion.prior_features`): the search's
     work that needs no query vector, done while the model embeds the query, so that after it only the dense
@@ -143,11 +151,19 @@ class _Rows:
         return {s: self.rows[s] for s in seqs if s in self.rows}
 
 
-def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, plan: Analysis,
-            signals: dict[str, list[tuple[int, float]]], allowed: np.ndarray | None,
-            fetch: int, pool: list[tuple[int, float]] | None = None, terms: frozenset[str] | None = None,
-            rescore: bool = False, side: KeywordSide | None = None,
-            ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
+def _hybrid(
+    log: MessageLog,
+    content: VectorIndex | None,
+    query: SearchQuery,
+    plan: Analysis,
+    signals: dict[str, list[tuple[int, float]]],
+    allowed: np.ndarray | None,
+    fetch: int,
+    pool: list[tuple[int, float]] | None = None,
+    terms: frozenset[str] | None = None,
+    rescore: bool = False,
+    side: KeywordSide | None = None,
+) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
     """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
     bodies. Every candidate's row (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
 
@@ -180,32 +196,47 @@ def _hybrid(log: MessageLog, content: VectorIndex | None, query: SearchQuery, pl
             signals["dense"] = _search(log, content, moved, fetch, within)
             found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     times = _times(found)
-    named = spoken_by_named(query.text, {s: r.names for s, r in found.items()}, plan.terms) \
-        if weights["speaker"] else set()
+    named = (
+        spoken_by_named(query.text, {s: r.names for s, r in found.items()}, plan.terms) if weights["speaker"] else set()
+    )
     priors = None
     if terms is not None and vector is not None and content is not None and content.live:
         known = dict(signals.get("dense", ()))  # the query's own cosines: a question gets no feedback search
         query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
 
         def cosines(seqs: Sequence[int]) -> dict[int, float]:  # the others' from their stored vectors
-            return {s: known[s] if s in known else float(found[s].vector @ query_vector)
-                    for s in seqs if s in known or s in found}
+            return {
+                s: known[s] if s in known else float(found[s].vector @ query_vector)
+                for s in seqs
+                if s in known or s in found
+            }
 
         priors = prior_source(cosines, lambda seqs: {s: found[s].content for s in seqs if s in found}, terms)
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named,
-                  priors=priors)
+    ranked = fuse(
+        signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact, times=times, named=named, priors=priors
+    )
     near = near_exact(query.text, {s: found[s].content for s, _, _ in ranked if s in found})
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact, near_exact=near, times=times,
-                      named=named, priors=priors)
+        ranked = fuse(
+            signals,
+            k,
+            depth=fetch,
+            weights=weights,
+            exact=exact,
+            near_exact=near,
+            times=times,
+            named=named,
+            priors=priors,
+        )
     best = [s for s, _, _ in ranked[:k]]
     bodies = {s: body for s in best if s in found and (body := found[s].body) is not None}
     missing = [s for s in best if s not in bodies]  # the keyword side read the others' with their rows
     return ranked[:k], {**bodies, **log.bodies(missing)} if missing else bodies
 
 
-def _exact_cosines(hits: list[tuple[int, float]], found: dict[int, CandidateRow],
-                   vector: np.ndarray) -> list[tuple[int, float]]:
+def _exact_cosines(
+    hits: list[tuple[int, float]], found: dict[int, CandidateRow], vector: np.ndarray
+) -> list[tuple[int, float]]:
     """``hits`` of a quantized index rescored with their rows' vectors (what an unquantized index holds), best
     first; hits deleted meanwhile are dropped."""
     live = [s for s, _ in hits if s in found]
@@ -236,8 +267,16 @@ def _now(log: MessageLog, query: SearchQuery) -> float:
     return time.time() if newest is None else float(newest)
 
 
-def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int, allowed: np.ndarray | None,
-            lines: np.ndarray | None = None, *, exact: bool = True) -> list[tuple[int, float]]:
+def _search(
+    log: MessageLog,
+    index: VectorIndex,
+    vector: np.ndarray,
+    fetch: int,
+    allowed: np.ndarray | None,
+    lines: np.ndarray | None = None,
+    *,
+    exact: bool = True,
+) -> list[tuple[int, float]]:
     """The ``fetch`` best (seq, cosine) (``exact``: see :func:`dense`); with ``lines``, by
     :func:`~ltm.store.search.fusion.line_scores` (over the stored vectors) of the union of the whole query's and
     each line's nearest ``fetch``."""
@@ -255,8 +294,15 @@ def _search(log: MessageLog, index: VectorIndex, vector: np.ndarray, fetch: int,
     return [(int(seqs[i]), float(scores[i])) for i in order]
 
 
-def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,
-          allowed: np.ndarray | None = None, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def dense(
+    log: MessageLog,
+    index: VectorIndex,
+    queries: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None = None,
+    *,
+    exact: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """``index.search`` with exact cosines: an index of 8-bit codes (:attr:`VectorIndex.quantized`) is asked
     for :func:`_candidates` of ``k``, rescored with SQLite's stored vectors (the values an unquantized index
     holds), best ``k`` kept. Also mends the ranking the quantization blurs (recall@10 vs exact search). Not
@@ -271,7 +317,7 @@ def dense(log: MessageLog, index: VectorIndex, queries: np.ndarray, k: int,
         found = [s for s in ids[row].tolist() if s in stored]
         if found:
             seqs, cosines = _by_cosine(found, np.stack([stored[s] for s in found]), query)
-            out_scores[row, :min(k, len(seqs))], out_ids[row, :min(k, len(seqs))] = cosines[:k], seqs[:k]
+            out_scores[row, : min(k, len(seqs))], out_ids[row, : min(k, len(seqs))] = cosines[:k], seqs[:k]
     return out_scores, out_ids
 
 

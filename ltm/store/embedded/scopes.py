@@ -34,14 +34,21 @@ def add_scope_columns(db: sqlite3.Connection) -> None:
             if name not in have:
                 db.execute(f"ALTER TABLE messages ADD COLUMN {name} {kind}")
         for name in SCOPES:
-            db.execute(f"UPDATE messages SET {name} = json_extract(metadata, '$.{name}') "
-                       f"WHERE json_type(metadata, '$.{name}') = 'text'")
-        db.execute("UPDATE messages SET expires_at = json_extract(metadata, '$.expires_at') "
-                   "WHERE json_type(metadata, '$.expires_at') IN ('integer', 'real')")
-        texts = db.execute("SELECT seq, json_extract(metadata, '$.expires_at') FROM messages "
-                           "WHERE json_type(metadata, '$.expires_at') = 'text'").fetchall()
-        db.executemany("UPDATE messages SET expires_at = ? WHERE seq = ?",
-                       [(readable_expiry(text), seq) for seq, text in texts])
+            db.execute(
+                f"UPDATE messages SET {name} = json_extract(metadata, '$.{name}') "
+                f"WHERE json_type(metadata, '$.{name}') = 'text'"
+            )
+        db.execute(
+            "UPDATE messages SET expires_at = json_extract(metadata, '$.expires_at') "
+            "WHERE json_type(metadata, '$.expires_at') IN ('integer', 'real')"
+        )
+        texts = db.execute(
+            "SELECT seq, json_extract(metadata, '$.expires_at') FROM messages "
+            "WHERE json_type(metadata, '$.expires_at') = 'text'"
+        ).fetchall()
+        db.executemany(
+            "UPDATE messages SET expires_at = ? WHERE seq = ?", [(readable_expiry(text), seq) for seq, text in texts]
+        )
     except BaseException:
         db.execute("ROLLBACK")
         raise

@@ -104,8 +104,9 @@ def write(path: Path, index: Any, header: dict[str, Any]) -> None:
             bulk = _bulk_range(handle, payload_len, int(index.ntotal), _code_size(index))
             meta_crc = _crc(handle, [(0, bulk[0]), (bulk[1], payload_len)])
             bulk_crc = _crc(handle, [bulk])
-            data = json.dumps(header | {"payload_len": payload_len, "bulk": list(bulk), "meta_crc": meta_crc,
-                                        "bulk_crc": bulk_crc}).encode()
+            data = json.dumps(
+                header | {"payload_len": payload_len, "bulk": list(bulk), "meta_crc": meta_crc, "bulk_crc": bulk_crc}
+            ).encode()
             handle.seek(payload_len)
             handle.write(data + _FOOTER.pack(len(data), zlib.crc32(data), _MAGIC))
 
@@ -175,8 +176,8 @@ def _read_flat(data: bytes) -> Loaded | None:
     """A flat snapshot (what follows the magic): whole-payload CRC, float16 vectors, read into RAM."""
     try:
         (size,) = struct.unpack_from("<I", data, 0)
-        header: dict[str, Any] = json.loads(data[4:4 + size])
-        payload = data[4 + size:]
+        header: dict[str, Any] = json.loads(data[4 : 4 + size])
+        payload = data[4 + size :]
         if len(payload) != header["payload_len"] or zlib.crc32(payload) != header["crc32"] or header["kind"] != "flat":
             return None
         dim = int(header["dim"])
@@ -249,7 +250,7 @@ def _crc(handle: IO[bytes], ranges: list[tuple[int, int]], stop: Callable[[], bo
         while at < end:
             if stop is not None and stop():
                 return -1
-            got = os.preadv(fd, [view[:min(_CHUNK, end - at)]], at)
+            got = os.preadv(fd, [view[: min(_CHUNK, end - at)]], at)
             if not got:
                 raise ValueError("snapshot shorter than its header says")
             crc = zlib.crc32(view[:got], crc)

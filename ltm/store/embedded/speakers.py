@@ -14,8 +14,10 @@ def message_facts(log: MessageLog, seqs: Sequence[int]) -> tuple[dict[int, float
     """({seq: created_at}, {seq: (metadata speaker, sent_from, role)}) of the live messages among ``seqs`` (the
     fusion's candidates: what the neighbours' gap and the sitting read, and the names a question can name), in one
     read."""
-    sql = ("SELECT seq, created_at, json_extract(metadata, '$.speaker'), sent_from, role FROM messages "
-           "WHERE seq IN ({marks})")
+    sql = (
+        "SELECT seq, created_at, json_extract(metadata, '$.speaker'), sent_from, role FROM messages "
+        "WHERE seq IN ({marks})"
+    )
     times: dict[int, float] = {}
     names: dict[int, tuple[str, ...]] = {}
     for seq, at, *held in log.where_in(sql, list(seqs)):

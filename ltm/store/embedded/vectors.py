@@ -328,8 +328,9 @@ class VectorIndex:
         self._scales = (held[order], inverse[order])
         return self._scales
 
-    def _search_inner(self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any) -> tuple[
-            np.ndarray, np.ndarray]:
+    def _search_inner(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         """faiss < 1.8: search the IndexIDMap's inner index with a selector over its positions, then map back."""
         seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
         if allowed is not None or self.ghosts:
@@ -357,7 +358,7 @@ class VectorIndex:
         for row in range(len(queries)):
             keep = (ids[row] >= 0) & ~np.isin(ids[row], ghosts)
             found_ids, found_scores = ids[row][keep][:k], scores[row][keep][:k]
-            out_ids[row, :len(found_ids)], out_scores[row, :len(found_ids)] = found_ids, found_scores
+            out_ids[row, : len(found_ids)], out_scores[row, : len(found_ids)] = found_ids, found_scores
         return out_scores, out_ids
 
     def _selector(self, allowed: np.ndarray | None) -> Any:
@@ -399,8 +400,14 @@ class VectorIndex:
     # -- snapshot (the file layouts: ltm.store.embedded.snapshot) -----------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the snapshot atomically: flat as ids + float16 vectors, HNSW streamed by FAISS."""
-        header = {"last_seq": self.snapshot_seq, "last_tseq": self.last_tseq, "kind": self.kind, "dim": self.dim,
-                  "ghosts": sorted(self.ghosts), "binding": self.binding}
+        header = {
+            "last_seq": self.snapshot_seq,
+            "last_tseq": self.last_tseq,
+            "kind": self.kind,
+            "dim": self.dim,
+            "ghosts": sorted(self.ghosts),
+            "binding": self.binding,
+        }
         snapshot.write(path, self.index, header)
         self.graph_changes = 0
 
@@ -431,8 +438,9 @@ class VectorIndex:
             return None
         index = cls(dim, header["kind"])
         index.index = loaded.index
-        index.halved = index.kind == "flat" and isinstance(faiss.downcast_index(index.index.index),
-                                                           faiss.IndexScalarQuantizer)
+        index.halved = index.kind == "flat" and isinstance(
+            faiss.downcast_index(index.index.index), faiss.IndexScalarQuantizer
+        )
         index._loaded = None if header["kind"] == "flat" else loaded  # flat: in RAM, nothing to check later
         index.last_seq, index.last_tseq = int(header["last_seq"]), int(header["last_tseq"])
         index.ghosts = {int(g) for g in header["ghosts"]}
@@ -484,12 +492,15 @@ def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarr
     given. One query (a search) is merged in plain Python: numpy's per-call overhead on its ~100 values cost more
     than the merge itself."""
     if len(found[0][1]) == 1:
-        pairs = [(v, s) for scores, ids in found for v, s in zip(scores[0].tolist(), ids[0].tolist(), strict=True)
-                 if s >= 0 and math.isfinite(v)]
+        pairs = [
+            (v, s)
+            for scores, ids in found
+            for v, s in zip(scores[0].tolist(), ids[0].tolist(), strict=True)
+            if s >= 0 and math.isfinite(v)
+        ]
         pairs.sort(key=lambda pair: -pair[0])  # stable: ties keep the order given
         best = pairs[:k] + [(-math.inf, -1)] * (k - len(pairs))
-        return (np.array([[v for v, _ in best]], dtype=np.float32),
-                np.array([[s for _, s in best]], dtype=np.int64))
+        return (np.array([[v for v, _ in best]], dtype=np.float32), np.array([[s for _, s in best]], dtype=np.int64))
     scores = np.hstack([np.where(ids >= 0, sc, -np.inf).astype(np.float32) for sc, ids in found])
     ids = np.hstack([ids for _, ids in found])
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]

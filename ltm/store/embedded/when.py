@@ -12,5 +12,3 @@ def newest_time(log: MessageLog) -> float | None:
     with translate(log.path):
         found = log.db.execute("SELECT MAX(created_at) FROM messages").fetchone()[0]
     return None if found is None else float(found)
-
-

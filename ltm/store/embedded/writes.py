@@ -24,9 +24,16 @@ Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages
 STAGE_MAX = 64  # adds of up to this many new messages commit them while the model runs (add_groups)
 
 
-def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence[str]], list[bytes]],
-                  items: Sequence[tuple[rowplan.Pending, np.ndarray]], history_limit: int,
-                  before: Callable[[Any], Any] | None = None, *, durable: bool = True) -> builtins.list[int]:
+def insert_groups(
+    log: MessageLog,
+    mirror: IndexMirror,
+    keys: Callable[[Sequence[str]], list[bytes]],
+    items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+    history_limit: int,
+    before: Callable[[Any], Any] | None = None,
+    *,
+    durable: bool = True,
+) -> builtins.list[int]:
     """Insert every item's rows in ONE write transaction the mirror follows; how many rows of each item were
     new. An id that two items both carry goes to the first (the second's add finds it stored, as it would have
     one transaction later). ``before(db)`` runs first in the same transaction; ``durable=False`` when an
@@ -55,8 +62,15 @@ def insert_groups(log: MessageLog, mirror: IndexMirror, keys: Callable[[Sequence
     return counts
 
 
-def replace_rows(log: MessageLog, mirror: IndexMirror, rows: Sequence[Row], *, update: bool, namespace: str | None,
-                 history_limit: int) -> int:
+def replace_rows(
+    log: MessageLog,
+    mirror: IndexMirror,
+    rows: Sequence[Row],
+    *,
+    update: bool,
+    namespace: str | None,
+    history_limit: int,
+) -> int:
     """Each row in place of the stored message with its id, in ONE write transaction; how many replaced one.
     ``update``: a row whose message was deleted meanwhile raises NotFound instead of being added."""
     with mirror.writing(log) as write:
@@ -85,8 +99,9 @@ def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: 
     should that write fail, or the model, the staged rows are taken back and the add raises with nothing stored."""
     known = store._existing_ids([m.id for messages, _ in items for m in messages])
     # every item comes from add_batch, which checked its messages before queueing them
-    pendings = [rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True)
-                for messages, _ in items]
+    pendings = [
+        rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True) for messages, _ in items
+    ]
     texts = [rowplan.texts_to_embed(p, given) for p, (_, given) in zip(pendings, items, strict=True)]
     flat = [t for part in texts for t in part]
     if not flat:
@@ -114,8 +129,9 @@ def _stages(store: Any) -> bool:
     return policy == "always" or (policy == "auto" and bool(store.embedder.slow()))
 
 
-def _beside_the_model(keys: Callable[[Sequence[str]], list[bytes]], pendings: list[rowplan.Pending],
-                      staging: Any) -> None:
+def _beside_the_model(
+    keys: Callable[[Sequence[str]], list[bytes]], pendings: list[rowplan.Pending], staging: Any
+) -> None:
     """A staged add's work on the helper thread while the model runs: its rows drafted (everything but the
     vectors, so the write after the model only sets them), then the staging commit with the drafts' bodies."""
     for pending in pendings:
@@ -125,14 +141,20 @@ def _beside_the_model(keys: Callable[[Sequence[str]], list[bytes]], pendings: li
     staging()
 
 
-def _write_groups(store: Any, items: Sequence[tuple[list[Any], Given]], pendings: list[rowplan.Pending],
-                  texts: list[list[str]], embedded: np.ndarray, staging: Any) -> builtins.list[int]:
+def _write_groups(
+    store: Any,
+    items: Sequence[tuple[list[Any], Given]],
+    pendings: list[rowplan.Pending],
+    texts: list[list[str]],
+    embedded: np.ndarray,
+    staging: Any,
+) -> builtins.list[int]:
     """:func:`add_groups`' write, once the vectors are known; ``staging`` holds the messages committed already."""
     planned: list[tuple[rowplan.Pending, np.ndarray]] = []
     start = 0
     for pending, part, (_, given) in zip(pendings, texts, items, strict=True):
         if pending.messages:  # else every message is stored already: nothing to write
-            planned.append((pending, rowplan.with_given(pending, given, embedded[start:start + len(part)])))
+            planned.append((pending, rowplan.with_given(pending, given, embedded[start : start + len(part)])))
         else:
             planned.append((pending, embedded[:0]))
         start += len(part)

@@ -55,6 +55,7 @@ HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unles
 # (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
 NEAREST_EF_SEARCH = 100
 
+
 class PgBackend(PgDocuments, PgSeam):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
@@ -62,8 +63,11 @@ class PgBackend(PgDocuments, PgSeam):
         self.url, self.kind, self.name, self.model, self.settings = url, kind, name, model, settings
         self.pool = pool_for(url, settings.store_partitions)
         with translate(url), self.pool.connection() as conn:
-            conn.execute("INSERT INTO ltm_namespaces(kind, name, embedding_model) VALUES (%s, %s, %s) "
-                         "ON CONFLICT (kind, name) DO NOTHING", (kind, name, model))
+            conn.execute(
+                "INSERT INTO ltm_namespaces(kind, name, embedding_model) VALUES (%s, %s, %s) "
+                "ON CONFLICT (kind, name) DO NOTHING",
+                (kind, name, model),
+            )
             found = conn.execute(
                 "SELECT id, embedding_model, dim FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
             ).fetchone()
@@ -108,8 +112,10 @@ class PgBackend(PgDocuments, PgSeam):
             stored = None if stored is None else stored[0]
             conn.commit()
             if stored != dim:
-                raise StoreMismatch(f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
-                                    f"returned {dim}; use the model the namespace was built with ({self.model!r})")
+                raise StoreMismatch(
+                    f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
+                    f"returned {dim}; use the model the namespace was built with ({self.model!r})"
+                )
         self._dim = dim
 
     def _build_index(self) -> None:
@@ -127,8 +133,9 @@ class PgBackend(PgDocuments, PgSeam):
     def _index_valid(self) -> bool:
         """Whether the namespace's HNSW index is there and usable (cached once true)."""
         if not self._indexed:
-            found = self._rows("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
-                               (hnsw_index(self.ns),))
+            found = self._rows(
+                "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (hnsw_index(self.ns),)
+            )
             self._indexed = bool(found and found[0][0])
         return self._indexed
 
@@ -146,7 +153,9 @@ class PgBackend(PgDocuments, PgSeam):
             if replace:
                 gone = conn.execute(
                     "DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s::text[]) "
-                    "RETURNING id, body, context_embedding IS NOT NULL", (self.ns, [r.id for r in rows])).fetchall()
+                    "RETURNING id, body, context_embedding IS NOT NULL",
+                    (self.ns, [r.id for r in rows]),
+                ).fetchall()
                 old = {str(i): str(b) for i, b, _ in gone}
                 old_contexts = sum(1 for *_, c in gone if c)
                 missing = [r.id for r in rows if r.id not in old]
@@ -155,10 +164,15 @@ class PgBackend(PgDocuments, PgSeam):
             inserted = insert_rows(conn, self.ns, rows)
             fresh = set(inserted)
             contexts = sum(1 for r in rows if r.context_vector is not None and r.id in fresh) - old_contexts
-            live = conn.execute("UPDATE ltm_namespaces SET live = live + %s, contexts = contexts + %s WHERE id = %s "
-                                "RETURNING live", (len(inserted) - len(old), contexts, self.ns)).fetchone()
-            events: list[Event] = ([(r.id, "UPDATE" if r.id in old else "ADD", old.get(r.id)) for r in rows]
-                                   if replace else [(i, "ADD", None) for i in inserted])
+            live = conn.execute(
+                "UPDATE ltm_namespaces SET live = live + %s, contexts = contexts + %s WHERE id = %s RETURNING live",
+                (len(inserted) - len(old), contexts, self.ns),
+            ).fetchone()
+            events: list[Event] = (
+                [(r.id, "UPDATE" if r.id in old else "ADD", old.get(r.id)) for r in rows]
+                if replace
+                else [(i, "ADD", None) for i in inserted]
+            )
             record(conn, self.ns, events, history_limit)
         if not self._indexed and not self._deferred and live is not None and int(live[0]) >= self.hnsw_rows:
             self._build_index()  # after the commit: CONCURRENTLY cannot run inside a transaction
@@ -191,7 +205,7 @@ class PgBackend(PgDocuments, PgSeam):
                 yield
             except Exception:
                 with suppress(Exception):  # the load's own error is the one to raise; a failed build here is
-                    self._end_bulk(conn)    # retried by the next write or open
+                    self._end_bulk(conn)  # retried by the next write or open
                 raise
             self._end_bulk(conn)
         finally:
@@ -226,13 +240,16 @@ class PgBackend(PgDocuments, PgSeam):
 
     # -- reads -------------------------------------------------------------------------------------------
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        return {r[0] for r in self._rows("SELECT id FROM ltm_messages WHERE ns = %s AND id = ANY(%s)",
-                                         (self.ns, list(ids)))}
+        return {
+            r[0] for r in self._rows("SELECT id FROM ltm_messages WHERE ns = %s AND id = ANY(%s)", (self.ns, list(ids)))
+        }
 
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Stored content vectors by content key (the embedder's cache)."""
-        rows = self._rows("SELECT DISTINCT ON (text_key) text_key, embedding FROM ltm_messages "
-                          "WHERE ns = %s AND text_key = ANY(%s)", (self.ns, [bytes(k) for k in keys]))
+        rows = self._rows(
+            "SELECT DISTINCT ON (text_key) text_key, embedding FROM ltm_messages WHERE ns = %s AND text_key = ANY(%s)",
+            (self.ns, [bytes(k) for k in keys]),
+        )
         return {bytes(k): as_vector(v) for k, v in rows}
 
     def body_of(self, message_id: str) -> str | None:
@@ -265,10 +282,18 @@ class PgBackend(PgDocuments, PgSeam):
         which could leave fewer than k)."""
         return not filtered and self.dimension() is not None and self._index_valid()
 
-    def search(self, text: str, vector: np.ndarray | None, k: int, mode: str,
-               filters: Mapping[str, Any] | None, exact_key: bytes | None = None,
-               lines: np.ndarray | None = None, plan: Analysis | None = None,
-               keyword: KeywordAhead | None = None) -> list[MemoryHit]:
+    def search(
+        self,
+        text: str,
+        vector: np.ndarray | None,
+        k: int,
+        mode: str,
+        filters: Mapping[str, Any] | None,
+        exact_key: bytes | None = None,
+        lines: np.ndarray | None = None,
+        plan: Analysis | None = None,
+        keyword: KeywordAhead | None = None,
+    ) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
         the keyword side itself, so ``plan`` and ``keyword`` are not needed."""
         del plan, keyword
@@ -283,10 +308,23 @@ class PgBackend(PgDocuments, PgSeam):
         build = partial(candidates_sql, lines=by_lines) if hybrid else partial(search_sql, mode)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             tsq = self.keywords.tsquery(conn, text) if mode != "dense" else None
-            sql = build(where, dense=dense, context=dense and hybrid, keyword=tsq is not None, dim=self._dim,
-                        hnsw=hnsw, ns=self.ns)
-            params.update(ns=self.ns, k=k, fetch=fetch, tsq=tsq, q=_query(vector) if dense else None,
-                          lines=[_query(v) for v in lines] if by_lines and lines is not None else None)
+            sql = build(
+                where,
+                dense=dense,
+                context=dense and hybrid,
+                keyword=tsq is not None,
+                dim=self._dim,
+                hnsw=hnsw,
+                ns=self.ns,
+            )
+            params.update(
+                ns=self.ns,
+                k=k,
+                fetch=fetch,
+                tsq=tsq,
+                q=_query(vector) if dense else None,
+                lines=[_query(v) for v in lines] if by_lines and lines is not None else None,
+            )
             if hnsw:
                 self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
@@ -295,32 +333,54 @@ class PgBackend(PgDocuments, PgSeam):
             if one_vector and FEEDBACK_WEIGHT and terms is None:
                 # a question gets the prior instead (the embedded engine's retrieval._feedback)
                 rows = self._with_feedback(conn, text, rows, where, params, hnsw)
-            exact = [] if exact_key is None or not hybrid else conn.execute(
-                f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s AND ({where}) "
-                "ORDER BY m.seq DESC LIMIT %(k)s", {**params, "key": bytes(exact_key)}).fetchall()
+            exact = (
+                []
+                if exact_key is None or not hybrid
+                else conn.execute(
+                    "SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s "
+                    f"AND ({where}) "
+                    "ORDER BY m.seq DESC LIMIT %(k)s",
+                    {**params, "key": bytes(exact_key)},
+                ).fetchall()
+            )
             cosines = None
             if terms is not None:  # the prior's cosines
-                cosines = dict(conn.execute(
-                    "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages WHERE ns = %(ns)s AND seq = ANY(%(seqs)s) "
-                    "AND embedding IS NOT NULL",
-                    {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})}).fetchall())
+                cosines = dict(
+                    conn.execute(
+                        "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages "
+                        "WHERE ns = %(ns)s AND seq = ANY(%(seqs)s) AND embedding IS NOT NULL",
+                        {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})},
+                    ).fetchall()
+                )
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
         return fused(text, k, fetch, rows, exact, terms, cosines)
 
-
-    def keyword_candidates(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                           model_done: threading.Event | None = None) -> None:
+    def keyword_candidates(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> None:
         """None: :meth:`search` ranks the keyword side inside its one statement."""
         del text, plan, k, filters, model_done
 
-    def keyword_beside(self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None,
-                       model_done: threading.Event | None = None) -> None:
+    def keyword_beside(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> None:
         """None: :meth:`search` ranks the keyword side inside its one statement."""
         del text, plan, k, filters, model_done
 
-    def _with_feedback(self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any],
-                       hnsw: bool) -> list[Any]:
+    def _with_feedback(
+        self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any], hnsw: bool
+    ) -> list[Any]:
         """The hybrid candidates with the dense ones searched again by the Rocchio vector, as the embedded engine
         does (:func:`ltm.store.search.fusion.feedback_vector` over the first fusion's best)."""
         signals, bodies = candidates(rows)
@@ -328,8 +388,9 @@ class PgBackend(PgDocuments, PgSeam):
             return rows
         times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}
         seeds = fuse(signals, FEEDBACK_SEEDS, depth=params["fetch"], weights=weights_for(text), times=times)
-        found = conn.execute("SELECT embedding FROM ltm_messages WHERE ns = %s AND seq = ANY(%s)",
-                             (self.ns, [s for s, _, _ in seeds])).fetchall()
+        found = conn.execute(
+            "SELECT embedding FROM ltm_messages WHERE ns = %s AND seq = ANY(%s)", (self.ns, [s for s, _, _ in seeds])
+        ).fetchall()
         if not found:
             return rows
         moved = feedback_vector(params["q"], np.stack([as_vector(e) for (e,) in found]))
@@ -344,11 +405,14 @@ class PgBackend(PgDocuments, PgSeam):
         hnsw = self._hnsw(False)
         expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
         rows = self._read(
-            hnsw, k, f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
+            hnsw,
+            k,
+            f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
             f"AND m.text_key = %(key)s ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
             f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
             f"ORDER BY {expr} <=> %(q)s LIMIT %(k)s) ORDER BY o",
-            {"ns": self.ns, "key": bytes(key), "k": k, "q": _query(vector)})
+            {"ns": self.ns, "key": bytes(key), "k": k, "q": _query(vector)},
+        )
         seen: dict[int, str] = {}
         for order, score, seq, body in rows:
             if (order == 0 or score >= threshold) and seq not in seen:
@@ -365,17 +429,25 @@ class PgBackend(PgDocuments, PgSeam):
         rows = self._read(
             # ONE statement for the batch: per query vector, its nearest stored row (an HNSW index scan when
             # the namespace has its index: EXPLAIN shows "Index Scan using ltm_hnsw_ns<id>" under the loop)
-            hnsw, 0, f"SELECT v.i, 1 - n.d FROM unnest(%(qs)s::vector[]) WITH ORDINALITY AS v(q, i) CROSS JOIN "
+            hnsw,
+            0,
+            f"SELECT v.i, 1 - n.d FROM unnest(%(qs)s::vector[]) WITH ORDINALITY AS v(q, i) CROSS JOIN "
             f"LATERAL (SELECT {expr} <=> v.q AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
-            "ORDER BY d LIMIT 1) n", {"ns": self.ns, "qs": [_query(v) for v in vectors]})
+            "ORDER BY d LIMIT 1) n",
+            {"ns": self.ns, "qs": [_query(v) for v in vectors]},
+        )
         best = np.full(len(vectors), -1.0, dtype=np.float32)
         for i, score in rows:
             if score is not None:
                 best[int(i) - 1] = float(score)
         if keys:
-            stored = {bytes(r[0]) for r in self._rows(
-                "SELECT DISTINCT text_key FROM ltm_messages WHERE ns = %s AND text_key = ANY(%s)",
-                (self.ns, [bytes(k) for k in keys]))}
+            stored = {
+                bytes(r[0])
+                for r in self._rows(
+                    "SELECT DISTINCT text_key FROM ltm_messages WHERE ns = %s AND text_key = ANY(%s)",
+                    (self.ns, [bytes(k) for k in keys]),
+                )
+            }
             best[[i for i, key in enumerate(keys) if bytes(key) in stored]] = 1.0
         return best
 
@@ -385,11 +457,22 @@ class PgBackend(PgDocuments, PgSeam):
         vector in the same row, so ``vectors`` is ``messages`` and there are no ghosts."""
         messages, context, last = self._rows(
             "SELECT live, contexts, coalesce((SELECT max(seq) FROM ltm_messages WHERE ns = %(ns)s), 0) "
-            "FROM ltm_namespaces WHERE id = %(ns)s", {"ns": self.ns})[0]
+            "FROM ltm_namespaces WHERE id = %(ns)s",
+            {"ns": self.ns},
+        )[0]
         index = "none" if self.dimension() is None else ("hnsw" if self._hnsw(False) else "flat")
-        return StoreStats(namespace=namespace, path=self.location, messages=int(messages), vectors=int(messages),
-                          index=index, context_vectors=int(context), ghosts=0, last_seq=int(last), model=model,
-                          embedding_calls=embedding_calls)
+        return StoreStats(
+            namespace=namespace,
+            path=self.location,
+            messages=int(messages),
+            vectors=int(messages),
+            index=index,
+            context_vectors=int(context),
+            ghosts=0,
+            last_seq=int(last),
+            model=model,
+            embedding_calls=embedding_calls,
+        )
 
     def save(self) -> None:
         """Nothing to snapshot: the server holds the index."""

@@ -28,26 +28,52 @@ __all__ = ["COPY_ROWS", "insert_rows", "row_values"]
 
 COPY_ROWS = 16  # rows from which a batch goes through COPY (below: one pipelined INSERT per row)
 
-_COLUMNS = ("ns, id, role, cause_by, sent_from, created_at, metadata, body, text_key, dim, embedding, "
-            "context_embedding, user_id, agent_id, run_id, expires_at, send_to")
-_FTS = ("setweight(to_tsvector('english', {0}), 'A') || setweight(to_tsvector('english', {1}), 'B') || "
-        "setweight(to_tsvector('english', {2}), 'B') || setweight(to_tsvector('english', {3}), 'C')")
+_COLUMNS = (
+    "ns, id, role, cause_by, sent_from, created_at, metadata, body, text_key, dim, embedding, "
+    "context_embedding, user_id, agent_id, run_id, expires_at, send_to"
+)
+_FTS = (
+    "setweight(to_tsvector('english', {0}), 'A') || setweight(to_tsvector('english', {1}), 'B') || "
+    "setweight(to_tsvector('english', {2}), 'B') || setweight(to_tsvector('english', {3}), 'C')"
+)
 _INSERT = (
     f"INSERT INTO ltm_messages({_COLUMNS}, fts) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::vector, "
     f"%s::vector, %s, %s, %s, %s, %s::text[], {_FTS.format('%s', '%s', '%s', '%s')}) "
     "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id"
 )
 # the staging table's columns and their types, in COPY order (the types tell binary COPY how to send each)
-_STAGE = (("n", "integer"), ("ns", "bigint"), ("id", "text"), ("role", "text"), ("cause_by", "text"),
-          ("sent_from", "text"), ("created_at", "double precision"), ("metadata", "text"), ("body", "text"),
-          ("text_key", "bytea"), ("dim", "integer"), ("embedding", "vector"), ("context_embedding", "vector"),
-          ("user_id", "text"), ("agent_id", "text"), ("run_id", "text"), ("expires_at", "double precision"),
-          ("send_to", "text[]"), ("t_content", "text"), ("t_who", "text"), ("t_at", "text"), ("t_context", "text"))
-_CREATE_STAGE = ("CREATE TEMP TABLE IF NOT EXISTS ltm_stage(" + ", ".join(f"{c} {t}" for c, t in _STAGE)
-                 + ") ON COMMIT DELETE ROWS")
-_MOVE = (f"INSERT INTO ltm_messages({_COLUMNS}, fts) SELECT {_COLUMNS.replace('metadata', 'metadata::jsonb')}, "
-         f"{_FTS.format('t_content', 't_who', 't_at', 't_context')} FROM ltm_stage ORDER BY n "
-         "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id")
+_STAGE = (
+    ("n", "integer"),
+    ("ns", "bigint"),
+    ("id", "text"),
+    ("role", "text"),
+    ("cause_by", "text"),
+    ("sent_from", "text"),
+    ("created_at", "double precision"),
+    ("metadata", "text"),
+    ("body", "text"),
+    ("text_key", "bytea"),
+    ("dim", "integer"),
+    ("embedding", "vector"),
+    ("context_embedding", "vector"),
+    ("user_id", "text"),
+    ("agent_id", "text"),
+    ("run_id", "text"),
+    ("expires_at", "double precision"),
+    ("send_to", "text[]"),
+    ("t_content", "text"),
+    ("t_who", "text"),
+    ("t_at", "text"),
+    ("t_context", "text"),
+)
+_CREATE_STAGE = (
+    "CREATE TEMP TABLE IF NOT EXISTS ltm_stage(" + ", ".join(f"{c} {t}" for c, t in _STAGE) + ") ON COMMIT DELETE ROWS"
+)
+_MOVE = (
+    f"INSERT INTO ltm_messages({_COLUMNS}, fts) SELECT {_COLUMNS.replace('metadata', 'metadata::jsonb')}, "
+    f"{_FTS.format('t_content', 't_who', 't_at', 't_context')} FROM ltm_stage ORDER BY n "
+    "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id"
+)
 
 
 def row_values(ns: int, row: Row) -> tuple[Any, ...]:
@@ -57,9 +83,23 @@ def row_values(ns: int, row: Row) -> tuple[Any, ...]:
     if not row.id:
         raise InvalidInput("a message id is required")
     context = None if row.context_vector is None else _vector(decode(row.context_vector))
-    return (ns, row.id, row.role, row.cause_by, row.sent_from, row.created_at, row.metadata, row.body,
-            row.text_key, int(np.asarray(row.vector).shape[-1]), _vector(decode(row.vector)), context, *row.scopes,
-            sorted(json.loads(row.body).get("send_to") or []), *(words(text) for text in row.fts))
+    return (
+        ns,
+        row.id,
+        row.role,
+        row.cause_by,
+        row.sent_from,
+        row.created_at,
+        row.metadata,
+        row.body,
+        row.text_key,
+        int(np.asarray(row.vector).shape[-1]),
+        _vector(decode(row.vector)),
+        context,
+        *row.scopes,
+        sorted(json.loads(row.body).get("send_to") or []),
+        *(words(text) for text in row.fts),
+    )
 
 
 def insert_rows(conn: Any, ns: int, rows: Sequence[Row]) -> list[str]:

@@ -25,8 +25,9 @@ class PgNamespace:
 def pg_namespaces(url: str) -> Iterator[PgNamespace]:
     """Every namespace in the database at ``url``, by kind then name."""
     with translate(url), pool_for(url).connection() as conn:
-        rows = conn.execute("SELECT kind, name, embedding_model, dim, live FROM ltm_namespaces "
-                            "ORDER BY kind, name").fetchall()
+        rows = conn.execute(
+            "SELECT kind, name, embedding_model, dim, live FROM ltm_namespaces ORDER BY kind, name"
+        ).fetchall()
     for kind, name, model, dim, live in rows:
         yield PgNamespace(str(kind), str(name), str(model), None if dim is None else int(dim), int(live))
 
@@ -35,16 +36,19 @@ def pg_namespace_exists(url: str, kind: str, name: str, partitions: int | None =
     """Whether the database at ``url`` holds namespace ``kind/name`` (reads only: creates nothing). ``partitions``:
     the layout expected (``Settings.store_partitions``; StoreMismatch for another), None: any."""
     with translate(url), pool_for(url, partitions).connection() as conn:
-        return conn.execute("SELECT 1 FROM ltm_namespaces WHERE kind = %s AND name = %s",
-                            (kind, name)).fetchone() is not None
+        return (
+            conn.execute("SELECT 1 FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)).fetchone()
+            is not None
+        )
 
 
 def pg_namespace_model(url: str, kind: str, name: str, partitions: int | None = None) -> str | None:
     """The embedding model namespace ``kind/name`` records in the database at ``url`` (None: no such namespace).
     Reads only; ``partitions`` as in :func:`pg_namespace_exists`."""
     with translate(url), pool_for(url, partitions).connection() as conn:
-        row = conn.execute("SELECT embedding_model FROM ltm_namespaces WHERE kind = %s AND name = %s",
-                           (kind, name)).fetchone()
+        row = conn.execute(
+            "SELECT embedding_model FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
+        ).fetchone()
     return None if row is None else str(row[0])
 
 

@@ -46,12 +46,17 @@ def _append(conn: Any, ns: int, events: Sequence[tuple[str, str, str | None, flo
         "INSERT INTO ltm_history(ns, id, event, old, at) SELECT %s, u.i, u.e, u.o, "
         "coalesce(u.a, extract(epoch FROM clock_timestamp())::float8) FROM unnest(%s::text[], %s::text[], "
         "%s::text[], %s::float8[]) WITH ORDINALITY AS u(i, e, o, a, n) ORDER BY u.n",
-        (ns, *([e[i] for e in events] for i in range(4))))
-    total = conn.execute("UPDATE ltm_namespaces SET events = events + %s WHERE id = %s RETURNING events",
-                         (len(events), ns)).fetchone()[0]
+        (ns, *([e[i] for e in events] for i in range(4))),
+    )
+    total = conn.execute(
+        "UPDATE ltm_namespaces SET events = events + %s WHERE id = %s RETURNING events", (len(events), ns)
+    ).fetchone()[0]
     if total > limit:  # the oldest go first
-        conn.execute("DELETE FROM ltm_history WHERE ns = %s AND hseq IN (SELECT hseq FROM ltm_history WHERE ns = %s "
-                     "ORDER BY hseq LIMIT %s)", (ns, ns, total - limit))  # ns twice: one partition, if partitioned
+        conn.execute(
+            "DELETE FROM ltm_history WHERE ns = %s AND hseq IN (SELECT hseq FROM ltm_history WHERE ns = %s "
+            "ORDER BY hseq LIMIT %s)",
+            (ns, ns, total - limit),
+        )  # ns twice: one partition, if partitioned
         conn.execute("UPDATE ltm_namespaces SET events = %s WHERE id = %s", (limit, ns))
 
 
@@ -78,7 +83,9 @@ class PgDocuments:
             "SELECT w, m.metadata ->> 'speaker', m.sent_from, m.role FROM unnest(%s::text[]) AS w CROSS JOIN LATERAL "
             "(SELECT metadata, sent_from, role FROM ltm_messages m WHERE m.ns = %s AND m.fts @@ to_tsquery('english', "
             "w || ':B') AND to_tsvector('simple', m.role || ' ' || m.sent_from || ' ' || coalesce(m.metadata ->> "
-            f"'speaker', '')) @@ to_tsquery('simple', w) LIMIT {NAME_ROWS}) m", (asked, self.ns))
+            f"'speaker', '')) @@ to_tsquery('simple', w) LIMIT {NAME_ROWS}) m",
+            (asked, self.ns),
+        )
         found: dict[str, set[str]] = {}
         for word, *names in rows:
             found.setdefault(str(word), set()).update(str(v) for v in names if v)
@@ -91,64 +98,86 @@ class PgDocuments:
     def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
         """(seq, body, content vector or None) of up to ``limit`` rows with seq > ``after``, in seq order."""
         vector = "embedding" if with_vectors else "NULL::vector"
-        rows = self._rows(f"SELECT seq, body, {vector} FROM ltm_messages WHERE ns = %s AND seq > %s "
-                          "ORDER BY seq LIMIT %s", (self.ns, after, limit))
+        rows = self._rows(
+            f"SELECT seq, body, {vector} FROM ltm_messages WHERE ns = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (self.ns, after, limit),
+        )
         return [(int(s), str(b), None if v is None else as_vector(v)) for s, b, v in rows]
 
     def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
         """(seq, body) of up to ``limit`` rows matching ``tree`` with seq > ``after``, in seq order."""
         where, params = pg_where(tree)
-        rows = self._rows(f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.seq > %(after)s "
-                          f"AND ({where}) ORDER BY m.seq LIMIT %(limit)s",
-                          {**params, "ns": self.ns, "after": after, "limit": limit})
+        rows = self._rows(
+            f"SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.seq > %(after)s "
+            f"AND ({where}) ORDER BY m.seq LIMIT %(limit)s",
+            {**params, "ns": self.ns, "after": after, "limit": limit},
+        )
         return [(int(s), str(b)) for s, b in rows]
 
     def count_where(self, tree: Filter | None) -> int:
         """How many rows match ``tree`` (all of the namespace's when None)."""
         where, params = pg_where(tree)
-        return int(self._rows(f"SELECT count(*) FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})",
-                              {**params, "ns": self.ns})[0][0])
+        return int(
+            self._rows(
+                f"SELECT count(*) FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})", {**params, "ns": self.ns}
+            )[0][0]
+        )
 
     def due(self, now: float) -> bool:
         """Whether a message's expiry has passed (one probe of the partial expiry index)."""
-        return bool(self._rows("SELECT 1 FROM ltm_messages WHERE ns = %s AND expires_at <= %s LIMIT 1",
-                               (self.ns, now)))
+        return bool(self._rows("SELECT 1 FROM ltm_messages WHERE ns = %s AND expires_at <= %s LIMIT 1", (self.ns, now)))
 
     def events(self, message_id: str) -> list[HistoryEvent]:
         """The message's trail, oldest first, read in one snapshot with its current body."""
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            rows = conn.execute("SELECT event, old, at FROM ltm_history WHERE ns = %s AND id = %s ORDER BY hseq",
-                                (self.ns, message_id)).fetchall()
-            body = conn.execute("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s",
-                                (self.ns, message_id)).fetchone()
+            rows = conn.execute(
+                "SELECT event, old, at FROM ltm_history WHERE ns = %s AND id = %s ORDER BY hseq", (self.ns, message_id)
+            ).fetchall()
+            body = conn.execute(
+                "SELECT body FROM ltm_messages WHERE ns = %s AND id = %s", (self.ns, message_id)
+            ).fetchone()
         return assemble(message_id, rows, None if body is None else str(body[0]))
 
-    def signal_scores(self, ids: Sequence[str], vector: np.ndarray | None,
-                      text: str | None) -> dict[str, dict[str, float]]:
+    def signal_scores(
+        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
+    ) -> dict[str, dict[str, float]]:
         """Per-signal scores of the messages ``ids`` for a query: ``dense`` / ``context`` (cosine to
         ``vector``) and ``keyword`` (``ts_rank_cd``, as keyword search scores, for those matching ``text``)."""
         tsq = tsquery_text(text) if text and text.strip() else None
         dense = "1 - (m.embedding <=> %(q)s)" if vector is not None else "NULL::float8"
-        context = ("CASE WHEN m.context_embedding IS NULL THEN NULL ELSE 1 - (m.context_embedding <=> %(q)s) END"
-                   if vector is not None else "NULL::float8")
-        keyword = (f"CASE WHEN m.fts @@ t.q THEN ts_rank_cd('{TSQUERY_WEIGHTS}', m.fts, t.q)::float8 END"
-                   if tsq is not None else "NULL::float8")
+        context = (
+            "CASE WHEN m.context_embedding IS NULL THEN NULL ELSE 1 - (m.context_embedding <=> %(q)s) END"
+            if vector is not None
+            else "NULL::float8"
+        )
+        keyword = (
+            f"CASE WHEN m.fts @@ t.q THEN ts_rank_cd('{TSQUERY_WEIGHTS}', m.fts, t.q)::float8 END"
+            if tsq is not None
+            else "NULL::float8"
+        )
         source = "ltm_messages m, to_tsquery('english', %(tsq)s) AS t(q)" if tsq is not None else "ltm_messages m"
         query = None if vector is None else np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
-        rows = self._rows(f"SELECT m.id, {dense}, {context}, {keyword} FROM {source} "
-                          "WHERE m.ns = %(ns)s AND m.id = ANY(%(ids)s::text[])",
-                          {"ns": self.ns, "ids": list(ids), "q": query, "tsq": tsq})
+        rows = self._rows(
+            f"SELECT m.id, {dense}, {context}, {keyword} FROM {source} "
+            "WHERE m.ns = %(ns)s AND m.id = ANY(%(ids)s::text[])",
+            {"ns": self.ns, "ids": list(ids), "q": query, "tsq": tsq},
+        )
         out: dict[str, dict[str, float]] = {}
         for message_id, *values in rows:
-            out[str(message_id)] = {name: float(v) for name, v in zip(("dense", "context", "keyword"), values,
-                                                                         strict=True) if v is not None}
+            out[str(message_id)] = {
+                name: float(v) for name, v in zip(("dense", "context", "keyword"), values, strict=True) if v is not None
+            }
         return out
 
     def trail_rows(self) -> list[Stored]:
         """The namespace's whole trail, oldest first: (id, event, old body, at); what ``ltm migrate`` carries."""
-        return [(str(i), str(e), o, float(a)) for i, e, o, a in self._rows(
-            "SELECT id, event, old, at FROM ltm_history WHERE ns = %s ORDER BY hseq", (self.ns,))]
+        return [
+            (str(i), str(e), o, float(a))
+            for i, e, o, a in self._rows(
+                "SELECT id, event, old, at FROM ltm_history WHERE ns = %s ORDER BY hseq", (self.ns,)
+            )
+        ]
 
     # -- writing -----------------------------------------------------------------------------------------
     def remove(self, tree: Filter | None, history_limit: int) -> int:
@@ -157,12 +186,16 @@ class PgDocuments:
         where, params = pg_where(tree)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
-            rows = conn.execute(f"DELETE FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where}) "
-                                "RETURNING m.seq, m.id, m.body, m.context_embedding IS NOT NULL",
-                                {**params, "ns": self.ns}).fetchall()
+            rows = conn.execute(
+                f"DELETE FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where}) "
+                "RETURNING m.seq, m.id, m.body, m.context_embedding IS NOT NULL",
+                {**params, "ns": self.ns},
+            ).fetchall()
             if rows:
-                conn.execute("UPDATE ltm_namespaces SET live = live - %s, contexts = contexts - %s WHERE id = %s",
-                             (len(rows), sum(1 for *_, c in rows if c), self.ns))
+                conn.execute(
+                    "UPDATE ltm_namespaces SET live = live - %s, contexts = contexts - %s WHERE id = %s",
+                    (len(rows), sum(1 for *_, c in rows if c), self.ns),
+                )
                 record(conn, self.ns, [(str(i), "DELETE", str(b)) for _, i, b, _ in sorted(rows)], history_limit)
         return len(rows)
 
@@ -171,8 +204,10 @@ class PgDocuments:
         name, replacing what those ids had here: carrying a trail twice leaves one copy."""
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
-            gone = conn.execute("DELETE FROM ltm_history WHERE ns = %s AND id = ANY(%s::text[])",
-                                (self.ns, sorted({r[0] for r in rows}))).rowcount
+            gone = conn.execute(
+                "DELETE FROM ltm_history WHERE ns = %s AND id = ANY(%s::text[])",
+                (self.ns, sorted({r[0] for r in rows})),
+            ).rowcount
             conn.execute("UPDATE ltm_namespaces SET events = events - %s WHERE id = %s", (gone, self.ns))
             _append(conn, self.ns, rows, history_limit)
 

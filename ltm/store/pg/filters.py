@@ -27,9 +27,18 @@ __all__ = ["metadata_expr", "pg_filter", "pg_where"]
 
 _SQL_OP = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 # field -> column of ltm_messages (send_to: a text[] column; content: read from the JSON body)
-_COLUMNS = {"id": "m.id", "content": "(m.body::jsonb ->> 'content')", "role": "m.role", "cause_by": "m.cause_by",
-            "sent_from": "m.sent_from", "created_at": "m.created_at", "expires_at": "m.expires_at",
-            "user_id": "m.user_id", "agent_id": "m.agent_id", "run_id": "m.run_id"}
+_COLUMNS = {
+    "id": "m.id",
+    "content": "(m.body::jsonb ->> 'content')",
+    "role": "m.role",
+    "cause_by": "m.cause_by",
+    "sent_from": "m.sent_from",
+    "created_at": "m.created_at",
+    "expires_at": "m.expires_at",
+    "user_id": "m.user_id",
+    "agent_id": "m.agent_id",
+    "run_id": "m.run_id",
+}
 
 
 def pg_filter(filters: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -49,7 +58,7 @@ def pg_where(tree: Filter | None, prefix: str = "f") -> tuple[str, dict[str, Any
 def metadata_expr(field: str) -> str:
     """``m.metadata -> 'a' -> 'b'`` for ``metadata.a.b`` (segments checked by :func:`metadata_path`)."""
     metadata_path(field)  # InvalidInput unless every segment is [A-Za-z0-9_-]{1,64}: no quote can get in
-    return "(m.metadata" + "".join(f" -> '{s}'" for s in field[len("metadata."):].split(".")) + ")"
+    return "(m.metadata" + "".join(f" -> '{s}'" for s in field[len("metadata.") :].split(".")) + ")"
 
 
 class _Emitter:
@@ -112,11 +121,15 @@ class _Emitter:
             op = _SQL_OP[node.op]
             # CASE, not AND: PostgreSQL does not promise to test the type before it casts
             if isinstance(node.value, str):
-                return (f"(CASE WHEN jsonb_typeof({value}) = 'string' THEN ({value} #>> '{{}}') COLLATE \"C\" {op} "
-                        f"{self.bind(node.value, 'text')} END)")
+                return (
+                    f"(CASE WHEN jsonb_typeof({value}) = 'string' THEN ({value} #>> '{{}}') COLLATE \"C\" {op} "
+                    f"{self.bind(node.value, 'text')} END)"
+                )
             number = Decimal(repr(node.value)) if isinstance(node.value, float) else Decimal(node.value)
-            return (f"(CASE WHEN jsonb_typeof({value}) = 'number' THEN ({value})::numeric {op} "
-                    f"{self.bind(number, 'numeric')} END)")
+            return (
+                f"(CASE WHEN jsonb_typeof({value}) = 'number' THEN ({value})::numeric {op} "
+                f"{self.bind(number, 'numeric')} END)"
+            )
         # contains: a substring of a text value, or an element of a list value (icontains folds case)
         fold = node.op == "icontains"
         text = f"({value} #>> '{{}}')"
@@ -126,9 +139,10 @@ class _Emitter:
         else:
             in_text = "false"  # a number, a boolean or None is not a substring of text
         if fold:
-            element = (f"EXISTS (SELECT 1 FROM jsonb_array_elements({value}) AS e(v) WHERE jsonb_typeof(e.v) = "
-                       f"'string' AND lower(e.v #>> '{{}}') = lower({self.bind(node.value, 'text')}))")
+            element = (
+                f"EXISTS (SELECT 1 FROM jsonb_array_elements({value}) AS e(v) WHERE jsonb_typeof(e.v) = "
+                f"'string' AND lower(e.v #>> '{{}}') = lower({self.bind(node.value, 'text')}))"
+            )
         else:
             element = f"{value} @> {self.bind(json.dumps([node.value]), 'jsonb')}"
-        return (f"(CASE jsonb_typeof({value}) WHEN 'string' THEN {in_text} "
-                f"WHEN 'array' THEN {element} ELSE false END)")
+        return f"(CASE jsonb_typeof({value}) WHEN 'string' THEN {in_text} WHEN 'array' THEN {element} ELSE false END)"

@@ -52,11 +52,15 @@ class KeywordPlanner:
         if todo:
             counts = ", ".join(
                 f"(SELECT count(*) FROM (SELECT 1 FROM ltm_messages m WHERE m.ns = %(ns)s "
-                f"AND m.fts @@ to_tsquery('english', %(t{i})s) LIMIT %(cap)s) x)" for i in range(len(todo)))
+                f"AND m.fts @@ to_tsquery('english', %(t{i})s) LIMIT %(cap)s) x)"
+                for i in range(len(todo))
+            )
             # planned with the words' values each time (unprepared): a generic plan cannot tell a rare word,
             # whose rows the GIN index finds, from a common one
-            found = conn.execute(f"SELECT {counts}", {"ns": self.ns, "cap": cap,
-                                                     **{f"t{i}": t for i, t in enumerate(todo)}},
-                                 prepare=False).fetchone()
+            found = conn.execute(
+                f"SELECT {counts}",
+                {"ns": self.ns, "cap": cap, **{f"t{i}": t for i, t in enumerate(todo)}},
+                prepare=False,
+            ).fetchone()
             self._counts.update(zip(todo, (int(c) for c in found), strict=True))
         return {t: self._counts[t] for t in terms}

@@ -47,11 +47,14 @@ def translate(url: str) -> Iterator[None]:
     try:
         yield
     except psycopg.OperationalError as exc:
-        raise BackendUnavailable(f"PostgreSQL at {redact(url)} is unavailable ({_clean(exc, url)}); "
-                                 "is the server up and the URL right?") from exc
+        raise BackendUnavailable(
+            f"PostgreSQL at {redact(url)} is unavailable ({_clean(exc, url)}); is the server up and the URL right?"
+        ) from exc
     except psycopg.errors.InsufficientPrivilege as exc:
-        raise ConfigError(f"PostgreSQL at {redact(url)} refused: {_clean(exc, url)}; grant ltm's user the "
-                          "rights it needs (CREATE on the schema, or run the migrations as its owner)") from exc
+        raise ConfigError(
+            f"PostgreSQL at {redact(url)} refused: {_clean(exc, url)}; grant ltm's user the "
+            "rights it needs (CREATE on the schema, or run the migrations as its owner)"
+        ) from exc
 
 
 def _clean(exc: Exception, url: str) -> str:
@@ -79,8 +82,15 @@ def pool_for(url: str, partitions: int | None = None) -> ConnectionPool:
                 migrate(conn, partitions or 0)
                 layout = partitions_of(conn)
             check_partitions(redact(url), partitions, layout)
-            pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, configure=_configure, open=False,
-                                  kwargs={"connect_timeout": 10}, name="ltm")
+            pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                configure=_configure,
+                open=False,
+                kwargs={"connect_timeout": 10},
+                name="ltm",
+            )
             pool.open(wait=True, timeout=30)
         _POOLS[url], _LAYOUTS[url] = pool, layout
         return pool

@@ -17,8 +17,15 @@ from ltm.store.search.speakers import body_speakers, spoken_by_named
 __all__ = ["candidates", "fused", "weights_for"]
 
 
-def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[Any],
-          terms: frozenset[str] | None = None, cosines: Mapping[int, float] | None = None) -> list[MemoryHit]:
+def fused(
+    text: str,
+    k: int,
+    fetch: int,
+    rows: Sequence[Any],
+    exact: Sequence[Any],
+    terms: frozenset[str] | None = None,
+    cosines: Mapping[int, float] | None = None,
+) -> list[MemoryHit]:
     """Hybrid hits from the candidates of :func:`ltm.store.pg.search.candidates_sql` (signal, seq, score, body),
     fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies, and
     for one question, ``terms`` its :func:`~ltm.store.search.query.question_stems`, each candidate's prior from
@@ -33,15 +40,31 @@ def fused(text: str, k: int, fetch: int, rows: Sequence[Any], exact: Sequence[An
     candidates_ = {seq for hits in signals.values() for seq, _ in hits}
     named = spoken_by_named(text, {s: body_speakers(loaded[s]) for s in candidates_}) if weights["speaker"] else set()
     given = cosines
-    priors = None if terms is None or given is None else prior_source(
-        lambda seqs: {s: given[s] for s in seqs if s in given},
-        lambda seqs: {s: str(loaded[s]["content"]) for s in seqs if s in loaded}, terms)
-    ranked = fuse(signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named,
-                  priors=priors)
+    priors = (
+        None
+        if terms is None or given is None
+        else prior_source(
+            lambda seqs: {s: given[s] for s in seqs if s in given},
+            lambda seqs: {s: str(loaded[s]["content"]) for s in seqs if s in loaded},
+            terms,
+        )
+    )
+    ranked = fuse(
+        signals, max(2 * k, 20), depth=fetch, weights=weights, exact=exact_seqs, times=times, named=named, priors=priors
+    )
     near = near_exact(text, {s: str(loaded[s]["content"]) for s, _, _ in ranked})
     if near:
-        ranked = fuse(signals, k, depth=fetch, weights=weights, exact=exact_seqs, near_exact=near, times=times,
-                      named=named, priors=priors)
+        ranked = fuse(
+            signals,
+            k,
+            depth=fetch,
+            weights=weights,
+            exact=exact_seqs,
+            near_exact=near,
+            times=times,
+            named=named,
+            priors=priors,
+        )
     return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
 
 

@@ -38,16 +38,31 @@ import psycopg
 
 from ltm.errors import ConfigError, StoreMismatch
 
-__all__ = ["BUILD_LOCK_CLASS", "BUILD_MEMORY_MAX", "LOCK_CLASS", "MIGRATIONS", "SCHEMA_VERSION", "build_memory",
-           "check_partitions", "drop_hnsw", "ensure_hnsw", "hnsw_index", "home_table", "migrate", "partitioned_schema",
-           "partitions_of"]
+__all__ = [
+    "BUILD_LOCK_CLASS",
+    "BUILD_MEMORY_MAX",
+    "LOCK_CLASS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "build_memory",
+    "check_partitions",
+    "drop_hnsw",
+    "ensure_hnsw",
+    "hnsw_index",
+    "home_table",
+    "migrate",
+    "partitioned_schema",
+    "partitions_of",
+]
 
 LOCK_CLASS = 0x17E  # first key of every advisory lock ltm takes (the second: 0 = schema, else a namespace id)
 BUILD_LOCK_CLASS = 0x17F  # (this, namespace id): held by the one process building a namespace's HNSW index
 BUILD_MEMORY_MAX = 4 << 30  # bytes: the most maintenance_work_mem one index build asks for (1M 384-d rows: 3.2 GB)
 
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, """
+    (
+        1,
+        """
 CREATE TABLE ltm_namespaces(
     id bigserial PRIMARY KEY,
     kind text NOT NULL,
@@ -78,10 +93,13 @@ CREATE TABLE ltm_messages(
 CREATE INDEX ltm_messages_ns_seq ON ltm_messages(ns, seq);
 CREATE INDEX ltm_messages_ns_key ON ltm_messages(ns, text_key);
 CREATE INDEX ltm_messages_fts ON ltm_messages USING gin(fts);
-"""),
+""",
+    ),
     # The document API: scope / expiry / recipient columns filled from each row (as the embedded schema
     # 3 -> 4), the audit trail, and a per-namespace event counter that bounds it without a scan.
-    (2, """
+    (
+        2,
+        """
 ALTER TABLE ltm_messages ADD COLUMN user_id text, ADD COLUMN agent_id text, ADD COLUMN run_id text,
     ADD COLUMN expires_at double precision, ADD COLUMN send_to text[] NOT NULL DEFAULT '{}';
 UPDATE ltm_messages SET
@@ -119,10 +137,13 @@ CREATE TABLE ltm_history(
 );
 CREATE INDEX ltm_history_ns ON ltm_history(ns, hseq);
 CREATE INDEX ltm_history_id ON ltm_history(ns, id, hseq);
-"""),
+""",
+    ),
     # Query speed: vectors in the row, an HNSW index per big namespace instead of one per
     # dimension (ensure_hnsw), the rows with a context vector indexed for hybrid search.
-    (3, """
+    (
+        3,
+        """
 ALTER TABLE ltm_messages ALTER COLUMN embedding SET STORAGE MAIN,
     ALTER COLUMN context_embedding SET STORAGE MAIN;
 ALTER TABLE ltm_messages SET (toast_tuple_target = 8160);
@@ -135,15 +156,19 @@ BEGIN
         EXECUTE format('DROP INDEX %I', found.indexname);
     END LOOP;
 END $$;
-"""),
+""",
+    ),
     # stats() without a scan: the namespace row counts its rows with a context vector beside its
     # live rows, both kept in each write transaction; recounted once here (live too: it is what stats reports now).
-    (4, """
+    (
+        4,
+        """
 ALTER TABLE ltm_namespaces ADD COLUMN contexts bigint NOT NULL DEFAULT 0;
 UPDATE ltm_namespaces n SET
     live = (SELECT count(*) FROM ltm_messages m WHERE m.ns = n.id),
     contexts = (SELECT count(*) FROM ltm_messages m WHERE m.ns = n.id AND m.context_embedding IS NOT NULL);
-"""),
+""",
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -213,9 +238,11 @@ CREATE INDEX ltm_messages_ns_context ON ltm_messages(ns, seq) WHERE context_embe
 CREATE INDEX ltm_history_id ON ltm_history(ns, id, hseq);
 """
 # toast_tuple_target is a storage parameter: PostgreSQL takes it on each partition, not on the parent
-_PARTITION = ("CREATE TABLE ltm_messages_p{i} PARTITION OF ltm_messages FOR VALUES WITH (MODULUS {n}, REMAINDER {i}) "
-              "WITH (toast_tuple_target = 8160);\n"
-              "CREATE TABLE ltm_history_p{i} PARTITION OF ltm_history FOR VALUES WITH (MODULUS {n}, REMAINDER {i});")
+_PARTITION = (
+    "CREATE TABLE ltm_messages_p{i} PARTITION OF ltm_messages FOR VALUES WITH (MODULUS {n}, REMAINDER {i}) "
+    "WITH (toast_tuple_target = 8160);\n"
+    "CREATE TABLE ltm_history_p{i} PARTITION OF ltm_history FOR VALUES WITH (MODULUS {n}, REMAINDER {i});"
+)
 
 
 def partitioned_schema(partitions: int) -> str:
@@ -229,7 +256,8 @@ def partitions_of(conn: Any) -> int:
     none yet)."""
     found = conn.execute(
         "SELECT count(i.inhrelid) FROM pg_partitioned_table p LEFT JOIN pg_inherits i ON i.inhparent = p.partrelid "
-        "WHERE p.partrelid = to_regclass('ltm_messages')").fetchone()
+        "WHERE p.partrelid = to_regclass('ltm_messages')"
+    ).fetchone()
     return int(found[0]) if found else 0
 
 
@@ -238,8 +266,11 @@ def check_partitions(url: str, wanted: int | None, found: int) -> None:
     (``wanted``; None: whatever it has)."""
     if wanted is None or int(wanted) == found:
         return
-    has = (f"its message table in {found} hash partitions by namespace" if found
-           else "a plain (unpartitioned) message table")
+    has = (
+        f"its message table in {found} hash partitions by namespace"
+        if found
+        else "a plain (unpartitioned) message table"
+    )
     raise StoreMismatch(
         f"the PostgreSQL database at {url} has {has}, but Settings.store_partitions (LTM_STORE_PARTITIONS) is "
         f"{wanted}; the setting only shapes a new database. Set LTM_STORE_PARTITIONS={found} to use this one, or "
@@ -261,12 +292,16 @@ def migrate(conn: Any, partitions: int = 0) -> int:
                 f"PostgreSQL refused CREATE EXTENSION vector ({exc}); install pgvector on the server, or have an "
                 "administrator run CREATE EXTENSION vector in this database"
             ) from exc
-        conn.execute("CREATE TABLE IF NOT EXISTS ltm_schema(version integer PRIMARY KEY, "
-                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS ltm_schema(version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
         current = int(conn.execute("SELECT coalesce(max(version), 0) FROM ltm_schema").fetchone()[0])
         if current > SCHEMA_VERSION:
-            raise StoreMismatch(f"the database's ltm schema is version {current}, newer than this ltm's "
-                                f"{SCHEMA_VERSION}; upgrade ltm to use it")
+            raise StoreMismatch(
+                f"the database's ltm schema is version {current}, newer than this ltm's "
+                f"{SCHEMA_VERSION}; upgrade ltm to use it"
+            )
         if current == 0 and partitions > 0:
             with conn.transaction():
                 conn.execute(partitioned_schema(partitions))
@@ -306,9 +341,11 @@ def ensure_hnsw(conn: Any, ns: int, dim: int, m: int, ef_construction: int) -> b
         return False
     try:
         table = home_table(conn, ns)
-        create = (f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} "
-                  f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
-                  f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE ns = {ns} AND dim = {dim}")
+        create = (
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} "
+            f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE ns = {ns} AND dim = {dim}"
+        )
         if _valid(conn, name) is False:  # an earlier build was cut off
             conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
         rows = conn.execute("SELECT live FROM ltm_namespaces WHERE id = %s", (ns,)).fetchone()
@@ -343,7 +380,9 @@ def home_table(conn: Any, ns: int) -> str:
         "CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), "
         "'modulus (\\d+), remainder (\\d+)') AS b(m) "
         "WHERE i.inhparent = to_regclass('ltm_messages') "
-        "AND satisfies_hash_partition(i.inhparent, b.m[1]::int, b.m[2]::int, %s::bigint)", (int(ns),)).fetchall()
+        "AND satisfies_hash_partition(i.inhparent, b.m[1]::int, b.m[2]::int, %s::bigint)",
+        (int(ns),),
+    ).fetchall()
     return str(found[0][0]) if found else "ltm_messages"
 
 
@@ -359,8 +398,10 @@ def build_memory(rows: int, dim: int) -> int:
 def _raise_build_memory(conn: Any, wanted: int) -> str | None:
     """Raise the session's ``maintenance_work_mem`` to ``wanted`` bytes (never lower it); the setting it had
     (for the caller to put back), or None when it was left alone."""
-    before, current = conn.execute("SELECT current_setting('maintenance_work_mem'), setting::bigint FROM pg_settings "
-                                   "WHERE name = 'maintenance_work_mem'").fetchone()  # current: kB
+    before, current = conn.execute(
+        "SELECT current_setting('maintenance_work_mem'), setting::bigint FROM pg_settings "
+        "WHERE name = 'maintenance_work_mem'"
+    ).fetchone()  # current: kB
     if wanted // 1024 <= int(current):
         return None
     conn.execute(f"SET maintenance_work_mem = '{int(wanted // 1024)}kB'")  # an int from the code, never user text

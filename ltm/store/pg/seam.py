@@ -53,18 +53,22 @@ class PgSeam:
             WARM.touch(handle, self.settings.max_open_namespaces)
 
     if TYPE_CHECKING:  # PgBackend's own
+
         def dimension(self) -> int | None: ...
         def ensure_dim(self, dim: int) -> None: ...
         def drop(self) -> None: ...
-        def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False,
-                  history_limit: int = 0) -> int: ...
+        def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int: ...
 
     def known_dimension(self) -> int | None:
         return self.dimension()
 
-    def write_groups(self, items: Sequence[tuple[rowplan.Pending, np.ndarray]],
-                     keys: Callable[[Sequence[str]], builtins.list[bytes]], history_limit: int,
-                     staging: Any = None) -> builtins.list[int]:
+    def write_groups(
+        self,
+        items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+        keys: Callable[[Sequence[str]], builtins.list[bytes]],
+        history_limit: int,
+        staging: Any = None,
+    ) -> builtins.list[int]:
         """The adds of several callers: one server transaction each."""
         counts = []
         for pending, vectors in items:

@@ -27,8 +27,16 @@ from typing import Any
 from ltm.store.search.fusion import LINE_WHOLE
 from ltm.store.search.query import query_terms
 
-__all__ = ["TSQUERY_WEIGHTS", "candidates_sql", "dense_expr", "search_sql", "tsquery_terms", "tsquery_text",
-           "vector_text", "words"]
+__all__ = [
+    "TSQUERY_WEIGHTS",
+    "candidates_sql",
+    "dense_expr",
+    "search_sql",
+    "tsquery_terms",
+    "tsquery_text",
+    "vector_text",
+    "words",
+]
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -66,8 +74,9 @@ def dense_expr(column: str, dim: int | None, hnsw: bool, ns: int) -> tuple[str, 
     return f"m.{column}", ""
 
 
-def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-             hnsw: bool, ns: int, lines: bool = False) -> tuple[list[str], list[str]]:
+def _signals(
+    where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None, hnsw: bool, ns: int, lines: bool = False
+) -> tuple[list[str], list[str]]:
     """(CTEs, SELECTs over them) of the signals asked for: rows (seq, rank, score, signal, order)."""
     ctes: list[str] = []
     parts: list[str] = []
@@ -76,33 +85,38 @@ def _signals(where: str, *, dense: bool, context: bool, keyword: bool, dim: int 
             "dense AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r, s FROM ("
             "SELECT m.seq, ((SELECT max(1 - (m.embedding <=> l.v)) FROM unnest(%(lines)s::vector[]) AS l(v)) "
             f"+ {LINE_WHOLE!r} * (1 - (m.embedding <=> %(q)s))) / {1.0 + LINE_WHOLE!r} AS s FROM ltm_messages m "
-            f"WHERE m.ns = %(ns)s AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)")
+            f"WHERE m.ns = %(ns)s AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)"
+        )
         parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
     elif dense:
         expr, extra = dense_expr("embedding", dim, hnsw, ns)
         ctes.append(
             f"dense AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
             f"SELECT m.seq, {expr} <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} AND ({where}) "
-            f"ORDER BY d LIMIT %(fetch)s) x)")
+            f"ORDER BY d LIMIT %(fetch)s) x)"
+        )
         parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
     if context:
         ctes.append(
             "ctx AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
             "SELECT m.seq, m.context_embedding <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s "
-            f"AND m.context_embedding IS NOT NULL AND ({where}) ORDER BY d LIMIT %(fetch)s) x)")
+            f"AND m.context_embedding IS NOT NULL AND ({where}) ORDER BY d LIMIT %(fetch)s) x)"
+        )
         parts.append("SELECT seq, r, s, 'context' AS sig, 2 AS o FROM ctx")
     if keyword:
         ctes.append(
             "kw AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r, s FROM ("
             f"SELECT m.seq, ts_rank_cd('{TSQUERY_WEIGHTS}', m.fts, t.q)::float8 AS s FROM ltm_messages m, "
             "to_tsquery('english', %(tsq)s) AS t(q) "
-            f"WHERE m.ns = %(ns)s AND m.fts @@ t.q AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)")
+            f"WHERE m.ns = %(ns)s AND m.fts @@ t.q AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)"
+        )
         parts.append("SELECT seq, r, s, 'keyword' AS sig, 3 AS o FROM kw")
     return ctes, parts
 
 
-def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-               hnsw: bool, ns: int) -> str:
+def search_sql(
+    mode: str, where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None, hnsw: bool, ns: int
+) -> str:
     """The statement for a one-signal search (dense or keyword mode): rows (body, score, signals), best first.
     Parameters ``ns``, ``q`` (a vector), ``tsq``, ``fetch``, ``k`` and the filter's."""
     ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns)
@@ -114,14 +128,14 @@ def search_sql(mode: str, where: str, *, dense: bool, context: bool, keyword: bo
     )
 
 
-def candidates_sql(where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None,
-                   hnsw: bool, ns: int, lines: bool = False) -> str:
+def candidates_sql(
+    where: str, *, dense: bool, context: bool, keyword: bool, dim: int | None, hnsw: bool, ns: int, lines: bool = False
+) -> str:
     """ONE statement for a hybrid search: every signal's candidates (dense HNSW or exact, context, tsvector
     keyword) with their scores and bodies, rows (signal, seq, score, body) in each signal's rank order. The
     fusion itself is :func:`ltm.store.search.fusion.fuse`, the embedded engine's, so both rank alike. ``lines``: the
     dense signal by the line vectors (parameter ``lines``, a list of vectors) too."""
-    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns,
-                           lines=lines)
+    ctes, parts = _signals(where, dense=dense, context=context, keyword=keyword, dim=dim, hnsw=hnsw, ns=ns, lines=lines)
     if not parts:
         return ""
     return (

@@ -52,7 +52,11 @@ Signals = Callable[[list[str]], dict[str, dict[str, float]]]  # hit ids -> their
 
 
 def explained(
-    hits: Sequence[MemoryHit], mode: str, signals: Signals, threshold: float | None, explain: bool,
+    hits: Sequence[MemoryHit],
+    mode: str,
+    signals: Signals,
+    threshold: float | None,
+    explain: bool,
 ) -> list[MemoryHit]:
     """``hits`` with ``explain`` filled (when asked) and those below ``threshold`` dropped. ``signals`` is the
     engine's: the dense / context / keyword scores of the hits (:func:`sqlite_signals` here; PostgreSQL's in

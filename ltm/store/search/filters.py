@@ -117,8 +117,9 @@ def parse(filters: Mapping[str, Any] | None) -> Filter | None:
         return None
     tree = _node(filters, "filters", 1)
     if _terms(tree) > MAX_TERMS:
-        raise InvalidInput(f"filters hold more than {MAX_TERMS} comparisons; use 'in' with a list of values, "
-                           "or split the query")
+        raise InvalidInput(
+            f"filters hold more than {MAX_TERMS} comparisons; use 'in' with a list of values, or split the query"
+        )
     return tree
 
 
@@ -186,8 +187,10 @@ def _node(spec: Any, where: str, depth: int) -> Filter:
 
 def _deeper(depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise InvalidInput(f"filters nest AND / OR / NOT more than {MAX_DEPTH} levels deep; flatten them "
-                           "(several keys in one dict are AND-ed, 'in' takes a list)")
+        raise InvalidInput(
+            f"filters nest AND / OR / NOT more than {MAX_DEPTH} levels deep; flatten them "
+            "(several keys in one dict are AND-ed, 'in' takes a list)"
+        )
 
 
 def _short(value: Any) -> str:
@@ -210,12 +213,13 @@ def _kind(name: str) -> Kind:
     if name in FIELDS:
         return FIELDS[name][0]
     if name.startswith("metadata."):
-        segments = name[len("metadata."):].split(".")
+        segments = name[len("metadata.") :].split(".")
         if all(_SEGMENT.match(s) for s in segments):
             return "metadata"
         raise InvalidInput(f"metadata filter {name!r}: each key segment is 1-64 letters, digits, _ or -")
-    raise InvalidInput(f"unknown filter field {name!r}; fields are {sorted(FIELDS)} and metadata.KEY "
-                       "(combine with AND / OR / NOT)")
+    raise InvalidInput(
+        f"unknown filter field {name!r}; fields are {sorted(FIELDS)} and metadata.KEY (combine with AND / OR / NOT)"
+    )
 
 
 def _compare(name: str, kind: Kind, op: Any, value: Any) -> Compare:
@@ -259,8 +263,9 @@ def _value(name: str, kind: Kind, op: str, value: Any) -> Any:
 
 
 def _is_named(value: Any) -> bool:
-    return isinstance(value, type) or not isinstance(value, str | int | float | bool | bytes | list | dict | tuple
-                                                          | set | frozenset | type(None) | date)
+    return isinstance(value, type) or not isinstance(
+        value, str | int | float | bool | bytes | list | dict | tuple | set | frozenset | type(None) | date
+    )
 
 
 def _scalar(name: str, value: Any) -> Scalar:
@@ -296,7 +301,7 @@ def metadata_path(field: str) -> str:
     The one piece of a filter written into the SQL text rather than bound: a name, not a value, and only after
     every segment matched ``[A-Za-z0-9_-]{1,64}`` (no quote can get in). Being a literal is what lets SQLite use
     an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
-    segments = field[len("metadata."):].split(".") if field.startswith("metadata.") else []
+    segments = field[len("metadata.") :].split(".") if field.startswith("metadata.") else []
     if not segments or not all(_SEGMENT.match(s) for s in segments):
         raise InvalidInput(f"metadata filter {field!r}: each key segment is 1-64 letters, digits, _ or -")
     return "'$" + "".join(f'."{s}"' for s in segments) + "'"

@@ -60,10 +60,33 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DEPTH", "FEEDBACK_SEEDS", "FEEDBACK_WEIGHT", "LINE_WHOLE", "LONG_QUERY_TERMS", "LONG_QUERY_WEIGHTS",
-           "NEIGHBOUR_GAP", "NEIGHBOUR_SHARE", "PRIOR", "PRIOR_DEPTH", "SITTING_SHARE", "SITTING_SPAN", "STEM",
-           "WEIGHTS", "Candidates", "feedback_vector", "fuse", "line_scores", "near_exact", "normalised_text", "prior",
-           "prior_features", "prior_source", "priors", "stems"]
+__all__ = [
+    "DEPTH",
+    "FEEDBACK_SEEDS",
+    "FEEDBACK_WEIGHT",
+    "LINE_WHOLE",
+    "LONG_QUERY_TERMS",
+    "LONG_QUERY_WEIGHTS",
+    "NEIGHBOUR_GAP",
+    "NEIGHBOUR_SHARE",
+    "PRIOR",
+    "PRIOR_DEPTH",
+    "SITTING_SHARE",
+    "SITTING_SPAN",
+    "STEM",
+    "WEIGHTS",
+    "Candidates",
+    "feedback_vector",
+    "fuse",
+    "line_scores",
+    "near_exact",
+    "normalised_text",
+    "prior",
+    "prior_features",
+    "prior_source",
+    "priors",
+    "stems",
+]
 
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
 # Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
@@ -187,9 +210,11 @@ FEATURES_MAX_CHARS = 2000
 _kept_features = functools.lru_cache(maxsize=FEATURES_KEPT)(_features)
 
 
-def prior_source(cosines: Callable[[list[int]], Mapping[int, float]],
-                 contents: Callable[[list[int]], Mapping[int, str]],
-                 terms: Collection[str]) -> Callable[[Sequence[int]], dict[int, float]]:
+def prior_source(
+    cosines: Callable[[list[int]], Mapping[int, float]],
+    contents: Callable[[list[int]], Mapping[int, str]],
+    terms: Collection[str],
+) -> Callable[[Sequence[int]], dict[int, float]]:
     """What :func:`fuse` takes as ``priors``: given candidates, their :func:`priors`, each computed once (a second
     fusion of the same search asks again) from ``cosines(seqs)`` and ``contents(seqs)`` of the new ones."""
     known: dict[int, float] = {}
@@ -207,8 +232,10 @@ def line_scores(vectors: np.ndarray, whole: np.ndarray, lines: np.ndarray) -> np
     """The multi-line dense score of each row of ``vectors`` (unit vectors): the best cosine to a row of
     ``lines`` and the cosine to ``whole`` (shape (dim,) or (1, dim)), weighed 1 : :data:`LINE_WHOLE`."""
     best = (vectors @ np.asarray(lines, dtype=np.float32).T).max(axis=1)
-    return np.asarray((best + LINE_WHOLE * (vectors @ np.asarray(whole, dtype=np.float32).reshape(-1)))
-                      / (1.0 + LINE_WHOLE), dtype=np.float32)
+    return np.asarray(
+        (best + LINE_WHOLE * (vectors @ np.asarray(whole, dtype=np.float32).reshape(-1))) / (1.0 + LINE_WHOLE),
+        dtype=np.float32,
+    )
 
 
 def feedback_vector(vector: np.ndarray, seeds: np.ndarray) -> np.ndarray:
@@ -265,11 +292,20 @@ def _with_sitting(score: dict[int, float], times: Mapping[int, float], share: fl
 _SCORE_THEN_SEQ = operator.itemgetter(1, 0)
 
 
-def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weights: Mapping[str, float] = WEIGHTS,
-         neighbours: float = NEIGHBOUR_SHARE, exact: Sequence[int] = (), near_exact: Collection[int] = (),
-         times: Mapping[int, float] | None = None, named: Collection[int] = (),
-         sitting: float = SITTING_SHARE, priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
-         ) -> list[tuple[int, float, tuple[str, ...]]]:
+def fuse(
+    signals: Mapping[str, Candidates],
+    k: int,
+    *,
+    depth: int = DEPTH,
+    weights: Mapping[str, float] = WEIGHTS,
+    neighbours: float = NEIGHBOUR_SHARE,
+    exact: Sequence[int] = (),
+    near_exact: Collection[int] = (),
+    times: Mapping[int, float] | None = None,
+    named: Collection[int] = (),
+    sitting: float = SITTING_SHARE,
+    priors: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
+) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ``k`` best (seq, fused score, signals that found it).
 
     ``signals`` maps "dense", "keyword", "context" (a conversation's context vectors) or "time" (dense
@@ -327,15 +363,21 @@ def fuse(signals: Mapping[str, Candidates], k: int, *, depth: int = DEPTH, weigh
     keyword = {seq: value for seq, value in signals.get("keyword", ())}
     if exact or near_exact:
         first = {seq: 2 for seq in exact} | {seq: 1 for seq in near_exact if seq not in exact}
-        order = sorted(score, key=lambda s: (first.get(s, 0), score[s], dense.get(s, -2.0), keyword.get(s, -1.0), s),
-                       reverse=True)
+        order = sorted(
+            score, key=lambda s: (first.get(s, 0), score[s], dense.get(s, -2.0), keyword.get(s, -1.0), s), reverse=True
+        )
     else:
         order = sorted(score, key=lambda s: (score[s], dense.get(s, -2.0), keyword.get(s, -1.0), s), reverse=True)
     return [(s, score[s], tuple(found[s])) for s in order[:k]]
 
 
-def _lent(score: dict[int, float], neighbours: float, times: Mapping[int, float] | None, named: Collection[int],
-          speaker: float) -> dict[int, float]:
+def _lent(
+    score: dict[int, float],
+    neighbours: float,
+    times: Mapping[int, float] | None,
+    named: Collection[int],
+    speaker: float,
+) -> dict[int, float]:
     """Each score plus ``neighbours`` x the better of its neighbours' (seq +- 1, when they are candidates written
     within NEIGHBOUR_GAP of it, or of unknown times when ``times`` is None), then plus ``speaker`` when ``named``."""
     out = {}

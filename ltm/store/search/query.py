@@ -28,8 +28,21 @@ from ltm.store.records import MODES, Analysis
 from ltm.store.search.filters import Filter, parse
 from ltm.store.search.fusion import LONG_QUERY_TERMS, stems
 
-__all__ = ["KEYWORD_BUDGET", "MAX_LINES", "STOPWORDS", "Analysis", "analyse", "check_query", "checked_filters",
-           "keyword_columns", "keyword_plan", "keyword_terms", "query_lines", "query_terms", "question_stems"]
+__all__ = [
+    "KEYWORD_BUDGET",
+    "MAX_LINES",
+    "STOPWORDS",
+    "Analysis",
+    "analyse",
+    "check_query",
+    "checked_filters",
+    "keyword_columns",
+    "keyword_plan",
+    "keyword_terms",
+    "query_lines",
+    "query_terms",
+    "question_stems",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -49,8 +62,9 @@ def checked_filters(filters: Mapping[str, Any] | None) -> Filter | None:
     except LTMError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise InvalidInput(f"filters {filters!r:.200} are not understood ({exc}); "
-                           "see ltm.store.search.filters") from exc
+        raise InvalidInput(
+            f"filters {filters!r:.200} are not understood ({exc}); see ltm.store.search.filters"
+        ) from exc
 
 
 def analyse(query: str) -> Analysis:
@@ -92,16 +106,18 @@ def query_lines(query: str) -> list[str]:
     return list(analyse(query).lines)
 
 
-def keyword_plan(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,
-                 budget: int = KEYWORD_BUDGET) -> str | None:
+def keyword_plan(
+    terms: Sequence[str], doc_freq: Mapping[str, int], rows: int, budget: int = KEYWORD_BUDGET
+) -> str | None:
     """The FTS5 query to run for ``terms`` given their document frequencies (capped counts) in ``rows`` rows:
     :func:`keyword_terms` quoted and joined. None when nothing can match."""
     kept, joiner = keyword_terms(terms, doc_freq, rows, budget)
     return _joined(kept, f" {joiner} ")
 
 
-def keyword_terms(terms: Sequence[str], doc_freq: Mapping[str, int], rows: int,
-                  budget: int = KEYWORD_BUDGET) -> tuple[list[str], str]:
+def keyword_terms(
+    terms: Sequence[str], doc_freq: Mapping[str, int], rows: int, budget: int = KEYWORD_BUDGET
+) -> tuple[list[str], str]:
     """(the terms to search, "OR" or "AND") for ``terms`` given their document frequencies (capped counts) in
     ``rows`` rows; both engines' keyword search plans with it (FTS5 here, tsvector in ltm.store.pg).
 

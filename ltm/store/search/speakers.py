@@ -35,10 +35,12 @@ _PLURAL = re.compile(r"\b(?:we|our)\b", re.IGNORECASE)
 # A question about one named person speaks of them in the third person as well; in the first person it is nearer
 # what they said (REALTALK 0.633 -> 0.636, inference 0.446 -> 0.457; FriendsQA 0.678 -> 0.679;
 # docs/search.md). "her" is both "my" and "me": "my" (the same figures either way).
-_THIRD_PERSON = [(re.compile(r"\b(?:he|she)\b", re.IGNORECASE), "I"),
-                 (re.compile(r"\b(?:his|her)\b", re.IGNORECASE), "my"),
-                 (re.compile(r"\bhim\b", re.IGNORECASE), "me"),
-                 (re.compile(r"\b(?:himself|herself)\b", re.IGNORECASE), "myself")]
+_THIRD_PERSON = [
+    (re.compile(r"\b(?:he|she)\b", re.IGNORECASE), "I"),
+    (re.compile(r"\b(?:his|her)\b", re.IGNORECASE), "my"),
+    (re.compile(r"\bhim\b", re.IGNORECASE), "me"),
+    (re.compile(r"\b(?:himself|herself)\b", re.IGNORECASE), "myself"),
+]
 
 NAME_ROWS = 8  # messages read per word by an engine's speaker_names (their names, in the stored case)
 
@@ -125,8 +127,11 @@ def dense_query(query: str, speaker_names: Callable[[list[str]], Mapping[str, Co
         return query
     found = speaker_names(words)
     if lower:
-        names = frozenset(w for w, held in found.items()
-                          if any(t[:1].isupper() and t.lower() == w for name in held for t in re.findall(r"\w+", name)))
+        names = frozenset(
+            w
+            for w, held in found.items()
+            if any(t[:1].isupper() and t.lower() == w for name in held for t in re.findall(r"\w+", name))
+        )
     else:
         names = frozenset(found)
     return first_person(query, names, any_case=lower)

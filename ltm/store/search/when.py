@@ -17,12 +17,31 @@ from datetime import datetime, timedelta, timezone
 
 __all__ = ["query_window"]
 
-_MONTHS = {name: i for i, names in enumerate(
-    [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
-     ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
-     ("dec", "december")], start=1) for name in names}
-_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|" \
-         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTHS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
 _YEAR = r"((?:19|20)\d\d)"
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_YEAR}-(\d\d)-(\d\d)\b"), "ymd"),
@@ -31,10 +50,27 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+{_YEAR}\b", re.I), "month-d-y"),
     (re.compile(rf"\b{_MONTH}\s+(?:of\s+)?{_YEAR}\b", re.I), "month-y"),
 ]
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-            "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
-_AGO = re.compile(r"\b(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-                  r"(day|week|month)s?\s+ago\b", re.I)
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+}
+_AGO = re.compile(
+    r"\b(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
+    r"(day|week|month)s?\s+ago\b",
+    re.I,
+)
 _BARE_MONTH = re.compile(rf"\b(?:in|during|since|last)\s+{_MONTH}(?!\s*\d)", re.I)
 
 
@@ -95,7 +131,7 @@ def _relative(query: str, now: float) -> tuple[float, float] | None:
 
 
 def _bare_month(query: str, now: float) -> tuple[float, float] | None:
-    """"in May": the latest May that began on or before ``now``'s month (this year's, else last year's)."""
+    """ "in May": the latest May that began on or before ``now``'s month (this year's, else last year's)."""
     match = _BARE_MONTH.search(query)
     if match is None or (match.group(1).lower() == "may" and not re.search(r"\b(in|during|since) may\b", query, re.I)):
         return None  # "last may" is too often the verb

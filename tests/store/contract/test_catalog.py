@@ -21,9 +21,9 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-
 # The catalog walks the embedded data root; on PostgreSQL the namespaces are rows (ltm.store.pg.catalog).
 pytestmark = pytest.mark.embedded_only
+
 
 def _fill(settings: Settings, kind: str, namespace: str, n: int) -> Path:
     store = MemoryStorage(namespace, kind=kind, settings=settings)
@@ -36,14 +36,17 @@ def _fill(settings: Settings, kind: str, namespace: str, n: int) -> Path:
 
 def test_namespaces_lists_every_kind_with_counts_and_creates_nothing(settings: Settings) -> None:
     assert list(namespaces(settings)) == [] and not settings.storage_dir.exists()  # no data root: none made
-    paths = {("role", "Alice (PM)"): _fill(settings, "role", "Alice (PM)", 3),
-             ("role", "bob"): _fill(settings, "role", "bob", 1),
-             ("user", "u@example.com"): _fill(settings, "user", "u@example.com", 5)}
+    paths = {
+        ("role", "Alice (PM)"): _fill(settings, "role", "Alice (PM)", 3),
+        ("role", "bob"): _fill(settings, "role", "bob", 1),
+        ("user", "u@example.com"): _fill(settings, "user", "u@example.com", 5),
+    }
     before = _tree(settings.storage_dir)
     found = list(namespaces(settings))
     assert _tree(settings.storage_dir) == before  # not a file added, grown or touched
     assert {(i.kind, i.namespace): (i.path, i.messages) for i in found} == {
-        key: (path, n) for (key, path), n in zip(paths.items(), (3, 1, 5), strict=True)}
+        key: (path, n) for (key, path), n in zip(paths.items(), (3, 1, 5), strict=True)
+    }
     assert [i.kind for i in found] == ["role", "role", "user"]
     info = found[0]
     assert isinstance(info, NamespaceInfo) and info.problem is None and info.embedding_model

@@ -28,8 +28,13 @@ def _worker(*args: str, store_url: str | None = None, partitions: int = 0) -> su
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
     env.update(store_env(store_url, partitions))
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.store_worker", *args], cwd=ROOT, text=True, env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "tests.support.store_worker", *args],
+        cwd=ROOT,
+        text=True,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -65,8 +70,14 @@ def test_kill_9_during_acknowledged_adds_loses_nothing(settings: Settings, threa
     every add that returned survives kill -9."""
     rng = random.Random(1234)
     # snapshot every 7 adds
-    server = _worker("forkserver", str(settings.storage_dir), "crash", "7", store_url=settings.store_url,
-                     partitions=settings.store_partitions)
+    server = _worker(
+        "forkserver",
+        str(settings.storage_dir),
+        "crash",
+        "7",
+        store_url=settings.store_url,
+        partitions=settings.store_partitions,
+    )
     acked: dict[str, str] = {}
     try:
         assert _line(server) == "READY"
@@ -97,13 +108,23 @@ def test_kill_9_during_acknowledged_adds_loses_nothing(settings: Settings, threa
 
 
 def test_two_writers_and_a_live_reader(settings: Settings) -> None:
-    reader = _worker("read", str(settings.storage_dir), "busy", store_url=settings.store_url,
-                     partitions=settings.store_partitions)
+    reader = _worker(
+        "read", str(settings.storage_dir), "busy", store_url=settings.store_url, partitions=settings.store_partitions
+    )
     try:
         assert _line(reader) == "READY"
-        writers = [_worker("write", str(settings.storage_dir), "busy", prefix, "60", store_url=settings.store_url,
-                           partitions=settings.store_partitions)
-                   for prefix in ("wa", "wb")]
+        writers = [
+            _worker(
+                "write",
+                str(settings.storage_dir),
+                "busy",
+                prefix,
+                "60",
+                store_url=settings.store_url,
+                partitions=settings.store_partitions,
+            )
+            for prefix in ("wa", "wb")
+        ]
         acked = store_worker.acked(writers)
         assert len(acked) == 120
         _send(reader, "stats")
@@ -137,7 +158,7 @@ def test_damaged_index_is_rebuilt_from_sqlite_without_reembedding(settings: Sett
         index_file.write_bytes(data[: len(data) // 2])
     elif damage == "flip":
         middle = len(data) // 2
-        index_file.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:])
+        index_file.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
     elif damage == "garbage":
         index_file.write_bytes(os.urandom(len(data)))
     else:

@@ -55,12 +55,18 @@ def _messages(n: int = 80) -> list[Message]:
             meta["tags"] = rng.choice(_TAGS) + " note"
         if rng.random() < 0.3:
             meta["doc"] = {"kind": rng.choice(["pdf", "md"]), "pages": rng.randrange(5)}
-        out.append(Message(
-            f"message {i} about {rng.choice(['cats', 'Dogs', 'code', 'ÄRGER'])}", id=f"m{i:03d}",
-            role=rng.choice(_ROLES), cause_by=WriteCode if i % 4 == 0 else rng.choice(_CAUSES),
-            sent_from=rng.choice(["alice", "bob", ""]), send_to=rng.choice([{"alice"}, {"bob", "carol"}, set()]),
-            created_at=1_700_000_000 + i * 60, metadata=meta,
-        ))
+        out.append(
+            Message(
+                f"message {i} about {rng.choice(['cats', 'Dogs', 'code', 'ÄRGER'])}",
+                id=f"m{i:03d}",
+                role=rng.choice(_ROLES),
+                cause_by=WriteCode if i % 4 == 0 else rng.choice(_CAUSES),
+                sent_from=rng.choice(["alice", "bob", ""]),
+                send_to=rng.choice([{"alice"}, {"bob", "carol"}, set()]),
+                created_at=1_700_000_000 + i * 60,
+                metadata=meta,
+            )
+        )
     return out
 
 
@@ -86,8 +92,9 @@ def _sql_ids(store: MemoryStorage, filters: Mapping[str, Any]) -> set[str]:
         backend = store._engine()
         assert isinstance(backend, PgBackend)
         with backend.pool.connection() as conn:
-            rows = conn.execute(f"SELECT id FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})",
-                                {**named, "ns": backend.ns}).fetchall()
+            rows = conn.execute(
+                f"SELECT id FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})", {**named, "ns": backend.ns}
+            ).fetchall()
         return {r[0] for r in rows}
     where, params = compile_sql(filters)
     log = embedded_of(store)._log
@@ -102,7 +109,7 @@ _MISSING = object()
 def _get(m: Message, field: str) -> Any:
     if field.startswith("metadata."):
         value: Any = m.metadata
-        for part in field[len("metadata."):].split("."):
+        for part in field[len("metadata.") :].split("."):
             if not isinstance(value, dict) or part not in value:
                 return _MISSING
             value = value[part]
@@ -140,19 +147,29 @@ def _leaf_value(value: Any, node: Compare) -> bool:
         return any((value is None) if v is None else _same(value, v) for v in node.value)
     if node.op in ("gt", "gte", "lt", "lte"):
         numeric = isinstance(node.value, int | float)
-        if value is None or isinstance(value, bool) or (
-            numeric != isinstance(value, int | float) or (not numeric and not isinstance(value, str))
+        if (
+            value is None
+            or isinstance(value, bool)
+            or (numeric != isinstance(value, int | float) or (not numeric and not isinstance(value, str)))
         ):
             return False
-        return bool({"gt": value > node.value, "gte": value >= node.value,
-                     "lt": value < node.value, "lte": value <= node.value}[node.op])
+        return bool(
+            {
+                "gt": value > node.value,
+                "gte": value >= node.value,
+                "lt": value < node.value,
+                "lte": value <= node.value,
+            }[node.op]
+        )
     fold = node.op == "icontains"
     needle = node.value.casefold() if fold else node.value
     if isinstance(value, str):
         return isinstance(needle, str) and needle in (value.casefold() if fold else value)
     if isinstance(value, list):
-        return any(not isinstance(v, list | dict) and _same(v.casefold() if fold and isinstance(v, str) else v,
-                                                              needle) for v in value)
+        return any(
+            not isinstance(v, list | dict) and _same(v.casefold() if fold and isinstance(v, str) else v, needle)
+            for v in value
+        )
     return False
 
 
@@ -209,8 +226,10 @@ _CASES: list[dict[str, Any]] = [
     {"AND": [{"role": "user"}, {"NOT": {"user_id": "u1"}}]},
     {"NOT": {"OR": [{"metadata.score": {"gt": 2}}, {"metadata.tags": {"contains": "gamma"}}]}},
     {"NOT": {"NOT": {"metadata.doc.kind": "md"}}},
-    {"OR": [{"AND": [{"role": "assistant"}, {"created_at": {"lt": 1_700_002_000}}]},
-            {"NOT": {"send_to": "alice"}}], "agent_id": {"ne": "agent-z"}},
+    {
+        "OR": [{"AND": [{"role": "assistant"}, {"created_at": {"lt": 1_700_002_000}}]}, {"NOT": {"send_to": "alice"}}],
+        "agent_id": {"ne": "agent-z"},
+    },
 ]
 
 
@@ -236,14 +255,22 @@ def test_complements_partition_the_store(store: MemoryStorage) -> None:
 
 
 def test_old_search_kwargs_are_translated() -> None:
-    old = {"role": ["user"], "cause_by": WriteCode, "created_after": 5, "created_before": 9,
-           "metadata": {"topic": "x", "n": None}}
+    old = {
+        "role": ["user"],
+        "cause_by": WriteCode,
+        "created_after": 5,
+        "created_before": 9,
+        "metadata": {"topic": "x", "n": None},
+    }
     tree = parse(old)
     assert isinstance(tree, And)
     assert set(tree.parts) == {
-        Compare("role", "in", ("user",)), Compare("cause_by", "eq", "tests.store.contract.test_filters.WriteCode"),
-        Compare("created_at", "gte", 5.0), Compare("created_at", "lt", 9.0),
-        Compare("metadata.topic", "eq", "x"), Compare("metadata.n", "eq", None),
+        Compare("role", "in", ("user",)),
+        Compare("cause_by", "eq", "tests.store.contract.test_filters.WriteCode"),
+        Compare("created_at", "gte", 5.0),
+        Compare("created_at", "lt", 9.0),
+        Compare("metadata.topic", "eq", "x"),
+        Compare("metadata.n", "eq", None),
     }
 
 
@@ -253,32 +280,36 @@ def test_values_are_parameters_never_sql(store: MemoryStorage) -> None:
     assert hostile not in where and hostile in params
     pg_where, named = pg_filter({"role": hostile, "metadata.k": {"contains": hostile}})
     assert hostile not in pg_where and hostile in named.values()
-    assert _sql_ids(store, {"OR": [{"role": hostile}, {"content": {"contains": "'); DROP TABLE messages; --"}}]}) \
-        == set()
+    assert (
+        _sql_ids(store, {"OR": [{"role": hostile}, {"content": {"contains": "'); DROP TABLE messages; --"}}]}) == set()
+    )
     assert store.count() == 80
 
 
-@pytest.mark.parametrize(("filters", "says"), [
-    ({"role": {"like": "u%"}}, "unknown filter operator 'like'"),
-    ({"rol": "user"}, "unknown filter field 'rol'"),
-    ({"metadata.a'b": 1}, "metadata filter"),
-    ({"metadata.": 1}, "metadata filter"),
-    ({"role": 5}, "takes text"),
-    ({"created_at": {"gte": "yesterday"}}, "ISO 8601"),
-    ({"created_at": {"contains": "2024"}}, "is a time"),
-    ({"role": {"gt": "a"}}, "is text"),
-    ({"metadata.x": {"gt": None}}, "compares a number or text"),
-    ({"metadata.x": {"eq": [1, 2]}}, "compares text, numbers"),
-    ({"metadata.x": {"eq": float("nan")}}, "finite"),
-    ({"role": {"in": []}}, "non-empty list"),
-    ({"role": {"in": "user"}}, "non-empty list"),
-    ({"role": {}}, "empty operator dict"),
-    ({"AND": []}, "non-empty list"),
-    ({"OR": {"role": "user"}}, "non-empty list"),
-    ({"NOT": "user"}, "non-empty dict"),
-    ({"metadata": "x"}, "metadata.KEY"),
-    ({"content": {"icontains": 3}}, "takes text"),
-])
+@pytest.mark.parametrize(
+    ("filters", "says"),
+    [
+        ({"role": {"like": "u%"}}, "unknown filter operator 'like'"),
+        ({"rol": "user"}, "unknown filter field 'rol'"),
+        ({"metadata.a'b": 1}, "metadata filter"),
+        ({"metadata.": 1}, "metadata filter"),
+        ({"role": 5}, "takes text"),
+        ({"created_at": {"gte": "yesterday"}}, "ISO 8601"),
+        ({"created_at": {"contains": "2024"}}, "is a time"),
+        ({"role": {"gt": "a"}}, "is text"),
+        ({"metadata.x": {"gt": None}}, "compares a number or text"),
+        ({"metadata.x": {"eq": [1, 2]}}, "compares text, numbers"),
+        ({"metadata.x": {"eq": float("nan")}}, "finite"),
+        ({"role": {"in": []}}, "non-empty list"),
+        ({"role": {"in": "user"}}, "non-empty list"),
+        ({"role": {}}, "empty operator dict"),
+        ({"AND": []}, "non-empty list"),
+        ({"OR": {"role": "user"}}, "non-empty list"),
+        ({"NOT": "user"}, "non-empty dict"),
+        ({"metadata": "x"}, "metadata.KEY"),
+        ({"content": {"icontains": 3}}, "takes text"),
+    ],
+)
 def test_bad_filters_are_refused_with_the_fix(store: MemoryStorage, filters: dict[str, Any], says: str) -> None:
     with pytest.raises(InvalidInput, match=None) as info:
         compile_sql(filters)
@@ -294,22 +325,26 @@ def test_not_a_dict_is_refused() -> None:
     assert parse({}) is None and parse(None) is None and compile_sql(None) == ("1", [])
 
 
-@pytest.mark.parametrize(("filters", "index"), [
-    ({"user_id": "u1"}, "messages_user_id"),
-    ({"run_id": "r0"}, "messages_run_id"),
-    ({"agent_id": {"in": ["agent-x", "agent-y"]}}, "messages_agent_id"),
-    ({"cause_by": WriteCode}, "messages_cause_by"),
-    ({"created_at": {"gte": 1_700_000_600, "lt": 1_700_001_800}}, "messages_created_at"),
-    ({"id": "m001"}, "sqlite_autoindex_messages"),
-])
+@pytest.mark.parametrize(
+    ("filters", "index"),
+    [
+        ({"user_id": "u1"}, "messages_user_id"),
+        ({"run_id": "r0"}, "messages_run_id"),
+        ({"agent_id": {"in": ["agent-x", "agent-y"]}}, "messages_agent_id"),
+        ({"cause_by": WriteCode}, "messages_cause_by"),
+        ({"created_at": {"gte": 1_700_000_600, "lt": 1_700_001_800}}, "messages_created_at"),
+        ({"id": "m001"}, "sqlite_autoindex_messages"),
+    ],
+)
 def test_a_selective_filter_is_an_index_lookup(store: MemoryStorage, filters: dict[str, Any], index: str) -> None:
     if store.settings.store_url:
         pytest.skip("SQLite's query plan (PostgreSQL's: test_pg_documents.py::test_selective_filters_can_use_an_index)")
     where, params = compile_sql({**filters, "metadata.score": {"ne": 3}})
     log = embedded_of(store)._log
     assert log is not None
-    plan = " | ".join(r[3] for r in log.db.execute(
-        f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params))
+    plan = " | ".join(
+        r[3] for r in log.db.execute(f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params)
+    )
     assert f"USING INDEX {index}" in plan or f"USING COVERING INDEX {index}" in plan, plan
     assert "SCAN m" not in plan.replace("SCAN m USING", ""), plan
 
@@ -325,8 +360,9 @@ def test_an_indexed_metadata_key_is_an_index_lookup(tmp_path_factory: pytest.Tem
     where, params = compile_sql(filters)
     log = embedded_of(store)._log
     assert log is not None
-    plan = " | ".join(r[3] for r in log.db.execute(
-        f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params))
+    plan = " | ".join(
+        r[3] for r in log.db.execute(f"EXPLAIN QUERY PLAN SELECT seq FROM messages m WHERE {where}", params)
+    )
     assert "USING INDEX messages_meta_doc__kind" in plan, plan
     assert _sql_ids(store, filters) == before and before
     with pytest.raises(InvalidInput, match="metadata filter"):

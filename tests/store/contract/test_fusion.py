@@ -113,8 +113,9 @@ def test_a_candidate_gets_a_share_of_the_best_other_candidate_of_its_sitting() -
     assert dict((s, v) for s, v, _ in fuse(signals, 50, neighbours=0.0, sitting=SITTING_SHARE)) == alone  # no times
     far = {1: 1000.0, 5 + SITTING_SPAN: 1000.0}  # same time, too many messages apart (notes of one day)
     dense = [(1, 0.9), (5 + SITTING_SPAN, 0.6)] + [(100 + i, 0.2) for i in range(48)]
-    assert dict((s, v) for s, v, _ in fuse({"dense": dense}, 50, neighbours=0.0, times=far)) == \
-        dict((s, v) for s, v, _ in fuse({"dense": dense}, 50, neighbours=0.0, sitting=0.0))
+    assert dict((s, v) for s, v, _ in fuse({"dense": dense}, 50, neighbours=0.0, times=far)) == dict(
+        (s, v) for s, v, _ in fuse({"dense": dense}, 50, neighbours=0.0, sitting=0.0)
+    )
 
 
 def test_days_apart_notes_lend_nothing_through_the_store(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,22 +125,26 @@ def test_days_apart_notes_lend_nothing_through_the_store(settings: Settings, mon
     monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {name: 0.0 for name in PRIOR})
     hour = 3600.0
     with MemoryStorage("notes", settings=settings) as store:
-        store.add_batch([
-            Message(content="filler about the weather", role="Ann", created_at=0.0),
-            Message(content="Booked the violin lesson with Mr Petrov", role="Ann", created_at=10 * hour),
-            Message(content="Bought groceries for the week", role="Ann", created_at=100 * hour),
-            Message(content="Paid the electricity bill", role="Ann", created_at=200 * hour),
-        ])
+        store.add_batch(
+            [
+                Message(content="filler about the weather", role="Ann", created_at=0.0),
+                Message(content="Booked the violin lesson with Mr Petrov", role="Ann", created_at=10 * hour),
+                Message(content="Bought groceries for the week", role="Ann", created_at=100 * hour),
+                Message(content="Paid the electricity bill", role="Ann", created_at=200 * hour),
+            ]
+        )
         hits = store.search("violin lesson Petrov", k=4, explain=True)
         scores = {h.message.content: h.score for h in hits}
         assert scores.get("Bought groceries for the week", 0.0) <= scores.get("Paid the electricity bill", 0.0) + 1e-9
     with MemoryStorage("chat", settings=settings) as store:
-        store.add_batch([
-            Message(content="filler about the weather", role="Ann", created_at=0.0),
-            Message(content="Booked the violin lesson with Mr Petrov", role="Ann", created_at=10 * hour),
-            Message(content="Bought groceries for the week", role="Bob", created_at=10 * hour + 60),
-            Message(content="Paid the electricity bill", role="Bob", created_at=200 * hour),
-        ])
+        store.add_batch(
+            [
+                Message(content="filler about the weather", role="Ann", created_at=0.0),
+                Message(content="Booked the violin lesson with Mr Petrov", role="Ann", created_at=10 * hour),
+                Message(content="Bought groceries for the week", role="Bob", created_at=10 * hour + 60),
+                Message(content="Paid the electricity bill", role="Bob", created_at=200 * hour),
+            ]
+        )
         hits = store.search("violin lesson Petrov", k=4)
         scores = {h.message.content: h.score for h in hits}
         assert scores["Bought groceries for the week"] > scores.get("Paid the electricity bill", 0.0) + 0.05
@@ -155,15 +160,18 @@ def test_ties_are_broken_by_dense_then_keyword_then_newest() -> None:
 
 def test_a_named_date_favours_what_was_said_that_day(settings: Settings) -> None:
     """The keyword index holds each message's UTC day as words, so a question naming the day reaches it."""
+
     def day(d: int) -> float:
         return datetime(2024, 1, d, 12, tzinfo=timezone.utc).timestamp()
 
     with MemoryStorage("days", settings=settings) as store:
-        store.add_batch([
-            Message(content="Made pasta with pesto tonight", role="Kate", created_at=day(3)),
-            Message(content="Made pasta carbonara tonight", role="Kate", created_at=day(5)),
-            Message(content="Made pasta with clams tonight", role="Kate", created_at=day(8)),
-        ])
+        store.add_batch(
+            [
+                Message(content="Made pasta with pesto tonight", role="Kate", created_at=day(3)),
+                Message(content="Made pasta carbonara tonight", role="Kate", created_at=day(5)),
+                Message(content="Made pasta with clams tonight", role="Kate", created_at=day(8)),
+            ]
+        )
         hits = store.search("What pasta did Kate make on 5 January 2024?", k=3)
         assert hits[0].message.content == "Made pasta carbonara tonight"
         hits = store.search("What pasta did Kate make on January 8, 2024?", k=3)
@@ -229,38 +237,55 @@ def test_relative_dates_count_from_the_newest_message(tmp_path: Path, monkeypatc
 
     settings = Settings(storage_dir=tmp_path / "storage", embedding="hash")
     with MemoryStorage("chat", settings=settings) as store:
-        store.add_batch([
-            Message(content="Cooked a spicy lentil curry for dinner", role="Kate", created_at=day(2)),
-            Message(content="Cooked a mild lentil soup for dinner", role="Kate", created_at=day(6)),
-            Message(content="Work was long, nothing else to report", role="Kate", created_at=day(7)),
-        ])
-        assert store.search("what did Kate cook yesterday", k=1)[0].message.content == \
-            "Cooked a mild lentil soup for dinner"
-        assert store.search("what did Kate cook 5 days ago", k=1)[0].message.content == \
-            "Cooked a spicy lentil curry for dinner"
+        store.add_batch(
+            [
+                Message(content="Cooked a spicy lentil curry for dinner", role="Kate", created_at=day(2)),
+                Message(content="Cooked a mild lentil soup for dinner", role="Kate", created_at=day(6)),
+                Message(content="Work was long, nothing else to report", role="Kate", created_at=day(7)),
+            ]
+        )
+        assert (
+            store.search("what did Kate cook yesterday", k=1)[0].message.content
+            == "Cooked a mild lentil soup for dinner"
+        )
+        assert (
+            store.search("what did Kate cook 5 days ago", k=1)[0].message.content
+            == "Cooked a spicy lentil curry for dinner"
+        )
 
 
-PASTED = "\n".join([  # a pasted conversation: long, and only its last line is about an award
-    "Lisa: hey there, guess what happened to me this morning at school",
-    "Assistant: tell me everything, I am listening",
-    "Lisa: first there was thunder all night long and I barely slept",
-    "Assistant: oh no, that sounds exhausting",
-    "Lisa: then the exam started right after breakfast",
-    "Assistant: and how did it go in the end",
-    "Lisa: later I practised guitar for hours",
-    "Lisa: and then, a trophy",
-])
+PASTED = "\n".join(
+    [  # a pasted conversation: long, and only its last line is about an award
+        "Lisa: hey there, guess what happened to me this morning at school",
+        "Assistant: tell me everything, I am listening",
+        "Lisa: first there was thunder all night long and I barely slept",
+        "Assistant: oh no, that sounds exhausting",
+        "Lisa: then the exam started right after breakfast",
+        "Assistant: and how did it go in the end",
+        "Lisa: later I practised guitar for hours",
+        "Lisa: and then, a trophy",
+    ]
+)
 
 
 def test_a_pasted_conversation_reaches_the_memory_one_line_is_about(settings: Settings) -> None:
     """Embedded whole, the conversation is closest to the memories that mix
     its main topics; each line embedded too, the one line about an award reaches the one memory about it (no
     word in common: the keyword index cannot help). Dense mode stays the whole query's cosine."""
-    memories = ["medal", "rain homework", "homework piano", "rain piano", "storm quiz", "quiz song", "storm song",
-                "rain homework piano"]
+    memories = [
+        "medal",
+        "rain homework",
+        "homework piano",
+        "rain piano",
+        "storm quiz",
+        "quiz song",
+        "storm song",
+        "rain homework piano",
+    ]
     with MemoryStorage("lisa", settings=settings, embedding=ConceptEmbedding()) as store:
-        store.add_batch([Message(content=m, role="user", created_at=1000.0 + 86400 * i)
-                         for i, m in enumerate(memories)])
+        store.add_batch(
+            [Message(content=m, role="user", created_at=1000.0 + 86400 * i) for i, m in enumerate(memories)]
+        )
         assert store.search(PASTED, k=1)[0].message.content == "medal"
         assert store.search(PASTED, k=8, mode="dense")[-1].message.content == "medal"
         short = "Lisa: a trophy\nAssistant: well done"  # a question, not a pasted conversation: one vector
@@ -299,6 +324,7 @@ def test_feedback_brings_what_the_best_hits_share(settings: Settings, monkeypatc
         engines: list[object] = [retrieval]
         try:  # the PostgreSQL engine's copy of the names, where its driver is installed (not at MetaGPT's pins)
             from ltm.store.pg import backend
+
             engines.append(backend)
         except ImportError:
             pass
@@ -321,21 +347,37 @@ def test_a_question_naming_a_speaker_favours_what_they_said(settings: Settings) 
     more of the question's words, but the question asks about Kevin, so Kevin's own turn gains on hers (the bonus,
     WEIGHTS["speaker"]) against the same question naming nobody; a word of a longer name is enough ("Fahim" names
     "Fahim Khan"). Keyword mode, which has no bonus, puts Elise's turn first."""
-    filler = ["Good morning", "How was work", "The movie was long", "I walked the dog", "Traffic was bad",
-              "Let us call later", "The train was late", "My phone died"]
+    filler = [
+        "Good morning",
+        "How was work",
+        "The movie was long",
+        "I walked the dog",
+        "Traffic was bad",
+        "Let us call later",
+        "The train was late",
+        "My phone died",
+    ]
     turns = [("elise" if i % 2 else "Kevin", text) for i, text in enumerate(filler)] + [
-        ("elise", "Kevin loves sushi, sushi is his favourite"), ("Kevin", "Sushi with family"),
-        ("Fahim Khan", "Sushi again tonight")]
+        ("elise", "Kevin loves sushi, sushi is his favourite"),
+        ("Kevin", "Sushi with family"),
+        ("Fahim Khan", "Sushi again tonight"),
+    ]
     with MemoryStorage("chat", settings=settings) as store:
-        store.add_batch([Message(content=text, role=who, sent_from=who, created_at=1000.0 + 86400 * i)
-                         for i, (who, text) in enumerate(turns)])
+        store.add_batch(
+            [
+                Message(content=text, role=who, sent_from=who, created_at=1000.0 + 86400 * i)
+                for i, (who, text) in enumerate(turns)
+            ]
+        )
 
         def lead(query: str, content: str) -> float:  # how far ``content`` is ahead of Elise's turn
             scores = {h.message.content: h.score for h in store.search(query, k=11)}
             return scores[content] - scores["Kevin loves sushi, sushi is his favourite"]
 
-        assert lead("Where did Kevin eat sushi?", "Sushi with family") > lead("Where did they eat sushi?",
-                                                                               "Sushi with family") + 0.2
+        assert (
+            lead("Where did Kevin eat sushi?", "Sushi with family")
+            > lead("Where did they eat sushi?", "Sushi with family") + 0.2
+        )
         assert store.search("Where did Fahim eat sushi?", k=3)[0].message.sent_from == "Fahim Khan"
         assert store.search("Where did Kevin eat sushi?", k=3, mode="keyword")[0].message.sent_from == "elise"
 
@@ -357,21 +399,28 @@ def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_sca
     # two-line queries (pasted, short): they get feedback; a one-line question gets the prior instead
     questions = ["storm\ntrophy", "coffee\nin winter", "the violin\nby the river", "medal\ngarden rain"]
     with MemoryStorage("pool", settings=settings) as store:
-        store.add_batch([Message(content=n, role="user", cause_by="even" if i % 2 else "odd",
-                                 created_at=1000.0 + 60 * i) for i, n in enumerate(notes)])
+        store.add_batch(
+            [
+                Message(content=n, role="user", cause_by="even" if i % 2 else "odd", created_at=1000.0 + 60 * i)
+                for i, n in enumerate(notes)
+            ]
+        )
         store.delete(store.search("storm trophy", k=1, mode="dense")[0].message.id)
 
         def ranked(pool: int, **kw: object) -> list[list[tuple[float, str]]]:
             monkeypatch.setattr(retrieval, "FEEDBACK_POOL", pool)  # 0: the second full scan
-            return [sorted((round(-h.score, 5), h.message.id) for h in store.search(q, k=10, **kw))  # type: ignore[arg-type]
-                    for q in questions]
+            return [
+                sorted((round(-h.score, 5), h.message.id) for h in store.search(q, k=10, **kw))  # type: ignore[arg-type]
+                for q in questions
+            ]
 
         assert ranked(4) == ranked(0)
         filtered = ranked(4, filters={"cause_by": "even"})
         assert filtered == ranked(0, filters={"cause_by": "even"}) and all(len(r) == 10 for r in filtered)
 
-        store.add_batch([Message(content=" ".join(rng.choice(words, size=4)) + f" more {i}", role="user")
-                         for i in range(300)])
+        store.add_batch(
+            [Message(content=" ".join(rng.choice(words, size=4)) + f" more {i}", role="user") for i in range(300)]
+        )
         scanned: list[tuple[int, int | None]] = []  # per search of the content index: k, the seqs it was limited to
         search = VectorIndex.search
 
@@ -403,8 +452,15 @@ def test_the_sitting_share_matches_its_definition_on_random_candidates() -> None
         alone = {s: v for s, v, _ in fuse({"dense": dense}, n, neighbours=0.0, sitting=0.0)}
         shared = {s: v for s, v, _ in fuse({"dense": dense}, n, neighbours=0.0, times=times, sitting=0.2)}
         for s in seqs:
-            others = [alone[o] for o in seqs if o != s and s in times and o in times
-                      and abs(times[s] - times[o]) <= NEIGHBOUR_GAP and abs(s - o) <= SITTING_SPAN]
+            others = [
+                alone[o]
+                for o in seqs
+                if o != s
+                and s in times
+                and o in times
+                and abs(times[s] - times[o]) <= NEIGHBOUR_GAP
+                and abs(s - o) <= SITTING_SPAN
+            ]
             assert shared[s] == pytest.approx(alone[s] + 0.2 * max(others, default=0.0))
 
 
@@ -427,8 +483,11 @@ def test_prior_features_are_kept_for_short_texts_only() -> None:
     candidates recur); a long text is worked out each time, so the kept texts stay bounded in memory."""
     short, long = "Did you see the pottery class flyer?", "pottery " * (FEATURES_MAX_CHARS // 8 + 1)
     fusion._kept_features.cache_clear()
-    assert prior_features(short) == (math.log1p(7), True, stems(["did", "you", "see", "the", "pottery", "class",
-                                                                  "flyer"]))
+    assert prior_features(short) == (
+        math.log1p(7),
+        True,
+        stems(["did", "you", "see", "the", "pottery", "class", "flyer"]),
+    )
     assert fusion._kept_features.cache_info().currsize == 1
     assert prior_features(long)[0] == math.log1p(FEATURES_MAX_CHARS // 8 + 1)
     assert fusion._kept_features.cache_info().currsize == 1
@@ -436,8 +495,17 @@ def test_prior_features_are_kept_for_short_texts_only() -> None:
     assert fusion._kept_features.cache_info().currsize == 2
 
 
-@pytest.mark.parametrize("text", ["Café déjà-vu: naïve_words 2024-04-09, x1y2z3!", "Straße ÉCOLE ab a", "", "...?",
-                                  "recipes, recipe; RECIPE_book travelling travelled", "日本語のテキスト 123456789"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Café déjà-vu: naïve_words 2024-04-09, x1y2z3!",
+        "Straße ÉCOLE ab a",
+        "",
+        "...?",
+        "recipes, recipe; RECIPE_book travelling travelled",
+        "日本語のテキスト 123456789",
+    ],
+)
 def test_prior_features_are_the_words_stems(text: str) -> None:
     """Each word (a run of word characters of the lower-cased text) counts once for the length, and its first
     STEM letters are its stem."""
@@ -461,17 +529,27 @@ def test_only_a_one_line_question_has_stems() -> None:
     assert question_stems(" ".join(f"word{i}" for i in range(LONG_QUERY_TERMS + 1))) is None
 
 
-def test_an_answer_comes_before_a_question_that_repeats_the_words(settings: Settings,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_answer_comes_before_a_question_that_repeats_the_words(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The question turn holds the query's words in fewer words, so both signals put it first; the prior (a question
     asks, a longer turn holds more) puts the answer first, in one namespace and across two."""
-    filler = ["The weather was grey", "My phone died again", "Traffic was bad", "The train was late",
-              "Let us call later", "I walked the dog", "Lunch was cold", "The movie was long"]
+    filler = [
+        "The weather was grey",
+        "My phone died again",
+        "Traffic was bad",
+        "The train was late",
+        "Let us call later",
+        "I walked the dog",
+        "Lunch was cold",
+        "The movie was long",
+    ]
     turns = ["Which board games do you like?", "Board games with my cousins every Friday: chess, Catan, Carcassonne"]
     query = "Which board games does she play?"
     with MemoryStorage("chat", settings=settings) as store, MemoryStorage("other", settings=settings) as other:
-        store.add_batch([Message(content=t, role="user", created_at=1000.0 + 60 * i)
-                         for i, t in enumerate(filler + turns)])
+        store.add_batch(
+            [Message(content=t, role="user", created_at=1000.0 + 60 * i) for i, t in enumerate(filler + turns)]
+        )
         other.add_batch([Message(content=t, role="user") for t in filler])
         assert store.search(query, k=2)[0].message.content == turns[1]
         assert store.search(query, k=2, mode="keyword")[0].message.content == turns[0]
@@ -485,10 +563,19 @@ def test_an_answer_comes_before_a_question_that_repeats_the_words(settings: Sett
         assert store.search(query, k=20)[-1].message.content == turns[0]
 
 
-def _fuse_by_definition(signals: dict[str, list[tuple[int, float]]], k: int, *, depth: int,
-                        weights: dict[str, float], times: dict[int, float], named: set[int],
-                        exact: list[int], bonus: dict[int, float]) -> list[tuple[int, float, tuple[str, ...]]]:
+def _fuse_by_definition(
+    signals: dict[str, list[tuple[int, float]]],
+    k: int,
+    *,
+    depth: int,
+    weights: dict[str, float],
+    times: dict[int, float],
+    named: set[int],
+    exact: list[int],
+    bonus: dict[int, float],
+) -> list[tuple[int, float, tuple[str, ...]]]:
     """fuse as its docstring states it, one step after the other over whole dicts (no time signal)."""
+
     def scaled(hits: list[tuple[int, float]], zero_floor: bool) -> dict[int, float]:
         if not hits:
             return {}
@@ -518,11 +605,18 @@ def _fuse_by_definition(signals: dict[str, list[tuple[int, float]]], k: int, *, 
     score = {s: v + (weights["speaker"] if s in named else 0.0) for s, v in score.items()}
     shared = {}
     for s, v in score.items():
-        others = [score[o] for o in score if o != s and s in times and o in times
-                  and abs(times[s] - times[o]) <= NEIGHBOUR_GAP and abs(s - o) <= SITTING_SPAN]
+        others = [
+            score[o]
+            for o in score
+            if o != s
+            and s in times
+            and o in times
+            and abs(times[s] - times[o]) <= NEIGHBOUR_GAP
+            and abs(s - o) <= SITTING_SPAN
+        ]
         shared[s] = v + (SITTING_SHARE * max(others) if others else 0.0)
     score = shared
-    head = sorted(score, key=lambda s: (-score[s], -s))[:fusion.PRIOR_DEPTH]
+    head = sorted(score, key=lambda s: (-score[s], -s))[: fusion.PRIOR_DEPTH]
     score = {s: v + (bonus[s] if s in head and s in bonus else 0.0) for s, v in score.items()}
     for s in exact:
         if s not in found:
@@ -542,8 +636,11 @@ def test_the_fusion_equals_its_definition_on_random_candidates() -> None:
         signals: dict[str, list[tuple[int, float]]] = {}
         for name, scale in (("dense", 1.0), ("keyword", 12.0), ("context", 1.0)):
             if rng.random() < 0.8:
-                seqs = pool[: int(rng.integers(0, depth + 1))] if name == "dense" else \
-                    [int(s) for s in rng.choice(pool, size=int(rng.integers(0, depth + 1)), replace=False)]
+                seqs = (
+                    pool[: int(rng.integers(0, depth + 1))]
+                    if name == "dense"
+                    else [int(s) for s in rng.choice(pool, size=int(rng.integers(0, depth + 1)), replace=False)]
+                )
                 values = np.round(rng.random(len(seqs)) * scale, 1)  # ties on purpose
                 signals[name] = sorted(zip(seqs, values.tolist(), strict=True), key=lambda h: -h[1])
         every = {s for hits in signals.values() for s, _ in hits}
@@ -557,5 +654,6 @@ def test_the_fusion_equals_its_definition_on_random_candidates() -> None:
             return {s: bonus[s] for s in seqs if s in bonus}
 
         got = fuse(signals, k, depth=depth, weights=WEIGHTS, times=times, named=named, exact=exact, priors=priors)
-        assert got == _fuse_by_definition(signals, k, depth=depth, weights=dict(WEIGHTS), times=times, named=named,
-                                          exact=exact, bonus=bonus)
+        assert got == _fuse_by_definition(
+            signals, k, depth=depth, weights=dict(WEIGHTS), times=times, named=named, exact=exact, bonus=bonus
+        )

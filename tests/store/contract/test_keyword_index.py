@@ -17,8 +17,12 @@ _DAY = datetime(2024, 1, 5, 18, 30, tzinfo=timezone.utc).timestamp()
 def _turns() -> list[Message]:
     return [
         Message(content="My hobby is restoring old bicycles", role="Kate", sent_from="Kate", created_at=_DAY),
-        Message(content="We moved the piano upstairs yesterday", role="Elise", sent_from="Elise",
-                created_at=_DAY + 86_400 * 3),
+        Message(
+            content="We moved the piano upstairs yesterday",
+            role="Elise",
+            sent_from="Elise",
+            created_at=_DAY + 86_400 * 3,
+        ),
         Message(content="Lunch was fine", role="Kate", sent_from="Kate", created_at=_DAY + 86_400 * 40),
     ]
 
@@ -51,10 +55,13 @@ def test_schema_2_store_gets_its_keyword_index_rebuilt_on_open(settings: Setting
     db = sqlite3.connect(directory / "memory.sqlite")  # what schema 2 held: an unstemmed index without days
     with db:
         db.execute("DROP TABLE fts")
-        db.execute("CREATE VIRTUAL TABLE fts USING fts5(content, who, at, context, "
-                   "tokenize='unicode61 remove_diacritics 2')")
-        db.executemany("INSERT INTO fts(rowid, content, who, at, context) VALUES (?, ?, ?, '', '')",
-                       db.execute("SELECT seq, json_extract(body, '$.content'), role FROM messages").fetchall())
+        db.execute(
+            "CREATE VIRTUAL TABLE fts USING fts5(content, who, at, context, tokenize='unicode61 remove_diacritics 2')"
+        )
+        db.executemany(
+            "INSERT INTO fts(rowid, content, who, at, context) VALUES (?, ?, ?, '', '')",
+            db.execute("SELECT seq, json_extract(body, '$.content'), role FROM messages").fetchall(),
+        )
     db.close()
     manifest = json.loads((directory / "manifest.json").read_text())
     (directory / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 2}))

@@ -67,8 +67,10 @@ def test_the_right_roles_memory_ranks_first_across_the_team(team: dict[str, Memo
     for question, role, answer in QUESTIONS:
         hits = search_many(list(team.values()), question, k=5, mode=mode)
         assert hits and all(isinstance(h, NamespaceHit) for h in hits)
-        assert (hits[0].namespace, hits[0].kind) == (role, "role"), (question, [(h.namespace, h.message.content)
-                                                                               for h in hits])
+        assert (hits[0].namespace, hits[0].kind) == (role, "role"), (
+            question,
+            [(h.namespace, h.message.content) for h in hits],
+        )
         assert answer in hits[0].message.content
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert len({h.namespace for h in hits}) > 1  # merged across the team, not one namespace's list
@@ -83,8 +85,7 @@ def test_dense_scores_are_the_cosines_each_namespace_gives(team: dict[str, Memor
 
 def test_names_open_the_namespaces_for_the_call(team: dict[str, MemoryStorage]) -> None:
     settings = team["pm"].settings
-    hits = search_many(["pm", "qa", "pm"], "when do we go live in Germany", k=3, settings=settings,
-                       explain=True)
+    hits = search_many(["pm", "qa", "pm"], "when do we go live in Germany", k=3, settings=settings, explain=True)
     assert hits[0].namespace == "pm" and "Germany" in hits[0].message.content
     assert hits[0].explain is not None and {"dense", "fusion"} <= set(hits[0].explain)
     assert len({h.message.id for h in hits}) == len(hits)  # "pm" named twice is searched once
@@ -107,8 +108,10 @@ def test_bad_input_is_refused_with_a_fix(team: dict[str, MemoryStorage], tmp_pat
 
 @pytest.mark.parametrize("mode", ["dense", "hybrid", "keyword"])
 def test_search_many_on_each_backend(settings: Settings, mode: Mode) -> None:
-    notes = {"ops": ["rotate the TLS certificates on the gateway", "the backup job runs nightly at two"],
-             "sales": ["the renewal quote for the bank is due friday", "send the pricing deck to the retailer"]}
+    notes = {
+        "ops": ["rotate the TLS certificates on the gateway", "the backup job runs nightly at two"],
+        "sales": ["the renewal quote for the bank is due friday", "send the pricing deck to the retailer"],
+    }
     stores = []
     for name, texts in notes.items():
         store = MemoryStorage(name, settings=settings)
@@ -126,8 +129,9 @@ def test_the_query_is_embedded_once_for_all_namespaces(settings: Settings, mode:
     counting = CountingEmbedding()
     stores = [MemoryStorage(f"role-{i}", settings=settings, embedding=counting) for i in range(3)]
     for i, store in enumerate(stores):
-        store.add_batch([Message(content=f"note {j} of role {i} about the quarterly budget", id=f"{i}-{j}")
-                         for j in range(3)])
+        store.add_batch(
+            [Message(content=f"note {j} of role {i} about the quarterly budget", id=f"{i}-{j}") for j in range(3)]
+        )
     before = counting.texts_embedded
     hits = search_many(stores, "a question nobody asked before about budgets", k=4, mode=mode)
     assert hits and counting.texts_embedded - before == 1
@@ -135,16 +139,19 @@ def test_the_query_is_embedded_once_for_all_namespaces(settings: Settings, mode:
         store.close()
 
 
-def test_a_question_naming_a_speaker_favours_them_across_namespaces(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_question_naming_a_speaker_favours_them_across_namespaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The fusion over several namespaces adds the named speaker's share as one namespace's search does. (The
     prior, whose length term favours the longer turn, is off: this is about the speaker bonus alone.)"""
     monkeypatch.setattr("ltm.store.search.fusion.PRIOR", {name: 0.0 for name in PRIOR})
     settings = Settings(storage_dir=tmp_path / "storage", embedding="hash")
     filler = ["Good morning", "How was work", "The movie was long", "I walked the dog", "Traffic was bad"]
     with MemoryStorage("elise", settings=settings) as elise, MemoryStorage("kevin", settings=settings) as kevin:
-        for store, who, said in ((elise, "elise", "Kevin loves sushi, sushi is his favourite"),
-                                 (kevin, "Kevin", "Sushi with family")):
+        for store, who, said in (
+            (elise, "elise", "Kevin loves sushi, sushi is his favourite"),
+            (kevin, "Kevin", "Sushi with family"),
+        ):
             store.add_batch([Message(content=text, role=who, sent_from=who) for text in [*filler, said]])
         hits = search_many([elise, kevin], "Where did Kevin eat sushi?", k=2)
         assert hits[0].message.content == "Sushi with family"

@@ -21,30 +21,36 @@ from ltm.store.search.speakers import dense_query, first_person, name_candidates
 NAMES = frozenset({"fahim", "khan", "elise", "kevin", "user"})  # the lower-cased words of the speakers' names
 
 
-@pytest.mark.parametrize(("query", "dense"), [
-    ("When did Fahim go for a morning run after the rain?", "When did I go for a morning run after the rain?"),
-    ("When did Fahim Khan go for a run?", "When did I go for a run?"),
-    ("What are Fahim's hobbies?", "What are my hobbies?"),
-    ("What are Fahim\u2019s hobbies?", "What are my hobbies?"),
-    ("What games do Kevin and Elise play together?", "What games do we play together?"),
-    ("Do Kevin and Elise's parents meet?", "Do I and my parents meet?"),
-    ("What did Kevin tell Elise about sushi?", "What did I tell I about sushi?"),
-    ("What issues did Fahim have with his girlfriend?", "What issues did I have with my girlfriend?"),
-    ("How did Elise feel after she moved? Did it suit her?", "How did I feel after I moved? Did it suit my?"),
-    ("Who did Kevin tell about himself and him?", "Who did I tell about myself and me?"),
-    ("Do Kevin and Elise like his dog?", "Do we like his dog?"),  # two people: whose dog is unknown
-])
+@pytest.mark.parametrize(
+    ("query", "dense"),
+    [
+        ("When did Fahim go for a morning run after the rain?", "When did I go for a morning run after the rain?"),
+        ("When did Fahim Khan go for a run?", "When did I go for a run?"),
+        ("What are Fahim's hobbies?", "What are my hobbies?"),
+        ("What are Fahim\u2019s hobbies?", "What are my hobbies?"),
+        ("What games do Kevin and Elise play together?", "What games do we play together?"),
+        ("Do Kevin and Elise's parents meet?", "Do I and my parents meet?"),
+        ("What did Kevin tell Elise about sushi?", "What did I tell I about sushi?"),
+        ("What issues did Fahim have with his girlfriend?", "What issues did I have with my girlfriend?"),
+        ("How did Elise feel after she moved? Did it suit her?", "How did I feel after I moved? Did it suit my?"),
+        ("Who did Kevin tell about himself and him?", "Who did I tell about myself and me?"),
+        ("Do Kevin and Elise like his dog?", "Do we like his dog?"),  # two people: whose dog is unknown
+    ],
+)
 def test_names_become_the_first_person(query: str, dense: str) -> None:
     assert first_person(query, NAMES) == dense
 
 
-@pytest.mark.parametrize("query", [
-    "what did the user ask about the deadline?",  # a lower-case word is a role, not a name
-    "When did Alice go for a run?",  # not a speaker of this namespace
-    "Fahim?",  # nothing left to search by
-    "Kevin and Elise",
-    "Kevin: " + " ".join(f"word{i}" for i in range(30)) + "\nElise: yes",  # a pasted conversation
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what did the user ask about the deadline?",  # a lower-case word is a role, not a name
+        "When did Alice go for a run?",  # not a speaker of this namespace
+        "Fahim?",  # nothing left to search by
+        "Kevin and Elise",
+        "Kevin: " + " ".join(f"word{i}" for i in range(30)) + "\nElise: yes",  # a pasted conversation
+    ],
+)
 def test_left_alone(query: str) -> None:
     assert first_person(query, NAMES) == query
 
@@ -79,13 +85,23 @@ def test_a_question_in_lower_case_names_only_who_is_stored_capitalised() -> None
 
 
 def _chat(store: MemoryStorage) -> None:
-    store.add_batch([
-        Message(content="I went for a morning run after the rain", role="Fahim Khan", sent_from="Fahim Khan",
-                created_at=1000.0),
-        Message(content="Hey Fahim! How was your week?", role="elise", sent_from="elise", created_at=1060.0),
-        Message(content="Kevin said the Monday meeting moved", role="user", created_at=1120.0,
-                metadata={"speaker": "Kevin", "session": "Planning Monday"}),
-    ])
+    store.add_batch(
+        [
+            Message(
+                content="I went for a morning run after the rain",
+                role="Fahim Khan",
+                sent_from="Fahim Khan",
+                created_at=1000.0,
+            ),
+            Message(content="Hey Fahim! How was your week?", role="elise", sent_from="elise", created_at=1060.0),
+            Message(
+                content="Kevin said the Monday meeting moved",
+                role="user",
+                created_at=1120.0,
+                metadata={"speaker": "Kevin", "session": "Planning Monday"},
+            ),
+        ]
+    )
 
 
 def test_the_store_knows_who_spoke(settings: Settings) -> None:
@@ -119,12 +135,19 @@ def test_names_looked_up_before_a_write_are_looked_up_again_after_it(settings: S
         assert set(store._speaker_names(["zara", "quinn", "elise"])) == {"elise"}  # zara and quinn: no one, kept
         store.add(Message(content="hello there", role="Zara", sent_from="Zara"))
         assert set(store._speaker_names(["zara", "quinn"])) == {"zara"}
-        code = ("import sys; from ltm import MemoryStorage, Message, Settings; "
-                "s = MemoryStorage('chat', settings=Settings(storage_dir=sys.argv[1], embedding='hash')); "
-                "s.add(Message(content='hi all', role='Quinn', sent_from='Quinn')); s.close()")
+        code = (
+            "import sys; from ltm import MemoryStorage, Message, Settings; "
+            "s = MemoryStorage('chat', settings=Settings(storage_dir=sys.argv[1], embedding='hash')); "
+            "s.add(Message(content='hi all', role='Quinn', sent_from='Quinn')); s.close()"
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
-        subprocess.run([sys.executable, "-c", code, str(settings.storage_dir)], check=True, env=env, timeout=120,
-                       cwd=Path(__file__).resolve().parents[3])
+        subprocess.run(
+            [sys.executable, "-c", code, str(settings.storage_dir)],
+            check=True,
+            env=env,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[3],
+        )
         assert set(store._speaker_names(["zara", "quinn"])) == {"zara", "quinn"}
         assert store._dense_text("What did Quinn say?") == "What did I say?"
 
@@ -142,7 +165,8 @@ def test_search_embeds_the_first_person_question(settings: Settings) -> None:
             hits = store.search(question, k=3, mode=mode)
             given = store.search(question, k=3, mode=mode, vector=rewritten[0])
             assert [(h.message.id, round(h.score, 5)) for h in hits] == [
-                (h.message.id, round(h.score, 5)) for h in given], mode
+                (h.message.id, round(h.score, 5)) for h in given
+            ], mode
 
 
 @pytest.mark.embedded_only

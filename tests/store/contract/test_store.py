@@ -169,11 +169,22 @@ def test_search_modes_and_signals(store: MemoryStorage) -> None:
 def test_filters(store: MemoryStorage) -> None:
     now = time.time()
     messages = [
-        Message("alpha report one", role="pm", cause_by=WritePRD, sent_from="Alice", created_at=now - 300,
-                metadata={"session": 1, "topic": "a"}),
+        Message(
+            "alpha report one",
+            role="pm",
+            cause_by=WritePRD,
+            sent_from="Alice",
+            created_at=now - 300,
+            metadata={"session": 1, "topic": "a"},
+        ),
         Message("alpha report two", role="pm", sent_from="Bob", created_at=now - 200, metadata={"session": 2}),
-        Message("alpha report three", role="dev", sent_from="Bob", created_at=now - 100,
-                metadata={"session": 2, "done": True}),
+        Message(
+            "alpha report three",
+            role="dev",
+            sent_from="Bob",
+            created_at=now - 100,
+            metadata={"session": 2, "done": True},
+        ),
     ]
     store.add_batch(messages)
 
@@ -315,8 +326,12 @@ def test_conversation_turns_are_found_by_speaker_and_date(settings: Settings) ->
     hits = store.search("2023-06-01 Alice", k=1, mode="keyword")
     assert hits[0].message.id == turns[3].id
     assert store.search("trip Lisbon", k=2, mode="keyword")[0].message.id == turns[0].id
-    assert store.search("Bob", k=5, filters={"metadata": {"speaker": "Bob"}}, mode="keyword")[0].message.metadata[
-        "speaker"] == "Bob"
+    assert (
+        store.search("Bob", k=5, filters={"metadata": {"speaker": "Bob"}}, mode="keyword")[0].message.metadata[
+            "speaker"
+        ]
+        == "Bob"
+    )
 
 
 def test_namespace_names_map_safely(settings: Settings, tmp_path: Path) -> None:
@@ -374,7 +389,7 @@ def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
     stats = reopened.stats()
     assert stats.ghosts == 0 and stats.vectors == len(messages) - 10 == reopened.count()
     assert all(h.message.id != gone[0].id for h in reopened.search(gone[0].content, k=5, mode="dense"))
-    for m in messages[10:10 + vectors._FLAT_GHOSTS_MAX]:
+    for m in messages[10 : 10 + vectors._FLAT_GHOSTS_MAX]:
         reopened.delete(m)
     stats = reopened.stats()
     assert stats.ghosts == 0 and stats.vectors == 30 == reopened.count()  # compacted in one pass
@@ -394,8 +409,9 @@ def test_keyword_plan_keeps_the_rarest_terms_within_the_budget() -> None:
     assert keyword_plan(["absent"], freq, rows=5000, budget=100) is None
 
 
-def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Settings,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keyword_search_past_the_budget_still_finds_the_rare_word(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Once the table is larger than the budget, a query's common words are dropped (they would make FTS5
     score most rows) but its rare words still find their message, in keyword and hybrid mode."""
     from ltm.store.search import query
@@ -412,8 +428,9 @@ def test_keyword_search_past_the_budget_still_finds_the_rare_word(settings: Sett
     store.close()
 
 
-def test_keyword_search_past_the_budget_ranks_only_the_rare_words_rows(settings: Settings,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keyword_search_past_the_budget_ranks_only_the_rare_words_rows(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Both engines plan a keyword query alike (ltm.store.search.query.keyword_terms): past the budget, a word in
     every row is dropped, so the rows holding only it are not ranked at all (on PostgreSQL they were: every
     row scored, 412 ms at 100k); within the budget every word counts."""
@@ -427,7 +444,8 @@ def test_keyword_search_past_the_budget_ranks_only_the_rare_words_rows(settings:
     hits = store.search("ticket zebra", k=60, mode="keyword")
     assert {h.message.id for h in hits} == {messages[7].id, messages[37].id}
     assert {h.message.id for h in store.search("ticket plain", k=60, mode="keyword")} == {
-        m.id for i, m in enumerate(messages) if i not in (7, 37)}  # both words past the budget: AND-ed
+        m.id for i, m in enumerate(messages) if i not in (7, 37)
+    }  # both words past the budget: AND-ed
     store.close()
 
 

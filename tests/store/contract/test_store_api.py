@@ -26,18 +26,29 @@ from ltm.store.embedded.manifest import SCHEMA_VERSION
 
 # Every test here runs on both engines (tests/store/conftest.py), except the SQLite schema migration's.
 
+
 def _store(settings: Settings, name: str = "api") -> MemoryStorage:
     return MemoryStorage(name, settings=settings)
 
 
 def _team(store: MemoryStorage) -> list[Message]:
     messages = [
-        scoped(Message("the login page rejects valid passwords", id="a1", role="QA", sent_from="alice"),
-               user_id="u1", run_id="r1"),
-        scoped(Message("fixed the password hashing bug in auth", id="a2", role="Engineer", sent_from="bob"),
-               user_id="u1", run_id="r1", agent_id="eng"),
-        scoped(Message("release notes mention the login fix", id="a3", role="PM", sent_from="carol"),
-               user_id="u2", run_id="r2"),
+        scoped(
+            Message("the login page rejects valid passwords", id="a1", role="QA", sent_from="alice"),
+            user_id="u1",
+            run_id="r1",
+        ),
+        scoped(
+            Message("fixed the password hashing bug in auth", id="a2", role="Engineer", sent_from="bob"),
+            user_id="u1",
+            run_id="r1",
+            agent_id="eng",
+        ),
+        scoped(
+            Message("release notes mention the login fix", id="a3", role="PM", sent_from="carol"),
+            user_id="u2",
+            run_id="r2",
+        ),
         Message("an unscoped note about deployment windows", id="a4", role="PM", sent_from="carol"),
     ]
     store.add_batch(messages)
@@ -111,10 +122,19 @@ def test_kill_9_during_updates_leaves_old_or_new_never_neither(settings: Setting
     store = _store(settings)
     store.add_batch([Message(f"message {i} version 0", id=f"m{i}") for i in range(20)])
     store.close()
-    proc = subprocess.Popen([sys.executable, "-c", _UPDATER, str(settings.storage_dir), settings.store_url or "",
-                             str(settings.store_partitions)],
-                            stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _UPDATER,
+            str(settings.storage_dir),
+            settings.store_url or "",
+            str(settings.store_partitions),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert proc.stdout is not None
     acked: dict[int, int] = {}
     while len(acked) < 20 or max(acked.values()) < 3:
@@ -199,8 +219,10 @@ def test_scopes_search_and_list_across_roles(settings: Settings) -> None:
     assert {h.message.role for h in run} == {"QA", "Engineer"}
     assert [m.id for m in store.list({"user_id": "u1"}).messages] == ["a1", "a2"]
     assert [m.id for m in store.list({"OR": [{"user_id": "u2"}, {"user_id": None}]}).messages] == ["a3", "a4"]
-    assert [m.id for m in store.list({"sent_from": "carol", "created_at": {"lte": time.time()}}).messages] \
-        == ["a3", "a4"]
+    assert [m.id for m in store.list({"sent_from": "carol", "created_at": {"lte": time.time()}}).messages] == [
+        "a3",
+        "a4",
+    ]
     legacy = store.search("login", k=10, mode="keyword", filters={"role": ["QA", "PM"], "metadata": {"run_id": "r2"}})
     assert [h.message.id for h in legacy] == ["a3"]
 
@@ -241,7 +263,10 @@ def test_bad_filters_change_nothing(settings: Settings) -> None:
     _team(store)
     bad_filters: list[dict[str, Any]] = [{"rol": "QA"}, {"created_at": {"gte": "soon"}}, {"NOT": []}]
     calls: list[Callable[[dict[str, Any]], object]] = [
-        lambda f: store.search("x", filters=f), lambda f: store.list(f), store.delete_where]
+        lambda f: store.search("x", filters=f),
+        lambda f: store.list(f),
+        store.delete_where,
+    ]
     for bad in bad_filters:
         for call in calls:
             with pytest.raises(InvalidInput):
@@ -274,16 +299,22 @@ def test_threshold_and_explain(settings: Settings) -> None:
 def test_expired_messages_are_invisible_then_purged(settings: Settings) -> None:
     store = _store(settings)
     now = time.time()
-    store.add_batch([
-        scoped(Message("the temporary door code is 4417", id="gone"), expires_at=now - 1),
-        scoped(Message("the permanent door code is 9921", id="kept"), expires_at=now + 3600),
-        Message("a door code without expiry 1234", id="forever"),
-    ])
+    store.add_batch(
+        [
+            scoped(Message("the temporary door code is 4417", id="gone"), expires_at=now - 1),
+            scoped(Message("the permanent door code is 9921", id="kept"), expires_at=now + 3600),
+            Message("a door code without expiry 1234", id="forever"),
+        ]
+    )
     assert {h.message.id for h in store.search("door code", k=5, mode="keyword")} == {"kept", "forever"}
     assert {m.id for m in store.list().messages} == {"kept", "forever"}
     assert store.search_similar("the temporary door code is 4417") == []
-    assert store.best_similarities(store.embed_texts(["the temporary door code is 4417"]),
-                                   ["the temporary door code is 4417"])[0] < 0.99
+    assert (
+        store.best_similarities(
+            store.embed_texts(["the temporary door code is 4417"]), ["the temporary door code is 4417"]
+        )[0]
+        < 0.99
+    )
     with pytest.raises(NotFound):
         store.get("gone")
     assert store.purge_expired() == 0  # the reads above already purged it
@@ -383,8 +414,9 @@ def test_search_with_a_given_query_vector(settings: Settings) -> None:
     calls = store.embedder.calls
     given = store.search("", k=2, mode="dense", vector=vector, explain=True)
     assert store.embedder.calls == calls
-    assert [h.message.id for h in given] == [h.message.id for h in store.search("password hashing bug", k=2,
-                                                                                mode="dense")]
+    assert [h.message.id for h in given] == [
+        h.message.id for h in store.search("password hashing bug", k=2, mode="dense")
+    ]
     assert given[0].message.id == "a2" and given[0].explain is not None
     assert given[0].explain["dense"] == pytest.approx(given[0].score, abs=1e-4)
     hybrid = store.search("password hashing bug", k=2, vector=vector, filters={"user_id": "u1"})

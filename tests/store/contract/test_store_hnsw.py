@@ -46,8 +46,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return unit
 
 
-def _world(settings: Settings, ef_search: int, spread: float = 1.0) -> tuple[
-        MemoryStorage, TableEmbedding, list[str], np.ndarray]:
+def _world(
+    settings: Settings, ef_search: int, spread: float = 1.0
+) -> tuple[MemoryStorage, TableEmbedding, list[str], np.ndarray]:
     """STORED vectors around TOPICS centres, ``spread`` the noise's norm (about) against the centres' 1."""
     rng = np.random.default_rng(5)
     centres = _unit(rng.standard_normal((TOPICS, DIM)))
@@ -56,8 +57,9 @@ def _world(settings: Settings, ef_search: int, spread: float = 1.0) -> tuple[
     texts = [f"stored message {i}" for i in range(STORED)]
     embedding = TableEmbedding(model_name="table-64")
     embedding.register(texts, vectors)
-    store = MemoryStorage("hnsw", settings=settings.with_(hnsw_threshold=500, hnsw_ef_search=ef_search),
-                          embedding=embedding)
+    store = MemoryStorage(
+        "hnsw", settings=settings.with_(hnsw_threshold=500, hnsw_ef_search=ef_search), embedding=embedding
+    )
     store.add_batch([Message(t) for t in texts], vectors=vectors)
     assert store.stats().index == "hnsw"
     return store, embedding, texts, vectors

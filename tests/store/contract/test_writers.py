@@ -25,8 +25,22 @@ def _writer(settings: Settings, prefix: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
     env.update(store_env(settings.store_url, settings.store_partitions))
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.store_worker", "write", str(settings.storage_dir), "many", prefix,
-         str(EACH)], cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        [
+            sys.executable,
+            "-m",
+            "tests.support.store_worker",
+            "write",
+            str(settings.storage_dir),
+            "many",
+            prefix,
+            str(EACH),
+        ],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
 
 
 def test_writers_lose_nothing_and_a_paging_reader_skips_nothing(settings: Settings) -> None:

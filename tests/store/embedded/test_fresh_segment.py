@@ -94,7 +94,7 @@ def test_closing_after_a_few_adds_keeps_the_graph_snapshot_and_reopening_replays
     embedding.register([f"later {i}" for i in range(20)], extra)
     store.add_batch([Message(f"later {i}") for i in range(10)], vectors=extra[:10])
     for i in range(10, 20):  # one at a time
-        store.add_batch([Message(f"later {i}")], vectors=extra[i:i + 1])
+        store.add_batch([Message(f"later {i}")], vectors=extra[i : i + 1])
     content = _mirror(store).content
     assert content is not None and content.fresh is not None and content.fresh.live == 20
     store.delete(store.search("later 3", k=1, mode="dense")[0].message.id)

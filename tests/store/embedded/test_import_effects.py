@@ -13,34 +13,42 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _run(code: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
 def test_the_http_client_loads_no_faiss() -> None:
-    assert _run("""
+    assert (
+        _run("""
         import sys
         import ltm.client
         from ltm.client import RemoteStorage
         print("faiss" in sys.modules, "ltm.store.storage" in sys.modules)
-    """) == "False False"
+    """)
+        == "False False"
+    )
 
 
 def test_importing_ltm_and_its_store_leaves_faiss_threads_as_the_host_set_them() -> None:
-    assert _run("""
+    assert (
+        _run("""
         import faiss
         faiss.omp_set_num_threads(3)
         import ltm
         from ltm import MemoryStorage
         import ltm.store.embedded.vectors
         print(faiss.omp_get_max_threads())
-    """) == "3"
+    """)
+        == "3"
+    )
 
 
 def test_a_search_through_ltm_restores_the_callers_faiss_threads(tmp_path: Path) -> None:
-    assert _run(f"""
+    assert (
+        _run(f"""
         import faiss
         from ltm import MemoryStorage, Message, Settings
         faiss.omp_set_num_threads(3)
@@ -50,7 +58,9 @@ def test_a_search_through_ltm_restores_the_callers_faiss_threads(tmp_path: Path)
         store.search_similar("note 4")
         store.close()
         print(faiss.omp_get_max_threads())
-    """) == "3"
+    """)
+        == "3"
+    )
 
 
 def test_ltm_searches_and_adds_on_the_threads_it_chose() -> None:

@@ -25,8 +25,9 @@ def _vectors(n: int, seed: int) -> np.ndarray:
 
 
 def _rows(prefix: str, n: int, seed: int = 0) -> list[Row]:
-    messages = [Message(f"{prefix} {i}", metadata={"embed_context": f"before {prefix} {i}"} if i % 2 else {})
-                for i in range(n)]
+    messages = [
+        Message(f"{prefix} {i}", metadata={"embed_context": f"before {prefix} {i}"} if i % 2 else {}) for i in range(n)
+    ]
     pending = rowplan.prepare(messages, 10_000, None)
     vectors = _vectors(len(pending.texts), seed)
     return rowplan.build_rows(pending, [bytes([i % 256]) * 32 for i in range(n)], vectors)

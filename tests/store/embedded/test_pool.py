@@ -29,8 +29,9 @@ def _fds() -> int:
 
 
 def _pooled(tmp_path: Path, bound: int) -> Settings:
-    return Settings(storage_dir=tmp_path / "storage", embedding="hash", max_open_namespaces=bound,
-                    sqlite_synchronous="normal")
+    return Settings(
+        storage_dir=tmp_path / "storage", embedding="hash", max_open_namespaces=bound, sqlite_synchronous="normal"
+    )
 
 
 def test_fifty_namespaces_from_threads_stay_within_the_bound_and_lose_nothing(tmp_path: Path) -> None:
@@ -155,8 +156,14 @@ _SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize("bound", [32, 0])
 def test_a_thousand_namespaces_under_ulimit_256(tmp_path: Path, bound: int) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp_path / "storage"), str(bound)],
-                            capture_output=True, text=True, timeout=300, env=env, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path / "storage"), str(bound)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     if bound:
         assert result.stdout.strip() == "opened 1000"

@@ -19,8 +19,9 @@ def _fds() -> int:
 
 
 def _settings(tmp_path: Path, bound: int = 128) -> Settings:
-    return Settings(storage_dir=tmp_path / "storage", embedding="hash", max_open_namespaces=bound,
-                    sqlite_synchronous="normal")
+    return Settings(
+        storage_dir=tmp_path / "storage", embedding="hash", max_open_namespaces=bound, sqlite_synchronous="normal"
+    )
 
 
 def test_two_handles_on_one_namespace_share_one_engine(tmp_path: Path) -> None:

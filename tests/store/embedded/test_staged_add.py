@@ -100,8 +100,7 @@ def test_a_failed_model_stores_nothing(plain: Settings) -> None:
         again.close()
 
 
-def test_a_failed_move_stores_nothing_and_the_next_add_works(plain: Settings,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_move_stores_nothing_and_the_next_add_works(plain: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     store = MemoryStorage("ns", settings=plain)
     real = writes.insert_groups
 
@@ -125,11 +124,18 @@ def test_a_crash_while_the_model_runs_leaves_a_message_the_next_open_stores(tmp_
     next open embeds and stores it (an add cut off by a crash may be stored or not; a returned one always is)."""
     storage = tmp_path / "storage"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.behind_worker", str(storage), "plain"], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.behind_worker", str(storage), "plain"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        _wait_for(lambda: storage.exists() and any(storage.rglob("memory.sqlite"))
-                  and _count(storage, "staged") == 1, 60)
+        _wait_for(
+            lambda: storage.exists() and any(storage.rglob("memory.sqlite")) and _count(storage, "staged") == 1, 60
+        )
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
@@ -152,12 +158,20 @@ def test_a_reader_that_embeds_the_staged_row_first_leaves_one_copy_and_the_add_t
     try:
         thread, out = _gated_add(store, Message(id="a", content="raced by a reader", role="user"))
         _wait_for(lambda: _count(plain.storage_dir, "staged") == 1)
-        code = ("import sys; from ltm import MemoryStorage, Settings; "
-                "s = MemoryStorage('ns', settings=Settings(storage_dir=sys.argv[1], embedding='hash')); "
-                "print(len(s)); s.close()")
+        code = (
+            "import sys; from ltm import MemoryStorage, Settings; "
+            "s = MemoryStorage('ns', settings=Settings(storage_dir=sys.argv[1], embedding='hash')); "
+            "print(len(s)); s.close()"
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
-        reader = subprocess.run([sys.executable, "-c", code, str(plain.storage_dir)], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=120)
+        reader = subprocess.run(
+            [sys.executable, "-c", code, str(plain.storage_dir)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert reader.stdout.strip() == "1", reader.stderr
         model.gate.set()
         thread.join(10)
@@ -202,8 +216,9 @@ def test_a_big_batch_commits_once_after_the_model(plain: Settings) -> None:
     staging would write every body twice."""
     model = GatedEmbedding(wait_s=10.0)
     store = MemoryStorage("ns", settings=plain, embedding=model)
-    batch = [Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user")
-             for i in range(writes.STAGE_MAX + 1)]
+    batch = [
+        Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user") for i in range(writes.STAGE_MAX + 1)
+    ]
     out: list[int] = []
     thread = threading.Thread(target=lambda: out.append(store.add_batch(batch)))
     try:
@@ -250,7 +265,7 @@ def test_staged_add_always_or_never_whatever_the_model(plain: Settings, policy: 
 
 
 def test_staged_add_auto_stages_while_the_model_is_slow(plain: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    """"auto" (the default) asks ``Embedder.slow`` before each add: staged while it says slow, not otherwise (its
+    """ "auto" (the default) asks ``Embedder.slow`` before each add: staged while it says slow, not otherwise (its
     verdicts are given here, so no machine's speed decides the path)."""
     store = MemoryStorage("ns", settings=plain)
     staged = _spy_staging(store)
@@ -285,8 +300,10 @@ def test_a_staged_adds_vectors_reach_the_indexes_off_the_callers_thread(plain: S
     ever misses an acknowledged message; growth to HNSW follows as it would after the write itself."""
     settings = plain.with_(hnsw_threshold=5)
     store = MemoryStorage("ns", settings=settings, embedding=SlowEmbedding(delay_s=0.003))
-    notes = [Message(id=f"m{i}", content=f"note {i} about the {word} module", role="user")
-             for i, word in enumerate(["parser", "lexer", "cache", "router", "scheduler", "logger"])]
+    notes = [
+        Message(id=f"m{i}", content=f"note {i} about the {word} module", role="user")
+        for i, word in enumerate(["parser", "lexer", "cache", "router", "scheduler", "logger"])
+    ]
     try:
         mirror = embedded_of(store)._parts()[1]
         assert store.add(notes[0])
@@ -312,8 +329,9 @@ def test_a_staged_adds_vectors_reach_the_indexes_off_the_callers_thread(plain: S
         again.close()
 
 
-def test_a_failed_deferred_index_add_fails_no_add_and_loses_no_vector(plain: Settings,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_deferred_index_add_fails_no_add_and_loses_no_vector(
+    plain: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The FAISS add a staged add left behind fails on the next add's helper: that add still succeeds (it is
     not its failure), and the next read replays both messages from memory.sqlite into the indexes."""
     from ltm.store.embedded.vectors import VectorIndex

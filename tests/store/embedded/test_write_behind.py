@@ -147,8 +147,14 @@ def test_kill_9_with_vectors_pending_loses_no_acknowledged_add(tmp_path: Path) -
     open (without write_behind) embeds them all."""
     storage = tmp_path / "storage"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LTM_")}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.behind_worker", str(storage)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.behind_worker", str(storage)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     acked: dict[str, str] = {}
     try:
         assert proc.stdout is not None

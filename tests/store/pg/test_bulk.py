@@ -56,8 +56,9 @@ def _ns(url: str, name: str) -> int:
 def _index(url: str, name: str) -> bool | None:
     """The namespace's HNSW index: None when absent, else whether it is valid."""
     with psycopg.connect(url) as conn:
-        found = conn.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
-                             (hnsw_index(_ns(url, name)),)).fetchone()
+        found = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (hnsw_index(_ns(url, name)),)
+        ).fetchone()
     return None if found is None else bool(found[0])
 
 
@@ -65,9 +66,14 @@ def _exact(url: str, name: str, query: np.ndarray, k: int) -> list[str]:
     """The ``k`` nearest stored ids by brute force in SQL (no index can serve this expression)."""
     with psycopg.connect(url) as conn:
         register_vector(conn)
-        return [r[0] for r in conn.execute(
-            "SELECT m.id FROM ltm_messages m JOIN ltm_namespaces n ON n.id = m.ns WHERE n.name = %s "
-            "ORDER BY (m.embedding <=> %s) + 0 LIMIT %s", (name, query, k)).fetchall()]
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT m.id FROM ltm_messages m JOIN ltm_namespaces n ON n.id = m.ns WHERE n.name = %s "
+                "ORDER BY (m.embedding <=> %s) + 0 LIMIT %s",
+                (name, query, k),
+            ).fetchall()
+        ]
 
 
 def test_a_bulk_load_builds_the_index_once_after_the_load(pg_url: str, tmp_path: Path) -> None:
@@ -168,7 +174,8 @@ def test_an_index_build_gets_room_for_its_whole_graph(pg_url: str, tmp_path: Pat
 
 
 def test_an_index_build_refused_its_memory_builds_with_the_servers_setting(
-        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A parallel build asks for ``maintenance_work_mem`` as one shared-memory segment; a server that cannot
     give it (Docker's 64 MB /dev/shm; here a 1 TB request) refuses the build: it is built again with the
     session's own setting, not left missing."""
@@ -185,8 +192,10 @@ def test_an_index_build_refused_its_memory_builds_with_the_servers_setting(
         with pytest.raises((psycopg.errors.OutOfMemory, psycopg.errors.DiskFull)):  # what the fallback catches
             conn.execute("SET maintenance_work_mem = '1TB'")
             try:
-                conn.execute(f"CREATE INDEX probe_refused ON ltm_messages USING hnsw "
-                             f"((embedding::vector({dim})) vector_cosine_ops) WHERE ns = {ns} AND dim = {dim}")
+                conn.execute(
+                    f"CREATE INDEX probe_refused ON ltm_messages USING hnsw "
+                    f"((embedding::vector({dim})) vector_cosine_ops) WHERE ns = {ns} AND dim = {dim}"
+                )
             finally:
                 conn.execute("RESET maintenance_work_mem")
         assert ensure_hnsw(conn, ns, dim, *_GRAPH)
@@ -212,9 +221,13 @@ with store.bulk_load():
 def test_a_loader_killed_mid_load_leaves_the_build_to_the_next_write(pg_url: str, tmp_path: Path) -> None:
     """kill -9 of a process inside ``bulk_load``: its committed batches stay, its session (and the build lock)
     ends with it, and the next write by anyone builds the index."""
-    loader = subprocess.Popen([sys.executable, "-c", _LOADER, pg_url, str(tmp_path)], text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={k: v for k, v in os.environ.items() if not k.startswith("LTM_")})
+    loader = subprocess.Popen(
+        [sys.executable, "-c", _LOADER, pg_url, str(tmp_path)],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("LTM_")},
+    )
     try:
         assert loader.stdout is not None
         assert loader.stdout.readline().strip() == "loaded", loader.stderr.read() if loader.stderr else ""

@@ -50,8 +50,9 @@ def _plan(store: MemoryStorage, filters: dict[str, Any]) -> str:
         conn.execute("ANALYZE ltm_messages")
     with backend.pool.connection() as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
-        rows = conn.execute(f"EXPLAIN SELECT m.seq FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})",
-                            {**params, "ns": backend.ns}).fetchall()
+        rows = conn.execute(
+            f"EXPLAIN SELECT m.seq FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where})", {**params, "ns": backend.ns}
+        ).fetchall()
     return " | ".join(r[0] for r in rows)
 
 
@@ -64,30 +65,38 @@ def test_schema_1_rows_get_their_scope_expiry_and_recipient_columns(settings: Se
     close_pools()
     with psycopg.connect(pg_url, autocommit=True) as conn:  # what ltm wrote before this version
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute("CREATE TABLE ltm_schema(version integer PRIMARY KEY, applied_at timestamptz NOT NULL "
-                     "DEFAULT now())")
+        conn.execute(
+            "CREATE TABLE ltm_schema(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
         with conn.transaction():
             conn.execute(MIGRATIONS[0][1])
             conn.execute("INSERT INTO ltm_schema(version) VALUES (1)")
-    old = [scoped(Message("old scoped note", id="o1", send_to={"bob"}), user_id="u1", run_id="r1",
-                  expires_at=later),
-           Message("old plain note", id="o2", metadata={"expires_at": "2999-01-01T00:00:00+00:00"}),
-           Message("old unreadable expiry", id="o3", metadata={"user_id": 5, "expires_at": "soon"})]
+    old = [
+        scoped(Message("old scoped note", id="o1", send_to={"bob"}), user_id="u1", run_id="r1", expires_at=later),
+        Message("old plain note", id="o2", metadata={"expires_at": "2999-01-01T00:00:00+00:00"}),
+        Message("old unreadable expiry", id="o3", metadata={"user_id": 5, "expires_at": "soon"}),
+    ]
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        found = conn.execute("INSERT INTO ltm_namespaces(kind, name, embedding_model, dim) VALUES "
-                             "('role', 'docs', 'hash-384', 384) RETURNING id").fetchone()
+        found = conn.execute(
+            "INSERT INTO ltm_namespaces(kind, name, embedding_model, dim) VALUES "
+            "('role', 'docs', 'hash-384', 384) RETURNING id"
+        ).fetchone()
         assert found is not None
         ns = found[0]
         for m in old:
-            conn.execute("INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, "
-                         "text_key, dim, embedding, fts) VALUES (%s, %s, '', '', '', %s, %s::jsonb, %s, '\\x00', "
-                         "384, array_fill(0.05, ARRAY[384])::vector, to_tsvector('english', %s))",
-                         (ns, m.id, m.created_at, json.dumps(m.metadata), m.dump(), m.content))
+            conn.execute(
+                "INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, "
+                "text_key, dim, embedding, fts) VALUES (%s, %s, '', '', '', %s, %s::jsonb, %s, '\\x00', "
+                "384, array_fill(0.05, ARRAY[384])::vector, to_tsvector('english', %s))",
+                (ns, m.id, m.created_at, json.dumps(m.metadata), m.dump(), m.content),
+            )
         conn.execute("UPDATE ltm_namespaces SET live = 3")
         assert migrate(conn) == SCHEMA_VERSION >= 2
         assert migrate(conn) == SCHEMA_VERSION  # idempotent: nothing runs twice
-        rows = dict((r[0], r[1:]) for r in conn.execute(
-            "SELECT id, user_id, run_id, expires_at, send_to FROM ltm_messages ORDER BY id"))
+        rows = dict(
+            (r[0], r[1:])
+            for r in conn.execute("SELECT id, user_id, run_id, expires_at, send_to FROM ltm_messages ORDER BY id")
+        )
     assert rows["o1"] == ("u1", "r1", pytest.approx(later), ["bob"])
     assert rows["o2"][2] == pytest.approx(32472144000.0)  # the ISO time, read by the server
     assert rows["o3"] == (None, None, None, ["<all>"])  # not text / not a time: absent, as the embedded upgrade does
@@ -99,20 +108,37 @@ def test_schema_1_rows_get_their_scope_expiry_and_recipient_columns(settings: Se
     assert [e.event for e in store.history("o2")] == ["UPDATE"]
 
 
-@pytest.mark.parametrize(("filters", "index"), [
-    ({"user_id": "u1"}, "ltm_messages_user_id"),
-    ({"run_id": "r3"}, "ltm_messages_run_id"),
-    ({"agent_id": {"in": ["a1", "a2"]}}, "ltm_messages_agent_id"),
-    ({"cause_by": "c.Write"}, "ltm_messages_cause_by"),
-    ({"created_at": {"gte": 1_700_000_600, "lt": 1_700_001_800}}, "ltm_messages_created_at"),
-    ({"id": "m0001"}, "ltm_messages_ns_id_key"),
-])
-def test_selective_filters_can_use_an_index(settings: Settings, pg_url: str, filters: dict[str, Any],
-                                            index: str) -> None:
+@pytest.mark.parametrize(
+    ("filters", "index"),
+    [
+        ({"user_id": "u1"}, "ltm_messages_user_id"),
+        ({"run_id": "r3"}, "ltm_messages_run_id"),
+        ({"agent_id": {"in": ["a1", "a2"]}}, "ltm_messages_agent_id"),
+        ({"cause_by": "c.Write"}, "ltm_messages_cause_by"),
+        ({"created_at": {"gte": 1_700_000_600, "lt": 1_700_001_800}}, "ltm_messages_created_at"),
+        ({"id": "m0001"}, "ltm_messages_ns_id_key"),
+    ],
+)
+def test_selective_filters_can_use_an_index(
+    settings: Settings, pg_url: str, filters: dict[str, Any], index: str
+) -> None:
     store = _pg(settings, pg_url)
-    store.add_batch([scoped(Message(f"note {i}", id=f"m{i:04d}", cause_by="c.Write" if i % 9 == 0 else "c.Other",
-                                    created_at=1_700_000_000 + i * 60), user_id=f"u{i % 7}", run_id=f"r{i % 5}",
-                            agent_id=f"a{i % 3}") for i in range(200)])
+    store.add_batch(
+        [
+            scoped(
+                Message(
+                    f"note {i}",
+                    id=f"m{i:04d}",
+                    cause_by="c.Write" if i % 9 == 0 else "c.Other",
+                    created_at=1_700_000_000 + i * 60,
+                ),
+                user_id=f"u{i % 7}",
+                run_id=f"r{i % 5}",
+                agent_id=f"a{i % 3}",
+            )
+            for i in range(200)
+        ]
+    )
     assert index in _plan(store, {**filters, "metadata.score": {"ne": 3}})
 
 
@@ -143,8 +169,11 @@ def test_the_trail_bound_is_kept_per_namespace(settings: Settings, pg_url: str) 
     assert [e.event for e in other.history("x0")] == ["ADD"]  # another namespace's events are its own
     with psycopg.connect(pg_url) as conn:
         counted: dict[str, int] = dict(conn.execute("SELECT n.name, n.events FROM ltm_namespaces n").fetchall())
-        stored: dict[str, int] = dict(conn.execute("SELECT n.name, count(h.*) FROM ltm_namespaces n JOIN ltm_history h "
-                                   "ON h.ns = n.id GROUP BY n.name").fetchall())
+        stored: dict[str, int] = dict(
+            conn.execute(
+                "SELECT n.name, count(h.*) FROM ltm_namespaces n JOIN ltm_history h ON h.ns = n.id GROUP BY n.name"
+            ).fetchall()
+        )
     assert counted == stored == {"small": 3, "other": 3}
 
 
@@ -171,8 +200,9 @@ def test_concurrent_writers_keep_the_trail_and_its_bound_consistent(settings: Se
     run_in_threads(work, 4)
     with psycopg.connect(pg_url) as conn:
         counted = conn.execute("SELECT events FROM ltm_namespaces WHERE name = 'busy'").fetchone()
-        stored = conn.execute("SELECT count(*) FROM ltm_history h JOIN ltm_namespaces n ON h.ns = n.id "
-                              "WHERE n.name = 'busy'").fetchone()
+        stored = conn.execute(
+            "SELECT count(*) FROM ltm_history h JOIN ltm_namespaces n ON h.ns = n.id WHERE n.name = 'busy'"
+        ).fetchone()
     assert counted is not None and stored is not None and counted[0] == stored[0] == limit
     for i in ids:
         events = seed.history(i)

@@ -30,8 +30,9 @@ def _indexdef(url: str, tmp_path: Path, name: str, **graph: int) -> str:
     with psycopg.connect(url) as conn:
         ns = conn.execute("SELECT id FROM ltm_namespaces WHERE name = %s", (name,)).fetchone()
         assert ns is not None
-        found = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                             (hnsw_index(int(ns[0])),)).fetchone()
+        found = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (hnsw_index(int(ns[0])),)
+        ).fetchone()
     assert found is not None, "the namespace passed HNSW_ROWS rows and has no HNSW index"
     return str(found[0])
 

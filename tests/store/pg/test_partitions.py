@@ -41,8 +41,10 @@ def _filled(settings: Settings, name: str, n: int, seed: int) -> MemoryStorage:
     store = MemoryStorage(name, settings=settings)
     dim = store.embed_texts(["probe"]).shape[1]
     vectors = _unit(np.random.default_rng(seed).standard_normal((n, dim)))
-    store.add_batch([Message(f"{name} message {i} about topic{i % 7}", id=f"{name}{i}", role="user")
-                     for i in range(n)], vectors=vectors)
+    store.add_batch(
+        [Message(f"{name} message {i} about topic{i % 7}", id=f"{name}{i}", role="user") for i in range(n)],
+        vectors=vectors,
+    )
     return store
 
 
@@ -62,7 +64,8 @@ def _columns(url: str) -> dict[str, list[tuple[Any, ...]]]:
             "pg_get_expr(d.adbin, d.adrelid), a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
             "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE c.relname IN "
             "('ltm_messages', 'ltm_history', 'ltm_namespaces') AND a.attnum > 0 AND NOT a.attisdropped "
-            "ORDER BY c.relname, a.attnum").fetchall()
+            "ORDER BY c.relname, a.attnum"
+        ).fetchall()
     out: dict[str, list[tuple[Any, ...]]] = {}
     for table, *column in rows:
         out.setdefault(str(table), []).append(tuple(column))
@@ -73,10 +76,13 @@ def _indexes(url: str) -> dict[str, str]:
     """Index name -> definition, on ltm's tables themselves (not their partitions); ``ON ONLY`` (a partitioned
     parent's) read as ``ON``."""
     with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN "
-                            "('ltm_messages', 'ltm_history', 'ltm_namespaces')").fetchall()
-    return {str(n): str(d).replace(" ON ONLY ", " ON ") for n, d in rows
-            if not str(n).startswith("ltm_messages_meta_")}  # index_metadata's (an earlier test's; not truncated)
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN "
+            "('ltm_messages', 'ltm_history', 'ltm_namespaces')"
+        ).fetchall()
+    return {
+        str(n): str(d).replace(" ON ONLY ", " ON ") for n, d in rows if not str(n).startswith("ltm_messages_meta_")
+    }  # index_metadata's (an earlier test's; not truncated)
 
 
 def test_the_partitioned_layout_is_the_plain_one_with_the_namespace_in_each_key(
@@ -97,7 +103,8 @@ def test_the_partitioned_layout_is_the_plain_one_with_the_namespace_in_each_key(
         parts = conn.execute(
             "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid), c.reloptions, (SELECT attstorage FROM "
             "pg_attribute WHERE attrelid = c.oid AND attname = 'embedding') FROM pg_inherits i JOIN pg_class c "
-            "ON c.oid = i.inhrelid WHERE i.inhparent = 'ltm_messages'::regclass ORDER BY c.relname").fetchall()
+            "ON c.oid = i.inhrelid WHERE i.inhparent = 'ltm_messages'::regclass ORDER BY c.relname"
+        ).fetchall()
         history = conn.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'ltm_history'::regclass").fetchone()
         versions = conn.execute("SELECT array_agg(version ORDER BY version) FROM ltm_schema").fetchone()
     bounds = [f"FOR VALUES WITH (modulus {PARTITIONS}, remainder {i})" for i in range(PARTITIONS)]
@@ -109,15 +116,18 @@ def test_the_partitioned_layout_is_the_plain_one_with_the_namespace_in_each_key(
     assert versions == plain_versions
 
 
-def test_a_setting_that_disagrees_with_the_database_is_refused(pg_url: str, pg_partitioned_url: str,
-                                                              tmp_path: Path) -> None:
+def test_a_setting_that_disagrees_with_the_database_is_refused(
+    pg_url: str, pg_partitioned_url: str, tmp_path: Path
+) -> None:
     MemoryStorage("a", settings=_settings(pg_partitioned_url, tmp_path)).add(Message("kept"))
     MemoryStorage("a", settings=_settings(pg_url, tmp_path, 0)).add(Message("kept"))
     for fresh in (False, True):  # the process's pool already open, and a new process
         if fresh:
             close_pools()
-        with pytest.raises(StoreMismatch, match=f"4 hash partitions.*is 0.*LTM_STORE_PARTITIONS={PARTITIONS} "
-                                                f"to use this one.*ltm migrate"):
+        with pytest.raises(
+            StoreMismatch,
+            match=f"4 hash partitions.*is 0.*LTM_STORE_PARTITIONS={PARTITIONS} to use this one.*ltm migrate",
+        ):
             MemoryStorage("a", settings=_settings(pg_partitioned_url, tmp_path, 0))
         with pytest.raises(StoreMismatch, match=f"is {PARTITIONS * 2}"):
             MemoryStorage("a", settings=_settings(pg_partitioned_url, tmp_path, PARTITIONS * 2))
@@ -149,18 +159,19 @@ def _plan(url: str, sql: str, params: Any) -> str:
         return "\n".join(str(r[0]) for r in conn.execute("EXPLAIN " + sql, params).fetchall())
 
 
-def test_each_search_of_a_namespace_reads_its_one_partition(pg_partitioned_url: str, tmp_path: Path,
-                                                           executed: list[tuple[str, Any]]) -> None:
+def test_each_search_of_a_namespace_reads_its_one_partition(
+    pg_partitioned_url: str, tmp_path: Path, executed: list[tuple[str, Any]]
+) -> None:
     settings = _settings(pg_partitioned_url, tmp_path)
     stores = [_filled(settings, f"ns{i}", HNSW_ROWS + 20 if i == 0 else 300, seed=i) for i in range(6)]
     big, ns = stores[0], _ns(pg_partitioned_url, "ns0")
     assert big.stats().index == "hnsw"
     with psycopg.connect(pg_partitioned_url) as conn:
         home = home_table(conn, ns)
-        where = conn.execute("SELECT DISTINCT tableoid::regclass::text FROM ltm_messages WHERE ns = %s",
-                             (ns,)).fetchall()
-        indexed = conn.execute("SELECT tablename FROM pg_indexes WHERE indexname = %s",
-                               (hnsw_index(ns),)).fetchone()
+        where = conn.execute(
+            "SELECT DISTINCT tableoid::regclass::text FROM ltm_messages WHERE ns = %s", (ns,)
+        ).fetchall()
+        indexed = conn.execute("SELECT tablename FROM pg_indexes WHERE indexname = %s", (hnsw_index(ns),)).fetchone()
         used = conn.execute("SELECT count(DISTINCT tableoid) FROM ltm_messages").fetchone()
     assert where == [(home,)] and indexed == (home,)  # the index is on the partition that holds the rows
     assert used is not None and used[0] > 1  # the other namespaces are elsewhere: there is something to prune
@@ -198,19 +209,35 @@ def test_dropping_a_namespace_drops_its_index_on_the_partition(pg_partitioned_ur
 
 
 @pytest.mark.slow
-def test_migrate_moves_a_plain_database_into_a_partitioned_one(pg_url: str, pg_partitioned_url: str, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrate_moves_a_plain_database_into_a_partitioned_one(
+    pg_url: str, pg_partitioned_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     plain = _settings(pg_url, tmp_path, 0)
     for name, n in (("big", HNSW_ROWS + 50), ("small", 40)):
         store = MemoryStorage(name, settings=plain)  # vectors of the hash embedding: migrate checks them by search
         words = np.random.default_rng(n).integers(0, 5000, (n, 6))  # varied texts: distinct hash vectors
-        store.add_batch([Message(f"{name} note {i} " + " ".join(f"w{w}" for w in words[i]), id=f"{name}{i}")
-                         for i in range(n)])
+        store.add_batch(
+            [Message(f"{name} note {i} " + " ".join(f"w{w}" for w in words[i]), id=f"{name}{i}") for i in range(n)]
+        )
         store.delete(f"{name}3")  # a trail with a DELETE in it
     before = {name: MemoryStorage(name, settings=plain).history(f"{name}3") for name in ("big", "small")}
 
-    assert main(["migrate", "--from", pg_url, "--to", pg_partitioned_url, "--to-partitions", str(PARTITIONS),
-                 "--embedding", "hash"]) == 0
+    assert (
+        main(
+            [
+                "migrate",
+                "--from",
+                pg_url,
+                "--to",
+                pg_partitioned_url,
+                "--to-partitions",
+                str(PARTITIONS),
+                "--embedding",
+                "hash",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"role/big: {HNSW_ROWS + 49:,} messages" in out and "vectors carried" in out, out
     assert "migrated 2 namespace(s)" in out
@@ -222,8 +249,9 @@ def test_migrate_moves_a_plain_database_into_a_partitioned_one(pg_url: str, pg_p
         assert [m.id for m in store.recent(2)] == [m.id for m in MemoryStorage(name, settings=plain).recent(2)]
     assert MemoryStorage("big", settings=parted).stats().index == "hnsw"
     with psycopg.connect(pg_partitioned_url) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'ltm_messages'::regclass"
-                            ).fetchone() == (PARTITIONS,)
+        assert conn.execute(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'ltm_messages'::regclass"
+        ).fetchone() == (PARTITIONS,)
     # without the setting, the destination is not what this command asks for: refused, saying how
     assert main(["migrate", "--from", pg_url, "--to", pg_partitioned_url, "--embedding", "hash"]) == 1
     assert f"LTM_STORE_PARTITIONS={PARTITIONS} to use this one" in capsys.readouterr().err

@@ -63,8 +63,9 @@ def test_find_news_looks_up_each_vector_in_the_namespaces_hnsw_index(
     store, held = _filled(pg_url, tmp_path, "big", HNSW_ROWS + 100, seed=1)  # default hnsw_threshold (200k)
     assert store.stats().index == "hnsw"
     rng = np.random.default_rng(2)
-    queries = _unit(np.vstack([held[:20] + 0.02 * rng.standard_normal(held[:20].shape),
-                               rng.standard_normal((20, held.shape[1]))]))
+    queries = _unit(
+        np.vstack([held[:20] + 0.02 * rng.standard_normal(held[:20].shape), rng.standard_normal((20, held.shape[1]))])
+    )
 
     best = store.best_similarities(queries)
 
@@ -80,8 +81,9 @@ def test_find_news_looks_up_each_vector_in_the_namespaces_hnsw_index(
     assert "Index Scan using ltm_hnsw_ns" in _plan(pg_url, *statements[-1])
 
 
-def test_a_small_namespace_beside_a_big_one_is_searched_exactly(pg_url: str, tmp_path: Path,
-                                                                statements: list[tuple[str, Any]]) -> None:
+def test_a_small_namespace_beside_a_big_one_is_searched_exactly(
+    pg_url: str, tmp_path: Path, statements: list[tuple[str, Any]]
+) -> None:
     _filled(pg_url, tmp_path, "big", HNSW_ROWS + 10, seed=3)
     small, held = _filled(pg_url, tmp_path, "small", 30, seed=4)
     assert small.stats().index == "flat"
@@ -109,42 +111,70 @@ def test_a_namespace_written_before_schema_3_gets_its_own_index_on_open(pg_url: 
     vectors = _unit(rng.standard_normal((HNSW_ROWS + 20, 384)))
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS ltm_history, ltm_messages, ltm_namespaces, ltm_schema CASCADE")
-        conn.execute("CREATE TABLE ltm_schema(version integer PRIMARY KEY, applied_at timestamptz NOT NULL "
-                     "DEFAULT now())")
+        conn.execute(
+            "CREATE TABLE ltm_schema(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
         for version, sql in MIGRATIONS[:2]:
             conn.execute(sql)
             conn.execute("INSERT INTO ltm_schema(version) VALUES (%s)", (version,))
-        conn.execute("CREATE INDEX ltm_messages_hnsw_384 ON ltm_messages USING hnsw ((embedding::vector(384)) "
-                     "vector_cosine_ops) WHERE dim = 384")  # what schema 1-2's ensure_hnsw made
-        found = conn.execute("INSERT INTO ltm_namespaces(kind, name, embedding_model, dim, live) VALUES "
-                             "('role', 'old', 'hash-384', 384, %s) RETURNING id", (len(vectors),)).fetchone()
+        conn.execute(
+            "CREATE INDEX ltm_messages_hnsw_384 ON ltm_messages USING hnsw ((embedding::vector(384)) "
+            "vector_cosine_ops) WHERE dim = 384"
+        )  # what schema 1-2's ensure_hnsw made
+        found = conn.execute(
+            "INSERT INTO ltm_namespaces(kind, name, embedding_model, dim, live) VALUES "
+            "('role', 'old', 'hash-384', 384, %s) RETURNING id",
+            (len(vectors),),
+        ).fetchone()
         assert found is not None
         with conn.cursor() as cur:
-            cur.executemany("INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, "
-                            "text_key, dim, embedding, fts) VALUES (%s, %s, '', '', '', 0, '{}', %s, %s, 384, "
-                            "%s::vector, to_tsvector('english', 'old'))",
-                            [(found[0], f"o{i}", Message(f"old {i}", id=f"o{i}").dump(), bytes([i % 256, i // 256]),
-                              "[" + ",".join(map(str, v)) + "]") for i, v in enumerate(vectors)])
+            cur.executemany(
+                "INSERT INTO ltm_messages(ns, id, role, cause_by, sent_from, created_at, metadata, body, "
+                "text_key, dim, embedding, fts) VALUES (%s, %s, '', '', '', 0, '{}', %s, %s, 384, "
+                "%s::vector, to_tsvector('english', 'old'))",
+                [
+                    (
+                        found[0],
+                        f"o{i}",
+                        Message(f"old {i}", id=f"o{i}").dump(),
+                        bytes([i % 256, i // 256]),
+                        "[" + ",".join(map(str, v)) + "]",
+                    )
+                    for i, v in enumerate(vectors)
+                ],
+            )
 
     store = MemoryStorage("old", settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=pg_url))
     assert store.stats().index == "hnsw"
 
     with psycopg.connect(pg_url) as conn:
-        names = {str(r[0]) for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
-                                                 "'ltm\\_%hnsw%'").fetchall()}
+        names = {
+            str(r[0])
+            for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ltm\\_%hnsw%'").fetchall()
+        }
     assert names == {hnsw_index(found[0])}  # the per-dimension index dropped, the namespace's built
     best = store.best_similarities(vectors[:5])
     np.testing.assert_allclose(best, 1.0, atol=1e-3)  # stored as given (float32 text), found again
 
 
-def test_speaker_names_are_looked_up_in_the_keyword_index(pg_url: str, tmp_path: Path,
-                                                          request: pytest.FixtureRequest) -> None:
+def test_speaker_names_are_looked_up_in_the_keyword_index(
+    pg_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """A question's capitalised words are checked against the namespace's speakers (ltm.store.search.speakers) through
     the GIN index, one round trip for all of them, never a scan of the namespace."""
     store = MemoryStorage("names", settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=pg_url))
-    store.add_batch([Message(f"turn {i} about the weather", role="Fahim Khan" if i % 2 else "Akib",
-                             sent_from="Fahim Khan" if i % 2 else "Akib", created_at=1.7e9 + i, id=f"t{i}")
-                     for i in range(3000)])
+    store.add_batch(
+        [
+            Message(
+                f"turn {i} about the weather",
+                role="Fahim Khan" if i % 2 else "Akib",
+                sent_from="Fahim Khan" if i % 2 else "Akib",
+                created_at=1.7e9 + i,
+                id=f"t{i}",
+            )
+            for i in range(3000)
+        ]
+    )
     seen = request.getfixturevalue("pg_rows")  # from here on: the add above is not counted
     assert store._speaker_names(["fahim", "akib", "weather", "monday"]) == {"fahim": {"Fahim Khan"}, "akib": {"Akib"}}
     asked = [(sql, params) for sql, params in seen if "unnest" in sql]

@@ -15,9 +15,11 @@ from ltm.config import Settings
 from ltm.store.pg import bulk
 from ltm.store.pg.schema import migrate
 
-_COLUMNS = ("m.id, m.role, m.cause_by, m.sent_from, m.created_at, m.metadata, m.body, m.text_key, m.dim, "
-            "m.embedding::text, m.context_embedding::text, m.user_id, m.agent_id, m.run_id, m.expires_at, m.send_to, "
-            "m.fts::text")
+_COLUMNS = (
+    "m.id, m.role, m.cause_by, m.sent_from, m.created_at, m.metadata, m.body, m.text_key, m.dim, "
+    "m.embedding::text, m.context_embedding::text, m.user_id, m.agent_id, m.run_id, m.expires_at, m.send_to, "
+    "m.fts::text"
+)
 
 
 def _store(pg_url: str, tmp_path: Path, name: str) -> MemoryStorage:
@@ -25,24 +27,43 @@ def _store(pg_url: str, tmp_path: Path, name: str) -> MemoryStorage:
 
 
 def _messages() -> list[Message]:
-    turns = [Message(f"turn {i} about the 2023-06-01 trip to Lisbon", id=f"t{i}", role="user", sent_from="alice",
-                     send_to={"bob"} if i % 3 else set(), created_at=1.7e9 + i,
-                     metadata={"speaker": "Alice" if i % 2 else "Bob", "session": "s1", "date": "2023-06-01",
-                               "user_id": "u1", "expires_at": 4e9})
-             for i in range(40)]
+    turns = [
+        Message(
+            f"turn {i} about the 2023-06-01 trip to Lisbon",
+            id=f"t{i}",
+            role="user",
+            sent_from="alice",
+            send_to={"bob"} if i % 3 else set(),
+            created_at=1.7e9 + i,
+            metadata={
+                "speaker": "Alice" if i % 2 else "Bob",
+                "session": "s1",
+                "date": "2023-06-01",
+                "user_id": "u1",
+                "expires_at": 4e9,
+            },
+        )
+        for i in range(40)
+    ]
     return with_context(turns)
 
 
 def _rows(pg_url: str, name: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(pg_url) as conn:
         register_vector(conn)
-        return [tuple(r) for r in conn.execute(
-            f"SELECT {_COLUMNS} FROM ltm_messages m JOIN ltm_namespaces n ON n.id = m.ns WHERE n.name = %s "
-            "ORDER BY m.seq", (name,)).fetchall()]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                f"SELECT {_COLUMNS} FROM ltm_messages m JOIN ltm_namespaces n ON n.id = m.ns WHERE n.name = %s "
+                "ORDER BY m.seq",
+                (name,),
+            ).fetchall()
+        ]
 
 
-def test_a_batch_written_through_copy_stores_what_single_rows_store(pg_url: str, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_written_through_copy_stores_what_single_rows_store(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every column (vectors, tsvector, scopes, recipients, metadata) and the seq order of a COPYed batch equal
     those of the same messages added one row at a time; an id already stored, or repeated in the batch, is
     skipped as before, and the staging table is empty for the connection's next user."""
@@ -114,7 +135,7 @@ def test_stats_reads_counters_not_the_namespace(pg_url: str, tmp_path: Path, req
 
     seen = request.getfixturevalue("pg_rows")  # from here on
     store.stats()
-    (sql, params), = [s for s in seen if "max(seq)" in s[0]]  # the statement of the counts
+    ((sql, params),) = [s for s in seen if "max(seq)" in s[0]]  # the statement of the counts
     with psycopg.connect(pg_url) as conn:
         conn.execute("SET enable_seqscan = off")  # a tiny table: the plan a big namespace gets
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params).fetchall())
