@@ -5,6 +5,10 @@ A work log shows as numbered work periods ("round 7", "the eighth round", "sessi
 issue numbers, dated entries ("## ... (2026-11-25)") and notes about the machine a run happened to be on. Each
 is refused in every Markdown file of the project (README.md, BENCHMARKS.md, CHANGELOG.md, docs/, the generated
 tables in bench/results/).
+
+The code's comments and docstrings (ltm/, bench/) also hold no measured history: a recall delta ("REALTALK 0.635 ->
+0.651") belongs with the figures it came from, in docs/search.md or BENCHMARKS.md, and the code says why its value
+is what it is and links there.
 """
 
 from __future__ import annotations
@@ -140,3 +144,42 @@ def test_the_code_check_reads_comments_and_docstrings() -> None:
     source = '"""Fixed in issue 13."""\n\n\ndef f() -> str:\n    return "round 2 of the game"  # the eighth round\n'
     prose = _prose_of(source)
     assert "issue 13" in prose and "eighth round" in prose and "round 2 of the game" not in prose
+
+
+# "0.635 -> 0.651", "0.635→0.651": two figures of at least two decimals joined by an arrow (a load "1.0 -> 1.2" is not)
+RECALL_DELTA = re.compile(r"(?<![\w.])[01]?\.\d{2,}\s*(?:->|→)\s*[01]?\.\d{2,}(?![\w.])")
+MEASURED = sorted(p for p in CODE if p.relative_to(ROOT).parts[0] in ("ltm", "bench"))
+
+
+def recall_deltas(prose: str) -> list[str]:
+    """Each line of ``prose`` that carries a recall delta, with its number."""
+    return [f"line {i}: {line.strip()}" for i, line in enumerate(prose.splitlines(), 1) if RECALL_DELTA.search(line)]
+
+
+@pytest.mark.parametrize("path", MEASURED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_comment_or_docstring_carries_a_recall_delta(path: Path) -> None:
+    found = recall_deltas(_prose_of(path.read_text("utf-8")))
+    assert not found, (
+        f"{path.relative_to(ROOT)}'s comments or docstrings carry measured history (move the figures to "
+        "docs/search.md or BENCHMARKS.md and link there):\n" + "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694",
+        "# MADial-Bench recall@10 0.723→0.765",
+        "# dense .409->.531",
+    ],
+)
+def test_a_recall_delta_in_a_comment_is_caught(comment: str) -> None:
+    assert recall_deltas(_prose_of(f"WEIGHT = 0.5  {comment}\n"))
+
+
+def test_what_is_not_a_recall_delta_passes() -> None:
+    source = (
+        '"""Load average 1.0 -> 1.2 -> 1.7; 16.9 -> 8.6 ms; weights 0.25-0.30; see docs/search.md."""\n\n'
+        'FIGURES = "0.635 -> 0.651"  # a string the code uses is not prose\n'
+    )
+    assert not recall_deltas(_prose_of(source))

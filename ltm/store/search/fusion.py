@@ -6,45 +6,25 @@ message outside the candidate list could at most have (the last dense candidate'
 search when fewer than ``depth`` messages matched, since a message without the words scores 0). The fused score
 is the weighted sum. A *flat* signal (its best and its floor are equal: every candidate looks the same to it,
 e.g. a query whose only matching word is in every message) says nothing about the order and gets no weight,
-so the other signal decides alone; a signal with no candidates likewise.
+so the other signal decides alone; a signal with no candidates likewise. Not reciprocal rank fusion: it gives
+the 50th candidate of a weak signal almost as much as the 1st of a strong one and ignores how far apart the
+scores are, and ranks below the better of its two inputs on real conversations (docs/search.md).
 
-Why not reciprocal rank fusion with equal weights (the first version): on real conversations (REALTALK, MADial-
-Bench; see BENCHMARKS.md) it ranked below the better of its two inputs, because it gives the 50th candidate of
-a weak signal almost as much as the 1st of a strong one and ignores how far apart the scores are. The weights
-below were chosen on the dev halves of those sets (``python -m bench.retrieval.explore``).
+On top of the fusion (docs/search.md#hybrid-step-by-step has each step's reason and
+docs/search.md#the-constants what chose each constant):
 
-A long query of several lines (a pasted conversation: :func:`ltm.store.search.query.query_lines`) is also embedded line
-by line, and its dense score for a message is :func:`line_scores`: the best of its lines' cosines averaged with
-the whole query's. One line that names what a memory is about reaches it even when the rest of the conversation
-is about something else (MADial-Bench recall@10 0.723 -> 0.765; docs/search.md).
-
-A one-vector query that gets no prior (below: a short pasted conversation, a long one-line query) then gets
-pseudo-relevance feedback (Rocchio): the dense side is searched again with the
-query vector plus :data:`FEEDBACK_WEIGHT` x the mean vector of the first fusion's :data:`FEEDBACK_SEEDS` best
-(:func:`feedback_vector`), and fused again: what the best hits share (the topic of the conversation the question
-is about) is what the short question left unsaid (REALTALK 0.565 -> 0.572; docs/search.md).
-
-A question that names a person who spoke (a word of a candidate's speaker, ``sent_from`` or role) adds
-``WEIGHTS["speaker"]`` to that person's candidates (:mod:`ltm.store.search.speakers`; REALTALK 0.572 -> 0.610), and its
-dense vector is computed with those names in the first person ("What are my hobbies?": stored turns are embedded
-without their speaker; :func:`ltm.store.search.speakers.first_person`).
-
-Last, a candidate gets :data:`SITTING_SHARE` of the best score among the *other* candidates written within
-:data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN` messages of it (the same sitting, as far as the candidates tell): a
-turn of the sitting where the question's topic came up is likelier to be part of the answer than an equally
-scored turn of a sitting where nothing else matched (REALTALK 0.626 -> 0.632, FriendsQA 0.663 -> 0.678, QMSum
-0.549 -> 0.566; docs/search.md).
-
-Then a one-line question's candidates get a *prior* (:func:`prior`) from what the fusion does not see: the
-query's cosine to each candidate on its own scale (the fused dense score is relative to the best and the floor, and a
-candidate only the keyword side found gets none of it), the candidate's length (a longer turn holds more that can
-be the answer), whether the candidate is itself a question (a question asks; its answer is elsewhere) and the share
-of the question's words it holds. Weights (:data:`PRIOR`): a logistic regression over those features and the fused
-score on REALTALK's dev half, rounded (REALTALK 0.635 -> 0.651, FriendsQA 0.679 -> 0.694; QMSum's committee hearings,
-whose long questions are evidence, lose: 0.566 -> 0.545; docs/search.md). Only the
-:data:`PRIOR_DEPTH` best get it, and only a one-line question (:func:`ltm.store.search.query.question_stems`), which
-then
-gets no Rocchio feedback: beside the prior it added nothing, for ~0.9 ms a search.
+- a query of several lines (a pasted conversation: :func:`ltm.store.search.query.query_lines`) is also embedded
+  line by line, and its dense score for a message is :func:`line_scores`, so one line that names what a memory
+  is about reaches it;
+- a question that names a person who spoke (:mod:`ltm.store.search.speakers`) adds ``WEIGHTS["speaker"]`` to
+  that person's candidates, and is embedded with those names in the first person;
+- a candidate gets :data:`NEIGHBOUR_SHARE` of its better neighbour's score and :data:`SITTING_SHARE` of the best
+  score among the other candidates of its sitting (within :data:`NEIGHBOUR_GAP` and :data:`SITTING_SPAN`);
+- a one-line question's :data:`PRIOR_DEPTH` best candidates get a *prior* (:func:`prior`) from what the fusion
+  does not see (:func:`ltm.store.search.query.question_stems` says which queries are questions);
+- any other one-vector query gets pseudo-relevance feedback (Rocchio, :func:`feedback_vector`): the dense side
+  is searched again with the query vector moved towards its first fusion's :data:`FEEDBACK_SEEDS` best, and
+  fused again.
 
 Order: messages whose content is the query itself (exact, then equal once case, spacing and punctuation are
 ignored) first; then the fused score; ties by the dense cosine, then the keyword score, then the newer message.
@@ -88,56 +68,44 @@ __all__ = [
     "stems",
 ]
 
+# Why each value, and the figures that chose it: docs/search.md#the-constants.
 DEPTH = 50  # candidates taken from each signal for a hybrid search of k <= 16 (3k beyond)
-# Chosen on the dev halves of REALTALK and MADial-Bench (bench/retrieval/explore.py; BENCHMARKS.md has the
-# grid). A question weighs words (names, places, dates; the keyword index knows who spoke and when) and meaning
-# alike (below); a long query (a pasted conversation, past
-# LONG_QUERY_TERMS distinct words) leans on meaning, because BM25 then sums many weak, topical word matches.
-# "time" (dense candidates inside a date the query names, boosted) is off: measured on REALTALK's 43 questions
-# naming a day it lowered recall@10 0.709 -> 0.663, because the keyword index already holds each message's day.
-# "speaker" is added to candidates spoken by someone the question names (ltm.store.search.speakers); none for a long
-# query.
-# Dense and keyword weigh alike (docs/search.md): once a question's speaker names are put in the first person before
-# it is embedded (ltm.store.search.speakers.first_person: REALTALK dense alone 0.409 -> 0.531) the dense side earns an
-# equal share (0.4 -> 0.5), and the speaker bonus drops 0.5 -> 0.3: a question that names the wrong person (the other
-# speaker did it) fell 0.601 -> 0.431 at 0.5 with no bonus as the reference, 0.539 at 0.3, for 0.6 points of the whole
-# set's test half (0.608 -> 0.602).
+# Weights of the scaled signals. A question weighs words (names, places, dates; the keyword index knows who spoke and
+# when) and meaning alike; "context" is a conversation's context vectors; "time" (dense candidates inside a date the
+# query names) is off, since the keyword index already holds each message's day; "speaker" is added to candidates
+# spoken by someone the question names, kept small so that a question naming the wrong person still finds the answer.
 WEIGHTS: Mapping[str, float] = {"dense": 0.5, "keyword": 0.5, "context": 0.35, "time": 0.0, "speaker": 0.3}
+# A long query (a pasted conversation, past LONG_QUERY_TERMS distinct words) leans on meaning: BM25 then sums many
+# weak, topical word matches. Its lines start with speaker names, so it gets no speaker bonus.
 LONG_QUERY_TERMS = 24
 LONG_QUERY_WEIGHTS: Mapping[str, float] = {**WEIGHTS, "dense": 0.7, "keyword": 0.3, "speaker": 0.0}
-# A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation
-# added in order): "I did, last week" gets some of the topic of the question it answers. Only from a neighbour
-# written within NEIGHBOUR_GAP seconds (the same sitting): separate notes added one after the other (MADial-Bench's
-# memories, days apart) lend nothing. 97.6% of REALTALK's consecutive turns are within 6 hours, none of MADial's.
+# A share of the better neighbouring message's score (seq +- 1: the turn before and after, in a conversation added in
+# order): "I did, last week" gets some of the topic of the question it answers. Only from a neighbour written within
+# NEIGHBOUR_GAP seconds (the same sitting): separate notes added one after the other lend nothing.
 NEIGHBOUR_SHARE = 0.3
 NEIGHBOUR_GAP = 6 * 3600.0
-# A share of the best score among the other candidates of the same sitting (chosen on REALTALK's dev
-# half: 0.1 / 0.15 / 0.2 / 0.25 / 0.3 give 0.651 / 0.654 / 0.655 / 0.652 / 0.640 against 0.647 without).
+# A share of the best score among the other candidates of the same sitting: a turn of the sitting where the question's
+# topic came up is likelier to be part of the answer than an equally scored turn of a sitting where nothing else did.
 SITTING_SHARE = 0.2
 # "The same sitting" as far as the candidates tell: written within NEIGHBOUR_GAP of each other AND at most this many
-# messages apart. Time alone joins notes of the same day that were added far apart (MADial-Bench: 17 such pairs
-# among 160 memories cost it 0.9 points); a conversation's sitting is a run of messages (REALTALK's median 27,
-# FriendsQA's scenes 19). Spans 8 / 16 / 32 / 64 / none: REALTALK dev 0.650 / 0.654 / 0.655 / 0.656 / 0.656,
-# MADial 0.765 / 0.763 / 0.763 / 0.759 / 0.756. On PostgreSQL seqs come from one sequence for every namespace, so
-# writers to other namespaces at the same time widen a conversation's gaps: fewer pairs qualify, never two namespaces.
+# messages apart, since time alone joins notes of one day that were added far apart. On PostgreSQL seqs come from one
+# sequence for every namespace, so writers to other namespaces at the same time widen a conversation's gaps: fewer
+# pairs qualify, never two namespaces.
 SITTING_SPAN = 32
 # A multi-line long query's dense score: (best line's cosine + LINE_WHOLE x the whole query's) / (1 + LINE_WHOLE),
-# so it stays on the cosine scale. Chosen on MADial-Bench's dev half (0.5 / 1.0 / 2.0: 0.803 / 0.812 / 0.798).
+# so it stays on the cosine scale.
 LINE_WHOLE = 1.0
-# Rocchio feedback for a one-vector query (chosen on the dev halves: weight 0.3 / 0.6 / 1.0 x seeds 3 / 5 / 10).
-# Not after a multi-line query: its lines already widen it, and feedback on top cost MADial 0.8 points (dev).
+# Rocchio feedback for a one-vector query that gets no prior: the query vector plus FEEDBACK_WEIGHT x the mean vector
+# of the first fusion's FEEDBACK_SEEDS best. Not after a multi-line query, whose lines already widen it.
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_SEEDS = 5
-# The prior of a one-line question's candidate (:func:`prior`): a logistic regression of "is evidence"
-# on the fused score and these four features, fitted on REALTALK's dev half (chats 1-5: 357 questions, the 29,750
-# candidates of the search as shipped, without feedback; `FEEDBACK=0 python -m bench.tuning.prior_fit fit`), divided
-# by the fused score's coefficient (0.50 / 0.142 / -0.187 / 0.182) and rounded to 0.05. Alone, a feature does little
-# or costs; together they pay on both halves of REALTALK and of FriendsQA, which had no part in the fit. QMSum's
-# committee hearings, whose long questions are evidence, lose 3.5 points: a model of chat turns (docs/search.md).
+# The prior of a one-line question's candidate (:func:`prior`): a logistic regression of "is evidence" on the fused
+# score and these four features over REALTALK's dev half, divided by the fused score's coefficient and rounded to
+# 0.05 (``python -m bench.tuning.prior_fit fit``). A model of chat turns: it costs meetings whose long questions are
+# themselves evidence a few points.
 PRIOR: Mapping[str, float] = {"cosine": 0.5, "length": 0.15, "question": -0.2, "coverage": 0.2}
-# The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its
-# fused score): it reorders the head of the list, and costs ~5-8 us a candidate (recall@10 with 50 / with all ~95
-# candidates: REALTALK 0.651 / 0.651, FriendsQA 0.694 / 0.695).
+# The prior is computed for the PRIOR_DEPTH best candidates of the fusion only (a candidate below them keeps its fused
+# score): it reorders the head of the list, and costs ~5-8 us a candidate.
 PRIOR_DEPTH = 50
 # Words are compared by their first STEM letters: "recipe" and "recipes", "travel", "travelled" and "traveling" alike.
 STEM = 5

@@ -10,9 +10,8 @@ conversation, whose lines start with speaker names) gets none.
 The same names are also taken *out of the dense query* (:func:`first_person`): stored turns are embedded as their
 bare text ("I went for a run after the rain"), never with who said them, so "When did Fahim go for a run?"
 embeds closer to them as "When did I go for a run?". A name in the query vector only pulls it towards other
-messages that mention the name (greetings, the other person addressing them). On REALTALK dense recall@10 rose
-0.409 -> 0.538 (docs/search.md). The keyword side keeps the name: it matches the index's *who*
-column.
+messages that mention the name (greetings, the other person addressing them); docs/search.md#the-constants has
+what it gained. The keyword side keeps the name: it matches the index's *who* column.
 """
 
 from __future__ import annotations
@@ -33,8 +32,7 @@ _PLURAL_MY = re.compile(r"\bmy(?:(?:\s*,\s*|\s+and\s+)my\b)+")
 _REPEAT = re.compile(r"\b(I|my)(?:\s+\1\b)+")
 _PLURAL = re.compile(r"\b(?:we|our)\b", re.IGNORECASE)
 # A question about one named person speaks of them in the third person as well; in the first person it is nearer
-# what they said (REALTALK 0.633 -> 0.636, inference 0.446 -> 0.457; FriendsQA 0.678 -> 0.679;
-# docs/search.md). "her" is both "my" and "me": "my" (the same figures either way).
+# what they said (docs/search.md#the-constants). "her" is both "my" and "me": "my" (the same figures either way).
 _THIRD_PERSON = [
     (re.compile(r"\b(?:he|she)\b", re.IGNORECASE), "I"),
     (re.compile(r"\b(?:his|her)\b", re.IGNORECASE), "my"),
