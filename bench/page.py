@@ -17,6 +17,7 @@ from typing import Any
 from bench.page_sections import (
     EMBEDDED_END,
     EMBEDDED_START,
+    EMBEDDED_STORES_MD,
     PAGE,
     PG_1M,
     PG_RUN,
@@ -63,26 +64,40 @@ PLOTS = [
     ("disk.png", "disk per message"),
 ]
 
-# (section, source file, the command that measures it again)
-SOURCES = [
-    ("ltm against the llama-index way, raw FAISS and the model", "results.json", "python -m bench.run --all"),
-    ("ltm against mem0", "peers.json", "python -m bench.peers"),
-    ("Against the embedded stores users pick instead", "embedded_stores.md", "python -m bench.peers"),
+# (section, its result files, the commands that measure them again: each writes its file in bench/results/)
+SOURCES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    (
+        "ltm against the llama-index way, raw FAISS and the model",
+        ("results.json",),
+        ("python -m bench.run --all",),
+    ),
+    ("ltm against mem0", ("peers.json",), ("python -m bench.peers",)),
+    (
+        "Against the embedded stores users pick instead",
+        (EMBEDDED_STORES_MD.name,),
+        ("python -m bench.retrieval.fetch", "python -m bench.peers.stores"),
+    ),
     (
         "Retrieval quality",
-        "retrieval.md",
-        "python -m bench.retrieval.fetch && python -m bench.retrieval --write bench/results/retrieval.md",
+        (RETRIEVAL_MD.name,),
+        ("python -m bench.retrieval.fetch", "python -m bench.retrieval --write bench/results/retrieval.md"),
     ),
     (
         "PostgreSQL + pgvector against embedded",
-        f"{PG_RUN}, {', '.join(PG_1M)}",
-        "python -m bench.backends --sizes 10000 100000 --writers 1 2 4 8 --load both --tag=-pg17",
+        (PG_RUN, *PG_1M),
+        (
+            "python -m bench.backends --sizes 10000 100000 --writers 1 2 4 8 --load both --tag=-pg17",
+            "python -m bench.backends --sizes 1000000 --writers --engines postgres --load bulk --budget 1500 "
+            "--tag=-pg17-postgres",
+            "python -m bench.backends --sizes 1000000 --writers --engines embedded --load batched --budget 953 "
+            "--tag=-pg17-embedded",
+        ),
     ),
-    ("The service", "service.json", "python -m bench.service"),
+    ("The service", ("service.json",), ("python -m bench.service",)),
     (
         "The async API",
-        "loop_lag.json",
-        "python -m bench.loop_lag --tasks 64 --prefill 2000 --repeats 3 --out-json bench/results/loop_lag.json",
+        ("loop_lag.json",),
+        ("python -m bench.loop_lag --tasks 64 --prefill 2000 --repeats 3 --out-json bench/results/loop_lag.json",),
     ),
 ]
 
@@ -103,10 +118,15 @@ def head(res: dict[str, Any]) -> list[str]:
         "```",
         "",
         "Each section names the run it comes from; the commands that measure again (each writes its file in "
-        "`bench/results/`, and `python -m bench.run --all` also rewrites this page):",
+        "`bench/results/`, and `python -m bench.run --all` also rewrites this page; what each tool measures: "
+        "[bench/README.md](bench/README.md)):",
         "",
     ]
-    lines += _table(["section", "results", "command"], [[s, f"`{f}`", f"`{c}`"] for s, f, c in SOURCES])
+    rows = [
+        [s, ", ".join(f"`{f}`" for f in files), ", then ".join(f"`{c}`" for c in commands)]
+        for s, files, commands in SOURCES
+    ]
+    lines += _table(["section", "results", "commands"], rows)
     return lines + [""]
 
 
