@@ -3,7 +3,7 @@ same 100 queries (bench.backends' queries) on two namespaces of one private pgse
 one loaded with plain batches of 1,000 (each row's graph insert in its batch), one inside ``bulk_load`` (the
 index built once, after the load).
 
-    python -m bench.pg_bulk_recall --n 100000
+    python -m bench.probes.pg_bulk_recall --n 100000
 
 Prints the load times (not the point: see bench.backends) and both recalls. Nothing is asserted.
 """

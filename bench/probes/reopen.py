@@ -1,6 +1,6 @@
 """A call on a parked (closed) namespace, per kind of call: what lazy FAISS loading saves.
 
-    python -m bench.reopen --messages 1000 --label after
+    python -m bench.probes.reopen --messages 1000 --label after
 
 Round robin over 40 namespaces with ``max_open_namespaces=8`` (hash embedding), so each timed call reopens a
 namespace (and parks another); prints the median ms of ``get``, ``recent(5)`` and a dense ``search`` on a

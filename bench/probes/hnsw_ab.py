@@ -5,8 +5,8 @@ Prints one JSON line: store work per message in batches of 1000 (and its HNSW pa
 search p50/p95 over 200 queries and recall@10 against exact search, bytes per message on disk. Run the versions
 interleaved, e.g. ltm at 0703872 (``git archive 0703872 ltm | tar -x -C /tmp/base``) against this tree:
 
-    cd /tmp/base && PYTHONPATH=/tmp/base:$REPO python $REPO/bench/hnsw_ab.py 60000 20000
-    cd $REPO && PYTHONPATH=$REPO python bench/hnsw_ab.py 60000 20000
+    cd /tmp/base && PYTHONPATH=/tmp/base:$REPO python -m bench.probes.hnsw_ab 60000 20000
+    cd $REPO && PYTHONPATH=$REPO python -m bench.probes.hnsw_ab 60000 20000
 """
 
 from __future__ import annotations

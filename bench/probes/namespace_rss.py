@@ -1,7 +1,7 @@
 """What each namespace keeps in RAM once the pool closed it.
 
-    python -m bench.namespace_rss -n 400 -m 100
-    python -m bench.namespace_rss -n 1200 -m 100      # the slope between the two is the cost of a closed one
+    python -m bench.probes.namespace_rss -n 400 -m 100
+    python -m bench.probes.namespace_rss -n 1200 -m 100      # the slope between the two is the cost of a closed one
 
 Opens N namespaces of M messages (hash embedding, the default pool) in one process and prints the extra RSS
 and the bytes glibc's malloc holds in use (``mallinfo2``) per namespace after ``gc.collect()``, then what
