@@ -5,6 +5,7 @@
   (``ltm.store.search.fusion.PRIOR``), a logistic regression on the public chat sets' candidates.
 
 The one-off probes of the retrieval tuning (the other harness rounds, the swapped-speaker slice, the IVF and PCA
-index probes, the embedding-cost and pool checks) are kept at the git tag ``research/retrieval-2026``
-(``git show research/retrieval-2026:bench/ivf_probe.py``), where BENCHMARKS.md and docs/search.md cite them.
+index probes, the embedding-cost and pool checks) left the tree in commit 03168049fd; its parent aa059f083a holds
+them (``git show aa059f083a:bench/ivf_probe.py``) with the round-by-round record that cites them
+(``git show aa059f083a:docs/RETRIEVAL.md``). What chose each constant today: docs/search.md#the-constants.
 """
