@@ -1,7 +1,8 @@
 """Dense recall@10 of ltm's HNSW graph on REAL all-MiniLM-L6-v2 embeddings, not the bench's synthetic vectors.
 
-``bench.run``'s 1M figures use generated vectors whose queries lie near stored rows; ``bench.ivf_probe --realtalk``
-showed that real sentence embeddings are much harder for an approximate index. This script fills one namespace
+``bench.run``'s 1M figures use generated vectors whose queries lie near stored rows; real sentence embeddings are
+much harder for an approximate index (the IVF probe showed it: ``git show aa059f083a:bench/ivf_probe.py``, run with
+``--realtalk``). This script fills one namespace
 through the ordinary path (``MemoryStorage.add_batch`` of 1,000, a lookup embedding serving precomputed real
 vectors, default ``Settings``: the flat index, its rebuild into the HNSW graph at ``hnsw_threshold``, the fresh
 segment's folds), then reopens it at each ``--ef`` (``hnsw_ef_search``) and compares its dense top 10 with the exact

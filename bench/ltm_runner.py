@@ -170,7 +170,7 @@ def probe_main(storage_dir: Path, query_text: str, vec_path: Path) -> dict[str, 
 def run_precomputed(
     n: int, seed: int, tmp: Path, data: dict[str, Any], one_at_a_time_max: int, extra_one: int
 ) -> dict[str, float]:
-    """ltm with precomputed vectors at size ``n`` (data from bench.worker_data)."""
+    """ltm with precomputed vectors at size ``n`` (data from bench.workers.worker_data)."""
     texts, roles, causes = data["texts"], data["roles"], data["causes"]
     emb = data["embedding"]
     out: dict[str, float] = {"n": float(n)}

@@ -17,6 +17,8 @@ BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 README = BENCH / "README.md"
 PAGES = [ROOT / "BENCHMARKS.md", README]
+# the other pages that may name a bench command or a result file by its path
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMAND = re.compile(r"python -m (bench(?:\.\w+)*)")
 RESULT_PATH = re.compile(r"bench/results/([\w.{},-]+)")
 RESULT_NAME = re.compile(r"`([\w.-]+\.(?:json|md|png))`")
@@ -67,6 +69,15 @@ def test_every_bench_command_named_is_a_module_that_runs(doc: Path) -> None:
         assert '__name__ == "__main__"' in path.read_text("utf-8") or path.name == "__main__.py", (
             f"{doc.relative_to(ROOT)} names `python -m {module}`, which runs nothing"
         )
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_docs_name_bench_commands_and_results_that_exist(doc: Path) -> None:
+    text = doc.read_text("utf-8")
+    missing = sorted(f"python -m {m}" for m in commands_in(text) if _module_file(m) is None)
+    missing += sorted(f"bench/results/{n}" for m in RESULT_PATH.findall(text) for n in _expand(m))
+    missing = [m for m in missing if not m.startswith("bench/results/") or not (ROOT / m).is_file()]
+    assert not missing, f"{doc.relative_to(ROOT)} names what bench/ does not have: {missing}"
 
 
 @pytest.mark.parametrize("doc", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
