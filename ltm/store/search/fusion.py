@@ -6,9 +6,9 @@ message outside the candidate list could at most have (the last dense candidate'
 search when fewer than ``depth`` messages matched, since a message without the words scores 0). The fused score
 is the weighted sum. A *flat* signal (its best and its floor are equal: every candidate looks the same to it,
 e.g. a query whose only matching word is in every message) says nothing about the order and gets no weight,
-so the other signal decides alone; a signal with no candidates likewise. Not reciprocal rank fusion: it gives
-the 50th candidate of a weak signal almost as much as the 1st of a strong one and ignores how far apart the
-scores are, and ranks below the better of its two inputs on real conversations (docs/search.md).
+so the other signal decides alone; a signal with no candidates likewise. Why not reciprocal rank fusion: RRF
+gives the 50th candidate of a weak signal almost as much as the 1st of a strong one and ignores how far apart the
+scores are, and on real conversations it ranks below the better of its two inputs (docs/search.md).
 
 On top of the fusion (docs/search.md#hybrid-step-by-step has each step's reason and
 docs/search.md#the-constants what chose each constant):
