@@ -17,6 +17,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from autogen_core import CancellationToken, Component, Image
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType, MemoryQueryResult, UpdateContextResult
@@ -27,6 +28,13 @@ from typing_extensions import Self
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
+from ltm.integrations.framework_metadata import (
+    decode_metadata,
+    encode_metadata,
+    stored_key,
+    stored_path,
+    without_nul,
+)
 from ltm.message import Message
 from ltm.store import MemoryHit, MemoryStorage
 
@@ -35,6 +43,10 @@ __all__ = ["LtmMemory", "LtmMemoryConfig", "to_message"]
 _ROLE = "memory"  # the role of the messages that hold AutoGen memories
 _TEXT_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value)
 _QUERY_KWARGS = ("filters", "k")
+_MIME = "mime_type"  # the adapter's own metadata key: the content's MIME type
+_OWNED = frozenset({_MIME})
+# a query string's parameters that carry a credential (an endpoint such as Azure's takes its key as ?api-key=...)
+_SECRET_PARAMS = frozenset({"api-key", "api_key", "apikey", "key", "token", "access_token", "password", "secret"})
 
 
 class LtmMemoryConfig(BaseModel):
@@ -92,10 +104,15 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
         unknown = set(kwargs) - set(_QUERY_KWARGS)
         if unknown:
             raise InvalidInput(f"LtmMemory.query takes {', '.join(_QUERY_KWARGS)} as keywords, not {sorted(unknown)}")
-        text = query if isinstance(query, str) else _text_of(query)
+        if isinstance(query, str):
+            text = query
+        elif isinstance(query, MemoryContent):
+            text = _text_of(query)
+        else:
+            raise InvalidInput(f"query is a str or a MemoryContent, got {type(query).__name__}")
         if not text.strip():
             return MemoryQueryResult(results=[])
-        filters: Mapping[str, Any] | None = kwargs.get("filters")
+        filters = _stored_filters(kwargs.get("filters"))
         hits = await self._store.asearch(
             text, kwargs.get("k", self._config.k), filters=filters, threshold=self._config.score_threshold, explain=True
         )
@@ -134,16 +151,54 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
 
 
 def _shareable(settings: Settings | None) -> dict[str, Any]:
-    """The settings that were set, as JSON values, less the secrets: the OpenAI key, and any URL whose JSON form
-    is masked (it holds a password)."""
+    """The settings that were set, as JSON values, less the secrets: the OpenAI key, and any URL holding a
+    credential (a password, or a key or token in its query string)."""
     if settings is None:
         return {}
     shown, real = settings.model_dump(mode="json"), settings.model_dump()
     return {
         name: shown[name]
         for name in sorted(settings.model_fields_set)
-        if name != "openai_api_key" and not (name.endswith("_url") and shown[name] != real[name])
+        if name != "openai_api_key"
+        and not (name.endswith("_url") and (shown[name] != real[name] or _has_credential(real[name])))
     }
+
+
+def _has_credential(url: object) -> bool:
+    """Whether ``url`` carries a secret: ``user:password@`` or a credential parameter in its query string."""
+    if not isinstance(url, str):
+        return False
+    parts = urlsplit(url)
+    try:
+        password = parts.password
+    except ValueError:  # an authority urllib cannot read: treat it as secret rather than show it
+        return True
+    names = {name.strip().lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)}
+    return bool(password) or bool(names & _SECRET_PARAMS)
+
+
+def _stored_filters(filters: Any) -> Any:
+    """A query's filters (ltm's filter language over the memories' metadata) as filters of the stored messages:
+    each ``metadata.KEY`` path over the stored keys (ltm.integrations.framework_metadata), a comparison with a
+    string holding NUL decided (no memory holds one). Anything that is not a filter is left for the store to
+    refuse."""
+    if not isinstance(filters, Mapping):
+        return filters
+    parts: list[dict[str, Any]] = []
+    for key, value in filters.items():
+        if key in ("AND", "OR") and isinstance(value, list | tuple):
+            parts.append({key: [_stored_filters(v) for v in value]})
+        elif key == "NOT":
+            parts.append({key: _stored_filters(value)})
+        elif key == "metadata" and isinstance(value, Mapping):  # the old form: {"metadata": {KEY: value}}
+            parts.extend({"metadata." + stored_key(str(k)): v} for k, v in value.items())
+        elif isinstance(key, str) and key.startswith("metadata."):
+            parts.append({"metadata." + stored_path(key[len("metadata.") :]): value})
+        else:
+            parts.append({key: value})
+    if not parts:
+        return filters
+    return without_nul(parts[0] if len(parts) == 1 else {"AND": parts})
 
 
 def _text_of(content: MemoryContent) -> str:
@@ -154,7 +209,13 @@ def _text_of(content: MemoryContent) -> str:
         return str(value)
     if mime == MemoryMimeType.JSON.value:
         if isinstance(value, dict):
-            return json.dumps(value, ensure_ascii=False)
+            try:
+                return json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError) as exc:  # a datetime, a dict holding itself, ...
+                raise InvalidInput(
+                    f"JSON content must hold JSON values only (dict, list, str, number, bool, None) and no cycle: "
+                    f"{exc}; convert the others first (e.g. a datetime to its isoformat())"
+                ) from exc
         raise InvalidInput(f"JSON content must be a dict, got {type(value).__name__}; wrap it as {{'value': ...}}")
     if isinstance(value, Image):
         raise InvalidInput("Image content cannot be converted to text: store a caption of it as text/plain")
@@ -164,14 +225,16 @@ def _text_of(content: MemoryContent) -> str:
 def to_message(content: MemoryContent) -> Message:
     """The message that stores ``content`` (InvalidInput for a binary or image content)."""
     mime = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else str(content.mime_type)
-    return Message(_text_of(content), role=_ROLE, metadata={**(content.metadata or {}), "mime_type": mime})
+    metadata = encode_metadata(content.metadata, _OWNED)
+    return Message(_text_of(content), role=_ROLE, metadata={**metadata, _MIME: mime})
 
 
 def _to_content(found: MemoryHit | Message) -> MemoryContent:
-    """A stored memory as AutoGen's content; a search hit's metadata also has its ``score`` (cosine)."""
+    """A stored memory as AutoGen's content: its metadata as it was added, with ``mime_type`` and ``id`` (and a
+    search hit's ``score``, its cosine) set over any key of the same name, as AutoGen's ChromaDB memory does."""
     message = found.message if isinstance(found, MemoryHit) else found
-    metadata = dict(message.metadata)
-    mime = str(metadata.get("mime_type", MemoryMimeType.TEXT.value))
+    mime = str(message.metadata.get(_MIME, MemoryMimeType.TEXT.value))
+    metadata = {**decode_metadata(message.metadata, _OWNED), _MIME: mime}
     value: str | dict[str, Any] = json.loads(message.content) if mime == MemoryMimeType.JSON.value else message.content
     if isinstance(found, MemoryHit):
         metadata["score"] = float((found.explain or {}).get("dense", found.score))
