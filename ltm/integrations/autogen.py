@@ -18,7 +18,6 @@ import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from autogen_core import CancellationToken, Component, Image
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType, MemoryQueryResult, UpdateContextResult
@@ -46,8 +45,6 @@ _TEXT_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value)
 _QUERY_KWARGS = ("filters", "k")
 _MIME = "mime_type"  # the adapter's own metadata key: the content's MIME type
 _OWNED = frozenset({_MIME})
-# a query string's parameters that carry a credential (an endpoint such as Azure's takes its key as ?api-key=...)
-_SECRET_PARAMS = frozenset({"api-key", "api_key", "apikey", "key", "token", "access_token", "password", "secret"})
 
 
 class LtmMemoryConfig(BaseModel):
@@ -152,30 +149,17 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
 
 
 def _shareable(settings: Settings | None) -> dict[str, Any]:
-    """The settings that were set, as JSON values, less the secrets: the OpenAI key, and any URL holding a
-    credential (a password, or a key or token in its query string)."""
+    """The settings that were set, as JSON values, less the secrets: the OpenAI key, and any URL whose JSON form
+    is masked (it holds a password, or a key or token in its query string: ``ltm.config.mask_url``). A masked URL
+    is left out rather than written masked, which would load as a URL that cannot authenticate."""
     if settings is None:
         return {}
     shown, real = settings.model_dump(mode="json"), settings.model_dump()
     return {
         name: shown[name]
         for name in sorted(settings.model_fields_set)
-        if name != "openai_api_key"
-        and not (name.endswith("_url") and (shown[name] != real[name] or _has_credential(real[name])))
+        if name != "openai_api_key" and not (name.endswith("_url") and shown[name] != real[name])
     }
-
-
-def _has_credential(url: object) -> bool:
-    """Whether ``url`` carries a secret: ``user:password@`` or a credential parameter in its query string."""
-    if not isinstance(url, str):
-        return False
-    parts = urlsplit(url)
-    try:
-        password = parts.password
-    except ValueError:  # an authority urllib cannot read: treat it as secret rather than show it
-        return True
-    names = {name.strip().lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)}
-    return bool(password) or bool(names & _SECRET_PARAMS)
 
 
 def _stored_filters(filters: Any) -> Any:
