@@ -31,6 +31,7 @@ from ltm.errors import InvalidInput
 from ltm.integrations.framework_metadata import (
     decode_metadata,
     encode_metadata,
+    joined,
     stored_key,
     stored_path,
     without_nul,
@@ -183,7 +184,7 @@ def _stored_filters(filters: Any) -> Any:
             parts.append({key: value})
     if not parts:
         return filters
-    return without_nul(parts[0] if len(parts) == 1 else {"AND": parts})
+    return without_nul(joined(parts))
 
 
 def _text_of(content: MemoryContent) -> str:

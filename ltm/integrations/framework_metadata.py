@@ -34,6 +34,7 @@ __all__ = [
     "decode_metadata",
     "encode_metadata",
     "has_nul",
+    "joined",
     "stored_key",
     "stored_path",
     "without_nul",
@@ -164,7 +165,7 @@ def without_nul(filters: Any) -> Any:
     left for the store to refuse."""
     if not isinstance(filters, Mapping) or not has_nul(filters):
         return filters
-    parts: list[Any] = []
+    parts: list[dict[str, Any]] = []
     for key, value in filters.items():
         if key in ("AND", "OR") and isinstance(value, list | tuple):
             parts.append({key: [without_nul(v) for v in value]})
@@ -176,7 +177,16 @@ def without_nul(filters: Any) -> Any:
             parts.append(_decided(key, "in", value))
         else:
             parts.append(_decided(key, "eq", value))
-    return parts[0] if len(parts) == 1 else {"AND": parts}
+    return joined(parts)
+
+
+def joined(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The AND of filter ``parts``: one dict while their keys differ (several keys in one dict are AND-ed), so that
+    no level of nesting is added to the store's limit; an ``AND`` list otherwise."""
+    keys = [key for part in parts for key in part]
+    if len(keys) == len(set(keys)):
+        return {key: value for part in parts for key, value in part.items()}
+    return {"AND": parts}
 
 
 def _decided(field: str, op: str, value: Any) -> dict[str, Any]:
