@@ -113,11 +113,9 @@ class LtmStorage:
         """Set the records' last access to now."""
         now = _iso(datetime.now(timezone.utc))
         for record_id in _ids(record_ids):
-            if has_nul(record_id):
-                continue  # no record has it
             try:
                 fields = dict(self._store.get(_stored_id(record_id)).metadata.get(_KEY) or {})
-            except NotFound:
+            except (NotFound, InvalidInput):  # InvalidInput: an id no record can have (NUL, too long)
                 continue
             self._store.update(_stored_id(record_id), metadata={_KEY: {**fields, "last_accessed": now}})
 
