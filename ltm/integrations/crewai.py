@@ -381,7 +381,7 @@ def _record_id(message_id: str) -> str:
 
 def _vector(query_embedding: Any) -> None:
     """InvalidInput unless ``query_embedding`` is a vector (a list of numbers)."""
-    if isinstance(query_embedding, str | bytes | Mapping) or not isinstance(query_embedding, Sequence | Iterable):
+    if isinstance(query_embedding, str | bytes | Mapping) or not isinstance(query_embedding, Iterable):
         raise InvalidInput(
             f"query_embedding is the query's vector (a list of float), got {type(query_embedding).__name__}; "
             "CrewAI's Memory.recall embeds the query text"
