@@ -33,13 +33,17 @@ __all__ = ["ENV_PREFIX", "Settings", "mask_url"]
 
 ENV_PREFIX = "LTM_"
 
-# user:password@ in a URL's authority, and password=... in its query (redis-py reads both)
+# user:password@ in a URL's authority, and password=... in its query (redis-py reads both); the other query
+# parameters that carry a credential (an OpenAI-compatible endpoint such as Azure's takes ?api-key=...)
 _URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^@/?#]*)@")
-_URL_PASSWORD_PARAM = re.compile(r"(?i)([?&]password=)[^&#]*")
+_URL_PASSWORD_PARAM = re.compile(
+    r"(?i)([?&](?:password|passwd|secret|api[-_]?key|key|token|access[-_]token|auth|sig|signature)=)[^&#]*"
+)
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (``redis://user:***@host``, ``?password=***``), for
+    """``url`` with its password replaced by ``***`` (``redis://user:***@host``, ``?password=***``, and the same
+    for ``api-key``, ``api_key``, ``key``, ``token``, ``access_token`` and other credential parameters), for
     anything a person or a log may see; the host, port and database stay readable."""
     match = _URL_USERINFO.match(url)
     if match:

@@ -55,6 +55,16 @@ def test_mask_url() -> None:
     assert mask_url("postgresql://me:s3cret@db/ltm?sslmode=require") == "postgresql://me:***@db/ltm?sslmode=require"
     assert mask_url("redis://h:1/0") == "redis://h:1/0"
     assert mask_url("http://host/v1?a=1&Password=x") == "http://host/v1?a=1&Password=***"
+    for name in ("api-key", "api_key", "apikey", "key", "token", "access_token", "Access-Token"):
+        assert mask_url(f"https://h/v1?v=2&{name}=s3cret#f") == f"https://h/v1?v=2&{name}=***#f"
+    assert mask_url("https://h/v1?monkey=1&keys=2") == "https://h/v1?monkey=1&keys=2"
+
+
+def test_a_key_in_a_url_query_never_in_repr_or_json() -> None:
+    s = Settings(openai_base_url="https://x.openai.azure.com/openai/v1?api-key=azure-s3cret", embedding="hash")
+    for shown in (repr(s), str(s), s.model_dump_json(), str(s.redacted())):
+        assert "azure-s3cret" not in shown and "x.openai.azure.com" in shown, shown
+    assert s.openai_base_url is not None and s.openai_base_url.endswith("api-key=azure-s3cret")
 
 
 def test_bad_values_name_the_variable() -> None:

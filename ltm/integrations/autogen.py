@@ -3,7 +3,8 @@
 ``AssistantAgent(..., memory=[LtmMemory("assistant")])`` in place of ``ListMemory()`` or
 ``ChromaDBVectorMemory(...)``. A ``MemoryContent`` is stored as one message: its text as the content (a JSON dict
 as its JSON text), its metadata as the message's metadata (so ``query(..., filters={"metadata.KEY": ...})`` runs
-as SQL in the store) plus ``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword,
+as SQL in the store; any key and value given back exactly: ltm.integrations.framework_metadata) plus
+``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword,
 fused); each result's metadata carries its ``id`` and ``score``, the cosine similarity of the memory to the query,
 which ``score_threshold`` bounds from below. :meth:`LtmMemory.update_context` does what AutoGen's vector memories
 do: it queries with the last message of the model context and appends the results as one ``SystemMessage``
@@ -27,6 +28,14 @@ from typing_extensions import Self
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
+from ltm.integrations.framework_metadata import (
+    decode_metadata,
+    encode_metadata,
+    joined,
+    stored_key,
+    stored_path,
+    without_nul,
+)
 from ltm.message import Message
 from ltm.store import MemoryHit, MemoryStorage
 
@@ -35,6 +44,8 @@ __all__ = ["LtmMemory", "LtmMemoryConfig", "to_message"]
 _ROLE = "memory"  # the role of the messages that hold AutoGen memories
 _TEXT_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value)
 _QUERY_KWARGS = ("filters", "k")
+_MIME = "mime_type"  # the adapter's own metadata key: the content's MIME type
+_OWNED = frozenset({_MIME})
 
 
 class LtmMemoryConfig(BaseModel):
@@ -92,10 +103,15 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
         unknown = set(kwargs) - set(_QUERY_KWARGS)
         if unknown:
             raise InvalidInput(f"LtmMemory.query takes {', '.join(_QUERY_KWARGS)} as keywords, not {sorted(unknown)}")
-        text = query if isinstance(query, str) else _text_of(query)
+        if isinstance(query, str):
+            text = query
+        elif isinstance(query, MemoryContent):
+            text = _text_of(query)
+        else:
+            raise InvalidInput(f"query is a str or a MemoryContent, got {type(query).__name__}")
         if not text.strip():
             return MemoryQueryResult(results=[])
-        filters: Mapping[str, Any] | None = kwargs.get("filters")
+        filters = _stored_filters(kwargs.get("filters"))
         hits = await self._store.asearch(
             text, kwargs.get("k", self._config.k), filters=filters, threshold=self._config.score_threshold, explain=True
         )
@@ -135,7 +151,8 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
 
 def _shareable(settings: Settings | None) -> dict[str, Any]:
     """The settings that were set, as JSON values, less the secrets: the OpenAI key, and any URL whose JSON form
-    is masked (it holds a password)."""
+    is masked (it holds a password, or a key or token in its query string: ``ltm.config.mask_url``). A masked URL
+    is left out rather than written masked, which would load as a URL that cannot authenticate."""
     if settings is None:
         return {}
     shown, real = settings.model_dump(mode="json"), settings.model_dump()
@@ -146,6 +163,30 @@ def _shareable(settings: Settings | None) -> dict[str, Any]:
     }
 
 
+def _stored_filters(filters: Any) -> Any:
+    """A query's filters (ltm's filter language over the memories' metadata) as filters of the stored messages:
+    each ``metadata.KEY`` path over the stored keys (ltm.integrations.framework_metadata), a comparison with a
+    string holding NUL decided (no memory holds one). Anything that is not a filter is left for the store to
+    refuse."""
+    if not isinstance(filters, Mapping):
+        return filters
+    parts: list[dict[str, Any]] = []
+    for key, value in filters.items():
+        if key in ("AND", "OR") and isinstance(value, list | tuple):
+            parts.append({key: [_stored_filters(v) for v in value]})
+        elif key == "NOT":
+            parts.append({key: _stored_filters(value)})
+        elif key == "metadata" and isinstance(value, Mapping):  # the old form: {"metadata": {KEY: value}}
+            parts.extend({"metadata." + stored_key(str(k)): v} for k, v in value.items())
+        elif isinstance(key, str) and key.startswith("metadata."):
+            parts.append({"metadata." + stored_path(key[len("metadata.") :]): value})
+        else:
+            parts.append({key: value})
+    if not parts:
+        return filters
+    return without_nul(joined(parts))
+
+
 def _text_of(content: MemoryContent) -> str:
     """The searchable text of a content: AutoGen's rules (text and Markdown as they are, a JSON dict as JSON)."""
     mime = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else str(content.mime_type)
@@ -154,7 +195,13 @@ def _text_of(content: MemoryContent) -> str:
         return str(value)
     if mime == MemoryMimeType.JSON.value:
         if isinstance(value, dict):
-            return json.dumps(value, ensure_ascii=False)
+            try:
+                return json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError) as exc:  # a datetime, a dict holding itself, ...
+                raise InvalidInput(
+                    f"JSON content must hold JSON values only (dict, list, str, number, bool, None) and no cycle: "
+                    f"{exc}; convert the others first (e.g. a datetime to its isoformat())"
+                ) from exc
         raise InvalidInput(f"JSON content must be a dict, got {type(value).__name__}; wrap it as {{'value': ...}}")
     if isinstance(value, Image):
         raise InvalidInput("Image content cannot be converted to text: store a caption of it as text/plain")
@@ -164,14 +211,16 @@ def _text_of(content: MemoryContent) -> str:
 def to_message(content: MemoryContent) -> Message:
     """The message that stores ``content`` (InvalidInput for a binary or image content)."""
     mime = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else str(content.mime_type)
-    return Message(_text_of(content), role=_ROLE, metadata={**(content.metadata or {}), "mime_type": mime})
+    metadata = encode_metadata(content.metadata, _OWNED)
+    return Message(_text_of(content), role=_ROLE, metadata={**metadata, _MIME: mime})
 
 
 def _to_content(found: MemoryHit | Message) -> MemoryContent:
-    """A stored memory as AutoGen's content; a search hit's metadata also has its ``score`` (cosine)."""
+    """A stored memory as AutoGen's content: its metadata as it was added, with ``mime_type`` and ``id`` (and a
+    search hit's ``score``, its cosine) set over any key of the same name, as AutoGen's ChromaDB memory does."""
     message = found.message if isinstance(found, MemoryHit) else found
-    metadata = dict(message.metadata)
-    mime = str(metadata.get("mime_type", MemoryMimeType.TEXT.value))
+    mime = str(message.metadata.get(_MIME, MemoryMimeType.TEXT.value))
+    metadata = {**decode_metadata(message.metadata, _OWNED), _MIME: mime}
     value: str | dict[str, Any] = json.loads(message.content) if mime == MemoryMimeType.JSON.value else message.content
     if isinstance(found, MemoryHit):
         metadata["score"] = float((found.explain or {}).get("dense", found.score))

@@ -2,12 +2,13 @@
 
 ``Memory(storage=LtmStorage())`` (and ``Crew(..., memory=that_memory)``) in place of CrewAI's LanceDB storage.
 CrewAI computes the vectors (its embedder) and the backend stores the ones it is given: the namespace records the
-model as ``crewai`` and never embeds a text itself. A ``MemoryRecord`` is stored as one message: its id, content
-and ``created_at``; its metadata as the message's metadata (filterable, and ``user_id`` / ``agent_id`` /
-``run_id`` / ``expires_at`` keep their ltm meaning); CrewAI's own fields (scope and its ancestors, categories,
-importance, last access, source, private) under the one metadata key ``crewai``. Scope, category, metadata and
-age filters run as SQL inside the store; ``search`` is the store's dense search, its score the cosine similarity
-of the record's vector to the query's, and ``min_score`` a minimum cosine.
+model as ``crewai`` and never embeds a text itself. A ``MemoryRecord`` is stored as one message: its id (an empty
+one, or one starting with ``~``, as ``~`` + the id), content and ``created_at``; its metadata as the message's
+metadata, any key and value given back exactly (ltm.integrations.framework_metadata: a key ltm reads itself is
+stored escaped, and a value ltm can read also keeps its ltm meaning); CrewAI's own fields (scope and its
+ancestors, categories, importance, last access, source, private) under the one metadata key ``crewai``. Scope,
+category, metadata and age filters run as SQL inside the store; ``search`` is the store's dense search, its score
+the cosine similarity of the record's vector to the query's, and ``min_score`` a minimum cosine.
 
 A scope prefix is a path prefix: ``/crew`` matches ``/crew`` and ``/crew/sales``, not ``/crewmates``.
 """
@@ -15,7 +16,7 @@ A scope prefix is a path prefix: ``/crew`` matches ``/crew`` and ``/crew/sales``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,12 +26,22 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
+from ltm.integrations.framework_metadata import (
+    LTM_KEYS,
+    NEVER,
+    decode_metadata,
+    encode_metadata,
+    has_nul,
+    stored_key,
+)
 from ltm.message import Message
 from ltm.store import MemoryStorage
 
 __all__ = ["GivenVectors", "LtmStorage"]
 
 _KEY = "crewai"  # the metadata key holding CrewAI's own fields of a record
+_OWNED = frozenset({_KEY})
+_ID_ESCAPE = "~"  # a stored id starting with it is the record's id after it ("" is stored as "~")
 _ROLE = "crewai"  # the role of a record stored with its vector
 _UNEMBEDDED = "crewai-unembedded"  # a record stored without one: listed, counted, deleted, never found by search
 _PAGE = 10_000
@@ -88,25 +99,25 @@ class LtmStorage:
         zero vector)."""
         if not record.embedding:
             try:
-                old = self._store.get(record.id)
+                old = self._store.get(_stored_id(record.id))
             except NotFound:
                 old = None
             if old is not None and old.role == _ROLE and old.content == record.content:
                 new = _to_message(record, embedded=True)
                 dropped = {key: None for key in old.metadata if key not in new.metadata}  # removed, not merged
-                self._store.update(record.id, metadata={**dropped, **new.metadata})
+                self._store.update(new.id, metadata={**dropped, **new.metadata})
                 return
         self.save([record])
 
     def touch_records(self, record_ids: list[str]) -> None:
         """Set the records' last access to now."""
         now = _iso(datetime.now(timezone.utc))
-        for record_id in record_ids:
+        for record_id in _ids(record_ids):
             try:
-                fields = dict(self._store.get(record_id).metadata.get(_KEY) or {})
-            except NotFound:
+                fields = dict(self._store.get(_stored_id(record_id)).metadata.get(_KEY) or {})
+            except (NotFound, InvalidInput):  # InvalidInput: an id no record can have (NUL, too long)
                 continue
-            self._store.update(record_id, metadata={_KEY: {**fields, "last_accessed": now}})
+            self._store.update(_stored_id(record_id), metadata={_KEY: {**fields, "last_accessed": now}})
 
     def delete(
         self,
@@ -117,7 +128,7 @@ class LtmStorage:
         metadata_filter: dict[str, Any] | None = None,
     ) -> int:
         """Delete the records matching every criterion given (all of them when none is); how many went."""
-        if record_ids is not None and not record_ids:
+        if record_ids is not None and not _ids(record_ids):
             return 0  # an empty list of ids names no record
         filters = _filters(scope_prefix, categories, metadata_filter, record_ids, older_than)
         return self._store.delete_where(filters) if filters else self._store.delete_all()
@@ -125,7 +136,7 @@ class LtmStorage:
     def reset(self, scope_prefix: str | None = None) -> None:
         """Delete every record of the scope; for the whole namespace (None or ``/``) drop it, so that the next
         save may bring vectors of another dimension (a new embedder), as CrewAI's own storages allow."""
-        if _scope(scope_prefix):
+        if _scope(scope_prefix, "scope_prefix"):
             self.delete(scope_prefix=scope_prefix)
         else:
             self._store.clean()
@@ -143,26 +154,23 @@ class LtmStorage:
     ) -> list[tuple[MemoryRecord, float]]:
         """The ``limit`` records nearest to ``query_embedding`` among those matching the filters, with their
         cosine similarity (at least ``min_score``), best first."""
+        _vector(query_embedding)
+        filters = _filters(scope_prefix, categories, metadata_filter, embedded_only=True)
         dim = self._stored_dim()
         if dim is not None and len(query_embedding) != dim:
             raise EmbeddingDimensionMismatchError(dim, len(query_embedding))
         if dim is None or limit <= 0:
             return []
-        hits = self._store.search(
-            "",
-            limit,
-            mode="dense",
-            vector=query_embedding,
-            filters=_filters(scope_prefix, categories, metadata_filter, embedded_only=True),
-            threshold=min_score,
-        )
+        hits = self._store.search("", limit, mode="dense", vector=query_embedding, filters=filters, threshold=min_score)
         return [(_to_record(hit.message), float(hit.score)) for hit in hits]
 
     def get_record(self, record_id: str) -> MemoryRecord | None:
         """The record with this id, or None."""
+        if not isinstance(record_id, str):
+            raise InvalidInput(f"record_id is a str, got {type(record_id).__name__}")
         try:
-            return _to_record(self._store.get(record_id))
-        except (NotFound, InvalidInput):
+            return _to_record(self._store.get(_stored_id(record_id)))
+        except (NotFound, InvalidInput):  # InvalidInput: an id no record can have (NUL, too long)
             return None
 
     def list_records(self, scope_prefix: str | None = None, limit: int = 200, offset: int = 0) -> list[MemoryRecord]:
@@ -172,7 +180,7 @@ class LtmStorage:
 
     def get_scope_info(self, scope: str) -> ScopeInfo:
         """How many records the scope (with its subscopes) holds, their categories, dates and child scopes."""
-        path = _scope(scope) or "/"
+        path = _scope(scope, "scope") or "/"
         records = list(self._records(path))
         created = [r.created_at for r in records]
         return ScopeInfo(
@@ -186,7 +194,7 @@ class LtmStorage:
 
     def list_scopes(self, parent: str = "/") -> list[str]:
         """The immediate child scopes of ``parent`` that hold records."""
-        path = _scope(parent) or "/"
+        path = _scope(parent, "parent") or "/"
         return _children(path, (r.scope for r in self._records(path)))
 
     def list_categories(self, scope_prefix: str | None = None) -> dict[str, int]:
@@ -275,8 +283,10 @@ class LtmStorage:
             cursor = page.next_cursor
 
 
-def _scope(scope: str | None) -> str:
-    """A scope path as ``/a/b`` (no trailing slash; the root is "")."""
+def _scope(scope: str | None, what: str = "scope") -> str:
+    """A scope path as ``/a/b`` (no trailing slash; the root is ""); InvalidInput unless a str or None."""
+    if scope is not None and not isinstance(scope, str):
+        raise InvalidInput(f"{what} is a scope path such as '/crew/sales' (a str) or None, got {type(scope).__name__}")
     parts = [p for p in (scope or "").split("/") if p]
     return "/" + "/".join(parts) if parts else ""
 
@@ -306,20 +316,76 @@ def _filters(
     *,
     embedded_only: bool = False,
 ) -> dict[str, Any] | None:
-    """The criteria as one filter of the store's language (None when there is none)."""
+    """The criteria as one filter of the store's language (None when there is none). A criterion naming a string
+    with NUL, which no record holds, matches nothing (``NEVER``), on either engine."""
     parts: list[dict[str, Any]] = [{"role": _ROLE}] if embedded_only else []
-    scope = _scope(scope_prefix)
+    scope = _scope(scope_prefix, "scope_prefix")
     if scope:
-        parts.append({f"metadata.{_KEY}.scopes": {"contains": scope}})
-    if categories:
-        parts.append({"OR": [{f"metadata.{_KEY}.categories": {"contains": c}} for c in categories]})
+        parts.append({f"metadata.{_KEY}.scopes": {"contains": scope}} if not has_nul(scope) else NEVER)
+    if categories is not None:
+        if isinstance(categories, str) or not isinstance(categories, Sequence):
+            raise InvalidInput(f"categories is a list of str, got {type(categories).__name__}")
+        if any(not isinstance(c, str) for c in categories):
+            raise InvalidInput(f"categories is a list of str, got {list(categories)!r:.80}")
+        kept = [c for c in categories if not has_nul(c)]
+        if kept:
+            parts.append({"OR": [{f"metadata.{_KEY}.categories": {"contains": c}} for c in kept]})
+        elif categories:
+            parts.append(NEVER)
+    if metadata_filter is not None and not isinstance(metadata_filter, Mapping):
+        raise InvalidInput(
+            f"metadata_filter is a dict of key -> value (every one must be equal), got {type(metadata_filter).__name__}"
+        )
     for key, value in (metadata_filter or {}).items():
-        parts.append({f"metadata.{key}": {"eq": value}})
+        if not isinstance(key, str):
+            raise InvalidInput(f"metadata_filter keys are str, got {key!r}")
+        parts.append(_metadata_equal(key, value))
     if record_ids is not None:
-        parts.append({"id": {"in": list(record_ids)}})
+        kept_ids = [_stored_id(i) for i in _ids(record_ids) if not has_nul(i)]
+        parts.append({"id": {"in": kept_ids}} if kept_ids else NEVER)
     if older_than is not None:
+        if not isinstance(older_than, datetime):
+            raise InvalidInput(f"older_than is a datetime, got {type(older_than).__name__} {older_than!r:.40}")
         parts.append({"created_at": {"lt": _utc(older_than).timestamp()}})
     return {"AND": parts} if parts else None
+
+
+def _metadata_equal(key: str, value: Any) -> dict[str, Any]:
+    """``metadata[key] == value`` over the stored keys (ltm.integrations.framework_metadata). A scope / expiry key
+    written before its escaping is also read under its own name: a copy there always equals the escaped one."""
+    if has_nul(value) or has_nul(key):
+        return NEVER
+    where = {f"metadata.{stored_key(key, _OWNED)}": {"eq": value}}
+    return {"OR": [where, {f"metadata.{key}": {"eq": value}}]} if key in LTM_KEYS else where
+
+
+def _ids(record_ids: Any) -> list[str]:
+    """``record_ids`` as a list of str, else InvalidInput (a lone str would be read as its characters)."""
+    if isinstance(record_ids, str) or not isinstance(record_ids, Iterable):
+        raise InvalidInput(f"record_ids is a list of str, got {type(record_ids).__name__}")
+    ids = list(record_ids)
+    if any(not isinstance(i, str) for i in ids):
+        raise InvalidInput(f"record_ids is a list of str, got {ids!r:.80}")
+    return ids
+
+
+def _stored_id(record_id: str) -> str:
+    """The message id of a record: its own, except that one that is empty (CrewAI's LanceDB storage keeps
+    ``MemoryRecord(id="")`` under "") or starts with ``~`` is stored as ``~`` + the id."""
+    return _ID_ESCAPE + record_id if not record_id or record_id.startswith(_ID_ESCAPE) else record_id
+
+
+def _record_id(message_id: str) -> str:
+    return message_id[len(_ID_ESCAPE) :] if message_id.startswith(_ID_ESCAPE) else message_id
+
+
+def _vector(query_embedding: Any) -> None:
+    """InvalidInput unless ``query_embedding`` is a vector (a list of numbers)."""
+    if isinstance(query_embedding, str | bytes | Mapping) or not isinstance(query_embedding, Iterable):
+        raise InvalidInput(
+            f"query_embedding is the query's vector (a list of float), got {type(query_embedding).__name__}; "
+            "CrewAI's Memory.recall embeds the query text"
+        )
 
 
 def _utc(moment: datetime) -> datetime:
@@ -332,8 +398,6 @@ def _iso(moment: datetime) -> str:
 
 
 def _to_message(record: MemoryRecord, *, embedded: bool) -> Message:
-    if _KEY in record.metadata:
-        raise InvalidInput(f"metadata key {_KEY!r} is ltm's (it holds the record's scope and categories); rename it")
     scope = _scope(record.scope) or "/"
     fields = {
         "scope": scope,
@@ -347,18 +411,18 @@ def _to_message(record: MemoryRecord, *, embedded: bool) -> Message:
     }
     return Message(
         record.content,
-        id=record.id,
+        id=_stored_id(record.id),
         role=_ROLE if embedded else _UNEMBEDDED,
         created_at=_utc(record.created_at).timestamp(),
-        metadata={**record.metadata, _KEY: fields},
+        metadata={**encode_metadata(record.metadata, _OWNED), _KEY: fields},
     )
 
 
 def _to_record(message: Message) -> MemoryRecord:
-    metadata = dict(message.metadata)
-    fields = metadata.pop(_KEY, None) or {}
+    metadata = decode_metadata(message.metadata, _OWNED)
+    fields = message.metadata.get(_KEY) or {}
     return MemoryRecord(
-        id=message.id,
+        id=_record_id(message.id),
         content=message.content,
         scope=fields.get("scope", "/"),
         categories=list(fields.get("categories") or []),

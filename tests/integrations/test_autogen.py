@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,78 @@ async def test_contents_filters_and_refusals(engine: Settings) -> None:
     assert len((await memory.query("reopens")).results) == 1
 
 
+# Metadata AutoGen's own memories take as it is (ListMemory keeps any dict; ChromaDB any flat one): keys with '.',
+# ltm's scope and expiry keys with values ltm could not use as such, ltm's embed_context, a leading '-'.
+ANY_METADATA: dict[str, object] = {
+    "file.name": "notes.md",
+    "nested": {"a.b": [1, {"c.d": True}], "-e": None},
+    "user_id": 7,
+    "agent_id": "",
+    "run_id": "r" * 300,
+    "expires_at": "next week",
+    "embed_context": "not a text to embed",
+    "-lead": "dash",
+    "x-y": 1.5,
+}
+
+
+def _given(content: MemoryContent) -> dict[str, object]:
+    """A result's metadata less what a searching memory adds (ChromaDB's adds the same three keys)."""
+    return {k: v for k, v in (content.metadata or {}).items() if k not in ("id", "score", "mime_type")}
+
+
+@pytest.mark.asyncio
+async def test_any_metadata_round_trips_and_filters(engine: Settings) -> None:
+    memory = LtmMemory("meta", settings=engine, k=10)
+    await memory.add(text("Lyon has traboules", **ANY_METADATA))
+    await memory.add(text("Lyon has a basilica", user_id="alice", expires_at="2999-01-01T00:00:00+00:00"))
+    found = {r.content: r for r in (await memory.query("Lyon")).results}
+    assert _given(found["Lyon has traboules"]) == ANY_METADATA
+    assert _given(found["Lyon has a basilica"]) == {"user_id": "alice", "expires_at": "2999-01-01T00:00:00+00:00"}
+
+    async def where(filters: dict[str, object]) -> list[object]:
+        return [r.content for r in (await memory.query("Lyon", filters=filters)).results]
+
+    assert await where({"metadata.file\\.name": "notes.md"}) == ["Lyon has traboules"]  # '\\.': a '.' in a key
+    assert await where({"metadata.user_id": 7}) == ["Lyon has traboules"]
+    assert await where({"metadata.run_id": {"contains": "rrr"}, "metadata.-lead": "dash"}) == ["Lyon has traboules"]
+    assert await where({"metadata": {"x-y": 1.5}}) == ["Lyon has traboules"]
+    assert await where({"metadata.mime_type": "text/plain", "metadata.user_id": "alice"}) == ["Lyon has a basilica"]
+    assert await where({"user_id": "alice"}) == ["Lyon has a basilica"]  # a value ltm reads keeps its ltm meaning
+    assert memory.store.count() == 2
+
+
+@pytest.mark.asyncio
+async def test_a_nul_in_a_filter_matches_nothing_on_every_engine(engine: Settings) -> None:
+    memory = LtmMemory("nul", settings=engine, k=10)
+    await memory.add(text("Lyon has traboules", source="guide"))
+
+    async def where(filters: dict[str, object]) -> list[object]:
+        return [r.content for r in (await memory.query("Lyon", filters=filters)).results]
+
+    assert await where({"metadata.source": "gu\x00ide"}) == []
+    assert await where({"content": {"contains": "\x00"}}) == []
+    assert await where({"role": {"in": ["memory\x00"]}}) == []
+    assert await where({"metadata.source": {"ne": "\x00"}}) == ["Lyon has traboules"]
+    assert await where({"metadata.source": {"nin": ["\x00", "web"]}}) == ["Lyon has traboules"]
+    assert await where({"NOT": {"metadata.source": {"in": ["guide", "\x00"]}}}) == []
+    assert await where({"metadata.source": {"gt": "gu\x00z"}}) == ["Lyon has traboules"]  # "guide" > "gu"
+    assert await where({"metadata.source": {"lt": "guide\x00"}}) == ["Lyon has traboules"]  # "guide" <= "guide"
+
+
+@pytest.mark.asyncio
+async def test_json_content_that_json_cannot_hold_is_refused_with_invalid_input(tmp_path: Path) -> None:
+    memory = LtmMemory("json", settings=Settings(storage_dir=tmp_path, embedding="hash"))
+    cyclic: dict[str, object] = {"name": "loop"}
+    cyclic["self"] = cyclic
+    for content in ({"when": datetime(2024, 5, 1, tzinfo=timezone.utc)}, cyclic):
+        with pytest.raises(InvalidInput, match="JSON content must hold JSON values"):
+            await memory.add(MemoryContent(content=content, mime_type=MemoryMimeType.JSON))
+    with pytest.raises(InvalidInput, match="query is a str or a MemoryContent"):
+        await memory.query(5)  # type: ignore[arg-type]
+    assert memory.store.count() == 0
+
+
 @pytest.mark.asyncio
 async def test_component_config_round_trip_keeps_no_secret(tmp_path: Path) -> None:
     settings = Settings(
@@ -165,6 +238,17 @@ async def test_component_config_round_trip_keeps_no_secret(tmp_path: Path) -> No
     dumped = json.dumps(config.model_dump(mode="json"))
     assert "sk-secret-key" not in dumped and "hunter2" not in dumped
     assert config.config["settings"] == {"embedding": "hash", "storage_dir": str(tmp_path / "storage")}
+
+    for url in (
+        "https://example.openai.azure.com/openai/v1?api-version=2024-06-01&api-key=azure-secret-1",
+        "https://proxy.example/v1?access_token=token-secret-2",
+        "https://user:basic-secret-3@proxy.example/v1",
+    ):
+        leaky = LtmMemory("team", settings=settings.with_(openai_base_url=url))
+        dumped = json.dumps(leaky.dump_component().model_dump(mode="json"))
+        assert "secret" not in dumped and "openai_base_url" not in dumped  # read from the environment on load
+    kept = LtmMemory("team", settings=settings.with_(openai_base_url="http://127.0.0.1:8000/v1?api-version=1"))
+    assert kept.dump_component().config["settings"]["openai_base_url"] == "http://127.0.0.1:8000/v1?api-version=1"
 
     loaded = Memory.load_component(config)
     assert isinstance(loaded, LtmMemory)

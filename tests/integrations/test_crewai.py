@@ -171,6 +171,101 @@ def test_update_touch_and_round_trip(storage: LtmStorage) -> None:
     assert [e.event for e in storage.store.history(first.id)] == ["ADD", "UPDATE", "UPDATE", "UPDATE", "UPDATE"]
 
 
+# Metadata CrewAI's LanceDB storage keeps as it is (JSON): keys with '.', ltm's scope and expiry keys with values ltm
+# could not use as such, ltm's embed_context, the adapter's own key, a leading '-'.
+ANY_METADATA: dict[str, object] = {
+    "file.name": "notes.md",
+    "nested": {"a.b": [1, {"c.d": True}], "-e": None},
+    "user_id": 7,
+    "agent_id": "",
+    "run_id": "r" * 300,
+    "expires_at": "next week",
+    "embed_context": "not a text to embed",
+    "crewai": "mine",
+    "-lead": "dash",
+}
+
+
+def test_any_metadata_round_trips_and_filters(storage: LtmStorage) -> None:
+    storage.save(
+        [
+            record("Orders live in PostgreSQL", "/crew", metadata=ANY_METADATA),
+            record("Discounts apply twice", "/crew", metadata={"user_id": "alice", "expires_at": "2999-01-01"}),
+        ]
+    )
+    saved = {r.content: r for r in storage.list_records()}
+    assert saved["Orders live in PostgreSQL"].metadata == ANY_METADATA
+    assert saved["Discounts apply twice"].metadata == {"user_id": "alice", "expires_at": "2999-01-01"}
+    query = vector("anything")
+    for key in ("file.name", "user_id", "run_id", "expires_at", "embed_context", "crewai", "-lead"):
+        hits = storage.search(query, metadata_filter={key: ANY_METADATA[key]}, min_score=-1)
+        assert [r.content for r, _ in hits] == ["Orders live in PostgreSQL"], key
+    assert [r.content for r, _ in storage.search(query, metadata_filter={"user_id": "alice"}, min_score=-1)] == [
+        "Discounts apply twice"
+    ]
+    assert storage.store.count({"user_id": "alice"}) == 1  # a value ltm reads keeps its ltm meaning (a scope)
+    assert storage.delete(metadata_filter={"file.name": "notes.md"}) == 1 and storage.count() == 1
+
+
+def test_a_nul_in_a_scope_or_filter_matches_nothing_on_every_engine(storage: LtmStorage) -> None:
+    stored = record("Orders live in PostgreSQL", "/crew", categories=["decision"], metadata={"owner": "sre"})
+    storage.save([stored])
+    query = vector("orders")
+    assert storage.search(query, scope_prefix="/crew\x00", min_score=-1) == []
+    assert storage.search(query, categories=["decision\x00"], min_score=-1) == []
+    assert storage.search(query, metadata_filter={"owner": "sre\x00"}, min_score=-1) == []
+    assert storage.search(query, metadata_filter={"own\x00er": "sre"}, min_score=-1) == []
+    assert [r.id for r, _ in storage.search(query, categories=["\x00", "decision"], min_score=-1)] == [stored.id]
+    assert storage.count("/crew\x00") == 0 and storage.list_records("/\x00") == []
+    assert storage.list_scopes("/\x00") == [] and storage.get_scope_info("/\x00").record_count == 0
+    assert storage.get_record("\x00") is None
+    storage.touch_records(["\x00"])
+    assert storage.delete(record_ids=["\x00"]) == 0 and storage.delete(scope_prefix="/\x00") == 0
+    assert storage.delete(metadata_filter={"owner": "\x00"}) == 0 and storage.count() == 1
+
+
+def test_arguments_of_the_wrong_type_raise_invalid_input(storage: LtmStorage) -> None:
+    storage.save([record("Orders live in PostgreSQL", "/crew")])
+    query = vector("orders")
+    for call, match in (
+        (lambda: storage.search(None), "query_embedding is the query's vector"),  # type: ignore[arg-type]
+        (lambda: storage.search(query, scope_prefix=5), "scope_prefix is a scope path"),  # type: ignore[arg-type]
+        (lambda: storage.search(query, categories="decision"), "categories is a list of str"),  # type: ignore[arg-type]
+        (lambda: storage.search(query, metadata_filter=[("k", "v")]), "metadata_filter is a dict"),  # type: ignore[arg-type]
+        (lambda: storage.delete(older_than="yesterday"), "older_than is a datetime"),  # type: ignore[arg-type]
+        (lambda: storage.delete(metadata_filter=["k"]), "metadata_filter is a dict"),  # type: ignore[arg-type]
+        (lambda: storage.delete(record_ids="abc"), "record_ids is a list of str"),  # type: ignore[arg-type]
+        (lambda: storage.count(5), "scope_prefix is a scope path"),  # type: ignore[arg-type]
+        (lambda: storage.list_scopes(5), "parent is a scope path"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidInput, match=match):
+            call()
+    assert storage.count() == 1
+
+
+def test_an_empty_id_is_kept_as_lancedb_keeps_it(storage: LtmStorage) -> None:
+    """CrewAI's LanceDB storage stores ``MemoryRecord(id="")`` under "": get, update and delete by "" reach it."""
+    first = MemoryRecord(id="", content="Orders live in PostgreSQL", embedding=vector("Orders live in PostgreSQL"))
+    tilde = record("Discounts apply twice", id="~x")
+    storage.save([first, tilde])
+    assert (storage.get_record("") or tilde).content == "Orders live in PostgreSQL"
+    assert storage.search(vector("Orders live in PostgreSQL"), limit=1)[0][0].id == ""
+    first.content, first.embedding = "Orders moved to MySQL", vector("Orders moved to MySQL")
+    storage.update(first)
+    storage.update(first.model_copy(update={"embedding": None, "metadata": {"owner": "sre"}}))
+    assert storage.count() == 2
+    back = storage.get_record("")
+    assert back is not None and (back.id, back.content, back.metadata) == (
+        "",
+        "Orders moved to MySQL",
+        {"owner": "sre"},
+    )
+    assert (storage.get_record("~x") or first).content == "Discounts apply twice" and storage.get_record("x") is None
+    storage.touch_records([""])
+    assert storage.delete(record_ids=[""]) == 1 and storage.get_record("") is None
+    assert [r.id for r in storage.list_records()] == ["~x"]
+
+
 async def _async_twins(storage: LtmStorage) -> None:
     await storage.asave([record("async memory", "/a")])
     hits = await storage.asearch(vector("async memory"), scope_prefix="/a")
