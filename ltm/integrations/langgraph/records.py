@@ -36,6 +36,7 @@ from ltm.errors import InvalidInput
 from ltm.message import Message
 
 __all__ = [
+    "MAX_VALUE_DEPTH",
     "ROLE",
     "check_value",
     "Part",
@@ -60,6 +61,7 @@ _RANGES = {"$gt", "$gte", "$lt", "$lte"}
 _DOT = re.compile(r"(?<!\\)\.")  # a filter key's dot that reaches into a nested dict (``\.`` is a literal dot)
 _ESCAPED = re.compile(r"%(2E|25)")
 _FLOAT_MAX = sys.float_info.max
+MAX_VALUE_DEPTH = 31  # the store nests metadata at most 32 levels deep, lg_value being one of them
 _INT_BOUND = 2**63  # SQLite and PostgreSQL bind integers up to 64 bits; larger ones compare as floats
 
 
@@ -82,16 +84,31 @@ def check_value(value: object) -> dict[str, Any]:
     """``value`` when it is a JSON object (what the store keeps); InvalidInput naming the problem otherwise."""
     if not isinstance(value, dict):
         raise InvalidInput(f"a store value is a dict, got {type(value).__name__}")
+    if _depth(value) > MAX_VALUE_DEPTH:
+        raise InvalidInput(
+            f"a store value is nested more than {MAX_VALUE_DEPTH} levels deep (ltm keeps values in its "
+            "metadata, which bounds the depth); flatten it or keep the deep part as a JSON string"
+        )
     try:
         json.dumps(value, allow_nan=False)
-    except RecursionError as exc:
-        raise InvalidInput("a store value is nested too deeply to store; flatten it") from exc
     except (TypeError, ValueError) as exc:
         raise InvalidInput(
             f"a store value must be JSON (dicts, lists, str, finite numbers, bool, None): {exc}; "
             "convert it first (e.g. a datetime to isoformat())"
         ) from exc
     return value
+
+
+def _depth(value: Any) -> int:
+    """How many levels ``value`` spans, itself the first and each scalar one more than its container (without
+    recursion: a value may nest thousands deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_VALUE_DEPTH:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _dotted(value: Any) -> bool:
@@ -289,7 +306,7 @@ def _check_operators(key: object, condition: Any) -> None:
 
 def matches(value: Mapping[str, Any], filters: Mapping[str, Any] | None) -> bool:
     """Whether ``value`` meets LangGraph's ``filter`` exactly (as its InMemoryStore compares, a key's dots
-    reaching into nested dicts as in SqliteStore and PostgresStore): the check after the store's SQL."""
+    reaching into nested dicts as in SqliteStore): the check after the store's SQL."""
     return not filters or all(_meets(_at(value, key), condition) for key, condition in filters.items())
 
 
