@@ -244,9 +244,9 @@ def item_filter(stems: Sequence[str]) -> dict[str, Any]:
 
 def value_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """LangGraph's ``filter`` (exact values, nested dicts, ``$eq $ne $gt $gte $lt $lte``) in the store's filter
-    language over the head's ``lg_value``, as a narrowing: :func:`matches` decides (a numeric range matches text
-    that reads as a number, a key written with ``\\.`` is a literal dotted key: neither is narrowed here). None
-    when there is nothing to narrow by. A key's dot reaches into a nested dict."""
+    language over the head's ``lg_value``, as a narrowing: :func:`matches` decides (a numeric range lets every
+    text through, as text that reads as a number matches; a key written with ``\\.`` is a literal dotted key,
+    not narrowed here). None when there is nothing to narrow by. A key's dot reaches into a nested dict."""
     if not filters:
         return None
     if not isinstance(filters, Mapping):
@@ -277,9 +277,10 @@ def _conditions(path: str, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
         if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
             _check_operators(key, condition)
             for op, operand in condition.items():
-                if op in _RANGES and not isinstance(operand, str):
-                    continue  # numbers stored as text compare too: matches() decides
-                parts.append(_compare(field, _OPS[op], operand))
+                compared = _compare(field, _OPS[op], operand)
+                if op in _RANGES and not isinstance(operand, str):  # a number stored as text may match too:
+                    compared = {"OR": [compared, {field: {"gte": ""}}]}  # every text passes, matches() decides
+                parts.append(compared)
         elif isinstance(condition, Mapping):
             parts.extend(_conditions(field, condition))
         elif isinstance(condition, list | tuple):  # narrowed here to lists holding each element; matches() is exact

@@ -62,6 +62,7 @@ __all__ = ["ItemStore", "LtmStore"]
 _PAGE = 10_000  # messages per list() page, and ids per "in" filter (the store's largest)
 _MAX_K = 100_000  # the most results one store search ranks
 _HEADS = {"metadata.lg_part": 0}
+_Ranked = tuple[Message, dict[str, float | None]]  # an item's head, and its parts found with their cosines
 
 
 def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -169,7 +170,7 @@ class ItemStore(BaseStore):
         exact = partial(_exact, filters=op.filter)
         found: list[tuple[Message, float | None]]
         if op.query and op.query.strip():
-            found = self._ranked(op.query, op, exact)[op.offset : op.offset + op.limit]
+            found = self._scored(op.query, self._ranked(op.query, op, exact)[op.offset : op.offset + op.limit])
             if len(found) < op.limit:  # as LangGraph's stores do: unindexed matches fill what is left
                 rest = [m for m in self._heads(_and(where, {"metadata.lg_indexed": False})) if exact(m)]
                 found.extend((m, None) for m in rest[: op.limit - len(found)])
@@ -180,10 +181,10 @@ class ItemStore(BaseStore):
             refresh.update((m.metadata["lg_item"], m) for m, _ in found if "lg_ttl" in m.metadata)
         return [search_item_of(m, score) for m, score in found]
 
-    def _ranked(self, query: str, op: SearchOp, exact: Callable[[Message], bool]) -> list[tuple[Message, float | None]]:
-        """The best ``offset + limit`` items for ``query`` in the store's mode, each once (as its best-ranked
-        part, read through its head), scored by its best cosine similarity among the parts found. Only heads
-        hold the value, so the value filter narrows heads in SQL and the other parts by their head."""
+    def _ranked(self, query: str, op: SearchOp, exact: Callable[[Message], bool]) -> list[_Ranked]:
+        """The best ``offset + limit`` items for ``query`` in the store's mode, each once (where its best part
+        ranks, read through its head), with the parts found and, in dense mode, their cosines. Only heads hold
+        the value, so the value filter narrows heads in SQL and the other parts by their head."""
         wanted = op.offset + op.limit
         narrowed = value_filter(op.filter)
         if narrowed is not None:
@@ -192,18 +193,15 @@ class ItemStore(BaseStore):
         heads: dict[str, Message | None] = {}  # an item's head, None when it fails the filter
         k = min(max(2 * wanted, 10), _MAX_K)
         while True:
-            hits = self.storage.search(query, k, mode=self.mode, filters=where, explain=True)
+            hits = self.storage.search(query, k, mode=self.mode, filters=where)
             self._resolve(hits, heads, exact)
-            items: dict[str, tuple[Message, float | None]] = {}
+            items: dict[str, _Ranked] = {}
             for hit in hits:
                 stem = hit.message.metadata["lg_item"]
                 head = heads.get(stem)
                 if head is None:
                     continue
-                dense = (hit.explain or {}).get("dense")
-                kept = items.get(stem)
-                if kept is None or dense is not None and (kept[1] is None or dense > kept[1]):
-                    items[stem] = (head, dense)
+                items.setdefault(stem, (head, {}))[1][hit.message.id] = hit.score if self.mode == "dense" else None
             if len(items) >= wanted or len(hits) < k:
                 return list(items.values())
             if k >= _MAX_K:
@@ -213,6 +211,25 @@ class ItemStore(BaseStore):
                     "(namespace_prefix, filter) or page through the items without a query"
                 )
             k = min(4 * k, _MAX_K)
+
+    def _scored(self, query: str, ranked: list[_Ranked]) -> list[tuple[Message, float | None]]:
+        """Each item with its score: the best cosine similarity of the query to its parts found (None in keyword
+        mode, which has no query vector). A hybrid search's own scores are fused ones: the cosines come from a
+        dense search over just those parts (its query vector is the cached one), cheaper than ``explain``."""
+        if self.mode == "hybrid" and ranked:
+            ids = [i for _, parts in ranked for i in parts]
+            dense: dict[str, float] = {}
+            for start in range(0, len(ids), _PAGE):
+                chunk = ids[start : start + _PAGE]
+                found = self.storage.search(query, len(chunk), mode="dense", filters={"id": {"in": chunk}})
+                dense.update((h.message.id, h.score) for h in found)
+            for _, parts in ranked:
+                parts.update((i, dense.get(i)) for i in parts)
+        out: list[tuple[Message, float | None]] = []
+        for head, parts in ranked:
+            scores = [v for v in parts.values() if v is not None]
+            out.append((head, max(scores) if scores else None))
+        return out
 
     def _resolve(
         self, hits: Sequence[MemoryHit], heads: dict[str, Message | None], exact: Callable[[Message], bool]
