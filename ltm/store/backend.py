@@ -179,17 +179,30 @@ class DocumentBackend(StoreBackend, Protocol):
         """With ``Settings.write_behind``, where the engine supports it: stage ``messages`` and embed them later;
         how many were new. None: the handle adds as ever."""
 
-    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
+    def write(
+        self,
+        rows: Sequence[Row],
+        *,
+        replace: bool,
+        update: bool = False,
+        history_limit: int = 0,
+        delete: Filter | None = None,
+    ) -> int:
         """Insert ``rows`` in ONE transaction, skipping stored ids; or with ``replace`` put each in place of the
         stored message with its id, in the same transaction; each with its history event (kept up to
         ``history_limit`` per namespace). How many were inserted (or replaced). ``update``: NotFound, nothing
-        written, when an id is no longer stored."""
+        written, when an id is no longer stored. ``delete`` (with ``replace``): the messages matching it are
+        deleted first, in the same transaction, each with its DELETE event."""
 
     def delete(self, message_id: str, history_limit: int = 0) -> bool:
         """Delete one message (with its DELETE event); False when it was not stored."""
 
     def remove(self, tree: Filter | None, history_limit: int) -> int:
         """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
+
+    def set_expiry(self, expiries: Mapping[str, float]) -> int:
+        """Set ``expires_at`` (unix seconds) of the messages with these ids in one transaction, changing nothing
+        else (no history event, same seq, content and vectors); how many were stored."""
 
     def due(self, now: float) -> bool:
         """Whether some message's expiry is at or before ``now``."""

@@ -13,6 +13,7 @@ disagrees with the data.
 from __future__ import annotations
 
 import builtins
+import math
 import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,7 +34,7 @@ from ltm.store.embedder import TEXT, Embedder
 from ltm.store.offloop import OffLoop
 from ltm.store.records import EVENTS, HistoryEvent, MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
-from ltm.store.search.filters import Compare, metadata_path
+from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.query import checked_filters
 from ltm.store.validation import check_id, check_k
 
@@ -57,8 +58,17 @@ class DocumentStore(OffLoop):
         """Check messages and plan their embedding (see :func:`ltm.store.rows.prepare`)."""
 
     @abstractmethod
-    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
-        """Write pending rows in one transaction the mirror follows (``update``: each must still be stored)."""
+    def _commit(
+        self,
+        pending: rowplan.Pending,
+        vectors: np.ndarray,
+        *,
+        replace: bool,
+        update: bool = False,
+        delete: Filter | None = None,
+    ) -> int:
+        """Write pending rows in one transaction the mirror follows (``update``: each must still be stored;
+        ``delete``: messages deleted first in the same transaction)."""
 
     @abstractmethod
     def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
@@ -194,16 +204,48 @@ class DocumentStore(OffLoop):
             changes["metadata"] = {k: v for k, v in merged.items() if v is not None}
         return Message.load({**old.to_dict(), **changes})
 
-    def replace_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
+    def replace_batch(
+        self, messages: Iterable[Message], *, vectors: Any = None, delete: Mapping[str, Any] | None = None
+    ) -> int:
         """Store each message in place of the stored message with its id (or as new), all in ONE transaction;
-        returns how many were written. ``vectors`` as in :meth:`add_batch`. History: UPDATE or ADD each."""
+        returns how many were written. ``vectors`` as in :meth:`add_batch`. History: UPDATE or ADD each.
+
+        ``delete`` (a filter, as :meth:`delete_where` takes) deletes the messages matching it in that same
+        transaction, before the messages are written: a crash leaves all of it or none. Every message is
+        checked and embedded before anything is written, so a refused message or a failed model call leaves
+        the store as it was."""
+        tree = None
+        if delete is not None:
+            tree = checked_filters(delete)
+            if tree is None:
+                raise InvalidInput(
+                    "replace_batch's delete needs a non-empty filter; to delete every message use delete_all()"
+                )
         listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
         pending = self._prepare(listed, fresh_only=False)
         if not pending.messages:
+            if tree is not None:
+                with self._lock:
+                    self._engine().remove(tree, self.settings.history_limit)
             return 0
         embedded = self._embed(rowplan.texts_to_embed(pending, given), TEXT)
-        self._commit(pending, rowplan.with_given(pending, given, embedded), replace=True)
+        self._commit(pending, rowplan.with_given(pending, given, embedded), replace=True, delete=tree)
         return len(pending.messages)
+
+    def set_expiry(self, expiries: Mapping[str, float]) -> int:
+        """Move the expiry (``expires_at``, unix seconds) of the messages with these ids, changing nothing else:
+        no history event, no re-embedding, content, vectors and :meth:`list` order stay. One transaction; how
+        many of the ids were stored. For a time-to-live refreshed on every read, which must not rewrite what
+        it reads."""
+        checked: dict[str, float] = {}
+        for message_id, when in expiries.items():
+            if isinstance(when, bool) or not isinstance(when, int | float) or not math.isfinite(when):
+                raise InvalidInput(f"set_expiry takes unix seconds (a finite number), got {when!r} for {message_id!r}")
+            checked[check_id(message_id)] = float(when)
+        if not checked:
+            return 0
+        with self._lock:
+            return self._engine().set_expiry(checked)
 
     def history(self, message_id: str) -> builtins.list[HistoryEvent]:
         """The message's ADD / UPDATE / DELETE events, oldest first, each with old and new values and its time

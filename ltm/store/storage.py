@@ -37,6 +37,7 @@ from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
 from ltm.store.naming import namespace_dir
 from ltm.store.records import MemoryHit, StoreStats
+from ltm.store.search.filters import Filter
 from ltm.store.searching import Searching
 
 __all__ = ["MemoryHit", "MemoryStorage"]
@@ -232,7 +233,15 @@ class MemoryStorage(Searching):
         with self._lock:
             return self._engine().vectors_by_key(keys)
 
-    def _commit(self, pending: rowplan.Pending, vectors: np.ndarray, *, replace: bool, update: bool = False) -> int:
+    def _commit(
+        self,
+        pending: rowplan.Pending,
+        vectors: np.ndarray,
+        *,
+        replace: bool,
+        update: bool = False,
+        delete: Filter | None = None,
+    ) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
         how many replaced a stored message (replace). Adds from concurrent threads are committed together
         (:mod:`ltm.store.group`): one fsync for the group, each caller answered once it is on disk."""
@@ -242,7 +251,9 @@ class MemoryStorage(Searching):
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
-            return backend.write(rows, replace=True, update=update, history_limit=self.settings.history_limit)
+            return backend.write(
+                rows, replace=True, update=update, history_limit=self.settings.history_limit, delete=delete
+            )
 
     def _insert_groups(
         self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]], staging: Any = None

@@ -5,6 +5,8 @@ do not (ltm's engines, restarts, its model, hybrid ranking, LangMem)."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import math
 import os
 import re
@@ -21,11 +23,11 @@ import pytest
 
 pytest.importorskip("langgraph.store.base")
 
-from langgraph.store.base import IndexConfig, InvalidNamespaceError  # noqa: E402
+from langgraph.store.base import IndexConfig, InvalidNamespaceError, PutOp  # noqa: E402
 
 from ltm.config import Settings  # noqa: E402
-from ltm.errors import ConfigError, InvalidInput  # noqa: E402
-from ltm.integrations.langgraph import LtmStore  # noqa: E402
+from ltm.errors import ConfigError, InvalidInput, LTMError, StoreMismatch  # noqa: E402
+from ltm.integrations.langgraph import AsyncLtmStore, LtmStore  # noqa: E402
 from ltm.store import MemoryStorage  # noqa: E402
 from tests.support.openai_server import OpenAIServer  # noqa: E402
 
@@ -290,3 +292,175 @@ def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     for block in blocks:
         exec(compile(block, "docs/frameworks/langgraph.md", "exec"), {})
+
+
+def _failing_on(word: str) -> Any:
+    """``_words``, but the model call fails when a text holds ``word`` (an embedding service that broke)."""
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        if any(word in t for t in texts):
+            raise RuntimeError("embedding service unavailable")
+        return _words(texts)
+
+    return embed
+
+
+def test_a_batch_applies_all_or_nothing(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _failing_on("boom"), "fields": ["text"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("b",), "A", {"text": "tea"})
+        store.put(("b",), "B", {"text": "cat"})
+        refused: list[dict[str, Any]] = [
+            {"text": "a NUL \x00 the store refuses"},  # passes LangGraph's checks, refused by ltm's
+            {"text": "rain", "when": datetime.now()},  # not JSON
+        ]
+        for value in refused:
+            with pytest.raises(InvalidInput):
+                store.batch([PutOp(("b",), "A", None), PutOp(("b",), "B", {"text": "dog"}), PutOp(("b",), "C", value)])
+        with pytest.raises(LTMError):  # the model fails after the delete and the first put were planned
+            store.batch(
+                [PutOp(("b",), "A", None), PutOp(("b",), "B", {"text": "dog"}), PutOp(("b",), "C", {"text": "boom"})]
+            )
+        assert {i.key: i.value["text"] for i in store.search(("b",))} == {"A": "tea", "B": "cat"}
+        assert store.storage.count() == 2
+        store.batch([PutOp(("b",), "A", None), PutOp(("b",), "C", {"text": "sun"})])
+        assert sorted(i.key for i in store.search(("b",))) == ["B", "C"]
+
+
+def test_an_item_stores_its_value_once_whatever_its_texts(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["messages[*].content"]}
+    words = ["tea", "coffee", "cat", "dog", "rain", "sun"]
+    messages = [{"role": "user", "content": f"{words[i % 6]} number {i} " + "x" * 500} for i in range(60)]
+    value = {"topic": "chat", "messages": messages}
+    with LtmStore(engine, index=index) as store:
+        store.put(("c",), "conv", value)
+        store.put(("c",), "small", {"topic": "other", "messages": [{"content": "rain"}]})
+        parts = [m for m, _ in store.storage.export()]
+        assert len(parts) == 61
+        assert sum("lg_value" in m.metadata for m in parts) == 2  # one copy per item
+        stored = sum(len(json.dumps(m.to_dict())) for m in parts)
+        assert stored < 3 * len(json.dumps(value))  # grows with the texts, not with texts x value
+        got = store.get(("c",), "conv")
+        assert got is not None and got.value == value
+        hits = store.search(("c",), query="dog")
+        assert hits[0].key == "conv" and hits[0].value == value and len(hits) == 2
+        assert [h.key for h in store.search(("c",), query="rain", filter={"topic": "chat"})] == ["conv"]
+        assert [h.key for h in store.search(("c",), query="dog", filter={"topic": "other"})] == ["small"]
+        assert store.search(("c",), query="dog", filter={"topic": "none"}) == []
+        store.put(("c",), "conv", {"topic": "chat", "messages": messages[:2]})  # re-put on fewer texts
+        assert store.storage.count() == 3 and store.get(("c",), "conv").value["messages"] == messages[:2]  # type: ignore[union-attr]
+        store.delete(("c",), "conv")
+        assert store.storage.count() == 1 and [h.key for h in store.search(("c",), query="tea")] == ["small"]
+
+
+def test_items_written_with_a_value_on_every_part_still_read(engine: Settings) -> None:
+    """The layout before one copy per item: every part carried the value; reads and filters still work."""
+    index: Any = {"dims": 6, "embed": _words, "fields": ["a", "b"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("o",), "k", {"a": "tea", "b": "dog", "n": 1})
+        for part in [m for m, _ in store.storage.export() if m.metadata["lg_part"] != 0]:
+            store.storage.update(part.id, metadata={"lg_value": {"a": "tea", "b": "dog", "n": 1}})
+        assert [(h.key, h.value["n"]) for h in store.search(("o",), query="dog", filter={"n": 1})] == [("k", 1)]
+        store.put(("o",), "k", {"a": "tea", "b": "dog", "n": 2})
+        assert sum("lg_value" in m.metadata for m, _ in store.storage.export()) == 1
+
+
+def test_a_ttl_refresh_moves_the_expiry_only(engine: Settings) -> None:
+    with LtmStore(engine, ttl={"default_ttl": 10, "refresh_on_read": True}) as store:
+        for i in range(10):
+            store.put(("t",), str(i), {"text": f"note {i}"})
+        ids = [m.id for m, _ in store.storage.export()]
+        events = sum(len(store.storage.history(i)) for i in ids)
+        before = {m.id: m.metadata["expires_at"] for m, _ in store.storage.export()}
+        time.sleep(0.05)
+        for _ in range(20):
+            assert len(store.search(("t",), query="note")) == 10
+            assert store.get(("t",), "3") is not None
+        after = {m.id: m.metadata["expires_at"] for m, _ in store.storage.export()}
+        assert [m.id for m, _ in store.storage.export()] == ids  # nothing rewritten: list order and rows stay
+        assert sum(len(store.storage.history(i)) for i in ids) == events
+        assert all(after[i] > before[i] for i in ids)
+        assert store.storage.count({"expires_at": {"gt": time.time() + 590}}) == 10
+
+
+def test_the_model_guard_tells_partials_and_lambdas_apart(engine: Settings) -> None:
+    def embed(texts: Sequence[str], model: str) -> list[list[float]]:
+        return _words(texts)
+
+    pairs: list[tuple[Any, Any]] = [
+        (functools.partial(embed, model="model-a"), functools.partial(embed, model="model-b")),
+        (lambda texts: _words(texts), lambda texts: [list(reversed(v)) for v in _words(texts)]),
+    ]
+    for n, (first, second) in enumerate(pairs):
+        namespace = f"guard{n}"
+        with LtmStore(engine, index={"dims": 6, "embed": first}, namespace=namespace) as store:
+            store.put(("g",), "k", {"text": "tea"})
+        with LtmStore(engine, index={"dims": 6, "embed": first}, namespace=namespace) as same:
+            assert same.get(("g",), "k") is not None  # the same model reopens
+        with (
+            pytest.raises(StoreMismatch),
+            LtmStore(engine, index={"dims": 6, "embed": second}, namespace=namespace) as other,
+        ):
+            other.put(("g",), "k2", {"text": "cat"})
+
+
+def test_dotted_keys_in_values(engine: Settings) -> None:
+    value = {"a.b": 1, "plain": "x", "nested": {"x.y": [{"p.q": "r"}]}, "50%2E": "kept"}
+    with LtmStore(engine) as store:
+        store.put(("d",), "k", value)
+        store.put(("d",), "other", {"plain": "y", "a": {"b": 1}})
+        got = store.get(("d",), "k")
+        assert got is not None and got.value == value
+        assert [i.key for i in store.search(("d",), filter={"a\\.b": 1})] == ["k"]  # a key's own dot: \\.
+        assert [i.key for i in store.search(("d",), filter={"a.b": 1})] == ["other"]  # a dot reaches inside
+        assert [i.key for i in store.search(("d",), filter={"plain": "x"})] == ["k"]
+        assert [i.key for i in store.search(("d",), filter={"nested": {"x\\.y": [{"p\\.q": "r"}]}})] == ["k"]
+
+
+def test_ranges_match_numbers_stored_as_text(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["text"]}
+    with LtmStore(engine, index=index) as store:
+        for key, n in [("text7", "7"), ("int5", 5), ("word", "abc"), ("float", 9.5), ("none", None)]:
+            store.put(("r",), key, {"text": "tea", "n": n})
+        assert sorted(i.key for i in store.search(("r",), filter={"n": {"$gt": 6}})) == ["float", "text7"]
+        assert sorted(i.key for i in store.search(("r",), filter={"n": {"$lte": 7}})) == ["int5", "text7"]
+        ranked = store.search(("r",), query="tea", filter={"n": {"$gte": 7, "$lt": 9}})
+        assert [i.key for i in ranked] == ["text7"]
+        assert [i.key for i in store.search(("r",), filter={"n": {"$gt": "ab"}})] == ["word"]  # text with text
+
+
+def test_query_search_pages_past_fifty_thousand(engine: Settings) -> None:
+    with LtmStore(engine) as store:
+        store.put(("p",), "k", {"text": "tea"})
+        assert store.search(("p",), query="tea", offset=60_000, limit=10) == []
+        assert [i.key for i in store.search(("p",), query="tea", limit=60_000)] == ["k"]
+
+
+def test_bad_argument_types_are_invalid_input(store: LtmStore) -> None:
+    with pytest.raises(InvalidInput, match="query must be a str"):
+        store.search(("q",), query=5)  # type: ignore[arg-type]
+    deep: dict[str, Any] = {}
+    for _ in range(2_001):
+        deep = {"d": deep}
+    with pytest.raises(InvalidInput, match="nested"):
+        store.put(("q",), "deep", deep)
+    assert store.get(("q",), "deep") is None
+
+
+def test_async_store_awaits_its_ttl_sweeper(engine: Settings) -> None:
+    async def run() -> None:
+        ttl: Any = {"default_ttl": 1 / 60, "sweep_interval_minutes": 0.5 / 60}
+        async with AsyncLtmStore(engine, ttl=ttl) as store:
+            task = await store.start_ttl_sweeper()
+            assert await store.start_ttl_sweeper() is task  # one sweeper per store
+            await store.aput(("s",), "k", {"v": 1})
+            await store.aput(("s",), "kept", {"v": 2}, ttl=None)
+            assert await store.aget(("s",), "k") is not None
+            swept = time.monotonic() + 6.0  # expired after 1 s, swept every 0.5 s: a busy machine may lag
+            while len(list(store.storage.export())) > 1 and time.monotonic() < swept:  # export() purges nothing
+                await asyncio.sleep(0.25)
+            assert [m.metadata["lg_key"] for m, _ in store.storage.export()] == ["kept"]  # swept by the task
+            assert await store.sweep_ttl() == 0
+            assert await store.stop_ttl_sweeper() and task.done()
+
+    asyncio.run(run())

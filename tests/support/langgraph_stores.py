@@ -15,12 +15,11 @@ import hashlib
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from ltm.config import Settings
-from ltm.integrations.langgraph import LtmStore
+from ltm.integrations.langgraph import AsyncLtmStore, LtmStore
 
 __all__ = ["AsyncSqliteStore", "InMemoryStore", "SqliteStore"]
 
@@ -60,8 +59,8 @@ class SqliteStore(LtmStore):
         """ltm creates its files on open."""
 
 
-class AsyncSqliteStore(LtmStore):
-    """``AsyncSqliteStore.from_conn_string(...)``: an LtmStore whose ``setup`` and sweeper calls are awaited."""
+class AsyncSqliteStore(AsyncLtmStore):
+    """``AsyncSqliteStore.from_conn_string(...)``: an AsyncLtmStore (its sweeper calls are awaited)."""
 
     @classmethod
     @asynccontextmanager
@@ -69,20 +68,5 @@ class AsyncSqliteStore(LtmStore):
         cls, conn_string: str, *, index: Any = None, ttl: Any = None
     ) -> AsyncIterator[AsyncSqliteStore]:
         settings, namespace = _where(conn_string)
-        store = cls(settings, index=index, ttl=ttl, namespace=namespace)
-        try:
+        async with cls(settings, index=index, ttl=ttl, namespace=namespace) as store:
             yield store
-        finally:
-            store.close()
-
-    async def setup(self) -> None:
-        """ltm creates its files on open."""
-
-    async def sweep_ttl(self) -> int:  # type: ignore[override]
-        return LtmStore.sweep_ttl(self)
-
-    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:  # type: ignore[override]
-        return LtmStore.start_ttl_sweeper(self, sweep_interval_minutes)
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
-        return LtmStore.stop_ttl_sweeper(self, timeout)

@@ -9,6 +9,11 @@ calling thread when a sync call needs it (the store's sync work runs off the eve
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
+import inspect
+import json
+import types
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -22,14 +27,76 @@ __all__ = ["LangChainEmbedding", "embedding_name"]
 
 
 def embedding_name(embed: Any) -> str:
-    """The name ltm records in the namespace's manifest for ``embed`` (a reopen with another model is refused)."""
+    """The name ltm records in the namespace's manifest for ``embed`` (a reopen with another model is refused).
+
+    A provider string is itself; a LangChain ``Embeddings`` object is its class and model (``model``,
+    ``model_name``, ...); a function is its module and qualified name, and where that name alone cannot tell two
+    models apart (a lambda, a function made inside another, a ``functools.partial``, a bound method) a digest of
+    what it is made of: the partial's arguments, the code's constants and names, its defaults and the values it
+    captured. Captured objects count by their class and model name only, so two closures over two clients of
+    one class and no model name still share a name: give such a function a name of its own per model.
+    """
     if isinstance(embed, str):
         return embed
-    target = embed.func if hasattr(embed, "func") else getattr(embed, "afunc", embed)
-    model = getattr(embed, "model", None) or getattr(embed, "model_name", None)
-    kind = target if callable(target) and not isinstance(target, Embeddings) else type(target)
-    name = f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', type(kind).__name__)}"
-    return f"langgraph:{name}" + (f":{model}" if isinstance(model, str) else "")
+    if isinstance(embed, Embeddings) and (hasattr(embed, "func") or hasattr(embed, "afunc")):
+        embed = getattr(embed, "func", None) or getattr(embed, "afunc", embed)  # LangGraph's EmbeddingsLambda
+    return "langgraph:" + _identity(embed)
+
+
+def _identity(target: Any) -> str:
+    if isinstance(target, functools.partial):
+        return f"{_identity(target.func)}:{_digest([target.args, target.keywords])}"
+    if inspect.ismethod(target):
+        return f"{_identity(target.__func__)}:{_digest(target.__self__)}"
+    if isinstance(target, Embeddings) or not callable(target):
+        kind = type(target)
+        model = _model_name(target)
+        return f"{kind.__module__}.{kind.__qualname__}" + (f":{model}" if model else "")
+    name = f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', type(target).__name__)}"
+    code = getattr(target, "__code__", None)
+    if code is not None and ("<lambda>" in name or "<locals>" in name):
+        closure = [cell.cell_contents for cell in getattr(target, "__closure__", None) or ()]
+        made = [_code_parts(code), getattr(target, "__defaults__", None), getattr(target, "__kwdefaults__", None)]
+        name += f":{_digest([*made, closure])}"
+    model = _model_name(target)
+    return name + (f":{model}" if model else "")
+
+
+def _model_name(target: Any) -> str | None:
+    for attribute in ("model", "model_name", "model_id", "deployment_name", "repo_id"):
+        value = getattr(target, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _code_parts(code: types.CodeType) -> list[Any]:
+    """What a function's code is made of, stable across Python versions (its bytecode is not)."""
+    consts = [_code_parts(c) if isinstance(c, types.CodeType) else c for c in code.co_consts]
+    return [consts, code.co_names, code.co_varnames, code.co_freevars]
+
+
+def _stable(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data that is the same in every process (no addresses)."""
+    if depth > 8:
+        return "..."
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, list | tuple):
+        return [_stable(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return sorted(([str(k), _stable(v, depth + 1)] for k, v in value.items()), key=lambda kv: kv[0])
+    if callable(value) or isinstance(value, Embeddings):
+        return _identity(value)
+    kind = type(value)
+    return [f"{kind.__module__}.{kind.__qualname__}", _model_name(value)]
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(_stable(value), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 class LangChainEmbedding(BaseEmbedding):

@@ -7,10 +7,15 @@ each field an ``IndexConfig``'s ``fields`` names, and an item scores as its best
   the item is not indexed (``index=False``, or no field holds text), with a placeholder vector no search sees;
 - parts 1.., ids ``lg-<hash>.<i>``: the other indexed texts.
 
-Every part carries the whole item in its metadata (``lg_value``, ``lg_key``, the namespace and its prefixes,
-``lg_created`` / ``lg_updated`` as unix seconds, the item's TTL in minutes), so a search hit on any part is the
-item, and value filters are SQL over the same rows the search ranks. The expiry rides in ltm's own
-``expires_at``: an expired item is invisible to every read at once and purged by the next one.
+The head carries the item's value (``lg_value``) once, whatever the number of parts; every part carries what
+places it (``lg_item``, ``lg_key``, the namespace and its prefixes, ``lg_created`` / ``lg_updated`` as unix
+seconds, the item's TTL in minutes), so a search hit on any part leads to its head by id. A value whose dict
+keys hold ``.`` (which the store's metadata refuses, as filters read a dot as nesting) is kept with those keys
+escaped (``.`` as ``%2E``, ``%`` as ``%25``) and ``lg_escaped`` set; reads give back the keys as written. The
+expiry rides in ltm's own ``expires_at``: an expired item is invisible to every read at once and purged by the
+next one.
+
+Items written when every part carried the value read as ever: readers take the value from the head only.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,10 +36,12 @@ from ltm.errors import InvalidInput
 from ltm.message import Message
 
 __all__ = [
+    "MAX_VALUE_DEPTH",
     "ROLE",
     "check_value",
     "Part",
     "head_id",
+    "is_head",
     "item_filter",
     "item_of",
     "item_parts",
@@ -43,12 +51,17 @@ __all__ = [
     "search_item_of",
     "texts_of",
     "value_filter",
+    "value_of",
 ]
 
 ROLE = "langgraph"  # the role of every message that holds an item
 _SEGMENT_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _OPS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
+_RANGES = {"$gt", "$gte", "$lt", "$lte"}
+_DOT = re.compile(r"(?<!\\)\.")  # a filter key's dot that reaches into a nested dict (``\.`` is a literal dot)
+_ESCAPED = re.compile(r"%(2E|25)")
 _FLOAT_MAX = sys.float_info.max
+MAX_VALUE_DEPTH = 31  # the store nests metadata at most 32 levels deep, lg_value being one of them
 _INT_BOUND = 2**63  # SQLite and PostgreSQL bind integers up to 64 bits; larger ones compare as floats
 
 
@@ -71,6 +84,11 @@ def check_value(value: object) -> dict[str, Any]:
     """``value`` when it is a JSON object (what the store keeps); InvalidInput naming the problem otherwise."""
     if not isinstance(value, dict):
         raise InvalidInput(f"a store value is a dict, got {type(value).__name__}")
+    if _depth(value) > MAX_VALUE_DEPTH:
+        raise InvalidInput(
+            f"a store value is nested more than {MAX_VALUE_DEPTH} levels deep (ltm keeps values in its "
+            "metadata, which bounds the depth); flatten it or keep the deep part as a JSON string"
+        )
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -79,6 +97,38 @@ def check_value(value: object) -> dict[str, Any]:
             "convert it first (e.g. a datetime to isoformat())"
         ) from exc
     return value
+
+
+def _depth(value: Any) -> int:
+    """How many levels ``value`` spans, itself the first and each scalar one more than its container (without
+    recursion: a value may nest thousands deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_VALUE_DEPTH:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _dotted(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any("." in str(k) or _dotted(v) for k, v in value.items())
+    return isinstance(value, list) and any(_dotted(v) for v in value)
+
+
+def _rekey(value: Any, key: Any) -> Any:
+    if isinstance(value, dict):
+        return {key(k): _rekey(v, key) for k, v in value.items()}
+    return [_rekey(v, key) for v in value] if isinstance(value, list) else value
+
+
+def _escape(key: str) -> str:
+    return key.replace("%", "%25").replace(".", "%2E")
+
+
+def _unescape(key: str) -> str:
+    return _ESCAPED.sub(lambda m: "." if m.group(1) == "2E" else "%", key)
 
 
 def texts_of(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
@@ -116,7 +166,6 @@ def item_parts(
         "lg_ns": namespace_label(namespace),
         "lg_prefixes": [namespace_label(namespace[:n]) for n in range(1, len(namespace) + 1)],
         "lg_key": key,
-        "lg_value": dict(value),
         "lg_created": created,
         "lg_updated": updated,
         "lg_parts": max(len(texts), 1),
@@ -125,31 +174,53 @@ def item_parts(
     if ttl_minutes is not None:
         metadata["lg_ttl"] = ttl_minutes
         metadata["expires_at"] = updated + ttl_minutes * 60.0
+    escaped = _dotted(value)
+    head = {"lg_value": _rekey(dict(value), _escape) if escaped else dict(value)}
+    if escaped:
+        head["lg_escaped"] = True
     contents = texts or [f"{namespace_label(namespace)} {key} (not indexed)"]
     return [
         Part(
-            Message(text, id=f"{stem}.{i}", role=ROLE, created_at=updated, metadata={**metadata, "lg_part": i}),
+            Message(
+                text,
+                id=f"{stem}.{i}",
+                role=ROLE,
+                created_at=updated,
+                metadata={**metadata, **(head if i == 0 else {}), "lg_part": i},
+            ),
             bool(texts),
         )
         for i, text in enumerate(contents)
     ]
 
 
-def item_of(message: Message) -> Item:
-    """The LangGraph ``Item`` a message of it holds."""
-    return Item(**_fields(message.metadata))
+def is_head(message: Message) -> bool:
+    """Whether ``message`` is its item's head (the part that holds the value)."""
+    return bool(message.metadata.get("lg_part") == 0)
 
 
-def search_item_of(message: Message, score: float | None) -> SearchItem:
-    """The LangGraph ``SearchItem`` a message of it holds, with its score (None: found without a query)."""
-    return SearchItem(**_fields(message.metadata), score=score)
+def value_of(head: Message) -> dict[str, Any]:
+    """The item's value as it was put, from its head."""
+    value: dict[str, Any] = head.metadata["lg_value"]
+    return _rekey(value, _unescape) if head.metadata.get("lg_escaped") else value
 
 
-def _fields(meta: Mapping[str, Any]) -> dict[str, Any]:
+def item_of(head: Message) -> Item:
+    """The LangGraph ``Item`` its head message holds."""
+    return Item(**_fields(head))
+
+
+def search_item_of(head: Message, score: float | None) -> SearchItem:
+    """The LangGraph ``SearchItem`` its head message holds, with its score (None: found without a query)."""
+    return SearchItem(**_fields(head), score=score)
+
+
+def _fields(head: Message) -> dict[str, Any]:
+    meta = head.metadata
     return {
         "namespace": tuple(json.loads(meta["lg_ns"])),
         "key": meta["lg_key"],
-        "value": meta["lg_value"],
+        "value": value_of(head),
         "created_at": _when(meta["lg_created"]),
         "updated_at": _when(meta["lg_updated"]),
     }
@@ -173,7 +244,9 @@ def item_filter(stems: Sequence[str]) -> dict[str, Any]:
 
 def value_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """LangGraph's ``filter`` (exact values, nested dicts, ``$eq $ne $gt $gte $lt $lte``) in the store's filter
-    language over ``lg_value``; None when empty. A key is a dotted path into the value."""
+    language over the head's ``lg_value``, as a narrowing: :func:`matches` decides (a numeric range lets every
+    text through, as text that reads as a number matches; a key written with ``\\.`` is a literal dotted key,
+    not narrowed here). None when there is nothing to narrow by. A key's dot reaches into a nested dict."""
     if not filters:
         return None
     if not isinstance(filters, Mapping):
@@ -182,21 +255,32 @@ def value_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"AND": parts} if parts else None
 
 
+def _segments(key: object) -> list[str]:
+    """A filter key's path: split at each dot but an escaped one (``\\.``, a literal dot in the key)."""
+    segments = [s.replace("\\.", ".") for s in _DOT.split(key)] if isinstance(key, str) else []
+    if not segments or not all(s and set(s.replace(".", "")) <= _SEGMENT_CHARS and len(s) <= 64 for s in segments):
+        raise InvalidInput(
+            f"Invalid filter key {key!r}: ltm filters on value keys of 1-64 letters, digits, _ or - "
+            "(a dot reaches into a nested dict; write a key's own dot as \\.)"
+        )
+    return segments
+
+
 def _conditions(path: str, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for key, condition in filters.items():
-        segments = str(key).split(".")
-        if not isinstance(key, str) or not all(s and set(s) <= _SEGMENT_CHARS and len(s) <= 64 for s in segments):
-            raise InvalidInput(
-                f"Invalid filter key {key!r}: ltm filters on value keys of 1-64 letters, digits, "
-                "_ or - (a dot reaches into a nested dict)"
-            )
-        field = f"{path}.{key}"
+        segments = _segments(key)
+        if any("." in s for s in segments):  # a literal dotted key: its stored form is escaped, matches() checks it
+            _check_operators(key, condition)
+            continue
+        field = f"{path}.{'.'.join(segments)}"
         if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
+            _check_operators(key, condition)
             for op, operand in condition.items():
-                if op not in _OPS:
-                    raise InvalidInput(f"filter operator {op!r} on {key!r} is not one of {sorted(_OPS)}")
-                parts.append(_compare(field, _OPS[op], operand))
+                compared = _compare(field, _OPS[op], operand)
+                if op in _RANGES and not isinstance(operand, str):  # a number stored as text may match too:
+                    compared = {"OR": [compared, {field: {"gte": ""}}]}  # every text passes, matches() decides
+                parts.append(compared)
         elif isinstance(condition, Mapping):
             parts.extend(_conditions(field, condition))
         elif isinstance(condition, list | tuple):  # narrowed here to lists holding each element; matches() is exact
@@ -210,14 +294,25 @@ def _conditions(path: str, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
     return parts
 
 
+def _check_operators(key: object, condition: Any) -> None:
+    if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
+        for op in condition:
+            if op not in _OPS:
+                raise InvalidInput(f"filter operator {op!r} on {key!r} is not one of {sorted(_OPS)}")
+    elif isinstance(condition, Mapping):
+        for inner, nested in condition.items():
+            _segments(inner)
+            _check_operators(inner, nested)
+
+
 def matches(value: Mapping[str, Any], filters: Mapping[str, Any] | None) -> bool:
-    """Whether ``value`` meets LangGraph's ``filter`` exactly (as its InMemoryStore compares): the check after
-    the store's SQL, for the shapes SQL only narrows (whole lists)."""
-    return not filters or all(_meets(_at(value, str(key)), condition) for key, condition in filters.items())
+    """Whether ``value`` meets LangGraph's ``filter`` exactly (as its InMemoryStore compares, a key's dots
+    reaching into nested dicts as in SqliteStore): the check after the store's SQL."""
+    return not filters or all(_meets(_at(value, key), condition) for key, condition in filters.items())
 
 
-def _at(value: Any, path: str) -> Any:
-    for segment in path.split("."):
+def _at(value: Any, key: str) -> Any:
+    for segment in _segments(key):
         value = value.get(segment) if isinstance(value, Mapping) else None
     return value
 
@@ -226,7 +321,7 @@ def _meets(have: Any, condition: Any) -> bool:
     if isinstance(condition, Mapping):
         if any(str(op).startswith("$") for op in condition):
             return all(_holds(have, op, operand) for op, operand in condition.items())
-        return isinstance(have, Mapping) and all(_meets(have.get(k), v) for k, v in condition.items())
+        return isinstance(have, Mapping) and all(_meets(_at(have, k), v) for k, v in condition.items())
     if isinstance(condition, list | tuple):
         return (
             isinstance(have, list | tuple)
@@ -237,15 +332,32 @@ def _meets(have: Any, condition: Any) -> bool:
 
 
 def _holds(have: Any, op: str, operand: Any) -> bool:
+    """One operator, as LangGraph's stores apply it: ``$gt``-like ones with a number compare numbers, a stored
+    number given as text (``"7"``) included (text that is no number never matches: InMemoryStore and
+    PostgresStore raise on it, SqliteStore reads it as 0); with a text operand they compare text with text."""
     if op == "$eq":
         return bool(have == operand)
     if op == "$ne":
         return bool(have != operand)
+    if isinstance(operand, str):
+        if not isinstance(have, str):
+            return False
+        left: Any = have
+        right: Any = operand
+    else:
+        left, right = _number(have), _number(operand)
+        if left is None or right is None:
+            return False
+    return bool({"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op])
+
+
+def _number(value: Any) -> float | None:
+    if not isinstance(value, int | float | str):
+        return None
     try:
-        left, right = float(have), float(operand)
-    except (TypeError, ValueError):
-        return True  # compared by SQL already (text with text)
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
+        return float(value)
+    except (ValueError, OverflowError):  # text that is no number; an int beyond a float's range
+        return None
 
 
 _NOTHING: dict[str, Any] = {"AND": [{"metadata.lg_part": {"eq": 0}}, {"metadata.lg_part": {"ne": 0}}]}

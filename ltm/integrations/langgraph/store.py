@@ -1,9 +1,11 @@
 """``LtmStore``: LangGraph's ``BaseStore`` over one ltm namespace (see :mod:`.records` for the layout).
 
 A batch reads first (gets, searches, namespace listings see the store as it was before the batch), then writes
-all its puts and deletes: deleted items and the parts re-put items no longer have go first (one transaction),
-then every new part (one transaction, :meth:`MemoryStorage.replace_batch`). A crash between the two leaves a
-re-put item as it was (indexed on fewer fields at worst), never part old and part new.
+all its puts and deletes. Every value is checked and every text embedded before anything is written; then the
+deleted items, the parts re-put items no longer have and every new part go in ONE transaction
+(:meth:`MemoryStorage.replace_batch` with ``delete``): a refused value, a failed model call or a crash leaves
+the batch's writes all done or none. A TTL refresh on read moves the items' expiry only
+(:meth:`MemoryStorage.set_expiry`): no rewrite, no history event.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
+from typing_extensions import Self
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
@@ -40,6 +43,7 @@ from ltm.integrations.langgraph.records import (
     Part,
     check_value,
     head_id,
+    is_head,
     item_filter,
     item_of,
     item_parts,
@@ -48,14 +52,17 @@ from ltm.integrations.langgraph.records import (
     search_item_of,
     texts_of,
     value_filter,
+    value_of,
 )
 from ltm.message import Message
-from ltm.store import MemoryStorage, Mode
+from ltm.store import MemoryHit, MemoryStorage, Mode
 
-__all__ = ["LtmStore"]
+__all__ = ["ItemStore", "LtmStore"]
 
-_PAGE = 10_000  # messages per list() page (the store's largest)
+_PAGE = 10_000  # messages per list() page, and ids per "in" filter (the store's largest)
+_MAX_K = 100_000  # the most results one store search ranks
 _HEADS = {"metadata.lg_part": 0}
+_Ranked = tuple[Message, dict[str, float | None]]  # an item's head, and its parts found with their cosines
 
 
 def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -63,8 +70,8 @@ def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if not kept else kept[0] if len(kept) == 1 else {"AND": kept}
 
 
-def _exact(message: Message, filters: dict[str, Any] | None) -> bool:
-    return matches(message.metadata["lg_value"], filters)
+def _exact(head: Message, filters: dict[str, Any] | None) -> bool:
+    return matches(value_of(head), filters)
 
 
 def _check_labels(namespace: tuple[str, ...]) -> None:
@@ -77,17 +84,9 @@ def _check_labels(namespace: tuple[str, ...]) -> None:
             )
 
 
-class LtmStore(BaseStore):
-    """LangGraph's store on ltm: durable on every put (kill -9 safe), hybrid search, PostgreSQL through
-    ``Settings.store_url``.
-
-    ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``, default ``["$"]``): given, items
-    are embedded with ``embed``; absent, with ltm's configured model (``Settings.embedding``). ``ttl`` is
-    LangGraph's ``TTLConfig`` (minutes). ``namespace`` names the ltm namespace (kind ``langgraph``) that holds
-    every item; ``mode`` is the search used when a query is given (``hybrid``, ``dense`` or ``keyword``).
-    A ``SearchItem``'s ``score`` is the cosine similarity of the query to the item's best indexed text (the
-    scale LangGraph's own stores report); the order is the search mode's.
-    """
+class ItemStore(BaseStore):
+    """What :class:`LtmStore` and :class:`~ltm.integrations.langgraph.aio.AsyncLtmStore` share: everything but
+    the TTL sweeper, which each runs its own way (a thread; an asyncio task)."""
 
     supports_ttl: bool = True
 
@@ -119,7 +118,6 @@ class LtmStore(BaseStore):
         self._dims: int | None = index.get("dims") if index else None
         self.storage = MemoryStorage(namespace, kind="langgraph", settings=self.settings, embedding=embedding)
         self.storage.index_metadata("lg_item")  # an item's parts: an index lookup for put, delete and refresh
-        self._sweeper: tuple[threading.Event, threading.Thread] | None = None
 
     # -- the two entry points ------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -166,11 +164,13 @@ class LtmStore(BaseStore):
         return item_of(head)
 
     def _search(self, op: SearchOp, refresh: dict[str, Message]) -> list[SearchItem]:
+        if op.query is not None and not isinstance(op.query, str):
+            raise InvalidInput(f"query must be a str (or None to list without ranking), got {type(op.query).__name__}")
         where = _and(namespace_filter(op.namespace_prefix), value_filter(op.filter))
         exact = partial(_exact, filters=op.filter)
         found: list[tuple[Message, float | None]]
         if op.query and op.query.strip():
-            found = self._ranked(op.query, where, op.offset + op.limit, exact)[op.offset : op.offset + op.limit]
+            found = self._scored(op.query, self._ranked(op.query, op, exact)[op.offset : op.offset + op.limit])
             if len(found) < op.limit:  # as LangGraph's stores do: unindexed matches fill what is left
                 rest = [m for m in self._heads(_and(where, {"metadata.lg_indexed": False})) if exact(m)]
                 found.extend((m, None) for m in rest[: op.limit - len(found)])
@@ -181,29 +181,82 @@ class LtmStore(BaseStore):
             refresh.update((m.metadata["lg_item"], m) for m, _ in found if "lg_ttl" in m.metadata)
         return [search_item_of(m, score) for m, score in found]
 
-    def _ranked(
-        self, query: str, where: dict[str, Any] | None, wanted: int, exact: Callable[[Message], bool]
-    ) -> list[tuple[Message, float | None]]:
-        """The best ``wanted`` items for ``query`` in the store's mode, each once (as its best-ranked part),
-        scored by its best cosine similarity among the parts found."""
-        where = _and(where, {"metadata.lg_indexed": True})
-        k = max(2 * wanted, 10)
+    def _ranked(self, query: str, op: SearchOp, exact: Callable[[Message], bool]) -> list[_Ranked]:
+        """The best ``offset + limit`` items for ``query`` in the store's mode, each once (where its best part
+        ranks, read through its head), with the parts found and, in dense mode, their cosines. Only heads hold
+        the value, so the value filter narrows heads in SQL and the other parts by their head."""
+        wanted = op.offset + op.limit
+        narrowed = value_filter(op.filter)
+        if narrowed is not None:
+            narrowed = {"OR": [{"AND": [_HEADS, narrowed]}, {"metadata.lg_part": {"ne": 0}}]}
+        where = _and(namespace_filter(op.namespace_prefix), narrowed, {"metadata.lg_indexed": True})
+        heads: dict[str, Message | None] = {}  # an item's head, None when it fails the filter
+        k = min(max(2 * wanted, 10), _MAX_K)
         while True:
-            hits = self.storage.search(query, k, mode=self.mode, filters=where, explain=True)
-            items: dict[str, tuple[Message, float | None]] = {}
+            hits = self.storage.search(query, k, mode=self.mode, filters=where)
+            self._resolve(hits, heads, exact)
+            items: dict[str, _Ranked] = {}
             for hit in hits:
-                if not exact(hit.message):
-                    continue
                 stem = hit.message.metadata["lg_item"]
-                dense = (hit.explain or {}).get("dense")
-                kept = items.get(stem)
-                if kept is None:
-                    items[stem] = (hit.message, dense)
-                elif dense is not None and (kept[1] is None or dense > kept[1]):
-                    items[stem] = (kept[0], dense)
-            if len(items) >= wanted or len(hits) < k or k >= 100_000:
+                head = heads.get(stem)
+                if head is None:
+                    continue
+                items.setdefault(stem, (head, {}))[1][hit.message.id] = hit.score if self.mode == "dense" else None
+            if len(items) >= wanted or len(hits) < k:
                 return list(items.values())
-            k = min(4 * k, 100_000)
+            if k >= _MAX_K:
+                raise InvalidInput(
+                    f"search with a query ranks at most {_MAX_K:,} stored texts, and offset + limit = "
+                    f"{op.offset:,} + {op.limit:,} reaches past the {len(items):,} items among them; narrow it "
+                    "(namespace_prefix, filter) or page through the items without a query"
+                )
+            k = min(4 * k, _MAX_K)
+
+    def _scored(self, query: str, ranked: list[_Ranked]) -> list[tuple[Message, float | None]]:
+        """Each item with its score: the best cosine similarity of the query to its parts found (None in keyword
+        mode, which has no query vector). A hybrid search's own scores are fused ones: the cosines come from a
+        dense search over just those parts (its query vector is the cached one), cheaper than ``explain``."""
+        if self.mode == "hybrid" and ranked:
+            ids = [i for _, parts in ranked for i in parts]
+            dense: dict[str, float] = {}
+            for start in range(0, len(ids), _PAGE):
+                chunk = ids[start : start + _PAGE]
+                found = self.storage.search(query, len(chunk), mode="dense", filters={"id": {"in": chunk}})
+                dense.update((h.message.id, h.score) for h in found)
+            for _, parts in ranked:
+                parts.update((i, dense.get(i)) for i in parts)
+        out: list[tuple[Message, float | None]] = []
+        for head, parts in ranked:
+            scores = [v for v in parts.values() if v is not None]
+            out.append((head, max(scores) if scores else None))
+        return out
+
+    def _resolve(
+        self, hits: Sequence[MemoryHit], heads: dict[str, Message | None], exact: Callable[[Message], bool]
+    ) -> None:
+        """Each hit's item's head in ``heads`` (None: the item fails the filter): a hit that is not its item's
+        head is read through the head, by id."""
+        wanted: dict[str, str] = {}
+        for hit in hits:
+            stem = hit.message.metadata["lg_item"]
+            if stem in heads:
+                continue
+            if is_head(hit.message):
+                heads[stem] = hit.message if exact(hit.message) else None
+                wanted.pop(stem, None)
+            else:
+                wanted[stem] = f"{stem}.0"
+        for stem in wanted:
+            heads[stem] = None
+        for head in self._by_ids(list(wanted.values())):
+            heads[head.metadata["lg_item"]] = head if exact(head) else None
+
+    def _by_ids(self, ids: Sequence[str]) -> list[Message]:
+        out: list[Message] = []
+        for start in range(0, len(ids), _PAGE):
+            chunk = list(ids[start : start + _PAGE])
+            out.extend(self.storage.list({"id": {"in": chunk}}, limit=len(chunk)).messages)
+        return out
 
     def _heads(self, where: dict[str, Any] | None) -> list[Message]:
         """Every item matching ``where``, most recently updated first."""
@@ -216,7 +269,7 @@ class LtmStore(BaseStore):
                 break
             cursor = page.next_cursor
         heads.reverse()  # list() is in write order: this is nearly sorted already
-        heads.sort(key=lambda m: float(m.metadata["lg_updated"]), reverse=True)  # a TTL refresh rewrites, too
+        heads.sort(key=lambda m: float(m.metadata["lg_updated"]), reverse=True)
         return heads
 
     def _namespaces(self, op: ListNamespacesOp) -> set[tuple[str, ...]]:
@@ -234,12 +287,11 @@ class LtmStore(BaseStore):
     # -- writes --------------------------------------------------------------------------------------------
     def _write(self, puts: Sequence[PutOp]) -> None:
         now = time.time()
-        stems = [head_id(op.namespace, op.key) for op in puts]
-        old = {m.id: m for m in self._messages({"id": {"in": stems}})}
+        old = {m.id: m for m in self._by_ids([head_id(op.namespace, op.key) for op in puts])}
         gone: list[dict[str, Any]] = []  # deleted items, and the parts re-put items no longer have
         parts: list[Part] = []
-        for stem, op in zip(stems, puts, strict=True):
-            before = old.get(stem)
+        for op in puts:
+            before = old.get(head_id(op.namespace, op.key))
             if op.value is None:
                 if before is not None:
                     gone.append(item_filter([before.metadata["lg_item"]]))
@@ -257,10 +309,10 @@ class LtmStore(BaseStore):
             if before is not None and before.metadata["lg_parts"] > len(new):
                 stale = {"metadata.lg_part": {"gte": len(new)}}
                 gone.append({"AND": [item_filter([before.metadata["lg_item"]]), stale]})
-        if gone:
-            self.storage.delete_where(gone[0] if len(gone) == 1 else {"OR": gone})
-        if parts:
-            self.storage.replace_batch([p.message for p in parts], vectors=self._vectors(parts))
+        vectors = self._vectors(parts) if parts else None  # the model runs before anything is written
+        delete = None if not gone else gone[0] if len(gone) == 1 else {"OR": gone}
+        if parts or delete is not None:
+            self.storage.replace_batch([p.message for p in parts], vectors=vectors, delete=delete)
 
     def _texts(self, op: PutOp) -> list[str]:
         value = check_value(op.value)
@@ -283,30 +335,66 @@ class LtmStore(BaseStore):
             self._dims = int(self.storage.embed_texts(["dimension"]).shape[1])
         return self._dims
 
-    def _messages(self, where: dict[str, Any]) -> list[Message]:
-        out: list[Message] = []
-        cursor: str | None = None
-        while True:
-            page = self.storage.list(where, limit=_PAGE, cursor=cursor)
-            out.extend(page.messages)
-            if page.next_cursor is None:
-                return out
-            cursor = page.next_cursor
-
     # -- time to live --------------------------------------------------------------------------------------
     def _refresh(self, heads: list[Message]) -> None:
-        """Push back the expiry of items read with ``refresh_ttl`` (their TTL from now), every part at once."""
+        """Push back the expiry of items read with ``refresh_ttl`` (their TTL from now), every part at once;
+        only the expiry moves."""
         now = time.time()
-        parts = self._messages(item_filter([h.metadata["lg_item"] for h in heads]))
-        for part in parts:
-            part.metadata["expires_at"] = now + float(part.metadata["lg_ttl"]) * 60.0
-        if parts:
-            self.storage.replace_batch(parts)  # unchanged content: ltm reuses each stored vector
+        expiries: dict[str, float] = {}
+        for head in heads:
+            when = now + float(head.metadata["lg_ttl"]) * 60.0
+            stem = head.metadata["lg_item"]
+            expiries.update((f"{stem}.{i}", when) for i in range(int(head.metadata["lg_parts"])))
+        self.storage.set_expiry(expiries)
+
+    def _sweep(self) -> int:
+        """Delete what has expired now; how many stored records went."""
+        return self.storage.purge_expired()
+
+    def _sweep_seconds(self, sweep_interval_minutes: float | None) -> float:
+        """The sweeper's period: the argument, else the TTL config's, else 5 minutes."""
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        return float(minutes) * 60.0
+
+    def _stop_sweeping(self) -> None:
+        """Stop the sweeper without waiting (:meth:`close`): each store kind says how."""
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the sweeper and close the namespace (the data stays)."""
+        self._stop_sweeping()
+        self.storage.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        indexed = self.index_config is not None
+        name = type(self).__name__
+        return f"{name}(namespace={self.storage.namespace!r}, mode={self.mode!r}, indexed={indexed})"
+
+
+class LtmStore(ItemStore):
+    """LangGraph's store on ltm: durable on every put (kill -9 safe), hybrid search, PostgreSQL through
+    ``Settings.store_url``.
+
+    ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``, default ``["$"]``): given, items
+    are embedded with ``embed``; absent, with ltm's configured model (``Settings.embedding``). ``ttl`` is
+    LangGraph's ``TTLConfig`` (minutes). ``namespace`` names the ltm namespace (kind ``langgraph``) that holds
+    every item; ``mode`` is the search used when a query is given (``hybrid``, ``dense`` or ``keyword``).
+    A ``SearchItem``'s ``score`` is the cosine similarity of the query to the item's best indexed text (the
+    scale LangGraph's own stores report); the order is the search mode's.
+    """
+
+    _sweeper: tuple[threading.Event, threading.Thread] | None = None
 
     def sweep_ttl(self) -> int:
         """Delete what has expired now; how many stored records went (an item indexed on several fields
         counts once per field). Reads never return an expired item, swept or not."""
-        return self.storage.purge_expired()
+        return self._sweep()
 
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl`."""
@@ -315,7 +403,7 @@ class LtmStore(BaseStore):
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
         """Sweep every ``sweep_interval_minutes`` (default: the TTL config's, else 5) in a daemon thread until
         :meth:`stop_ttl_sweeper`; the future completes when it stops."""
-        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        seconds = self._sweep_seconds(sweep_interval_minutes)
         done: Future[None] = Future()
         if self._sweeper is not None:
             done.set_result(None)
@@ -323,8 +411,8 @@ class LtmStore(BaseStore):
         stop = threading.Event()
 
         def run() -> None:
-            while not stop.wait(float(minutes) * 60.0):
-                self.storage.purge_expired()
+            while not stop.wait(seconds):
+                self._sweep()
             done.set_result(None)
 
         thread = threading.Thread(target=run, name="ltm-langgraph-ttl", daemon=True)
@@ -346,18 +434,5 @@ class LtmStore(BaseStore):
             self._sweeper = None
         return not thread.is_alive()
 
-    # -- lifecycle -----------------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Stop the sweeper and close the namespace (the data stays)."""
+    def _stop_sweeping(self) -> None:
         self._stop_sweeper(None)
-        self.storage.close()
-
-    def __enter__(self) -> LtmStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        indexed = self.index_config is not None
-        return f"LtmStore(namespace={self.storage.namespace!r}, mode={self.mode!r}, indexed={indexed})"

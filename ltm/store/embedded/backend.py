@@ -36,7 +36,7 @@ from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
-from ltm.store.embedded.writes import insert_groups, replace_rows
+from ltm.store.embedded.writes import delete_matching, insert_groups, replace_rows
 from ltm.store.naming import namespace_dir
 from ltm.store.records import (
     Analysis,
@@ -59,7 +59,6 @@ __all__ = ["EmbeddedBackend"]
 # (keyword_beside): below it BM25 ends well within the model's time (docs/SEARCH_SPEED.md), and a small namespace keeps
 # to one connection (file descriptors: ltm.store.embedded.pool).
 READ_BESIDE_FROM = 10_000
-_DELETE_CHUNK = 500  # rows deleted per statement batch by remove (SQLite's host-parameter limit)
 
 
 class EmbeddedBackend(PooledNamespace):
@@ -143,10 +142,26 @@ class EmbeddedBackend(PooledNamespace):
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         return self._require()[0].vectors_by_key(keys)
 
-    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
+    def write(
+        self,
+        rows: Sequence[Row],
+        *,
+        replace: bool,
+        update: bool = False,
+        history_limit: int = 0,
+        delete: Filter | None = None,
+    ) -> int:
         log, mirror = self._require()
         if replace:
-            return replace_rows(log, mirror, rows, update=update, namespace=self.namespace, history_limit=history_limit)
+            return replace_rows(
+                log,
+                mirror,
+                rows,
+                update=update,
+                namespace=self.namespace,
+                history_limit=history_limit,
+                delete=None if delete is None else to_sql(delete),
+            )
         with mirror.writing(log) as write:
             write.insert(log.insert(rows))
             trail.record(log.db, [(row.id, "ADD", None) for _, row in write.inserted], time.time(), history_limit)
@@ -190,17 +205,23 @@ class EmbeddedBackend(PooledNamespace):
         where, params = to_sql(tree) if tree is not None else ("1", [])
         log, mirror = self._require()
         with mirror.writing(log) as write:
-            rows = log.db.execute(f"SELECT m.seq, m.id, m.body FROM messages m WHERE {where}", params).fetchall()
-            for start in range(0, len(rows), _DELETE_CHUNK):
-                part = rows[start : start + _DELETE_CHUNK]
-                seqs = [(int(seq),) for seq, _, _ in part]
-                log.db.executemany("DELETE FROM messages WHERE seq = ?", seqs)
-                log.db.executemany("DELETE FROM fts WHERE rowid = ?", seqs)
-                log.db.executemany("INSERT INTO tombstones(seq) VALUES (?)", seqs)
-            for seq, _, _ in rows:
-                write.remove(int(seq))
-            trail.record(log.db, [(mid, "DELETE", body) for _, mid, body in rows], time.time(), history_limit)
-        return len(rows)
+            events = delete_matching(log, write, where, params)
+            trail.record(log.db, events, time.time(), history_limit)
+        return len(events)
+
+    def set_expiry(self, expiries: Mapping[str, float]) -> int:
+        """Set ``expires_at`` of the messages with these ids (column, metadata and body) in one transaction,
+        nothing else: no history event, the rows keep their seq, content and vectors; how many were stored."""
+        log = self._require()[0]
+        changed = 0
+        with translate(log.path), log.transaction(write=True):
+            for message_id, when in expiries.items():
+                changed += log.db.execute(
+                    "UPDATE messages SET expires_at = ?, metadata = json_set(metadata, '$.expires_at', json(?)), "
+                    "body = json_set(body, '$.metadata.expires_at', json(?)) WHERE id = ?",
+                    (float(when), repr(float(when)), repr(float(when)), message_id),  # JSON text: every digit kept
+                ).rowcount
+        return changed
 
     def index_metadata(self, key: str) -> None:
         name = "messages_meta_" + key.replace(".", "__")

@@ -15,13 +15,14 @@ from ltm.errors import NotFound
 from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.log import MessageLog
-from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.mirror import IndexMirror, Write
 from ltm.store.records import Event, Row
 
-__all__ = ["add_groups", "insert_groups", "replace_rows"]
+__all__ = ["add_groups", "delete_matching", "insert_groups", "replace_rows"]
 
 Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages' content, by message id
 STAGE_MAX = 64  # adds of up to this many new messages commit them while the model runs (add_groups)
+_DELETE_CHUNK = 500  # rows deleted per statement batch (SQLite's host-parameter limit)
 
 
 def insert_groups(
@@ -70,11 +71,15 @@ def replace_rows(
     update: bool,
     namespace: str | None,
     history_limit: int,
+    delete: tuple[str, list[Any]] | None = None,
 ) -> int:
     """Each row in place of the stored message with its id, in ONE write transaction; how many replaced one.
-    ``update``: a row whose message was deleted meanwhile raises NotFound instead of being added."""
+    ``update``: a row whose message was deleted meanwhile raises NotFound instead of being added. ``delete``:
+    (SQL, params) of messages deleted first in the same transaction, each with its DELETE event."""
     with mirror.writing(log) as write:
         events: builtins.list[tuple[str, Event, str | None]] = []
+        if delete is not None:
+            events.extend(delete_matching(log, write, *delete))
         for row in rows:
             old = log.body_of(row.id)
             if old is None and update:  # deleted since update() read it: nothing changes
@@ -84,6 +89,22 @@ def replace_rows(
         write.insert(log.insert(rows))
         trail.record(log.db, events, time.time(), history_limit)
     return len(write.removed)
+
+
+def delete_matching(
+    log: MessageLog, write: Write, where: str, params: list[Any]
+) -> builtins.list[tuple[str, Event, str | None]]:
+    """Delete the messages matching ``where`` inside the open write transaction ``write`` (the mirror drops them
+    once it commits); their DELETE events, for the caller to record."""
+    rows = log.db.execute(f"SELECT m.seq, m.id, m.body FROM messages m WHERE {where}", params).fetchall()
+    for start in range(0, len(rows), _DELETE_CHUNK):
+        seqs = [(int(seq),) for seq, _, _ in rows[start : start + _DELETE_CHUNK]]
+        log.db.executemany("DELETE FROM messages WHERE seq = ?", seqs)
+        log.db.executemany("DELETE FROM fts WHERE rowid = ?", seqs)
+        log.db.executemany("INSERT INTO tombstones(seq) VALUES (?)", seqs)
+    for seq, _, _ in rows:
+        write.remove(int(seq))
+    return [(str(mid), "DELETE", str(body)) for _, mid, body in rows]
 
 
 def add_groups(store: Any, items: Sequence[tuple[list[Any], Given]], max_bytes: int) -> builtins.list[int]:

@@ -44,7 +44,7 @@ from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
 from ltm.store.records import Analysis, KeywordAhead, MemoryHit, Row, StoreStats
-from ltm.store.search.filters import Compare
+from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
 
@@ -139,15 +139,26 @@ class PgBackend(PgDocuments, PgSeam):
             self._indexed = bool(found and found[0][0])
         return self._indexed
 
-    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
+    def write(
+        self,
+        rows: Sequence[Row],
+        *,
+        replace: bool,
+        update: bool = False,
+        history_limit: int = 0,
+        delete: Filter | None = None,
+    ) -> int:
         """Insert ``rows`` (ids already stored are skipped), or with ``replace`` put them in place of the
         stored messages with their ids, in one transaction with their history events (ADD, or UPDATE with
         the old body); how many were inserted (add) or replaced. ``update``: NotFound, and nothing written,
-        when one of the ids is no longer stored."""
+        when one of the ids is no longer stored. ``delete``: messages deleted first, in the same transaction
+        (with ``replace``)."""
         if not rows:
             return 0
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            if delete is not None and replace:
+                self._delete_matching(conn, delete, history_limit)
             old: dict[str, str] = {}
             old_contexts = 0
             if replace:

@@ -11,7 +11,7 @@ written in the same transaction as the change, under the namespace's advisory lo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -183,21 +183,43 @@ class PgDocuments:
     def remove(self, tree: Filter | None, history_limit: int) -> int:
         """Delete every message matching ``tree`` (all when None) in one transaction, each with a DELETE event;
         how many went."""
-        where, params = pg_where(tree)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
-            rows = conn.execute(
-                f"DELETE FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where}) "
-                "RETURNING m.seq, m.id, m.body, m.context_embedding IS NOT NULL",
-                {**params, "ns": self.ns},
-            ).fetchall()
-            if rows:
-                conn.execute(
-                    "UPDATE ltm_namespaces SET live = live - %s, contexts = contexts - %s WHERE id = %s",
-                    (len(rows), sum(1 for *_, c in rows if c), self.ns),
-                )
-                record(conn, self.ns, [(str(i), "DELETE", str(b)) for _, i, b, _ in sorted(rows)], history_limit)
+            return self._delete_matching(conn, tree, history_limit)
+
+    def _delete_matching(self, conn: Any, tree: Filter | None, history_limit: int) -> int:
+        """Delete the messages matching ``tree`` inside ``conn``'s open transaction (the namespace's lock held),
+        with their DELETE events and the namespace's counts; how many went."""
+        where, params = pg_where(tree)
+        rows = conn.execute(
+            f"DELETE FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where}) "
+            "RETURNING m.seq, m.id, m.body, m.context_embedding IS NOT NULL",
+            {**params, "ns": self.ns},
+        ).fetchall()
+        if rows:
+            conn.execute(
+                "UPDATE ltm_namespaces SET live = live - %s, contexts = contexts - %s WHERE id = %s",
+                (len(rows), sum(1 for *_, c in rows if c), self.ns),
+            )
+            record(conn, self.ns, [(str(i), "DELETE", str(b)) for _, i, b, _ in sorted(rows)], history_limit)
         return len(rows)
+
+    def set_expiry(self, expiries: Mapping[str, float]) -> int:
+        """Set ``expires_at`` of the messages with these ids (column, metadata and body) in one transaction,
+        nothing else: no history event, the rows keep their seq, content and vectors; how many were stored."""
+        if not expiries:
+            return 0
+        with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            return int(
+                conn.execute(
+                    "UPDATE ltm_messages m SET expires_at = v.at, "
+                    "metadata = jsonb_set(m.metadata, '{expires_at}', to_jsonb(v.at)), "
+                    "body = jsonb_set(m.body::jsonb, '{metadata,expires_at}', to_jsonb(v.at))::text "
+                    "FROM unnest(%s::text[], %s::float8[]) AS v(id, at) WHERE m.ns = %s AND m.id = v.id",
+                    (list(expiries), [float(t) for t in expiries.values()], self.ns),
+                ).rowcount
+            )
 
     def load_trail(self, rows: Sequence[Stored], history_limit: int) -> None:
         """Make ``rows`` (from :meth:`trail_rows` of another store, oldest first) the trail of the ids they

@@ -16,6 +16,7 @@ from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.records import Row
+from ltm.store.search.filters import Filter
 from ltm.store.warm import WARM
 
 __all__ = ["PgSeam"]
@@ -57,7 +58,15 @@ class PgSeam:
         def dimension(self) -> int | None: ...
         def ensure_dim(self, dim: int) -> None: ...
         def drop(self) -> None: ...
-        def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int: ...
+        def write(
+            self,
+            rows: Sequence[Row],
+            *,
+            replace: bool,
+            update: bool = False,
+            history_limit: int = 0,
+            delete: Filter | None = None,
+        ) -> int: ...
 
     def known_dimension(self) -> int | None:
         return self.dimension()
