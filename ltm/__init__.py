@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "BrainMemory": "ltm.brain",
     "ConfigError": "ltm.errors",
     "ExperienceMemory": "ltm.experience.memory",
+    "ForgetReceipt": "ltm.store",
     "InvalidInput": "ltm.errors",
     "KVStore": "ltm.kv",
     "LLM": "ltm.llm",
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff (_
     from ltm.message import with_context as with_context
     from ltm.steps import MemoryItem as MemoryItem
     from ltm.steps import StepMemory as StepMemory
+    from ltm.store import ForgetReceipt as ForgetReceipt
     from ltm.store import MemoryHit as MemoryHit
     from ltm.store import MemoryStorage as MemoryStorage
 
