@@ -54,8 +54,9 @@ def erase(
     mirror.writable()
     at = time.time()
     found = _erase_rows(log, mirror, ids, tree, reason, at, history_limit)
-    compaction = _compact(log)
-    snapshots = _reindex(log, mirror, Path(backend.path))
+    touched = bool(found["ids"] or found["rows"] or found["staged"])
+    compaction = _compact(log) if touched else ()  # nothing went: no file holds more than before
+    snapshots = _reindex(log, mirror, Path(backend.path)) if touched else 0
     caches = _drop_caches(backend, log)
     asked = list(dict.fromkeys(ids)) if ids is not None else None
     forgotten = found["ids"]
