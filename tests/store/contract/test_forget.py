@@ -14,6 +14,7 @@ from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.store import ForgetReceipt, MemoryStorage, scoped
 from tests.support.postgres import PARTITIONS, store_env
+from tests.support.store_worker import acked as acked_by
 
 MARKER = "zorblaxquint"  # a word no other text holds (porter leaves it as it is)
 
@@ -118,6 +119,35 @@ def test_a_forgotten_memory_is_not_returned_by_another_process(settings: Setting
         assert secret.id not in ask("bank pin")
     finally:
         reader.communicate("quit\n", timeout=60)
+
+
+def test_forget_beside_a_writer_of_another_process(settings: Settings) -> None:
+    """Forget (and its VACUUM) while another process adds: every add that process acknowledged is kept, and the
+    forgotten memory is not returned."""
+    store, secret = _filled(settings, "busy")
+    env = {**store_env(settings.store_url, PARTITIONS if settings.store_partitions else 0), "PYTHONPATH": "."}
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.store_worker", "write", str(settings.storage_dir), "busy", "w", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**_environ(), **env},
+    )
+    forgotten = []
+    for i in range(500):  # until the writer is done (bounded)
+        doomed = scoped(Message(f"doomed {i} {MARKER}", role="user"), user_id="u1")
+        store.add(doomed)
+        forgotten.append(doomed.id)
+        assert store.forget(filters={"user_id": "u1"}).removed >= 1
+        if writer.poll() is not None:
+            break
+    acked = acked_by([writer])
+    assert len(acked) == 60
+    assert store._existing_ids(sorted(acked)) == set(acked)
+    hits = {h.message.id for h in store.search(MARKER, k=10)}
+    assert hits.isdisjoint({secret.id, *forgotten})
+    assert store.count() == 20 + 60
+    store.close()
 
 
 def _environ() -> dict[str, str]:
