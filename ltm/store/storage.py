@@ -320,6 +320,16 @@ class MemoryStorage(Searching):
         :meth:`delete_where` refuses it. What each engine guarantees: docs/forget.md."""
         return forgetting.forget(self, ids, filters, reason)
 
+    async def aforget(
+        self,
+        ids: str | Iterable[str] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ForgetReceipt:
+        """Async twin of :meth:`forget` (its work runs off the event loop)."""
+        return await self._off(forgetting.forget, self, ids, filters, reason)
+
     def __enter__(self) -> MemoryStorage:
         return self
 

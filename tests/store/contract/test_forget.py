@@ -3,6 +3,7 @@ refusals, and a forgotten memory left out of the next default search of another 
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,13 @@ def test_forget_removes_the_memory_and_keeps_a_forget_event_without_content(sett
     assert events[-1].reason == "the user asked" and events[-1].to_dict()["reason"] == "the user asked"
     assert MARKER not in str([e.to_dict() for e in events])
     assert ForgetReceipt.from_dict(receipt.to_dict()) == receipt
+    store.close()
+
+
+def test_aforget_is_the_async_twin(settings: Settings) -> None:
+    store, secret = _filled(settings)
+    receipt = asyncio.run(store.aforget(secret.id, reason="async"))
+    assert (receipt.removed, receipt.reason) == (1, "async")
     store.close()
 
 
