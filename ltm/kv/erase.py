@@ -8,12 +8,15 @@
   that wrote the values until it is rewritten, and an RDB snapshot keeps them until the next one is saved.
   :func:`compact` starts ``BGREWRITEAOF`` where ``appendonly`` is on and ``BGSAVE`` where RDB snapshots are on
   (``save`` is set), on every primary of a cluster; both run in the background, and the server replaces the old
-  files when each is done. A server that refuses ``CONFIG GET`` (managed services rename it) is reported, not
-  guessed at. Replicas rewrite their own files; backups and copies of the files are the operator's (docs/forget.md).
+  files when each is done. One already running when the keys were deleted began from the data as it was, so it
+  is waited for and a new one started after it. A server that refuses ``CONFIG GET`` (managed services rename
+  it) is reported, not guessed at. Replicas rewrite their own files; backups and copies of the files are the
+  operator's (docs/forget.md).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ltm.kv.base import KVStore
@@ -21,6 +24,8 @@ from ltm.kv.redis_kv import RedisKV
 from ltm.kv.sqlite_kv import SQLiteKV
 
 __all__ = ["compact"]
+
+_WAIT_S = 60.0  # how long a rewrite or save already running is waited for before a new one starts
 
 
 def compact(kv: KVStore) -> tuple[str, ...]:
@@ -56,14 +61,23 @@ def _redis(kv: RedisKV) -> tuple[str, ...]:
             done.append(f"CONFIG GET refused{where} ({type(exc).__name__}): rewrite the AOF / RDB files by hand")
             continue
         for wanted, command in ((aof, "BGREWRITEAOF"), (rdb, "BGSAVE")):
-            if not wanted:
-                continue
-            try:
-                client.execute_command(command, **options)
-                done.append(command + where)
-            except Exception as exc:  # noqa: BLE001 - one already running: it is scheduled after it, or reported
-                done.append(f"{command}{where} not started: {exc}")
+            if wanted:
+                done.append(_start(client, command, options) + where)
     return tuple(done)
+
+
+def _start(client: Any, command: str, options: dict[str, Any]) -> str:
+    """Start ``command``; one of its kind already running started from the data as it was before the delete, so
+    it is waited for (up to :data:`_WAIT_S`) and the command started after it. What happened, for the receipt."""
+    deadline = time.monotonic() + _WAIT_S
+    while True:
+        try:
+            client.execute_command(command, **options)
+            return command
+        except Exception as exc:  # noqa: BLE001 - reported in the receipt: the keys are deleted either way
+            if "in progress" not in str(exc) or time.monotonic() > deadline:
+                return f"{command} not started ({exc})"
+        time.sleep(0.05)
 
 
 def _config(client: Any, name: str, options: dict[str, Any]) -> str:
