@@ -4,9 +4,14 @@ text is left in the data root afterwards."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+from ltm.config import Settings
 from tests.store.embedded.test_forget_bytes import files_holding
+from tests.support.service import ServiceThread
 from tests.test_cli_memories import backend, run
 
 __all__ = ["backend"]
@@ -56,3 +61,27 @@ def test_forget_a_user_everywhere(tmp_path: Path, backend: str) -> None:
     assert MARKER not in listed.stdout and "lunch" in listed.stdout
     if backend == "embedded":
         assert files_holding(tmp_path / "data", MARKER.encode()) == []
+
+
+def test_forget_over_a_running_server(tmp_path: Path) -> None:
+    service = ServiceThread(Settings(storage_dir=tmp_path / "server", embedding="hash"), auth=False).start()
+    try:
+        env = {**os.environ, "LTM_URL": service.url, "LTM_STORAGE_DIR": str(tmp_path / "local-must-stay-empty")}
+
+        def remote(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "ltm.cli", *args], capture_output=True, text=True, env=env, timeout=120
+            )
+
+        added = remote("add", "-n", "team", f"the pin is {MARKER}")
+        assert added.returncode == 0, added.stderr
+        message_id = added.stdout.split()[0]
+        forgot = remote("forget", "-n", "team", "--id", message_id, "--json")
+        assert forgot.returncode == 0, forgot.stderr
+        assert json.loads(forgot.stdout)["ids"] == [message_id]
+        assert remote("forget", "-n", "team", "--where", '{"role": "user"}').returncode == 1  # asks: not a tty
+        assert remote("forget", "-n", "team", "--where", '{"role": "user"}', "--yes").returncode == 0
+        assert files_holding(tmp_path / "server", MARKER.encode()) == []
+        assert not (tmp_path / "local-must-stay-empty").exists()
+    finally:
+        service.close()

@@ -46,10 +46,11 @@ def cmd_forget(args: argparse.Namespace) -> int:
             "forget needs --id ID..., a filter (--where JSON or --role/--meta...) or --user; nothing was erased"
         )
     with open_storage(args, existing=True, embeds=False) as store:
-        if not ids and not _confirmed(
-            args, f"erase the {store.count(filters)} matching messages of {args.kind}/{args.namespace}?"
-        ):
-            return EXIT_DECLINED
+        if not ids and not args.yes:
+            # a local store counts the matches; a server's (--url) answers only its total
+            matching = f"the {store.count(filters)}" if hasattr(store, "history") else "the"
+            if not _confirmed(args, f"erase {matching} matching messages of {args.namespace}?"):
+                return EXIT_DECLINED
         receipt = store.forget(ids or None, filters=filters, reason=args.reason)
     code = _show(args, receipt.to_dict())
     return EXIT_NOT_FOUND if ids and receipt.not_found and not receipt.ids else code
