@@ -18,6 +18,7 @@ Then the KV store drops the bytes it keeps of deleted keys (:func:`ltm.kv.erase.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -101,7 +102,8 @@ def forget_user(
     store = open_kv(settings) if kv is None else kv
     try:
         chats, files, deleted = _kv_erase(store, user_id)
-        kv_compaction = compact(store) if deleted else ()
+        # always: a chat deleted or folded into its summary before left its bytes behind too
+        kv_compaction = compact(store)
     finally:
         if own_kv:
             store.close()
@@ -138,6 +140,9 @@ def _stores(user_id: str, settings: Settings, reason: str | None) -> tuple[list[
                 receipt = _erase_namespace(store, reason)
             else:
                 receipt = store.forget(filters=_user_filter(kind, user_id), reason=reason)
+                earlier = sorted(_deleted_ids(store, user_id) - set(receipt.ids))
+                if earlier:  # deleted before, their content kept in history: erased too
+                    receipt = _merged(receipt, store.forget(earlier, reason=reason))
         finally:
             store.close()
         if receipt.ids:
@@ -164,6 +169,42 @@ def _user_filter(kind: str, user_id: str) -> dict[str, Any]:
         return scoped
     named = json.dumps({"user_id": user_id}, ensure_ascii=False)[1:-1]  # '"user_id": "u1"', as lessons store it
     return {"OR": [scoped, {"metadata.context": {"contains": named}}]}
+
+
+def _deleted_ids(store: MemoryStorage, user_id: str) -> set[str]:
+    """Ids whose history still holds a body of the user's (a message deleted or updated before): what a filter on
+    the stored messages cannot see."""
+    found = set()
+    for message_id, _, old, _ in store.history_rows():
+        if old and user_id in old and _belongs(old, user_id):
+            found.add(message_id)
+    return found
+
+
+def _belongs(body: str, user_id: str) -> bool:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(metadata, dict):
+        return False
+    if metadata.get("user_id") == user_id:
+        return True
+    context = metadata.get("context")  # an experience lesson's context, as JSON text
+    return isinstance(context, str) and json.dumps({"user_id": user_id}, ensure_ascii=False)[1:-1] in context
+
+
+def _merged(first: ForgetReceipt, second: ForgetReceipt) -> ForgetReceipt:
+    """One receipt for two forgets of one namespace."""
+    counts = ("removed", "rows", "keyword_entries", "vectors", "history_scrubbed", "staged", "caches", "snapshots")
+    return dataclasses.replace(
+        second,
+        ids=first.ids + second.ids,
+        not_found=first.not_found + second.not_found,
+        compaction=first.compaction + second.compaction,
+        **{name: getattr(first, name) + getattr(second, name) for name in counts},
+    )
 
 
 def _erase_namespace(store: MemoryStorage, reason: str | None) -> ForgetReceipt:

@@ -66,6 +66,9 @@ def kv(request: pytest.FixtureRequest, settings: Settings) -> Iterator[KVStore]:
 def _remember(settings: Settings, kv: KVStore, user: str, word: str) -> StepMemory:
     """One user's data in every memory kind, each holding ``word``."""
     notes = MemoryStorage("notes", settings=settings)
+    earlier = scoped(Message(f"{user} once said {word} 76", role="user"), user_id=user)
+    notes.add(earlier)
+    notes.delete(earlier.id)  # its content stays in history: forget_user finds it there
     notes.add(scoped(Message(f"{user} said the door code is {word} 77", role="user"), user_id=user))
     notes.update(notes.list({"user_id": user}).messages[0].id, content=f"{user}: the door code is now {word} 78")
     assert notes.search(word, k=1)
