@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "BrainMemory": "ltm.brain",
     "ConfigError": "ltm.errors",
     "ExperienceMemory": "ltm.experience.memory",
+    "ForgetReceipt": "ltm.store",
     "InvalidInput": "ltm.errors",
     "KVStore": "ltm.kv",
     "LLM": "ltm.llm",
@@ -35,10 +36,12 @@ _EXPORTS: dict[str, str] = {
     "StepMemory": "ltm.steps",
     "StoreCorrupted": "ltm.errors",
     "StoreMismatch": "ltm.errors",
+    "UserForgetReceipt": "ltm.forget",
     "UserRequirement": "ltm.message",
     "ValidationFailed": "ltm.errors",
     "WriteBehindFailed": "ltm.errors",
     "any_to_str": "ltm.message",
+    "forget_user": "ltm.forget",
     "any_to_str_set": "ltm.message",
     "register_instruct_content": "ltm.message",
     "with_context": "ltm.message",
@@ -64,6 +67,8 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff (_
     from ltm.experience.records import Lesson as Lesson
     from ltm.experience.records import Policy as Policy
     from ltm.files.fs import MemoryFS as MemoryFS
+    from ltm.forget import UserForgetReceipt as UserForgetReceipt
+    from ltm.forget import forget_user as forget_user
     from ltm.kv import KVStore as KVStore
     from ltm.llm import LLM as LLM
     from ltm.longterm import LongTermMemory as LongTermMemory
@@ -76,6 +81,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff (_
     from ltm.message import with_context as with_context
     from ltm.steps import MemoryItem as MemoryItem
     from ltm.steps import StepMemory as StepMemory
+    from ltm.store import ForgetReceipt as ForgetReceipt
     from ltm.store import MemoryHit as MemoryHit
     from ltm.store import MemoryStorage as MemoryStorage
 

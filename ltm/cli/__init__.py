@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ltm import __version__
-from ltm.cli import demo, memories, messages, migrate, namespaces, service
+from ltm.cli import demo, forget, memories, messages, migrate, namespaces, service
 from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
 from ltm.errors import ConfigError, LTMError, NotFound
 
 __all__ = ["COMMANDS", "main"]
 
-_GROUPS: tuple[ModuleType, ...] = (demo, messages, memories, namespaces, service, migrate)
+_GROUPS: tuple[ModuleType, ...] = (demo, messages, memories, forget, namespaces, service, migrate)
 
 COMMANDS: dict[str, str] = {name: help_ for group in _GROUPS for name, help_ in group.COMMANDS.items()}
 

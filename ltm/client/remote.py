@@ -15,7 +15,7 @@ import numpy as np
 from ltm.client.calls import Call, asend, path_of, send
 from ltm.errors import InvalidInput
 from ltm.message import Message, any_to_str
-from ltm.store.records import MemoryHit, MessagePage, StoreStats
+from ltm.store.records import ForgetReceipt, MemoryHit, MessagePage, StoreStats
 
 __all__ = ["RemoteStorage"]
 
@@ -230,6 +230,22 @@ class RemoteStorage:
         """Delete a message (or its id); False when it was not stored."""
         message_id = message_or_id.id if isinstance(message_or_id, Message) else str(message_or_id)
         return bool(self._call(Call("DELETE", path_of(self._ns(), f"/messages/{message_id}"), lambda r: r["deleted"])))
+
+    def forget(
+        self,
+        ids: str | Iterable[str] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ForgetReceipt:
+        """Erase messages and every copy the server's store keeps of them (:meth:`MemoryStorage.forget`); the
+        receipt. The server refuses an empty request as the library does."""
+        listed = None if ids is None else [ids] if isinstance(ids, str) else [str(i) for i in ids]
+        body = {"ids": listed, "filters": _jsonable(filters) if filters is not None else None, "reason": reason}
+        receipt: ForgetReceipt = self._call(
+            Call("POST", path_of(self._ns(), "/forget"), ForgetReceipt.from_dict, json=body)
+        )
+        return receipt
 
     def count(self) -> int:
         """How many messages the namespace holds."""

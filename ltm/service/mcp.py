@@ -1,7 +1,8 @@
 """The MCP server (official ``mcp`` SDK, 2.x ``MCPServer``): the memory's tools for any MCP-capable agent.
 
 Tools: ``add`` (store a message), ``search`` (hybrid, dense or keyword), ``recall_recent`` (newest messages),
-``find_news`` (which observed texts are new), ``summarize_chat`` (fold a chat's history into its summary).
+``find_news`` (which observed texts are new), ``summarize_chat`` (fold a chat's history into its summary),
+``forget`` (erase messages and every copy of them, with a receipt).
 Every tool names the namespace it works on; the caller's key must cover it (and not be read-only to write),
 exactly as over HTTP.
 
@@ -151,6 +152,21 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
             return asyncio.run(go())
 
         return await run(ctx, namespace, True, work)
+
+    @server.tool()
+    async def forget(
+        namespace: str,
+        ctx: Context[Any, Any],
+        ids: list[str] | None = None,
+        filters: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Erase messages of a namespace (by ``ids``, by ``filters``, or the ids the filters match) and every copy
+        the store keeps of them; returns the receipt (how many were removed, from where, ids not found)."""
+        receipt = await run(
+            ctx, namespace, True, lambda: state.store(namespace).forget(ids, filters=filters, reason=reason)
+        )
+        return receipt.to_dict()
 
     return server
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
+    "ForgetReceipt": "ltm.store.records",
     "HistoryEvent": "ltm.store.records",
     "MemoryHit": "ltm.store.records",
     "MemoryStorage": "ltm.store.storage",
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff
     from ltm.store.catalog import namespace_exists as namespace_exists
     from ltm.store.catalog import namespace_path as namespace_path
     from ltm.store.catalog import namespaces as namespaces
+    from ltm.store.records import ForgetReceipt as ForgetReceipt
     from ltm.store.records import HistoryEvent as HistoryEvent
     from ltm.store.records import MemoryHit as MemoryHit
     from ltm.store.records import MessagePage as MessagePage

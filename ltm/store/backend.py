@@ -30,7 +30,16 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.records import Analysis, HistoryEvent, KeywordAhead, KeywordSide, MemoryHit, Row, StoreStats
+from ltm.store.records import (
+    Analysis,
+    ForgetReceipt,
+    HistoryEvent,
+    KeywordAhead,
+    KeywordSide,
+    MemoryHit,
+    Row,
+    StoreStats,
+)
 from ltm.store.search.filters import Filter
 
 __all__ = ["DocumentBackend", "Engine", "StoreBackend", "backend_for"]
@@ -215,6 +224,13 @@ class DocumentBackend(StoreBackend, Protocol):
 
     def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
         """Make ``rows`` the history of the ids they name (replacing theirs)."""
+
+    def forget(
+        self, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
+    ) -> ForgetReceipt:
+        """Erase every copy of the messages with ``ids`` (and matching ``tree``, when given) or, without ids, of
+        those matching ``tree``: rows, keyword index, vectors, history contents (a FORGET event each, with
+        ``reason``), staged rows, and the bytes the engine's files or tables keep after a delete."""
 
     def index_metadata(self, key: str) -> None:
         """Index filters on ``metadata.KEY``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -23,11 +24,13 @@ from ltm.message import Message
 
 __all__ = [
     "EVENTS",
+    "FORGET",
     "LIST_MAX",
     "MODES",
     "VECTOR_DTYPE",
     "Analysis",
     "Event",
+    "ForgetReceipt",
     "HistoryEvent",
     "KeywordAhead",
     "KeywordSide",
@@ -42,6 +45,7 @@ __all__ = [
     "decode",
     "decode_cursor",
     "encode_cursor",
+    "forget_note",
     "pack",
     "unpack",
 ]
@@ -50,8 +54,11 @@ _CURSOR_PREFIX = "ltm-seq:"
 LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
 
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
-EVENTS = ("ADD", "UPDATE", "DELETE")
-Event = Literal["ADD", "UPDATE", "DELETE"]
+EVENTS = ("ADD", "UPDATE", "DELETE", "FORGET")
+Event = Literal["ADD", "UPDATE", "DELETE", "FORGET"]
+# A FORGET event (MemoryStorage.forget) keeps no content: its stored ``old`` is only ``{"reason": ...}``, and
+# every earlier event of the id has its stored content erased.
+FORGET: Event = "FORGET"
 
 Mode = Literal["hybrid", "dense", "keyword"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -140,24 +147,95 @@ class Row:
 
 @dataclass(frozen=True)
 class HistoryEvent:
-    """One change to one message: ``event`` is ADD, UPDATE or DELETE; ``old`` is None for ADD, ``new`` None
-    for DELETE; ``at`` is unix seconds."""
+    """One change to one message: ``event`` is ADD, UPDATE, DELETE or FORGET; ``old`` is None for ADD, ``new``
+    None for DELETE; ``at`` is unix seconds. A forgotten message's events keep their kind and time but no
+    content (``old`` and ``new`` None), and its FORGET event carries the ``reason`` forget was given."""
 
     id: str
     event: Event
     old: Message | None
     new: Message | None
     at: float
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the CLI prints it)."""
-        return {
+        out = {
             "id": self.id,
             "event": self.event,
             "at": self.at,
             "old": None if self.old is None else self.old.to_dict(),
             "new": None if self.new is None else self.new.to_dict(),
         }
+        if self.event == FORGET:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class ForgetReceipt:
+    """What :meth:`MemoryStorage.forget` erased, and where: an erasure's receipt.
+
+    ``removed``: memories that were stored and are gone. Where their copies were: ``rows`` (message rows),
+    ``keyword_entries`` (keyword index entries), ``vectors`` (content and context vectors, from the database
+    and the in-memory indexes), ``history_scrubbed`` (earlier history events whose stored content was erased),
+    ``staged`` (rows waiting for their vectors: write-behind or a staged add), ``caches`` (entries dropped from
+    this process's caches), ``snapshots`` (index snapshot files rewritten or deleted). ``ids``: the ids
+    forgotten (stored, or with content left in history); ``not_found``: ids asked for that held nothing.
+    ``compaction``: what was done to the files or tables so the bytes are gone too (e.g. ``"VACUUM"``), in
+    order. ``reason`` and ``at`` (unix seconds) are those of the FORGET events written to history."""
+
+    namespace: str | None
+    engine: str
+    removed: int
+    ids: tuple[str, ...]
+    not_found: tuple[str, ...]
+    reason: str | None
+    at: float
+    rows: int = 0
+    keyword_entries: int = 0
+    vectors: int = 0
+    history_scrubbed: int = 0
+    staged: int = 0
+    caches: int = 0
+    snapshots: int = 0
+    compaction: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the CLI's ``--json``, the REST API)."""
+        return {
+            "namespace": self.namespace,
+            "engine": self.engine,
+            "removed": self.removed,
+            "ids": list(self.ids),
+            "not_found": list(self.not_found),
+            "reason": self.reason,
+            "at": self.at,
+            "rows": self.rows,
+            "keyword_entries": self.keyword_entries,
+            "vectors": self.vectors,
+            "history_scrubbed": self.history_scrubbed,
+            "staged": self.staged,
+            "caches": self.caches,
+            "snapshots": self.snapshots,
+            "compaction": list(self.compaction),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ForgetReceipt:
+        """The receipt :meth:`to_dict` wrote (the HTTP client reads the REST API's)."""
+        return cls(
+            **{
+                **{k: data[k] for k in ("namespace", "engine", "removed", "reason", "at") if k in data},
+                **{k: int(data.get(k, 0)) for k in _RECEIPT_COUNTS},
+                "ids": tuple(data.get("ids", ())),
+                "not_found": tuple(data.get("not_found", ())),
+                "compaction": tuple(data.get("compaction", ())),
+            }
+        )
+
+
+_RECEIPT_COUNTS = ("rows", "keyword_entries", "vectors", "history_scrubbed", "staged", "caches", "snapshots")
 
 
 @dataclass(frozen=True)
@@ -246,7 +324,10 @@ def assemble(message_id: str, rows: Sequence[Sequence[Any]], current: str | None
     new value is the next event's old one, or ``current``, the stored body now, for the last)."""
     out: list[HistoryEvent] = []
     for i, (event, old, at) in enumerate(rows):
-        if event == "DELETE":
+        if event == FORGET:
+            out.append(HistoryEvent(message_id, event, None, None, float(at), _reason(old)))
+            continue
+        if event == "DELETE" or (i + 1 < len(rows) and rows[i + 1][0] == FORGET):
             new = None
         elif i + 1 < len(rows):
             new = rows[i + 1][1]
@@ -254,6 +335,19 @@ def assemble(message_id: str, rows: Sequence[Sequence[Any]], current: str | None
             new = current
         out.append(HistoryEvent(message_id, event, _load(old), _load(new), float(at)))
     return out
+
+
+def forget_note(reason: str | None) -> str:
+    """What a FORGET event stores in place of an old body: its reason, no content."""
+    return json.dumps({"reason": reason}, ensure_ascii=False)
+
+
+def _reason(note: str | None) -> str | None:
+    try:
+        found = json.loads(note) if note else None
+    except ValueError:
+        return None
+    return found.get("reason") if isinstance(found, dict) else None
 
 
 def _load(body: str | None) -> Message | None:

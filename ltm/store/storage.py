@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.llm.names import configured_dim
 from ltm.message import Message
+from ltm.store import forgetting
 from ltm.store import rows as rowplan
 from ltm.store.backend import DocumentBackend, Engine, backend_for
 from ltm.store.embedded.engine import HandleLock
@@ -36,7 +37,7 @@ from ltm.store.embedded.writes import add_groups
 from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
 from ltm.store.naming import namespace_dir
-from ltm.store.records import MemoryHit, StoreStats
+from ltm.store.records import ForgetReceipt, MemoryHit, StoreStats
 from ltm.store.search.filters import Filter
 from ltm.store.searching import Searching
 
@@ -313,6 +314,32 @@ class MemoryStorage(Searching):
         with self._lock:
             self.purge_expired()
             return self._engine().stats(self.namespace, self.embedder.model, self.embedder.calls)
+
+    def forget(
+        self,
+        ids: str | Iterable[str] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ForgetReceipt:
+        """Erase the messages with ``ids`` (of those, the ones matching ``filters`` when both are given) or every
+        message matching ``filters``, with every copy the store keeps: rows, keyword index, vectors, the contents
+        of their earlier history events, staged rows, this process's caches, index snapshots, and the bytes the
+        engine's files or tables keep after a delete. ``history`` keeps one FORGET event per message (id, time,
+        ``reason``), without content. Returns the receipt (:class:`~ltm.store.records.ForgetReceipt`); ids that
+        held nothing are listed in its ``not_found``. An empty filter without ids is refused, as
+        :meth:`delete_where` refuses it. What each engine guarantees: docs/forget.md."""
+        return forgetting.forget(self, ids, filters, reason)
+
+    async def aforget(
+        self,
+        ids: str | Iterable[str] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ForgetReceipt:
+        """Async twin of :meth:`forget` (its work runs off the event loop)."""
+        return await self._off(forgetting.forget, self, ids, filters, reason)
 
     def __enter__(self) -> MemoryStorage:
         return self

@@ -46,6 +46,7 @@ NAMESPACES = [
     "-",
 ]
 TAILS = [
+    "/forget",
     "/messages",
     "/messages/some-id",
     "/messages/%00",
@@ -84,6 +85,8 @@ OTHER = [
     "/v1",
     "/v1/health",
     "/v1/namespaces",
+    "/v1/users/u1/forget",
+    "/v1/users/%00/forget",
     "/openapi.json",
     "/docs",
     "/ui",
@@ -141,6 +144,7 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
         "NOT",
         "metadata.a",
         "id",
+        "ids",
     ]
     return {rng.choice(keys): _value(rng, depth + 1) for _ in range(rng.randrange(5))}
 

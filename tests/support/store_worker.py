@@ -9,7 +9,8 @@ python -m tests.support.store_worker forkserver DIR NAMESPACE SNAPSHOT_EVERY
     pay the interpreter's start-up for every run
 python -m tests.support.store_worker read DIR NAMESPACE
     opens once, prints READY, then answers stdin lines without reopening:
-    "stats" -> "<messages> <vectors>", "find <text>" -> id of the best dense hit (or "-"), "quit"
+    "stats" -> "<messages> <vectors>", "find <text>" -> id of the best dense hit (or "-"),
+    "search <text>" -> the ids of a default search's 5 hits (space-separated, "-" for none), "quit"
 python -m tests.support.store_worker experience DIR AGENT
     like forkserver, for an ExperienceMemory: for each stdin line "run" forks a child (prints "PID <pid>")
     that serves the held policies for their own texts over and over (every call rewrites each policy
@@ -128,6 +129,8 @@ def read(directory: str, namespace: str) -> None:
         elif command == "find":
             hits = store.search(arg, k=1, mode="dense")
             print(hits[0].message.id if hits else "-", flush=True)
+        elif command == "search":
+            print(" ".join(h.message.id for h in store.search(arg, k=5)) or "-", flush=True)
         else:
             break
     store.close()

@@ -30,6 +30,7 @@ from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.behind import Staging, WriteBehind
 from ltm.store.embedded.engine import ENGINES
+from ltm.store.embedded.erase import erase
 from ltm.store.embedded.explain import sqlite_signals
 from ltm.store.embedded.filters import compile_filters, to_sql
 from ltm.store.embedded.log import MessageLog, translate
@@ -40,6 +41,7 @@ from ltm.store.embedded.writes import delete_matching, insert_groups, replace_ro
 from ltm.store.naming import namespace_dir
 from ltm.store.records import (
     Analysis,
+    ForgetReceipt,
     HistoryEvent,
     KeywordAhead,
     KeywordSide,
@@ -222,6 +224,12 @@ class EmbeddedBackend(PooledNamespace):
                     (float(when), repr(float(when)), repr(float(when)), message_id),  # JSON text: every digit kept
                 ).rowcount
         return changed
+
+    def forget(
+        self, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
+    ) -> ForgetReceipt:
+        """Erase every copy of the messages (:mod:`ltm.store.embedded.erase`)."""
+        return erase(self, ids, tree, reason, history_limit)
 
     def index_metadata(self, key: str) -> None:
         name = "messages_meta_" + key.replace(".", "__")

@@ -36,6 +36,7 @@ from ltm.errors import NotFound, StoreMismatch
 from ltm.message import Message
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, as_vector, record
+from ltm.store.pg.erase import erase
 from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import pool_for, redact, translate
@@ -43,7 +44,7 @@ from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
-from ltm.store.records import Analysis, KeywordAhead, MemoryHit, Row, StoreStats
+from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
@@ -236,6 +237,12 @@ class PgBackend(PgDocuments, PgSeam):
     def delete(self, message_id: str, history_limit: int = 0) -> bool:
         """Delete one message (with its DELETE event); False when it was not stored."""
         return self.remove(Compare("id", "eq", message_id), history_limit) > 0
+
+    def forget(
+        self, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
+    ) -> ForgetReceipt:
+        """Erase the messages from every ltm table, then VACUUM them (:mod:`ltm.store.pg.erase`)."""
+        return erase(self, ids, tree, reason, history_limit)
 
     def drop(self) -> None:
         """Delete the namespace, every row of it and its HNSW index."""
