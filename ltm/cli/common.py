@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ltm.cli.models import check_embeddable, how_to_embed_with, model_overrides, reading
-from ltm.cli.output import parse_time, write_messages
+from ltm.cli.output import parse_time, visible, write_messages
 from ltm.config import Settings, mask_url
 from ltm.errors import ConfigError, InvalidInput, NotFound, StoreMismatch
 from ltm.message import Message
@@ -177,7 +177,7 @@ def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def no_hits(where: str) -> int:
     """Say on stderr that nothing matched (stdout stays empty for pipes); the not-found exit code."""
-    print(f"ltm: no messages match in {where}", file=sys.stderr)
+    print(f"ltm: no messages match in {visible(where)}", file=sys.stderr)
     return EXIT_NOT_FOUND
 
 
