@@ -152,7 +152,7 @@ def test_stats_lists_namespaces(tmp_path: Path) -> None:
     run(tmp_path, "add", "-n", "b", "--kind", "user", "two")
     stats = run(tmp_path, "stats")
     assert stats.returncode == 0, stats.stderr
-    assert "cli" in stats.stdout and "user" in stats.stdout and "hash-384" in stats.stdout
+    assert "role" in stats.stdout and "user" in stats.stdout and "hash-384" in stats.stdout
     assert run(tmp_path, "stats", "--kind", "user").stdout.count("hash-384") == 1
 
 

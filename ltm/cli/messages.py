@@ -16,10 +16,12 @@ from ltm.cli.common import (
     Options,
     filters_from,
     no_hits,
+    not_found,
     open_storage,
     parse_meta,
     print_messages,
     read_jsonl,
+    resolve_kind,
     settings_from,
 )
 from ltm.cli.output import Progress, json_line, visible
@@ -136,13 +138,11 @@ def _search_many(args: argparse.Namespace) -> int:
     from ltm.store import namespace_exists, search_many
 
     settings = settings_from(args)
+    resolve_kind(args, settings)
     names = list(dict.fromkeys([args.namespace, *args.also]))
     missing = [n for n in names if not namespace_exists(settings, args.kind, n)]
     if missing:
-        raise NotFound(
-            f"no namespace {', '.join(f'{args.kind}/{n}' for n in missing)} under "
-            f"{settings.storage_dir}; `ltm stats` lists the namespaces there"
-        )
+        raise not_found(settings, args.kind, missing)
     hits = search_many(
         names, args.query, k=args.k, mode=args.mode, filters=filters_from(args), settings=settings, kind=args.kind
     )

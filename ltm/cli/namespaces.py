@@ -6,7 +6,7 @@ import argparse
 import shutil
 import sys
 
-from ltm.cli.common import EXIT_DECLINED, EXIT_OK, AddCommand, Options, settings_from
+from ltm.cli.common import EXIT_DECLINED, EXIT_OK, AddCommand, Options, resolve_kind, settings_from
 from ltm.cli.output import json_line, visible
 from ltm.errors import InvalidInput
 from ltm.store import namespace_path, namespaces
@@ -105,6 +105,7 @@ def cmd_wipe(args: argparse.Namespace) -> int:
             print(visible(f"nothing to wipe: no ltm data under {root}"))
             return EXIT_OK
     else:
+        resolve_kind(args, settings)
         directory = namespace_path(settings, args.kind, args.namespace)
         owned = find_owned(root, only=directory)
         what = f"namespace {args.kind}/{args.namespace}"
