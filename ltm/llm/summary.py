@@ -4,7 +4,7 @@ A chat is split into units (one sentence of one speaker's turn, the speaker kept
 vector (TF-IDF by default, or a sentence embedding when the caller has a model loaded); a unit's centrality is
 its mean similarity to the others; units are then picked by maximal marginal relevance (central, and unlike
 what was already picked) until a word budget is spent, skipping fillers ("Yes, sir.", "Hi."), and printed in
-the order they were said. The budget is a share of the text (a summary is shorter than what it summarizes)
+the order they were said, each chosen answer with the question it replies to. The budget is a share of the text (a summary is shorter than what it summarizes)
 capped by the caller's ``max_words``.
 
 A title is one readable phrase: the keyphrase (a run of up to four content words) whose words are most central
@@ -152,7 +152,25 @@ def summarize_units(units: Sequence[Unit], max_words: int, embed: Embed | None =
         similarity = vectors.similarity_to(best)
         open_ &= similarity <= NEAR_DUPLICATE  # a repeat of a chosen sentence never competes again
         redundancy = np.maximum(redundancy, similarity)
+    chosen.extend(_questions_answered(units, chosen))
     return Summary([units[i] for i in sorted(chosen)], f"{vectors.method}-centrality-mmr", budget, n)
+
+
+def _questions_answered(units: Sequence[Unit], chosen: Sequence[int]) -> list[int]:
+    """The questions that chosen answers reply to, when not chosen themselves: a turn that opens with an answer
+    ("On Friday, after the review.") means little without the question it answers ("When do we ship?"), and a
+    short question is easily dropped as a filler. A question is the last sentence of the turn before, by another
+    speaker, ending with "?"; it joins the summary beside its answer (questions are short: the budget may be
+    overshot by their words)."""
+    picked = set(chosen)
+    added = []
+    for i in sorted(picked):
+        if i == 0 or i - 1 in picked:
+            continue
+        before, answer = units[i - 1], units[i]
+        if before.speaker and answer.speaker and before.speaker != answer.speaker and before.text.rstrip().endswith("?"):
+            added.append(i - 1)
+    return added
 
 
 # Words that make poor titles on their own: common verbs and conversational fillers (DialogSum dev, title
