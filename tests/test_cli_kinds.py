@@ -85,3 +85,4 @@ def test_not_found_names_the_kinds_where_the_name_exists(
 def test_the_default_kind_is_documented(tmp_path: Path) -> None:
     page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
     assert "(default: role" in page and "`--kind cli`" not in page
+

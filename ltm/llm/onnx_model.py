@@ -43,6 +43,7 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _RUN_TOKENS = 384
 _SORT_WINDOW = 512  # texts sorted by length together (see OnnxEmbedding.__init__)
 _export_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def onnx_available() -> bool:
@@ -159,6 +160,12 @@ class OnnxModel:
         graph = onnx_model_path(source, Path(cache_dir))
         with _export_lock:
             if not graph.is_file():
+                # the one pause of the first use (tens of seconds): said, or it looks like a hang; a warning,
+                # so it reaches stderr where no logging is configured (the ltm command, a script)
+                log.warning(
+                    "ltm: preparing the local embedding model for ONNX Runtime, once (about 30 s); cached in %s",
+                    graph.parent,
+                )
                 export_onnx(source, graph)
             if int8:
                 fp32, graph = graph, graph.with_name("model.int8.onnx")

@@ -144,3 +144,18 @@ def test_unobserved_until_a_callback_or_an_instrumentation_handler_listens(cache
     finally:
         root.event_handlers.remove(handler)
     assert onnx.unobserved()
+
+
+def test_the_one_time_export_says_what_it_does(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ltm.llm.onnx_model import OnnxModel
+
+    weights = tmp_path / "model"  # the model's folder with damaged weights: the export starts, then fails fast
+    weights.mkdir()
+    for item in Path(local_model_path()).iterdir():
+        if item.name != "model.safetensors":
+            (weights / item.name).symlink_to(item)
+    (weights / "model.safetensors").write_bytes(b"\0" * 64)
+    with caplog.at_level("WARNING", logger="ltm.llm"), pytest.raises(Exception):  # noqa: B017
+        OnnxModel(str(weights), str(tmp_path / "cache"))
+    (record,) = [r for r in caplog.records if "once" in r.getMessage()]
+    assert "preparing the local embedding model" in record.getMessage() and str(tmp_path / "cache") in record.getMessage()
