@@ -268,3 +268,11 @@ def test_summarize_and_title_take_an_empty_body(http: httpx.Client) -> None:
     assert title.json()["title"]
     summary = http.post("/v1/namespaces/c/chats/one/summarize")
     assert summary.status_code == 200 and "SQLite" in summary.json()["summary"], summary.text
+
+
+def test_the_inspector_explains_hybrid_scores_and_pending_lessons(http: httpx.Client) -> None:
+    http.post("/v1/namespaces/s/messages", json={"messages": [{"content": "the violin needs new strings"}]})
+    search = http.get("/ui/ns/s/search", params={"q": "violin"})
+    assert search.status_code == 200 and "can pass 1" in search.text and "not an average" in search.text
+    experience = http.get("/ui/ns/s/experience")
+    assert experience.status_code == 200 and "nothing failed" in experience.text and "keep_recent" in experience.text
