@@ -188,7 +188,7 @@ def _remote(args: argparse.Namespace, url: str) -> Any:
     try:
         from ltm.client import RemoteStorage
     except ImportError as exc:
-        raise ConfigError("--url needs the client: pip install 'ltm[service]'") from exc
+        raise ConfigError("--url needs the client: pip install '/path/to/ltm[service]' (the ltm checkout)") from exc
     return RemoteStorage(args.namespace, url=url, api_key=os.environ.get("LTM_API_KEY"))
 
 
