@@ -167,9 +167,7 @@ def run_demo(
     for question in QUESTIONS:
         # Dense scores are cosines, comparable across the roles' stores (fused hybrid ranks are not).
         hits = [
-            (hit, role)
-            for role in roles
-            for hit in role.memory.search(question, k=1, mode="dense", cause_by=DECISIONS)
+            (hit, role) for role in roles for hit in role.memory.search(question, k=1, mode="dense", cause_by=DECISIONS)
         ]
         if hits:
             hit, role = max(hits, key=lambda pair: pair[0].score)

@@ -36,9 +36,7 @@ def test_what_the_library_wrote_is_read_without_a_kind(settings: Settings, capsy
         assert store.count() == 2
 
 
-def test_what_the_http_api_wrote_is_read_without_a_kind(
-    settings: Settings, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_what_the_http_api_wrote_is_read_without_a_kind(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     service = ServiceThread(settings, auth=False).start()
     try:
         with httpx.Client(base_url=service.url, timeout=30) as http:
@@ -85,4 +83,3 @@ def test_not_found_names_the_kinds_where_the_name_exists(
 def test_the_default_kind_is_documented(tmp_path: Path) -> None:
     page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
     assert "(default: role" in page and "`--kind cli`" not in page
-

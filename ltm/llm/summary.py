@@ -4,8 +4,8 @@ A chat is split into units (one sentence of one speaker's turn, the speaker kept
 vector (TF-IDF by default, or a sentence embedding when the caller has a model loaded); a unit's centrality is
 its mean similarity to the others; units are then picked by maximal marginal relevance (central, and unlike
 what was already picked) until a word budget is spent, skipping fillers ("Yes, sir.", "Hi."), and printed in
-the order they were said, each chosen answer with the question it replies to. The budget is a share of the text (a summary is shorter than what it summarizes)
-capped by the caller's ``max_words``.
+the order they were said, each chosen answer with the question it replies to. The budget is a share of the
+text (a summary is shorter than what it summarizes) capped by the caller's ``max_words``.
 
 A title is one readable phrase: the keyphrase (a run of up to four content words) whose words are most central
 to the conversation, in its original surface form, not a list of scattered keywords.
@@ -168,7 +168,12 @@ def _questions_answered(units: Sequence[Unit], chosen: Sequence[int]) -> list[in
         if i == 0 or i - 1 in picked:
             continue
         before, answer = units[i - 1], units[i]
-        if before.speaker and answer.speaker and before.speaker != answer.speaker and before.text.rstrip().endswith("?"):
+        if (
+            before.speaker
+            and answer.speaker
+            and before.speaker != answer.speaker
+            and before.text.rstrip().endswith("?")
+        ):
             added.append(i - 1)
     return added
 

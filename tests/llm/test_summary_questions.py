@@ -28,4 +28,3 @@ def test_a_chosen_answer_keeps_its_question(tmp_path: Path) -> None:
     assert any(line.startswith("assistant: On Friday") for line in lines), lines
     friday = next(i for i, line in enumerate(lines) if line.startswith("assistant: On Friday"))
     assert friday > 0 and lines[friday - 1] == "user: When do we ship?", lines
-

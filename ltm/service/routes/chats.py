@@ -95,9 +95,7 @@ async def read(
 
 
 @router.post("/{chat_id}/summarize")
-async def summarize(
-    request: Request, namespace: Writable, chat_id: str, body: WordsIn | None = None
-) -> dict[str, Any]:
+async def summarize(request: Request, namespace: Writable, chat_id: str, body: WordsIn | None = None) -> dict[str, Any]:
     """Fold the history into the running summary (BrainMemory.summarize) and return it (no body: 200 words)."""
     body = body or WordsIn()
     memory = await load_chat(request, namespace, chat_id)
