@@ -145,37 +145,33 @@ def summarize_units(units: Sequence[Unit], max_words: int, embed: Embed | None =
         gain = np.where(open_, MMR_LAMBDA * relevance - (1 - MMR_LAMBDA) * redundancy, -np.inf)
         best = int(np.argmax(gain))  # ties: the earliest unit
         open_[best] = False
-        if chosen and used + int(sizes[best]) > budget * 1.25:  # would overshoot: a shorter one may fit
+        # an answer comes with the question it replies to, and both count against the budget
+        question = _question_of(units, best)
+        picked = [best] if question is None or question in chosen else [question, best]
+        cost = int(sum(sizes[i] for i in picked))
+        if chosen and used + cost > budget * 1.25:  # would overshoot: a shorter one may fit
             continue
-        chosen.append(best)
-        used += int(sizes[best])
-        similarity = vectors.similarity_to(best)
-        open_ &= similarity <= NEAR_DUPLICATE  # a repeat of a chosen sentence never competes again
-        redundancy = np.maximum(redundancy, similarity)
-    chosen.extend(_questions_answered(units, chosen))
+        for i in picked:
+            chosen.append(i)
+            open_[i] = False
+            similarity = vectors.similarity_to(i)
+            open_ &= similarity <= NEAR_DUPLICATE  # a repeat of a chosen sentence never competes again
+            redundancy = np.maximum(redundancy, similarity)
+        used += cost
     return Summary([units[i] for i in sorted(chosen)], f"{vectors.method}-centrality-mmr", budget, n)
 
 
-def _questions_answered(units: Sequence[Unit], chosen: Sequence[int]) -> list[int]:
-    """The questions that chosen answers reply to, when not chosen themselves: a turn that opens with an answer
-    ("On Friday, after the review.") means little without the question it answers ("When do we ship?"), and a
-    short question is easily dropped as a filler. A question is the last sentence of the turn before, by another
-    speaker, ending with "?"; it joins the summary beside its answer (questions are short: the budget may be
-    overshot by their words)."""
-    picked = set(chosen)
-    added = []
-    for i in sorted(picked):
-        if i == 0 or i - 1 in picked:
-            continue
-        before, answer = units[i - 1], units[i]
-        if (
-            before.speaker
-            and answer.speaker
-            and before.speaker != answer.speaker
-            and before.text.rstrip().endswith("?")
-        ):
-            added.append(i - 1)
-    return added
+def _question_of(units: Sequence[Unit], i: int) -> int | None:
+    """The question unit ``i`` answers, if it opens a turn that replies to one: a turn that opens with an answer
+    ("On Friday, after the review.") means little without its question ("When do we ship?"), and a short question
+    is easily dropped as a filler. The question is the last sentence of the turn before, by another speaker,
+    ending with "?"."""
+    if i == 0:
+        return None
+    before, answer = units[i - 1], units[i]
+    if before.speaker and answer.speaker and before.speaker != answer.speaker and before.text.rstrip().endswith("?"):
+        return i - 1
+    return None
 
 
 # Words that make poor titles on their own: common verbs and conversational fillers (DialogSum dev, title
