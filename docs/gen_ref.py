@@ -47,7 +47,9 @@ A thin layer over the library: every command calls the public API. Every command
   `+origin` was written through ltm's MetaGPT integration with MetaGPT's embedding: search it by meaning from
   MetaGPT's environment.
 - A bad option prints the usage of the command it was given to.
-- Namespaces default to `--kind cli`; `--kind role -n "Alice(Product Manager)"` reads a role's memory. Reading
+- Namespaces default to kind `role`, the kind the library, `ltm demo` and `ltm serve` write, so `ltm recent -n
+  "Alice(Product Manager)"` reads what the demo's product manager remembers; a name that exists only under the older
+  default `cli` is read and written there; a namespace not found is named with the kinds where it exists. Reading
   commands never create a namespace.
 - `--where '{"run_id": "r1", "created_at": {"gte": "2024-05-01"}}'` takes the store's filter language
   ([the store as a document store](store_api.md)).

@@ -32,6 +32,7 @@ import json
 import re
 import uuid
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -45,6 +46,8 @@ from ltm.llm.tokens import count_tokens, split_tokens
 from ltm.message import Message
 
 __all__ = ["BrainMemory"]
+
+NAMESPACE_CHATS = "nschat"  # the prefix of BrainMemory.namespace_key's keys
 
 _LOAD_ATTEMPTS = 5
 
@@ -151,6 +154,13 @@ class BrainMemory(BaseModel):
     @staticmethod
     def to_redis_key(prefix: str, user_id: str, chat_id: str) -> str:
         return f"{prefix}:{user_id}:{chat_id}"
+
+    @staticmethod
+    def namespace_key(namespace: str, chat_id: str) -> str:
+        """The key of chat ``chat_id`` of ``namespace`` where ltm's service keeps it, so the HTTP API and the
+        inspector list it under that namespace: ``nschat:<namespace percent-encoded>:<chat_id>`` (the encoded
+        namespace holds no ``:``, so the first one after it ends it; see ``ltm.service.chatkeys``)."""
+        return BrainMemory.to_redis_key(NAMESPACE_CHATS, quote(namespace, safe=""), chat_id)
 
     @staticmethod
     def extract_info(input_string: str, pattern: str = r"\[([A-Z]+)\]:\s*(.+)") -> tuple[str | None, str]:

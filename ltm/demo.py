@@ -11,21 +11,25 @@ summarizes and titles the conversation. Run the command twice: the second run st
 from __future__ import annotations
 
 import asyncio
+import shlex
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from ltm.agents import Environment, ObserveReport, Role
 from ltm.brain import BrainMemory
 from ltm.config import Settings
-from ltm.demo_team import build_team
+from ltm.demo_team import WriteDesign, build_team
 from ltm.llm.base import resolve_llm
 from ltm.llm.embeddings import resolve_embedding
-from ltm.message import Message, UserRequirement
+from ltm.llm.names import LOCAL_MODEL_NAME, configured_model_name
+from ltm.llm.tasks import ask_title
+from ltm.message import Message, UserRequirement, any_to_str
 
 __all__ = ["FIRST_REQUIREMENT", "QUESTIONS", "SECOND_REQUIREMENT", "run_demo"]
 
@@ -36,6 +40,13 @@ QUESTIONS = [
     "how will players play together over the network?",
     "where are the high scores kept?",
 ]
+# The questions are about decisions, and the architect's designs hold them: searching every message would
+# answer "where are the high scores kept?" with the requirement that asked for high scores (the closest text
+# in meaning to a question that restates it), not with the decision that keeps them in SQLite.
+DECISIONS = any_to_str(WriteDesign)
+# The conversation is kept as a chat of the product manager's namespace (the role the user's requirements go
+# to), under the key the service uses, so the inspector (`ltm serve`, /ui) lists it on that namespace's chats.
+CHAT_NAMESPACE, CHAT_ID = "Alice(Product Manager)", "team-chat"
 
 
 def _short(text: str, width: int = 90) -> str:
@@ -53,15 +64,16 @@ class _Narrator:
             report: ObserveReport = payload
             for m in report.old_news:
                 self.console.print(
-                    f"  [yellow]{role.name}[/] ({role.profile}) already handled, no rework: "
-                    f"[dim]{_short(m.content, 70)}[/]"
+                    f"  [yellow]{escape(role.name)}[/] ({escape(role.profile)}) already handled, no rework: "
+                    f"[dim]{escape(_short(m.content, 70))}[/]"
                 )
             for m in report.news:
                 self.console.print(
-                    f"  [green]{role.name}[/] ({role.profile}) received news: [dim]{_short(m.content, 70)}[/]"
+                    f"  [green]{escape(role.name)}[/] ({escape(role.profile)}) received news: "
+                    f"[dim]{escape(_short(m.content, 70))}[/]"
                 )
-        elif event == "acted":
-            self.console.print(f"  [cyan]{role.name}[/] -> {_short(payload.content)}")
+        elif event == "acted":  # an LLM's text may hold brackets: shown as written, never as markup
+            self.console.print(f"  [cyan]{escape(role.name)}[/] -> {escape(_short(payload.content))}")
 
 
 def _team(settings: Settings, embedding: Any, console: Console) -> tuple[Environment, list[Role]]:
@@ -90,12 +102,17 @@ def _recovery_table(roles: Sequence[Role]) -> Table:
     return table
 
 
-def _send(env: Environment, console: Console, text: str) -> int:
-    console.print(f"\n[bold]user requirement:[/] {text}")
+def _send(env: Environment, console: Console, text: str, turns: list[Message]) -> int:
+    """Publish a requirement and run the team; the requirement and the documents it led to join ``turns`` (the
+    chat the demo summarizes) when the team did new work (an old requirement is no new conversation)."""
+    console.print(f"\n[bold]user requirement:[/] {escape(text)}")
+    start = len(env.history)
     env.publish_message(Message(text, role="Human", cause_by=UserRequirement, sent_from="Human"))
     before = len(env.history)
     env.run()
     produced = len(env.history) - before
+    if produced:
+        turns.extend(env.history[start:])
     console.print(f"  [bold]{produced}[/] new documents written by the team")
     return produced
 
@@ -106,8 +123,8 @@ def run_demo(
     """Run the demo; returns a summary (documents produced per step, search answers, title) for tests."""
     settings = settings or Settings.load()
     console = console or Console()
-    # The demo writes where every ltm command looks (the data root, role namespaces), so `ltm stats` and
-    # `ltm recent --kind role -n "Alice(Product Manager)"` show the team's memory afterwards.
+    # The demo writes where every ltm command looks (the data root, role namespaces: the command's default kind),
+    # so `ltm stats` and `ltm recent -n "Alice(Product Manager)"` show the team's memory afterwards.
     root = settings.storage_dir
     if reset:
         _forget(settings)
@@ -115,7 +132,7 @@ def run_demo(
     started = time.perf_counter()
     console.print(
         Panel.fit(
-            f"ltm demo: a team of agents that remembers\nstorage: {root}\n"
+            f"ltm demo: a team of agents that remembers\nstorage: {escape(str(root))}\n"
             f"embedding: {settings.embedding}   llm: {settings.llm}",
             style="bold",
         )
@@ -124,9 +141,10 @@ def run_demo(
 
     env, roles = _team(settings, embedding, console)
     first_run = all(role.memory.memory_storage is None or role.memory.memory_storage.count() == 0 for role in roles)
+    turns: list[Message] = []  # this run's new conversation, for the chat
     if first_run:
         console.rule("run 1: a requirement flows through the team")
-        result["run1"] = _send(env, console, FIRST_REQUIREMENT)
+        result["run1"] = _send(env, console, FIRST_REQUIREMENT, turns)
     else:
         console.rule("this storage already holds a team's memory (an earlier run): no run 1")
         result["run1"] = 0
@@ -138,28 +156,33 @@ def run_demo(
     result["recovered"] = {role.role_id: len(role.recovered) for role in roles}
     result["resumed"] = {role.role_id: len(role.resumed) for role in roles}
     console.rule("the same requirement again")
-    result["repeat"] = _send(env, console, FIRST_REQUIREMENT)
+    result["repeat"] = _send(env, console, FIRST_REQUIREMENT, turns)
     if result["repeat"] == 0:
         console.print("  [green]recognised as already handled: no rework[/]")
     console.rule("a new, related requirement")
-    result["second"] = _send(env, console, SECOND_REQUIREMENT)
+    result["second"] = _send(env, console, SECOND_REQUIREMENT, turns)
 
-    console.rule("semantic search over past episodes")
+    console.rule("semantic search over past decisions")
     answers: dict[str, str] = {}
     for question in QUESTIONS:
         # Dense scores are cosines, comparable across the roles' stores (fused hybrid ranks are not).
-        hits = [(hit, role) for role in roles for hit in role.memory.search(question, k=1, mode="dense")]
+        hits = [
+            (hit, role) for role in roles for hit in role.memory.search(question, k=1, mode="dense", cause_by=DECISIONS)
+        ]
         if hits:
             hit, role = max(hits, key=lambda pair: pair[0].score)
             answers[question] = hit.message.content
-            console.print(f"[bold]? {question}[/]\n  [dim]{role.name}'s memory:[/] {_short(hit.message.content, 160)}")
+            # the whole design: the decision that answers is one of its sentences
+            found = escape(hit.message.content)
+            console.print(f"[bold]? {escape(question)}[/]\n  [dim]{escape(role.name)}'s memory:[/] {found}")
     result["answers"] = answers
 
     console.rule("BrainMemory: the conversation, summarized and titled")
-    result["summary"], result["title"], result["extractive"] = asyncio.run(_summarize(settings, env.history))
+    result["summary"], result["title"], result["extractive"] = asyncio.run(_summarize(settings, turns))
     kind = "extractive, offline" if result["extractive"] else f"LLM {settings.llm_model}"
-    console.print(f"[bold]title:[/] {result['title']}   [dim]({kind})[/]")
-    console.print(f"[bold]summary:[/] {_short(result['summary'], 400)}")
+    console.print(f"[bold]title:[/] {escape(result['title'])}   [dim]({kind})[/]")
+    console.print(f"[bold]summary:[/] {escape(_short(result['summary'], 400))}")
+    console.print(f"  [dim]the chat {CHAT_ID} of {escape(CHAT_NAMESPACE)}: `ltm serve`, then /ui shows it[/]")
     stores = [role.memory.memory_storage.path for role in roles if role.memory.memory_storage is not None]
     env.close()
 
@@ -167,10 +190,26 @@ def run_demo(
     for path in stores:
         if path is not None:
             size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-            console.print(f"  {path}  ({size / 1024:.0f} KiB)")
-    console.print(f"  {root / 'kv.sqlite'}  (BrainMemory)")
+            console.print(f"  {escape(str(path))}  ({size / 1024:.0f} KiB)")
+    console.print(f"  {escape(str(root / 'kv.sqlite'))}  (BrainMemory)")
+    console.rule("read it with the ltm command")
+    for command in read_commands(settings):
+        console.print(f"  {escape(command)}", soft_wrap=True)
     console.print(f"\ndone in {time.perf_counter() - started:.1f} s. Run it again: the team starts from its memory.")
     return result
+
+
+def read_commands(settings: Settings) -> list[str]:
+    """The ``ltm`` commands that read what the demo wrote (printed at its end; each runs as shown)."""
+    root = ["--storage-dir", str(settings.storage_dir)]
+    model = configured_model_name(settings)
+    embeds = [] if model == LOCAL_MODEL_NAME else ["--embedding-model", model]
+    commands = [
+        ["ltm", "stats", *root],
+        ["ltm", "recent", "-n", "Alice(Product Manager)", *root],
+        ["ltm", "search", "-n", "Charlie(Engineer)", QUESTIONS[2], "-k", "1", *embeds, *root],
+    ]
+    return [shlex.join(command) for command in commands]
 
 
 def _forget(settings: Settings) -> None:
@@ -180,21 +219,28 @@ def _forget(settings: Settings) -> None:
             role.memory.memory_storage.clean()
         role.handled.clean()  # what the role finished: forgotten too, or the team would skip its work
         role.close()
-    asyncio.run(BrainMemory(settings=settings).delete(_CHAT_KEY(settings)))
-
-
-def _CHAT_KEY(settings: Settings) -> str:  # noqa: N802
-    return BrainMemory.to_redis_key(settings.redis_prefix, "demo-user", "team-chat")
-
-
-async def _summarize(settings: Settings, history: Sequence[Message]) -> tuple[str, str, bool]:
     brain = BrainMemory(settings=settings)
-    key = _CHAT_KEY(settings)
-    brain = await brain.loads(key)
-    for message in history:
+    asyncio.run(brain.delete(CHAT_KEY))
+    # where the chat was kept before it was a namespace's (the inspector did not list it there)
+    asyncio.run(brain.delete(BrainMemory.to_redis_key(settings.redis_prefix, "demo-user", "team-chat")))
+
+
+CHAT_KEY = BrainMemory.namespace_key(CHAT_NAMESPACE, CHAT_ID)
+
+
+async def _summarize(settings: Settings, turns: Sequence[Message]) -> tuple[str, str, bool]:
+    """Add this run's new turns to the chat and fold them into its summary. A run with no new turns leaves the
+    summary as it is (summarizing a summary again would only shorten it) and titles it as it stands."""
+    brain = await BrainMemory(settings=settings).loads(CHAT_KEY)
+    for message in turns:
         if not brain.exists(message.content):
             brain.add_history(message.model_copy(update={"role": message.role or "user"}))
-    await brain.dumps(key)
+    await brain.dumps(CHAT_KEY)
     llm = resolve_llm(settings) if settings.llm != "none" else None
-    title = await brain.get_title(llm=llm)
+    if brain.history:
+        title = await brain.get_title(llm=llm)
+    elif brain.historical_summary:
+        title = await ask_title(brain.historical_summary, resolve_llm(settings, llm))
+    else:
+        title = "New"
     return brain.historical_summary, title, brain.summary_is_extractive

@@ -152,7 +152,7 @@ def test_stats_lists_namespaces(tmp_path: Path) -> None:
     run(tmp_path, "add", "-n", "b", "--kind", "user", "two")
     stats = run(tmp_path, "stats")
     assert stats.returncode == 0, stats.stderr
-    assert "cli" in stats.stdout and "user" in stats.stdout and "hash-384" in stats.stdout
+    assert "role" in stats.stdout and "user" in stats.stdout and "hash-384" in stats.stdout
     assert run(tmp_path, "stats", "--kind", "user").stdout.count("hash-384") == 1
 
 
@@ -183,3 +183,10 @@ def test_every_command_has_help_and_is_documented(command: str, capsys: pytest.C
     assert COMMANDS[command] in " ".join(capsys.readouterr().out.split())
     page = (ROOT / "docs" / "cli.md").read_text()
     assert re.search(rf"`ltm {command}\b", page), f"docs/cli.md does not document `ltm {command}`"
+
+
+def test_keys_list_creates_no_data_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "nothing-here"
+    assert main(["keys", "list", "--storage-dir", str(root)]) == 0
+    assert "no keys" in capsys.readouterr().out
+    assert not root.exists()

@@ -75,3 +75,26 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "store" / "index.html").is_file()
     assert not (tmp_path / "site" / "gen_ref.py").exists(), "the generator is not part of the site"
+
+
+# `pip install 'ltm[...]'` / `pip install ltm` would fetch whatever the package index holds under that name, which is
+# not this project: docs and error hints name the checkout (or the wheel built from it).
+_INDEX_INSTALL = r"""pip install (?:-U |--upgrade )?(?:[\w.-]+ )*["']?ltm(?:\[|["'\s]|$)"""
+
+
+def test_install_lines_name_the_checkout_never_the_package_index() -> None:
+    import re
+
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md"), *(ROOT / "ltm").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    found = [
+        f"{page.relative_to(ROOT)}: {line.strip()}"
+        for page in pages
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if re.search(_INDEX_INSTALL, line)
+    ]
+    assert not found, found
+
+
+def test_deployment_and_service_pages_agree_on_the_server() -> None:
+    deployment = (DOCS / "DEPLOYMENT.md").read_text(encoding="utf-8")
+    assert "There is no ltm server" not in deployment and "`ltm serve`" in deployment

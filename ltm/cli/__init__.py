@@ -19,6 +19,7 @@ from types import ModuleType
 from ltm import __version__
 from ltm.cli import demo, forget, memories, messages, migrate, namespaces, service
 from ltm.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, Options
+from ltm.cli.output import visible
 from ltm.errors import ConfigError, LTMError, NotFound
 
 __all__ = ["COMMANDS", "main"]
@@ -77,13 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _configure_logging(args.verbose)
         return int(args.func(args))
     except NotFound as exc:
-        print(f"ltm: not found: {exc}", file=sys.stderr)
+        print(f"ltm: not found: {visible(exc)}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except LTMError as exc:
-        print(f"ltm: error: {exc}", file=sys.stderr)
+        print(f"ltm: error: {visible(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt as exc:
-        print(f"ltm: interrupted: {exc}" if str(exc) else "ltm: interrupted", file=sys.stderr)
+        print(f"ltm: interrupted: {visible(exc)}" if str(exc) else "ltm: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
@@ -91,6 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ltm: error: input nested too deeply; flatten it", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:  # a missing file, a folder given as a file, read-only media: one line, no traceback
-        where = f": {exc.filename}" if exc.filename else ""
-        print(f"ltm: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        where = f": {visible(exc.filename)}" if exc.filename else ""
+        print(f"ltm: error: {visible(exc.strerror or exc)}{where}", file=sys.stderr)
         return EXIT_ERROR

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ltm.cli.models import check_embeddable, how_to_embed_with, model_overrides, reading
-from ltm.cli.output import parse_time, write_messages
+from ltm.cli.output import parse_time, visible, write_messages
 from ltm.config import Settings, mask_url
 from ltm.errors import ConfigError, InvalidInput, NotFound, StoreMismatch
 from ltm.message import Message
@@ -21,6 +21,12 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DECLINED, EXIT_INTERRUPTED
 
 # add(name, *parents) -> the sub-parser of command ``name`` (its help text comes from the module's COMMANDS)
 AddCommand = Callable[..., argparse.ArgumentParser]
+
+# The kind of namespace a command uses without --kind: the library's (MemoryStorage), the demo's and the HTTP API's,
+# so `ltm recent -n NAME` reads what they wrote. Namespaces the command wrote before under its own default (cli)
+# keep being found there: a name that exists only under LEGACY_KIND resolves to it.
+DEFAULT_KIND = "role"
+LEGACY_KIND = "cli"
 
 
 class Options:
@@ -58,7 +64,11 @@ class Options:
         )
         self.namespace = argparse.ArgumentParser(add_help=False)
         self.namespace.add_argument("-n", "--namespace", default="default", help="namespace (default: default)")
-        self.namespace.add_argument("--kind", default="cli", help="namespace kind: role, user, cli... (default: cli)")
+        self.namespace.add_argument(
+            "--kind",
+            help=f"namespace kind: role, user, cli... (default: {DEFAULT_KIND}, the kind `ltm demo` and `ltm serve` "
+            f"write; a name found only under the old default {LEGACY_KIND} is read and written there)",
+        )
         self.namespace.add_argument(
             "--url",
             help="use a running `ltm serve` at this URL instead of local files "
@@ -111,9 +121,9 @@ def open_storage(
     from ltm.store import MemoryStorage, namespace_exists, namespace_model
 
     settings = settings or settings_from(args)
+    resolve_kind(args, settings)
     if existing and not namespace_exists(settings, args.kind, args.namespace):
-        where = mask_url(settings.store_url) if settings.store_url else settings.storage_dir
-        raise NotFound(f"no namespace {args.kind}/{args.namespace} in {where}; `ltm stats` lists the namespaces there")
+        raise not_found(settings, args.kind, [args.namespace])
     recorded = namespace_model(settings, args.kind, args.namespace)
     if recorded is not None and recorded != configured_model_name(settings):
         if not embeds:
@@ -127,13 +137,58 @@ def open_storage(
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 
 
+def resolve_kind(args: argparse.Namespace, settings: Settings) -> str:
+    """``args.kind``, set to the default's when --kind was not given (see :data:`DEFAULT_KIND`)."""
+    from ltm.store import namespace_exists
+
+    if args.kind is None:
+        legacy = not namespace_exists(settings, DEFAULT_KIND, args.namespace) and namespace_exists(
+            settings, LEGACY_KIND, args.namespace
+        )
+        args.kind = LEGACY_KIND if legacy else DEFAULT_KIND
+    return str(args.kind)
+
+
+def kinds_holding(settings: Settings, namespace: str) -> list[str]:
+    """The kinds under which a namespace named ``namespace`` exists (for a "not found" that says where to look)."""
+    from ltm.store import database_namespaces, namespace_exists
+
+    if settings.store_url:
+        return sorted({row.kind for row in database_namespaces(settings.store_url) if row.name == namespace})
+    try:
+        kinds = sorted(entry.name for entry in os.scandir(settings.storage_dir) if entry.is_dir())
+    except OSError:
+        return []
+    found = []
+    for kind in kinds:
+        try:
+            if namespace_exists(settings, kind, namespace):
+                found.append(kind)
+        except InvalidInput:  # a folder that is not a kind's
+            continue
+    return found
+
+
+def not_found(settings: Settings, kind: str, names: Sequence[str]) -> NotFound:
+    """NotFound for namespaces ``names`` of ``kind``, naming the kinds where each name does exist."""
+    where = mask_url(settings.store_url) if settings.store_url else settings.storage_dir
+    elsewhere = [f"{k}/{name}" for name in names for k in kinds_holding(settings, name) if k != kind]
+    missing = ", ".join(f"{kind}/{name}" for name in names)
+    if elsewhere:
+        hint = f"it exists as {', '.join(elsewhere)}: pass --kind {elsewhere[0].split('/', 1)[0]}"
+    else:
+        hint = "`ltm stats` lists the namespaces there"
+    return NotFound(f"no namespace {missing} in {where}; {hint}")
+
+
 def _remote(args: argparse.Namespace, url: str) -> Any:
-    if args.kind != "cli":
+    if args.kind not in (None, LEGACY_KIND):  # LEGACY_KIND: the value --kind defaulted to, accepted as before
         raise InvalidInput("--kind does not apply with --url: a server's namespaces are named by --namespace alone")
+    args.kind = DEFAULT_KIND  # the server's namespaces are of the default kind
     try:
         from ltm.client import RemoteStorage
     except ImportError as exc:
-        raise ConfigError("--url needs the client: pip install 'ltm[service]'") from exc
+        raise ConfigError("--url needs the client: pip install '/path/to/ltm[service]' (the ltm checkout)") from exc
     return RemoteStorage(args.namespace, url=url, api_key=os.environ.get("LTM_API_KEY"))
 
 
@@ -177,7 +232,7 @@ def filters_from(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def no_hits(where: str) -> int:
     """Say on stderr that nothing matched (stdout stays empty for pipes); the not-found exit code."""
-    print(f"ltm: no messages match in {where}", file=sys.stderr)
+    print(f"ltm: no messages match in {visible(where)}", file=sys.stderr)
     return EXIT_NOT_FOUND
 
 

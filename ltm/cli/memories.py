@@ -7,7 +7,6 @@ Filters are the store's one filter language, given as JSON with ``--where`` (see
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -23,7 +22,7 @@ from ltm.cli.common import (
     parse_meta,
     print_messages,
 )
-from ltm.cli.output import format_time
+from ltm.cli.output import format_time, json_line, visible
 from ltm.errors import InvalidInput
 
 COMMANDS = {
@@ -61,7 +60,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_messages(args, [message])
     else:
-        print(f"updated {message.id}")
+        print(f"updated {visible(message.id)}")
     return EXIT_OK
 
 
@@ -70,13 +69,13 @@ def cmd_history(args: argparse.Namespace) -> int:
         events = store.history(args.id)
     for event in events:
         if args.format == "json":
-            print(json.dumps(event.to_dict(), ensure_ascii=False))
+            print(json_line(event.to_dict()))
             continue
         old = event.old.content if event.old is not None else "-"
         new = event.new.content if event.new is not None else "-"
         print(f"{format_time(event.at, utc=args.utc)}  {event.event:<6}  {old!r} -> {new!r}")
     if not events:
-        print(f"ltm: no history for message {args.id} in {args.kind}/{args.namespace}", file=sys.stderr)
+        print(visible(f"ltm: no history for message {args.id} in {args.kind}/{args.namespace}"), file=sys.stderr)
     return EXIT_OK if events else EXIT_NOT_FOUND
 
 
@@ -89,7 +88,7 @@ def cmd_delete_where(args: argparse.Namespace) -> int:
         if not args.yes:
             if not sys.stdin.isatty():
                 raise InvalidInput(f"{matching} messages match; pass --yes to delete them without a prompt")
-            answer = input(f"delete {matching} messages from {args.kind}/{args.namespace}? [y/N] ")
+            answer = input(visible(f"delete {matching} messages from {args.kind}/{args.namespace}? [y/N] "))
             if answer.strip().lower() not in ("y", "yes"):
                 return EXIT_DECLINED
         deleted = store.delete_where(filters)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -17,13 +16,15 @@ from ltm.cli.common import (
     Options,
     filters_from,
     no_hits,
+    not_found,
     open_storage,
     parse_meta,
     print_messages,
     read_jsonl,
+    resolve_kind,
     settings_from,
 )
-from ltm.cli.output import Progress
+from ltm.cli.output import Progress, json_line, visible
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 
@@ -112,12 +113,12 @@ def cmd_add(args: argparse.Namespace) -> int:
                 metadata=parse_meta(args.meta),
             )
             added = store.add(message)
-            print(message.id if added else f"{message.id} (already stored)")
+            print(visible(message.id if added else f"{message.id} (already stored)"))
             return EXIT_OK
         if sys.stdin.isatty():
             raise InvalidInput("give the text to add, or pipe JSONL messages on stdin (one object per line)")
         added, seen = _ingest(store, read_jsonl(getattr(sys.stdin, "buffer", sys.stdin)), "adding")
-        print(f"added {added} of {seen} messages to {args.kind}/{args.namespace}")
+        print(visible(f"added {added} of {seen} messages to {args.kind}/{args.namespace}"))
     return EXIT_OK
 
 
@@ -137,13 +138,11 @@ def _search_many(args: argparse.Namespace) -> int:
     from ltm.store import namespace_exists, search_many
 
     settings = settings_from(args)
+    resolve_kind(args, settings)
     names = list(dict.fromkeys([args.namespace, *args.also]))
     missing = [n for n in names if not namespace_exists(settings, args.kind, n)]
     if missing:
-        raise NotFound(
-            f"no namespace {', '.join(f'{args.kind}/{n}' for n in missing)} under "
-            f"{settings.storage_dir}; `ltm stats` lists the namespaces there"
-        )
+        raise not_found(settings, args.kind, missing)
     hits = search_many(
         names, args.query, k=args.k, mode=args.mode, filters=filters_from(args), settings=settings, kind=args.kind
     )
@@ -173,12 +172,12 @@ def cmd_export(args: argparse.Namespace) -> int:
                 if vector is not None:
                     data["embedding"] = [round(float(x), 7) for x in vector]
                     data["embedding_model"] = store.embedder.model
-                out.write(json.dumps(data, ensure_ascii=False) + "\n")
+                out.write(json_line(data) + "\n")
                 n += 1
         finally:
             if out is not sys.stdout:
                 out.close()
-    print(f"exported {n} messages from {args.kind}/{args.namespace}", file=sys.stderr)
+    print(visible(f"exported {n} messages from {args.kind}/{args.namespace}"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -191,7 +190,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     finally:
         if args.input != "-":
             source.close()
-    print(f"imported {added} new of {seen} messages into {args.kind}/{args.namespace}")
+    print(visible(f"imported {added} new of {seen} messages into {args.kind}/{args.namespace}"))
     return EXIT_OK
 
 

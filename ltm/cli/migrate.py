@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ltm.cli.common import EXIT_OK, AddCommand, Options, settings_from
+from ltm.cli.output import visible
 from ltm.config import Settings, mask_url
 from ltm.errors import InvalidInput, StoreCorrupted
 
@@ -175,12 +176,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         summary = migrate_namespace(source, src, dst, sample=args.verify)
         moved += 1
         print(
-            f"{summary['kind']}/{summary['namespace']}: {summary['messages']:,} messages "
+            f"{visible(summary['kind'])}/{visible(summary['namespace'])}: {summary['messages']:,} messages "
             f"({summary['added']:,} new), vectors {summary['vectors']}, "
             f"{summary['verified']} sampled searches verified, {summary['history']:,} history events",
             file=sys.stdout,
         )
-    print(f"migrated {moved} namespace(s) from {_shown(args.source)} to {_shown(args.target)}")
+    print(visible(f"migrated {moved} namespace(s) from {_shown(args.source)} to {_shown(args.target)}"))
     return EXIT_OK
 
 

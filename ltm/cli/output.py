@@ -4,11 +4,16 @@ Times on the command line are ISO-8601 (``2026-11-01``, ``2026-11-01T09:30``, wi
 unix seconds; a time without an offset is local time unless ``--utc``. Data goes to stdout as a table (one
 line per item) or as JSON Lines with ``--format json`` / ``--json``; progress and notes go to stderr: a bar
 with a total and an ETA at a terminal, plain lines otherwise (logs, CI).
+
+Stored text and names reach a terminal only through :func:`visible` (tables, notes, errors) or :func:`json_line`
+(JSON): a message or a namespace name holding an escape sequence could otherwise recolour, retitle or rewrite
+the user's terminal. Both show such characters as escapes (``\\x1b``, ``\\u202e``); JSON stays the exact data.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -19,9 +24,34 @@ from typing import Any, TextIO
 from ltm.errors import InvalidInput
 from ltm.message import Message
 
-__all__ = ["Progress", "format_time", "parse_time", "write_messages"]
+__all__ = ["Progress", "format_time", "json_line", "parse_time", "visible", "write_messages"]
 
 PLAIN_EVERY_S = 2.0  # at most one plain progress line this often
+
+# What a terminal acts on instead of showing: C0 controls but newline and tab (ESC starts colour, cursor and
+# title sequences; CR and backspace overwrite), DEL, C1 controls (0x9b is a one-byte CSI) and the bidirectional
+# overrides and isolates that make text read in another order than it is stored.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# The characters of _CONTROLS that json.dumps(ensure_ascii=False) leaves raw (it escapes the C0 ones)
+_JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: object) -> str:
+    """``text`` as a terminal shows it without acting on it: control characters (but newline and tab) and
+    bidirectional overrides written as escapes, e.g. ESC as ``\\x1b``."""
+    return _CONTROLS.sub(_escape, str(text))
+
+
+def json_line(data: object) -> str:
+    """``data`` as one line of JSON, the characters :func:`visible` escapes written as JSON escapes (``\\u009b``):
+    the same JSON value, safe to print at a terminal."""
+    text = json.dumps(data, ensure_ascii=False)
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def parse_time(text: str, *, utc: bool = False) -> float:
@@ -59,16 +89,12 @@ def write_messages(
     for i, m in enumerate(messages):
         more = extra[i] if extra else {}
         if fmt == "json":
-            out.write(
-                json.dumps(
-                    {**more, **m.to_dict(), "created_at_iso": format_time(m.created_at, utc=utc)}, ensure_ascii=False
-                )
-                + "\n"
-            )
+            out.write(json_line({**more, **m.to_dict(), "created_at_iso": format_time(m.created_at, utc=utc)}) + "\n")
             continue
         score = f"{more['score']:8.4f}  " if "score" in more else ""
-        where = f"[{more['namespace']}]  " if "namespace" in more else ""  # search --also: which namespace
-        out.write(f"{score}{where}{format_time(m.created_at, utc=utc)}  {m.id}  {m.role}: {m.content}\n")
+        where = f"[{visible(more['namespace'])}]  " if "namespace" in more else ""  # search --also: which namespace
+        line = f"{format_time(m.created_at, utc=utc)}  {visible(m.id)}  {visible(m.role)}: {visible(m.content)}"
+        out.write(f"{score}{where}{line}\n")
 
 
 class Progress:

@@ -1,6 +1,7 @@
 """Commands of ltm as a service: ``serve`` (HTTP API + inspector), ``keys`` (API keys), ``mcp`` (MCP server).
 
-They need the ``service`` extra (``pip install 'ltm[service]'``); the work is done in :mod:`ltm.service.commands`.
+They need the ``service`` extra (``pip install '/path/to/ltm[service]'`` from the checkout); the work is done in
+:mod:`ltm.service.commands`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ def _commands() -> ModuleType:
     try:
         from ltm.service import commands
     except ImportError as exc:
-        raise ConfigError(f"the service needs its extra: pip install 'ltm[service]' ({exc.name} is missing)") from exc
+        raise ConfigError(
+            f"the service needs its extra: pip install '/path/to/ltm[service]' (the ltm checkout; "
+            f"{exc.name} is missing)"
+        ) from exc
     return commands
 
 

@@ -1,6 +1,7 @@
 """ltm as a drop-in for MetaGPT's memory: MetaGPT's names and call shapes over ltm's engine.
 
-Import these instead of ``metagpt.memory.*`` (``pip install "ltm[metagpt]"`` into a MetaGPT environment)::
+Import these instead of ``metagpt.memory.*`` (``pip install "/path/to/ltm[metagpt]"``, the checkout, into a
+MetaGPT environment)::
 
     from ltm.integrations.metagpt import BrainMemory, LongTermMemory, Memory, MemoryStorage
 

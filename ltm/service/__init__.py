@@ -2,7 +2,8 @@
 and a web inspector at ``/ui``.
 
 ``create_app(settings)`` builds the ASGI app; ``ltm serve`` runs it with uvicorn, ``ltm keys`` manages keys and
-``ltm mcp`` starts the MCP server. Needs the ``service`` extra (``pip install 'ltm[service]'``).
+``ltm mcp`` starts the MCP server. Needs the ``service`` extra (``pip install '/path/to/ltm[service]'``, from the
+checkout).
 """
 
 from __future__ import annotations

@@ -16,9 +16,8 @@ after a crash half-way.
 from __future__ import annotations
 
 import logging
-from urllib.parse import quote
 
-from ltm.brain import BrainMemory
+from ltm.brain import NAMESPACE_CHATS, BrainMemory
 from ltm.errors import InvalidInput
 from ltm.kv import KVStore
 
@@ -26,14 +25,10 @@ __all__ = ["PREFIX", "chat_ids", "chat_key", "check_chat_id", "migrate_chat_keys
 
 log = logging.getLogger("ltm.service")
 
-PREFIX = "nschat"
+PREFIX = NAMESPACE_CHATS
 _OLD = "brain:{chat:"
 _HISTORY = ":history"
 MAX_CHAT_ID = 256
-
-
-def _encoded(namespace: str) -> str:
-    return quote(namespace, safe="")
 
 
 def check_chat_id(chat_id: str) -> str:
@@ -47,7 +42,7 @@ def check_chat_id(chat_id: str) -> str:
 
 def chat_key(namespace: str, chat_id: str) -> str:
     """The BrainMemory key of a namespace's chat (library code sharing a chat with the service uses it too)."""
-    return BrainMemory.to_redis_key(PREFIX, _encoded(namespace), chat_id)
+    return BrainMemory.namespace_key(namespace, chat_id)
 
 
 def chat_ids(kv: KVStore, namespace: str) -> list[str]:

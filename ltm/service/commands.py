@@ -145,8 +145,8 @@ def list_keys(settings: Settings, *, as_json: bool = False, out: TextIO | None =
     """Print the live keys' ids, scopes and modes (never the keys)."""
     out = out or sys.stdout
     store = KeyStore(settings)
-    try:
-        records = store.list()
+    try:  # no key table yet: no keys, and listing creates no data root (only `keys create` does)
+        records = store.list() if store.path.is_file() else []
     finally:
         store.close()
     for r in records:

@@ -144,3 +144,42 @@ def test_unobserved_until_a_callback_or_an_instrumentation_handler_listens(cache
     finally:
         root.event_handlers.remove(handler)
     assert onnx.unobserved()
+
+
+def test_the_one_time_export_says_what_it_does(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ltm.llm.onnx_model import OnnxModel
+
+    weights = tmp_path / "model"  # the model's folder with damaged weights: the export starts, then fails fast
+    weights.mkdir()
+    for item in Path(local_model_path()).iterdir():
+        if item.name != "model.safetensors":
+            (weights / item.name).symlink_to(item)
+    (weights / "model.safetensors").write_bytes(b"\0" * 64)
+    with caplog.at_level("WARNING", logger="ltm.llm"), pytest.raises(Exception):  # noqa: B017
+        OnnxModel(str(weights), str(tmp_path / "cache"))
+    (record,) = [r for r in caplog.records if "once" in r.getMessage()]
+    assert (
+        "preparing the local embedding model" in record.getMessage() and str(tmp_path / "cache") in record.getMessage()
+    )
+
+
+def test_the_graph_is_written_without_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # torch and transformers made unimportable: the graph comes from the weights alone
+    script = (
+        "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+        "from ltm.llm.onnx_embedding import OnnxEmbedding\n"
+        f"from ltm.llm.local import local_model_path\n"
+        f"print(OnnxEmbedding(local_model_path(), {str(tmp_path)!r}).get_text_embedding({TEXTS[0]!r})[:3])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    graph = onnx_model_path(Path(local_model_path()), tmp_path)
+    assert graph.is_file()
+    from sentence_transformers import SentenceTransformer
+
+    expected = SentenceTransformer(local_model_path(), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    got = OnnxEmbedding(local_model_path(), str(tmp_path)).get_text_embedding_batch(TEXTS)
+    assert np.min(np.sum(np.asarray(got) * expected, axis=1)) >= 0.9999

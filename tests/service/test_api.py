@@ -257,3 +257,22 @@ def test_experience_lessons_and_policies(http: httpx.Client) -> None:
     assert policies and "refund_order" in policies[0]["text"]
     listed = http.get("/v1/namespaces/e/experience/policies").json()
     assert listed["total"] == len(policies)
+
+
+def test_summarize_and_title_take_an_empty_body(http: httpx.Client) -> None:
+    turns = [{"role": "user", "content": "Where do the high scores go?"}]
+    turns.append({"role": "assistant", "content": "Into SQLite, one table of players and their best scores."})
+    assert http.post("/v1/namespaces/c/chats/one/messages", json={"messages": turns}).status_code == 200
+    title = http.post("/v1/namespaces/c/chats/one/title")
+    assert title.status_code == 200, title.text
+    assert title.json()["title"]
+    summary = http.post("/v1/namespaces/c/chats/one/summarize")
+    assert summary.status_code == 200 and "SQLite" in summary.json()["summary"], summary.text
+
+
+def test_the_inspector_explains_hybrid_scores_and_pending_lessons(http: httpx.Client) -> None:
+    http.post("/v1/namespaces/s/messages", json={"messages": [{"content": "the violin needs new strings"}]})
+    search = http.get("/ui/ns/s/search", params={"q": "violin"})
+    assert search.status_code == 200 and "can pass 1" in search.text and "not an average" in search.text
+    experience = http.get("/ui/ns/s/experience")
+    assert experience.status_code == 200 and "nothing failed" in experience.text and "keep_recent" in experience.text

@@ -95,15 +95,17 @@ async def read(
 
 
 @router.post("/{chat_id}/summarize")
-async def summarize(request: Request, namespace: Writable, chat_id: str, body: WordsIn) -> dict[str, Any]:
-    """Fold the history into the running summary (BrainMemory.summarize) and return it."""
+async def summarize(request: Request, namespace: Writable, chat_id: str, body: WordsIn | None = None) -> dict[str, Any]:
+    """Fold the history into the running summary (BrainMemory.summarize) and return it (no body: 200 words)."""
+    body = body or WordsIn()
     memory = await load_chat(request, namespace, chat_id)
     summary = await memory.summarize(max_words=body.max_words)
     return {"summary": summary, "summary_is_extractive": memory.summary_is_extractive}
 
 
 @router.post("/{chat_id}/title")
-async def title(request: Request, namespace: Writable, chat_id: str, body: WordsIn) -> dict[str, Any]:
-    """A short title for the chat (summarizes first, as BrainMemory.get_title does)."""
+async def title(request: Request, namespace: Writable, chat_id: str, body: WordsIn | None = None) -> dict[str, Any]:
+    """A short title for the chat (summarizes first, as BrainMemory.get_title does; no body: the defaults)."""
+    body = body or WordsIn()
     memory = await load_chat(request, namespace, chat_id)
     return {"title": await memory.get_title(max_words=min(body.max_words, 20))}

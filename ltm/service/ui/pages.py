@@ -235,7 +235,8 @@ def chats(request: Request, namespace: str) -> Response:
         ids = chat_ids(request, namespace)
     except LTMError as exc:
         return _failed(request, exc, namespace)
-    return _render(request, "chats.html", namespace=namespace, tab="chats", chats=ids)
+    ttl = state_of(request).settings.brain_ttl_seconds
+    return _render(request, "chats.html", namespace=namespace, tab="chats", chats=ids, ttl=ttl)
 
 
 @router.post("/ns/{namespace:path}/files/{change_id}/approve")
