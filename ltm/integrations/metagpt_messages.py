@@ -18,9 +18,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import urllib.parse
 from collections.abc import Generator, Iterable
 from typing import Any, TypeVar
 
@@ -143,36 +140,20 @@ def cause_of(action: Any) -> str:
 class OriginLiftedEmbedding(BaseEmbedding):
     """Wraps an embedding so that its all-zero vector gets a direction (see the module docstring).
 
-    Before its first call it checks that the inner model's server (its ``api_base``) accepts a connection: an
-    OpenAI client retries a refused connection for minutes, where a missing server deserves one clear error.
+    An OpenAI embedding inside (MetaGPT's, from its config) asks its server once per call: its client's retries
+    are turned off, and a connection that cannot be made is one ``BackendUnavailable`` naming MetaGPT's config,
+    raised by that first call (the OpenAI client and llama-index would retry it for a minute or more). Nothing
+    is checked before a call: a test double patched onto the inner model's class is called as the test expects.
     """
 
     _inner: BaseEmbedding = PrivateAttr()
-    _reached: bool = PrivateAttr(default=False)
 
     def __init__(self, inner: BaseEmbedding, **kwargs: Any) -> None:
         name = getattr(inner, "model_name", None) or type(inner).__name__
         super().__init__(model_name=f"{name}+origin", embed_batch_size=inner.embed_batch_size, **kwargs)
         self._inner = inner
-
-    def _check_server(self) -> None:
-        """BackendUnavailable at once when nothing listens where the inner model's requests go."""
-        base = getattr(self._inner, "api_base", None)
-        if self._reached or not isinstance(base, str) or _proxied():
-            return
-        url = urllib.parse.urlsplit(base)
-        if url.hostname is None:
-            return
-        port = url.port or (443 if url.scheme == "https" else 80)
-        try:
-            socket.create_connection((url.hostname, port), timeout=5).close()
-        except OSError as exc:
-            raise BackendUnavailable(
-                f"no embedding server is reachable at {mask_url(base)} ({exc.strerror or exc}). MetaGPT's embedding "
-                "comes from its config (~/.metagpt/config2.yaml: llm.base_url): start that server, or point the "
-                "config at one"
-            ) from exc
-        self._reached = True
+        if _is_openai_embedding(inner):
+            inner.max_retries = 0  # type: ignore[attr-defined]  # its client's retries (and newer llama-index's)
 
     @classmethod
     def class_name(cls) -> str:
@@ -182,19 +163,22 @@ class OriginLiftedEmbedding(BaseEmbedding):
     def _lift(vector: list[float]) -> list[float]:
         return [*vector, 0.0 if any(vector) else 1.0]
 
+    def _once(self) -> BaseEmbedding:
+        """The inner model, its OpenAI client (when it has one) answering a failed connection at once."""
+        if _is_openai_embedding(self._inner):
+            _refuse_at_once(self._inner)
+        return self._inner
+
     # The inner model's sync calls serve the async ones too (in a worker thread): MetaGPT's OpenAIEmbedding
     # would otherwise take separate code paths for the two, and its tests patch only the sync text path.
     def _get_query_embedding(self, query: str) -> list[float]:
-        self._check_server()
-        return self._lift(self._inner.get_query_embedding(query))
+        return self._lift(self._once().get_query_embedding(query))
 
     def _get_text_embedding(self, text: str) -> list[float]:
-        self._check_server()
-        return self._lift(self._inner.get_text_embedding(text))
+        return self._lift(self._once().get_text_embedding(text))
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        self._check_server()
-        return [self._lift(v) for v in self._inner.get_text_embedding_batch(texts)]
+        return [self._lift(v) for v in self._once().get_text_embedding_batch(texts)]
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         import asyncio
@@ -212,12 +196,60 @@ class OriginLiftedEmbedding(BaseEmbedding):
         return await asyncio.to_thread(self._get_text_embeddings, texts)
 
 
-def _proxied() -> bool:
-    """True when requests go through a proxy (then the server itself may be out of direct reach)."""
-    return any(
-        os.environ.get(name)
-        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-    )
+def _is_openai_embedding(embedding: object) -> bool:
+    try:
+        from llama_index.embeddings.openai import OpenAIEmbedding
+    except ImportError:  # pragma: no cover - MetaGPT requires it
+        return False
+    return isinstance(embedding, OpenAIEmbedding)
+
+
+class _RefusedAtOnce:
+    """An OpenAI client's ``embeddings`` resource whose failed connection is ltm's ``BackendUnavailable``.
+
+    llama-index 0.10's OpenAI embedding retries any ``openai`` error up to six times, a minute in all, whatever
+    the client's own ``max_retries``; an ltm error is none of those, so it ends the call at the first try.
+    """
+
+    def __init__(self, resource: Any, base_url: str) -> None:
+        self._resource = resource
+        self._base_url = base_url
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        import openai
+
+        try:
+            return self._resource.create(*args, **kwargs)
+        except openai.APIConnectionError as exc:  # refused, reset or timed out: no HTTP answer at all
+            raise BackendUnavailable(
+                f"no embedding server is reachable at {mask_url(self._base_url)} ({_reason(exc)}). MetaGPT's "
+                "embedding comes from its config (~/.metagpt/config2.yaml: llm.base_url): start that server, or "
+                "point the config at one"
+            ) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._resource, name)
+
+
+def _refuse_at_once(inner: Any) -> None:
+    """Give ``inner`` (an OpenAIEmbedding) a client whose failed connection raises at once."""
+    if not getattr(inner, "reuse_client", False) or not callable(getattr(inner, "_get_client", None)):
+        return  # a new client per call: max_retries=0 still holds for each, llama-index's own retries stay
+    try:
+        client = inner._get_client()
+    except Exception:  # noqa: BLE001 - no client (a missing key...): the call itself reports that, as before
+        return
+    if not isinstance(client.embeddings, _RefusedAtOnce):
+        client.embeddings = _RefusedAtOnce(client.embeddings, str(inner.api_base))
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause of a failed connection, in words ("Connection refused")."""
+    seen = {id(exc)}
+    while (cause := exc.__cause__ or exc.__context__) is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        exc = cause
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else None) or str(exc) or type(exc).__name__
 
 
 def metagpt_embedding() -> BaseEmbedding:
