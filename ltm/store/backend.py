@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -30,10 +30,47 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.records import Analysis, HistoryEvent, KeywordAhead, KeywordSide, MemoryHit, Row, StoreStats
+from ltm.store.handle import Handle
+from ltm.store.records import (
+    Analysis,
+    DatabaseNamespace,
+    HistoryEvent,
+    KeywordAhead,
+    KeywordSide,
+    MemoryHit,
+    NamespaceInfo,
+    Row,
+    StoreStats,
+)
 from ltm.store.search.filters import Filter
 
-__all__ = ["DocumentBackend", "Engine", "StoreBackend", "backend_for"]
+__all__ = [
+    "DatabaseCatalog",
+    "DocumentBackend",
+    "Engine",
+    "LocalCatalog",
+    "StagedAdd",
+    "StoreBackend",
+    "TermStatistics",
+    "backend_for",
+    "database_catalog",
+    "local_catalog",
+]
+
+
+class StagedAdd(Protocol):
+    """An add's new messages committed while the model embeds them (:mod:`ltm.store.adding`): called once on a
+    helper thread; the write after the model then moves them (``write_groups(..., staging)``) without an fsync."""
+
+    sids: builtins.list[int] | None  # what was committed (None: nothing yet, or taken back)
+    bodies: dict[str, str]  # the messages' bodies made already, by id (set before the call)
+    moved_by_others: set[str]  # ids another reader stored before the move: stored, and this add's
+
+    def __call__(self) -> None:
+        """Commit the messages (under the handle's lock)."""
+
+    def undo(self) -> None:
+        """Take the committed messages back (the add failed)."""
 
 
 class StoreBackend(Protocol):
@@ -167,12 +204,12 @@ class DocumentBackend(StoreBackend, Protocol):
         items: Sequence[tuple[rowplan.Pending, np.ndarray]],
         keys: Callable[[Sequence[str]], builtins.list[bytes]],
         history_limit: int,
-        staging: Any = None,
+        staging: StagedAdd | None = None,
     ) -> builtins.list[int]:
         """The adds of several callers (each a pending plan and its vectors; ``keys`` the content keys of
         texts): how many messages of each were new. ``staging``: what :meth:`staging` made for them."""
 
-    def staging(self, messages: builtins.list[Message]) -> Any:
+    def staging(self, messages: builtins.list[Message]) -> StagedAdd | None:
         """What commits an add's messages while the model embeds them, or None (the engine has no such path)."""
 
     def add_behind(self, messages: builtins.list[Message]) -> int | None:
@@ -221,14 +258,26 @@ class DocumentBackend(StoreBackend, Protocol):
         """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
 
 
+@runtime_checkable
+class TermStatistics(Protocol):
+    """An engine whose keyword scores are BM25 sums over terms, and that can give their parts: a search across
+    namespaces (:func:`ltm.store.across.search_many`) then scores the union as ONE keyword index would."""
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The namespace's keyword rows, and how many of them hold each of ``terms``."""
+
+    def term_scores(self, term: str, ids: Sequence[str]) -> builtins.list[tuple[str, float]]:
+        """(id, keyword score of ``term`` alone) of the messages ``ids`` that hold it."""
+
+
 class Engine(Protocol):
     """An engine as a handle composes it (``MemoryStorage(..., backend=EmbeddedBackend)``): the class whose
     :meth:`open` gives the handle its namespace."""
 
-    def open(self, store: Any, namespace: str) -> DocumentBackend:
+    def open(self, store: Handle, namespace: str) -> DocumentBackend:
         """Open (creating when new) ``namespace`` for the handle ``store`` (its settings, kind, model, lock)."""
 
-    def discard(self, store: Any, namespace: str) -> None:
+    def discard(self, store: Handle, namespace: str) -> None:
         """Delete ``namespace``'s data for a handle that does not have it open."""
 
 
@@ -241,3 +290,49 @@ def backend_for(settings: Settings) -> Engine:
     from ltm.store.embedded import EmbeddedBackend
 
     return EmbeddedBackend
+
+
+class LocalCatalog(Protocol):
+    """The embedded engine's reading of a data root (:mod:`ltm.store.embedded.catalog`): opens no namespace."""
+
+    def namespaces(self, settings: Settings, kind: str | None) -> Iterator[NamespaceInfo]:
+        """Every namespace directory under ``settings.storage_dir`` (``kind``'s only), by kind then name."""
+
+    def is_namespace_dir(self, directory: Path) -> bool:
+        """Whether ``directory`` is a namespace folder ltm made."""
+
+    def holds_namespace(self, directory: Path) -> bool:
+        """Whether the namespace directory was ever opened."""
+
+    def recorded_model(self, directory: Path) -> str | None:
+        """The embedding model the namespace directory records."""
+
+
+class DatabaseCatalog(Protocol):
+    """PostgreSQL's reading of a database's namespaces (:mod:`ltm.store.pg.catalog`): creates nothing."""
+
+    def pg_namespaces(self, url: str) -> Iterator[DatabaseNamespace]:
+        """Every namespace of the database at ``url``, by kind then name."""
+
+    def pg_partitions(self, url: str) -> int:
+        """How many hash partitions by namespace the database has (0: plain tables)."""
+
+    def pg_namespace_exists(self, url: str, kind: str, name: str, partitions: int | None = None) -> bool:
+        """Whether the database holds namespace ``kind/name``."""
+
+    def pg_namespace_model(self, url: str, kind: str, name: str, partitions: int | None = None) -> str | None:
+        """The embedding model namespace ``kind/name`` records (None: no such namespace)."""
+
+
+def local_catalog() -> LocalCatalog:
+    """The embedded engine's catalog of a data root (loaded on first use)."""
+    from ltm.store.embedded import catalog
+
+    return catalog
+
+
+def database_catalog() -> DatabaseCatalog:
+    """PostgreSQL's catalog of a database (loaded on first use: it needs the ``pg`` extra)."""
+    from ltm.store.pg import catalog
+
+    return catalog

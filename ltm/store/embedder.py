@@ -244,7 +244,7 @@ class Embedder:
     def slow(self) -> bool:
         """False once one of the model's recent calls took less than SLOW_RUN_S (True before any call): whether
         work run beside the next call (``embed``'s ``during``) can hide behind it. An add stages its messages
-        only then (ltm.store.embedded.writes.add_groups): against a model that answers in microseconds the staged
+        only then (ltm.store.adding.add_groups): against a model that answers in microseconds the staged
         commit's fsync overlaps nothing, and its second transaction and hand-off cost ~13% of an add. The
         minimum, not a mean: a first call's warm-up or a loaded machine only ever makes a call slower."""
         runs = self._runs

@@ -1,6 +1,7 @@
 """The store's records, shared by every engine: a search's query and hits (:class:`SearchQuery`, :class:`MemoryHit`),
 a row ready to be written (:class:`Row`, its vectors' stored encoding), a message's history events, a page of
-:meth:`MemoryStorage.list`, and :meth:`MemoryStorage.stats`.
+:meth:`MemoryStorage.list`, :meth:`MemoryStorage.stats`, and what the catalog lists (:class:`NamespaceInfo` of a
+data root, :class:`DatabaseNamespace` of a database).
 
 A page's cursor is opaque to callers. Inside it is the last message seq the page covered: seqs only grow
 (SQLite AUTOINCREMENT never reuses one), so a cursor stays valid while others append, and the next page
@@ -14,6 +15,7 @@ import binascii
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeAlias, get_args
 
 import numpy as np
@@ -27,6 +29,7 @@ __all__ = [
     "MODES",
     "VECTOR_DTYPE",
     "Analysis",
+    "DatabaseNamespace",
     "Event",
     "HistoryEvent",
     "KeywordAhead",
@@ -34,6 +37,7 @@ __all__ = [
     "MemoryHit",
     "MessagePage",
     "Mode",
+    "NamespaceInfo",
     "Row",
     "SearchQuery",
     "StoreStats",
@@ -192,6 +196,37 @@ class StoreStats:
     last_seq: int
     model: str
     embedding_calls: int
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """One namespace on disk, as its manifest and log say.
+
+    ``namespace`` is the name it was opened with (the directory name when the manifest is unreadable);
+    ``messages`` is None when the log cannot be read (``problem`` says why); ``bytes_on_disk`` counts the
+    files of its directory (SQLite, its WAL, snapshots, manifest)."""
+
+    kind: str
+    namespace: str
+    path: Path
+    messages: int | None
+    bytes_on_disk: int
+    embedding_model: str | None
+    index_type: str | None
+    dim: int | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class DatabaseNamespace:
+    """One namespace row of a database: kind, name, embedding model, dimension (None before a vector), live
+    messages."""
+
+    kind: str
+    name: str
+    model: str
+    dim: int | None
+    messages: int
 
 
 def encode_cursor(seq: int) -> str:

@@ -30,11 +30,11 @@ from ltm.errors import InvalidInput
 from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store.backend import DocumentBackend, Engine, backend_for
-from ltm.store.embedded.engine import HandleLock
-from ltm.store.embedded.writes import add_groups
+from ltm.store.adding import add_groups
+from ltm.store.backend import DocumentBackend, Engine, StagedAdd, backend_for
 from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
+from ltm.store.locks import HandleLock
 from ltm.store.naming import namespace_dir
 from ltm.store.records import MemoryHit, StoreStats
 from ltm.store.searching import Searching
@@ -245,17 +245,16 @@ class MemoryStorage(Searching):
             return backend.write(rows, replace=True, update=update, history_limit=self.settings.history_limit)
 
     def _insert_groups(
-        self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]], staging: Any = None
+        self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]], staging: StagedAdd | None = None
     ) -> builtins.list[int]:
-        """One write transaction for the adds of several callers (ltm.store.embedded.writes.add_groups); ``staging``:
-        their
-        messages are committed in ``staged`` already, so this write moves them and needs no fsync."""
+        """One write transaction for the adds of several callers (:func:`ltm.store.adding.add_groups`);
+        ``staging``: their messages are committed already, so this write moves them and needs no fsync."""
         with self._lock:
             return self._engine().write_groups(items, self.embedder.keys, self.settings.history_limit, staging)
 
-    def _staging(self, messages: builtins.list[Message]) -> Any:
-        """What commits an add's new messages while the model embeds them (the embedded engine's
-        ``Staging``), or None."""
+    def _staging(self, messages: builtins.list[Message]) -> StagedAdd | None:
+        """What commits an add's new messages while the model embeds them (:class:`~ltm.store.backend.StagedAdd`),
+        or None."""
         with self._lock:
             return self._engine().staging(messages)
 

@@ -10,8 +10,8 @@ The engine is reference-counted by the handles attached to it (a weak set: a col
 It closes its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.embedded.pool`); a handle
 keeps its engine object after ``close()``, so its next call reopens the very engine other handles may share.
 
-:class:`HandleLock` is a handle's ``_lock``: its own lock until the handle opens a namespace, then that
-namespace's engine lock, so the code that reads ``with self._lock:`` serialises across every handle on it.
+:class:`~ltm.store.locks.HandleLock` is a handle's ``_lock``: its own lock until the handle opens a namespace, then
+that namespace's engine lock, so the code that reads ``with self._lock:`` serialises across every handle on it.
 """
 
 from __future__ import annotations
@@ -20,59 +20,23 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ltm.config import Settings
 from ltm.store.embedded.behind import has_staged
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.opening import open_namespace, sweep_leftovers
+from ltm.store.embedder import Embedder
 
-__all__ = ["ENGINES", "Engine", "EngineRegistry", "HandleLock"]
+__all__ = ["ENGINES", "Engine", "EngineRegistry"]
 
 
-class HandleLock:
-    """A handle's lock: re-entrant, and re-targetable (:meth:`bind`) to the engine lock the handle shares.
+class Attached(Protocol):
+    """A handle's view of the namespace, attached to its engine (``PooledNamespace``): its embedder once made."""
 
-    A thread that waited on the old target while the handle was re-bound lets it go and takes the new one,
-    so nobody ends up holding a lock the handle no longer uses."""
-
-    def __init__(self) -> None:
-        self._target: Any = threading.RLock()
-        self._held = threading.local()
-
-    def bind(self, lock: Any) -> None:
-        """From now on acquire ``lock`` (a threading.RLock); call while holding this lock."""
-        self._target = lock
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        while True:
-            target = self._target
-            if not target.acquire(blocking, timeout):
-                return False
-            if target is self._target:
-                self._stack().append(target)
-                return True
-            target.release()  # re-bound while we waited: take the new one
-
-    def release(self) -> None:
-        self._stack().pop().release()
-
-    def _is_owned(self) -> bool:
-        owned = getattr(self._target, "_is_owned", None)
-        return bool(owned is not None and owned())
-
-    def _stack(self) -> list[Any]:
-        stack: list[Any] | None = getattr(self._held, "stack", None)
-        if stack is None:
-            stack = self._held.stack = []
-        return stack
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+    @property
+    def _embedder(self) -> Embedder | None: ...
 
 
 class Engine:
@@ -88,16 +52,16 @@ class Engine:
         self.parked = False  # closed by the pool: its handles still count it open
         # acknowledged messages wait for their vectors (ltm.store.embedded.behind): reads settle them
         self.staged = False
-        self.handles: weakref.WeakSet[Any] = weakref.WeakSet()  # the attached handles
+        self.handles: weakref.WeakSet[Attached] = weakref.WeakSet()  # the attached handles
 
-    def attach(self, handle: Any) -> None:
+    def attach(self, handle: Attached) -> None:
         """Count ``handle`` in (call with :attr:`lock` held). A new handle on an engine already open sweeps the
         leftovers of killed snapshot writes, as its own open would have (see ``opening.sweep_leftovers``)."""
         if handle not in self.handles and self.mirror is not None and not self.mirror.read_only:
             sweep_leftovers(self.dir)
         self.handles.add(handle)
 
-    def detach(self, handle: Any) -> int:
+    def detach(self, handle: Attached) -> int:
         """``handle`` let go of the engine; how many handles still hold it."""
         self.handles.discard(handle)
         return len(self.handles)
@@ -128,7 +92,7 @@ class Engine:
         self.release()
         self.parked = True
         for handle in list(self.handles):  # up to 4,096 vectors per handle: 1.9 GB across 10,000 parked ones
-            embedder = getattr(handle, "_embedder", None)
+            embedder = handle._embedder
             if embedder is not None:
                 embedder.drop_cache()
 

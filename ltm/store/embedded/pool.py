@@ -30,10 +30,11 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, ConfigError, InvalidInput
-from ltm.store.embedded.engine import ENGINES, Engine, HandleLock
+from ltm.store.embedded.engine import ENGINES, Engine
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedder import Embedder
+from ltm.store.locks import HandleLock
 from ltm.store.naming import namespace_dir
 
 __all__ = ["POOL", "NamespacePool", "PooledNamespace", "open_files"]
@@ -148,6 +149,11 @@ class PooledNamespace:
     @abstractmethod
     def embedder(self) -> Embedder:
         """The store's embedder (its model name is checked against the namespace's on open)."""
+
+    @property
+    @abstractmethod
+    def _embedder(self) -> Embedder | None:
+        """The store's embedder once made (the engine empties its cache when the pool parks the namespace)."""
 
     @property
     def _log(self) -> MessageLog | None:

@@ -15,6 +15,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import rows as rowplan
+from ltm.store.handle import Handle
 from ltm.store.records import Row
 from ltm.store.warm import WARM
 
@@ -26,10 +27,10 @@ class PgSeam:
 
     engine_name = "postgresql"
     settings: Settings
-    _handle: weakref.ref[Any] | None = None
+    _handle: weakref.ref[Handle] | None = None
 
     @classmethod
-    def open(cls, store: Any, namespace: str) -> Any:
+    def open(cls, store: Handle, namespace: str) -> Any:
         """Open (creating when new) ``namespace`` for the handle ``store``, on ``store.settings.store_url``."""
         make: Any = cls  # PgBackend: its constructor opens the namespace
         backend = make(store.settings.store_url, store.kind, namespace, store.embedder.model, store.settings)
@@ -37,7 +38,7 @@ class PgSeam:
         return backend
 
     @classmethod
-    def discard(cls, store: Any, namespace: str) -> None:
+    def discard(cls, store: Handle, namespace: str) -> None:
         """Delete ``namespace``'s rows: found through the open namespace."""
         cls.open(store, namespace).drop()
 
@@ -67,9 +68,10 @@ class PgSeam:
         items: Sequence[tuple[rowplan.Pending, np.ndarray]],
         keys: Callable[[Sequence[str]], builtins.list[bytes]],
         history_limit: int,
-        staging: Any = None,
+        staging: object = None,
     ) -> builtins.list[int]:
-        """The adds of several callers: one server transaction each."""
+        """The adds of several callers: one server transaction each (``staging`` is always None here: see
+        :meth:`staging`)."""
         counts = []
         for pending, vectors in items:
             self.ensure_dim(vectors.shape[1])
