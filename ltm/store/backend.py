@@ -11,7 +11,10 @@ one :func:`backend_for` picks from the settings:
 - :class:`~ltm.store.pg.PgBackend` (``Settings.store_url = "postgresql://..."``): PostgreSQL + pgvector, any
   number of processes on any number of hosts.
 
-An engine is a class with the two class methods of :class:`Engine`; what it opens is a :class:`DocumentBackend`.
+An engine is a class with the two class methods of :class:`Engine`; what it opens is a :class:`DocumentBackend`,
+the core every engine implements, and any of the capabilities that only some engines have (:class:`StagedAdds`,
+:class:`WritesBehind`, :class:`KeywordFirst`, :class:`TermStatistics`): the facade checks for those with
+``isinstance`` and goes without, so no engine stubs a member it cannot fill.
 A new engine is a package beside ``embedded/`` and ``pg/`` with both, passing the contract suite
 (``tests/store/contract``, parametrised over the engines); docs/ARCHITECTURE.md draws where it goes.
 """
@@ -48,10 +51,12 @@ __all__ = [
     "DatabaseCatalog",
     "DocumentBackend",
     "Engine",
+    "KeywordFirst",
     "LocalCatalog",
     "StagedAdd",
-    "StoreBackend",
+    "StagedAdds",
     "TermStatistics",
+    "WritesBehind",
     "backend_for",
     "database_catalog",
     "local_catalog",
@@ -73,42 +78,84 @@ class StagedAdd(Protocol):
         """Take the committed messages back (the add failed)."""
 
 
-class StoreBackend(Protocol):
-    """One open namespace of an engine. Not thread-safe by itself: the facade serialises calls."""
+@runtime_checkable
+class DocumentBackend(Protocol):
+    """One handle's open namespace of an engine: what every engine implements. The facade calls it under the
+    handle's lock (it is not thread-safe by itself). What only some engines can do is a capability beside it
+    (:class:`StagedAdds`, :class:`WritesBehind`, :class:`KeywordFirst`, :class:`TermStatistics`), which the facade
+    checks for with ``isinstance``."""
 
+    engine_name: str  # "embedded", "postgresql": for reprs
+
+    # -- where, and what dimension -------------------------------------------------------------------------
     @property
     def location(self) -> str:
         """Where the namespace lives (a directory, or a redacted URL and the namespace), for messages."""
 
+    @property
+    def directory(self) -> Path | None:
+        """The namespace's directory (None where a server keeps it)."""
+
+    def touch(self) -> None:
+        """The handle used the namespace (an engine that bounds what idle handles hold may release others)."""
+
     def dimension(self) -> int | None:
         """The stored vectors' dimension, None before the first vector (catching up with other writers)."""
+
+    def known_dimension(self) -> int | None:
+        """The dimension when it is known without a read; None: ask :meth:`dimension`."""
 
     def ensure_dim(self, dim: int) -> None:
         """Record ``dim`` at the namespace's first vector; StoreMismatch for another dimension."""
 
+    # -- writes ----------------------------------------------------------------------------------------------
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are stored."""
 
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Stored content vectors by content key: the embedder's cache (no model call for known text)."""
 
-    def write(self, rows: Sequence[Row], *, replace: bool) -> int:
+    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
         """Insert ``rows`` in ONE transaction, skipping stored ids; or with ``replace`` put each in place of the
-        stored message with its id, in the same transaction. How many were inserted (or replaced)."""
+        stored message with its id, in the same transaction; each with its history event (kept up to
+        ``history_limit`` per namespace). How many were inserted (or replaced). ``update``: NotFound, nothing
+        written, when an id is no longer stored."""
 
-    def delete(self, message_id: str) -> bool:
-        """Delete one message; False when it was not stored."""
+    def write_groups(
+        self,
+        items: Sequence[tuple[rowplan.Pending, np.ndarray]],
+        keys: Callable[[Sequence[str]], builtins.list[bytes]],
+        history_limit: int,
+        staging: StagedAdd | None = None,
+    ) -> builtins.list[int]:
+        """The adds of several callers (each a pending plan and its vectors; ``keys`` the content keys of
+        texts): how many messages of each were new. ``staging``: what :meth:`StagedAdds.staging` made for them
+        (None on an engine without staged adds)."""
 
+    def delete(self, message_id: str, history_limit: int = 0) -> bool:
+        """Delete one message (with its DELETE event); False when it was not stored."""
+
+    def remove(self, tree: Filter | None, history_limit: int) -> int:
+        """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
+
+    def index_metadata(self, key: str) -> None:
+        """Index filters on ``metadata.KEY``."""
+
+    def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
+        """Make ``rows`` the history of the ids they name (replacing theirs)."""
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
+
+    # -- reads -----------------------------------------------------------------------------------------------
     def body_of(self, message_id: str) -> str | None:
         """The stored message JSON, or None."""
 
     def count(self) -> int:
         """Messages stored."""
 
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
-        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.search.speakers`: a question's names
-        are put in the first person before it is embedded)."""
+    def count_where(self, tree: Filter | None) -> int:
+        """Messages matching ``tree`` (all when None)."""
 
     def recent(self, n: int) -> list[str]:
         """The ``n`` newest bodies by insertion order, oldest first."""
@@ -116,6 +163,24 @@ class StoreBackend(Protocol):
     def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
         """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
 
+    def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
+        """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
+
+    def due(self, now: float) -> bool:
+        """Whether some message's expiry is at or before ``now``."""
+
+    def events(self, message_id: str) -> list[HistoryEvent]:
+        """The message's history, oldest first."""
+
+    def trail_rows(self) -> list[tuple[str, str, str | None, float]]:
+        """The namespace's history, oldest first: (id, event, old body, at)."""
+
+    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
+        """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
+        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.search.speakers`: a question's names
+        are put in the first person before it is embedded)."""
+
+    # -- searches --------------------------------------------------------------------------------------------
     def search(
         self,
         text: str,
@@ -132,34 +197,14 @@ class StoreBackend(Protocol):
         whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
         lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
         :func:`ltm.store.search.fusion.line_scores`. ``plan``: ``text``'s
-        :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, the
-        :meth:`keyword_candidates` the caller found while the model embedded the query, or the future of
-        :meth:`keyword_beside`'s call."""
+        :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, on an engine
+        that finds the keyword side first (:class:`KeywordFirst`), what it found while the model embedded the
+        query, or the future of its call."""
 
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> KeywordSide | None:
-        """A hybrid search's keyword side for ``text`` (what :meth:`search` takes as ``keyword``): found while the
-        model embeds the query, with whatever of the candidates' rows the engine can read without the query vector
-        before ``model_done`` is set (what is left, :meth:`search` reads with the dense candidates' rows); None where
-        :meth:`search` ranks the keyword side itself (one statement)."""
-
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> Callable[[], KeywordSide] | None:
-        """:meth:`keyword_candidates` as a call to run on another thread without the store's lock (made under it),
-        so that :meth:`search` can take it as a future and do its dense side before it needs it; None where the
-        keyword side needs the store's lock."""
+    def signal_scores(
+        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
+    ) -> dict[str, dict[str, float]]:
+        """Per-signal scores (dense, context, keyword) of messages ``ids`` for a query, for ``explain``."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""
@@ -170,6 +215,7 @@ class StoreBackend(Protocol):
     def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
         """Counts for health checks."""
 
+    # -- lifetime --------------------------------------------------------------------------------------------
     def save(self) -> None:
         """Make the next open fast (a FAISS snapshot); nothing to do where the server keeps the index."""
 
@@ -180,82 +226,54 @@ class StoreBackend(Protocol):
         """Delete the namespace's data (after close)."""
 
 
+# -- capabilities: what only some engines do ------------------------------------------------------------------
 @runtime_checkable
-class DocumentBackend(StoreBackend, Protocol):
-    """One handle's open namespace of an engine, with everything the facade calls: the rows and searches of
-    :class:`StoreBackend`, the document API (:mod:`ltm.store.documents`: filters as a parsed tree, history,
-    expiry, explain) and the handle's side of the namespace (where it is, the write paths an engine may
-    specialise). Called under the handle's lock."""
-
-    engine_name: str  # "embedded", "postgresql": for reprs
-
-    @property
-    def directory(self) -> Path | None:
-        """The namespace's directory (None where a server keeps it)."""
-
-    def touch(self) -> None:
-        """The handle used the namespace (an engine that bounds what idle handles hold may release others)."""
-
-    def known_dimension(self) -> int | None:
-        """The dimension when it is known without a read; None: ask :meth:`dimension`."""
-
-    def write_groups(
-        self,
-        items: Sequence[tuple[rowplan.Pending, np.ndarray]],
-        keys: Callable[[Sequence[str]], builtins.list[bytes]],
-        history_limit: int,
-        staging: StagedAdd | None = None,
-    ) -> builtins.list[int]:
-        """The adds of several callers (each a pending plan and its vectors; ``keys`` the content keys of
-        texts): how many messages of each were new. ``staging``: what :meth:`staging` made for them."""
+class StagedAdds(Protocol):
+    """An engine that commits an add's messages while the model embeds them (:mod:`ltm.store.adding`), so the
+    write after the model needs no fsync of its own."""
 
     def staging(self, messages: builtins.list[Message]) -> StagedAdd | None:
-        """What commits an add's messages while the model embeds them, or None (the engine has no such path)."""
+        """What commits an add's new messages while the model embeds them; None when this namespace's settings
+        leave nothing to hide (no fsync per commit)."""
+
+
+@runtime_checkable
+class WritesBehind(Protocol):
+    """An engine that acknowledges an add before its vector exists (``Settings.write_behind``)."""
 
     def add_behind(self, messages: builtins.list[Message]) -> int | None:
-        """With ``Settings.write_behind``, where the engine supports it: stage ``messages`` and embed them later;
-        how many were new. None: the handle adds as ever."""
+        """Stage ``messages`` durably, their vectors computed later; how many were new. None when the handle's
+        settings do not ask for write-behind (the handle adds as ever)."""
 
-    def write(self, rows: Sequence[Row], *, replace: bool, update: bool = False, history_limit: int = 0) -> int:
-        """Insert ``rows`` in ONE transaction, skipping stored ids; or with ``replace`` put each in place of the
-        stored message with its id, in the same transaction; each with its history event (kept up to
-        ``history_limit`` per namespace). How many were inserted (or replaced). ``update``: NotFound, nothing
-        written, when an id is no longer stored."""
 
-    def delete(self, message_id: str, history_limit: int = 0) -> bool:
-        """Delete one message (with its DELETE event); False when it was not stored."""
+@runtime_checkable
+class KeywordFirst(Protocol):
+    """An engine whose hybrid search can take its keyword side found beforehand, while the model embeds the
+    query (:meth:`DocumentBackend.search`'s ``keyword``), rather than ranking it inside one statement."""
 
-    def remove(self, tree: Filter | None, history_limit: int) -> int:
-        """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
+    def keyword_candidates(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> KeywordSide:
+        """A hybrid search's keyword side for ``text``, with whatever of the candidates' rows the engine can read
+        without the query vector before ``model_done`` is set (what is left, :meth:`DocumentBackend.search` reads
+        with the dense candidates' rows). Called under the handle's lock."""
 
-    def due(self, now: float) -> bool:
-        """Whether some message's expiry is at or before ``now``."""
-
-    def events(self, message_id: str) -> list[HistoryEvent]:
-        """The message's history, oldest first."""
-
-    def trail_rows(self) -> list[tuple[str, str, str | None, float]]:
-        """The namespace's history, oldest first: (id, event, old body, at)."""
-
-    def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
-        """Make ``rows`` the history of the ids they name (replacing theirs)."""
-
-    def index_metadata(self, key: str) -> None:
-        """Index filters on ``metadata.KEY``."""
-
-    def count_where(self, tree: Filter | None) -> int:
-        """Messages matching ``tree`` (all when None)."""
-
-    def signal_scores(
-        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
-    ) -> dict[str, dict[str, float]]:
-        """Per-signal scores (dense, context, keyword) of messages ``ids`` for a query, for ``explain``."""
-
-    def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
-        """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
-
-    def bulk(self) -> AbstractContextManager[None]:
-        """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
+    def keyword_beside(
+        self,
+        text: str,
+        plan: Analysis,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        model_done: threading.Event | None = None,
+    ) -> Callable[[], KeywordSide] | None:
+        """:meth:`keyword_candidates` as a call to run on another thread without the handle's lock (made under
+        it), so that the search can take it as a future and do its dense side before it needs it; None where the
+        keyword side needs the lock (then :meth:`keyword_candidates` runs under it)."""
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 them.
 
 A :class:`~ltm.store.storage.MemoryStorage` holds its own lock until it opens a namespace; an engine that shares
-one namespace's files between the handles on it (the embedded engine: :mod:`ltm.store.embedded.engine`) then
+one namespace's files between the handles on it (the embedded engine: :mod:`ltm.store.embedded.shared`) then
 re-binds it to that namespace's lock, so the facade's ``with self._lock:`` serialises across every handle on it.
 """
 

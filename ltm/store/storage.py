@@ -31,7 +31,7 @@ from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.adding import add_groups
-from ltm.store.backend import DocumentBackend, Engine, StagedAdd, backend_for
+from ltm.store.backend import DocumentBackend, Engine, StagedAdd, StagedAdds, WritesBehind, backend_for
 from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
 from ltm.store.locks import HandleLock
@@ -146,9 +146,10 @@ class MemoryStorage(Searching):
             messages = rowplan.prepare([message], self.settings.max_content_bytes, None).messages
             with self._lock:
                 behind = self._engine()
-            added = behind.add_behind(messages)  # outside the lock: it queues with other callers' adds
-            if added is not None:
-                return added == 1
+            if isinstance(behind, WritesBehind):
+                added = behind.add_behind(messages)  # outside the lock: it queues with other callers' adds
+                if added is not None:
+                    return added == 1
         return self.add_batch([message]) == 1
 
     def persist(self) -> None:
@@ -256,7 +257,8 @@ class MemoryStorage(Searching):
         """What commits an add's new messages while the model embeds them (:class:`~ltm.store.backend.StagedAdd`),
         or None."""
         with self._lock:
-            return self._engine().staging(messages)
+            backend = self._engine()
+            return backend.staging(messages) if isinstance(backend, StagedAdds) else None
 
     def _dim(self) -> int | None:
         with self._lock:

@@ -4,7 +4,7 @@
 FAISS snapshots that follow it (:mod:`ltm.store.embedded.mirror`) and ``manifest.json`` (model, dimension, schema).
 Several processes may open one namespace: SQLite serialises their writes, and each process's mirror replays the
 others' commits before it reads. In one process, the handles on a namespace share one engine (one connection, one
-copy of the indexes: :mod:`ltm.store.embedded.engine`), parked by the pool when idle (:mod:`ltm.store.embedded.pool`).
+copy of the indexes: :mod:`ltm.store.embedded.shared`), parked by the pool when idle (:mod:`ltm.store.embedded.pool`).
 
 A :class:`EmbeddedBackend` is one handle's view of its open namespace (the handle is the
 :class:`~ltm.store.storage.MemoryStorage` that opened it); the handle calls it under its lock, which is the shared
@@ -29,13 +29,13 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.behind import Staging, WriteBehind
-from ltm.store.embedded.engine import ENGINES
 from ltm.store.embedded.explain import sqlite_signals
 from ltm.store.embedded.filters import compile_filters, to_sql
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
+from ltm.store.embedded.shared import SHARED
 from ltm.store.embedded.writes import insert_groups, replace_rows
 from ltm.store.embedder import Embedder
 from ltm.store.handle import Handle
@@ -86,7 +86,7 @@ class EmbeddedBackend(PooledNamespace):
     def discard(cls, store: Handle, namespace: str) -> None:
         """Delete ``namespace``'s directory for a handle that has it closed (other handles' engine let go first)."""
         directory = namespace_dir(store.settings.storage_dir, store.kind, namespace)
-        engine = ENGINES.find(directory, namespace)
+        engine = SHARED.find(directory, namespace)
         if engine is not None:
             with engine.lock:
                 POOL.forget(engine)

@@ -3,7 +3,7 @@
 Every open namespace holds about three file descriptors (``memory.sqlite`` and its ``-wal`` / ``-shm``) and
 its FAISS indexes in RAM. Without a bound, the 340th namespace fails under the common ``ulimit -n 1024``.
 Handles on one namespace (each through its :class:`PooledNamespace`, the embedded backend of a
-:class:`~ltm.store.storage.MemoryStorage`) share one :class:`~ltm.store.embedded.engine.Engine`, and each open
+:class:`~ltm.store.storage.MemoryStorage`) share one :class:`~ltm.store.embedded.shared.SharedNamespace`, and each open
 engine is registered with the process's :data:`POOL`; past ``settings.max_open_namespaces`` the least recently
 used IDLE engines are *parked*: snapshot flushed, SQLite connection closed, indexes dropped. The handles stay
 valid: the next call on any of them reopens the namespace from its snapshot (no rebuild, no embedding; the vector
@@ -30,9 +30,9 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, ConfigError, InvalidInput
-from ltm.store.embedded.engine import ENGINES, Engine
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.shared import SHARED, SharedNamespace
 from ltm.store.embedder import Embedder
 from ltm.store.locks import HandleLock
 from ltm.store.naming import namespace_dir
@@ -48,14 +48,14 @@ class NamespacePool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # never held while waiting for anything else
-        self._open: dict[int, weakref.ref[Engine]] = {}  # insertion order = recency
+        self._open: dict[int, weakref.ref[SharedNamespace]] = {}  # insertion order = recency
 
     def count(self) -> int:
         """How many namespaces are open now (one per engine, however many handles share it)."""
         with self._lock:
             return sum(1 for ref in self._open.values() if ref() is not None)
 
-    def touch(self, engine: Engine, limit: int) -> None:
+    def touch(self, engine: SharedNamespace, limit: int) -> None:
         """Mark ``engine`` (open, its lock held by the caller) the most recently used, and park the least
         recently used idle engines past ``limit`` (0: no bound)."""
         with self._lock:
@@ -71,12 +71,12 @@ class NamespacePool:
             finally:
                 victim.lock.release()
 
-    def forget(self, engine: Engine) -> None:
+    def forget(self, engine: SharedNamespace) -> None:
         """``engine`` was closed by its last handle."""
         with self._lock:
             self._open.pop(id(engine), None)
 
-    def _victims(self, keep: Engine, limit: int) -> list[Engine]:
+    def _victims(self, keep: SharedNamespace, limit: int) -> list[SharedNamespace]:
         """Under the pool's lock: take (lock held) the oldest idle engines, enough to get back to ``limit``."""
         excess, chosen = len(self._open) - limit, []
         for key, ref in list(self._open.items()):
@@ -142,7 +142,7 @@ class PooledNamespace:
     kind: str
     namespace: str | None
     _lock: HandleLock
-    _shared: Engine | None = None  # the engine of the namespace this handle opened (kept after close)
+    _shared: SharedNamespace | None = None  # the engine of the namespace this handle opened (kept after close)
     _attached = False  # between an open and close() / clean()
 
     @property
@@ -178,7 +178,7 @@ class PooledNamespace:
     def _open(self, namespace: str) -> None:
         directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
         with self._lock:
-            engine = ENGINES.get(directory, namespace, self.embedder.model, self.settings)
+            engine = SHARED.get(directory, namespace, self.embedder.model, self.settings)
             if engine is not self._shared:
                 self._detach()
                 self._shared = engine

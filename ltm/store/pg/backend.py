@@ -22,7 +22,6 @@ batch is still one transaction, and readers meanwhile search the namespace exact
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -355,28 +354,6 @@ class PgBackend(PgDocuments, PgSeam):
         if not hybrid:
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
         return fused(text, k, fetch, rows, exact, terms, cosines)
-
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> None:
-        """None: :meth:`search` ranks the keyword side inside its one statement."""
-        del text, plan, k, filters, model_done
-
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> None:
-        """None: :meth:`search` ranks the keyword side inside its one statement."""
-        del text, plan, k, filters, model_done
 
     def _with_feedback(
         self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any], hnsw: bool

@@ -1,6 +1,6 @@
 """What :class:`~ltm.store.pg.backend.PgBackend` answers a :class:`~ltm.store.storage.MemoryStorage` handle beyond
-the rows: how it is opened and removed, and the write paths the embedded engine specialises (group commits,
-staged adds, write-behind), which on the server are plain transactions."""
+the rows: how it is opened and removed, and a group of adds, which on the server is a plain transaction each
+(PostgreSQL has neither staged adds nor write-behind: the facade finds no such capability and adds as ever)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.handle import Handle
+from ltm.store.pg.warm import WARM
 from ltm.store.records import Row
-from ltm.store.warm import WARM
 
 __all__ = ["PgSeam"]
 
@@ -48,7 +47,7 @@ class PgSeam:
         return None
 
     def touch(self) -> None:
-        """The handle was used: the least recently used handles' embedding caches go (:mod:`ltm.store.warm`)."""
+        """The handle was used: the least recently used handles' embedding caches go (:mod:`ltm.store.pg.warm`)."""
         handle = None if self._handle is None else self._handle()
         if handle is not None:
             WARM.touch(handle, self.settings.max_open_namespaces)
@@ -78,11 +77,3 @@ class PgSeam:
             rows = rowplan.build_rows(pending, keys(pending.contents), vectors)
             counts.append(self.write(rows, replace=False, history_limit=history_limit))
         return counts
-
-    def staging(self, messages: builtins.list[Message]) -> None:
-        """None: the server commits each add in one transaction after the model (there is no staged table)."""
-        return None
-
-    def add_behind(self, messages: builtins.list[Message]) -> int | None:
-        """None: write-behind is the embedded engine's; the handle adds as ever."""
-        return None

@@ -1,17 +1,18 @@
-"""One engine per open namespace per process: handles on one namespace share its files and indexes.
+"""One shared state per open namespace per process (:class:`SharedNamespace`): handles on one namespace share its
+files and indexes.
 
 Two :class:`~ltm.store.storage.MemoryStorage` objects for one namespace (same data root, kind, name, embedding
-model and engine settings) in one process share ONE :class:`Engine`: one SQLite connection, one
+model and engine settings) in one process share ONE :class:`SharedNamespace`: one SQLite connection, one
 :class:`~ltm.store.embedded.mirror.IndexMirror` (one copy of the vectors in RAM) and one re-entrant lock that serialises
 every call that touches them, whichever handle makes it. A write through one handle is in the mirror the other
 reads at once: nothing to replay, no second copy.
 
-The engine is reference-counted by the handles attached to it (a weak set: a collected handle counts no more).
-It closes its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.embedded.pool`); a handle
-keeps its engine object after ``close()``, so its next call reopens the very engine other handles may share.
+It is reference-counted by the handles attached to it (a weak set: a collected handle counts no more). It closes
+its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.embedded.pool`); a handle keeps
+its shared namespace object after ``close()``, so its next call reopens the very one other handles may share.
 
 :class:`~ltm.store.locks.HandleLock` is a handle's ``_lock``: its own lock until the handle opens a namespace, then
-that namespace's engine lock, so the code that reads ``with self._lock:`` serialises across every handle on it.
+that namespace's shared lock, so the code that reads ``with self._lock:`` serialises across every handle on it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.opening import open_namespace, sweep_leftovers
 from ltm.store.embedder import Embedder
 
-__all__ = ["ENGINES", "Engine", "EngineRegistry"]
+__all__ = ["SHARED", "SharedNamespace", "SharedRegistry"]
 
 
 class Attached(Protocol):
@@ -39,7 +40,7 @@ class Attached(Protocol):
     def _embedder(self) -> Embedder | None: ...
 
 
-class Engine:
+class SharedNamespace:
     """A namespace directory's log and mirror in this process, the lock that guards them, and its handles.
 
     Every method but :meth:`attach` / :meth:`detach` is called with :attr:`lock` held."""
@@ -103,15 +104,15 @@ class Engine:
             log.close()
 
 
-class EngineRegistry:
-    """The process's engines, by what makes two handles share one (held weakly: by their handles)."""
+class SharedRegistry:
+    """The process's shared namespaces, by what makes two handles share one (held weakly: by their handles)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._engines: weakref.WeakValueDictionary[tuple[Any, ...], Engine] = weakref.WeakValueDictionary()
+        self._engines: weakref.WeakValueDictionary[tuple[Any, ...], SharedNamespace] = weakref.WeakValueDictionary()
 
-    def get(self, directory: Path, namespace: str, model: str, settings: Settings) -> Engine:
-        """The engine of this namespace directory for this model and these engine settings (new when none)."""
+    def get(self, directory: Path, namespace: str, model: str, settings: Settings) -> SharedNamespace:
+        """The shared state of this namespace directory for this model and these engine settings (new when none)."""
         key = (
             os.path.realpath(directory),
             namespace,
@@ -124,11 +125,11 @@ class EngineRegistry:
         with self._lock:
             engine = self._engines.get(key)
             if engine is None:
-                engine = self._engines[key] = Engine(directory, namespace, model, settings)
+                engine = self._engines[key] = SharedNamespace(directory, namespace, model, settings)
             return engine
 
-    def find(self, directory: Path, namespace: str) -> Engine | None:
-        """An engine open on this namespace directory (for any model or settings), or None."""
+    def find(self, directory: Path, namespace: str) -> SharedNamespace | None:
+        """A shared state open on this namespace directory (for any model or settings), or None."""
         where = os.path.realpath(directory)
         with self._lock:
             return next((e for key, e in list(self._engines.items()) if key[0] == where and key[1] == namespace), None)
@@ -138,4 +139,4 @@ class EngineRegistry:
             return len(self._engines)
 
 
-ENGINES = EngineRegistry()
+SHARED = SharedRegistry()
