@@ -85,13 +85,7 @@ class DocumentBackend(Protocol):
     (:class:`StagedAdds`, :class:`WritesBehind`, :class:`KeywordFirst`, :class:`TermStatistics`), which the facade
     checks for with ``isinstance``."""
 
-    engine_name: str  # "embedded", "postgresql": for reprs
-
     # -- where, and what dimension -------------------------------------------------------------------------
-    @property
-    def location(self) -> str:
-        """Where the namespace lives (a directory, or a redacted URL and the namespace), for messages."""
-
     @property
     def directory(self) -> Path | None:
         """The namespace's directory (None where a server keeps it)."""
@@ -132,9 +126,6 @@ class DocumentBackend(Protocol):
         texts): how many messages of each were new. ``staging``: what :meth:`StagedAdds.staging` made for them
         (None on an engine without staged adds)."""
 
-    def delete(self, message_id: str, history_limit: int = 0) -> bool:
-        """Delete one message (with its DELETE event); False when it was not stored."""
-
     def remove(self, tree: Filter | None, history_limit: int) -> int:
         """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
 
@@ -150,9 +141,6 @@ class DocumentBackend(Protocol):
     # -- reads -----------------------------------------------------------------------------------------------
     def body_of(self, message_id: str) -> str | None:
         """The stored message JSON, or None."""
-
-    def count(self) -> int:
-        """Messages stored."""
 
     def count_where(self, tree: Filter | None) -> int:
         """Messages matching ``tree`` (all when None)."""

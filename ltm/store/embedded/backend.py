@@ -86,11 +86,11 @@ class EmbeddedBackend(PooledNamespace):
     def discard(cls, store: Handle, namespace: str) -> None:
         """Delete ``namespace``'s directory for a handle that has it closed (other handles' engine let go first)."""
         directory = namespace_dir(store.settings.storage_dir, store.kind, namespace)
-        engine = SHARED.find(directory, namespace)
-        if engine is not None:
-            with engine.lock:
-                POOL.forget(engine)
-                engine.drop()
+        shared = SHARED.find(directory, namespace)
+        if shared is not None:
+            with shared.lock:
+                POOL.forget(shared)
+                shared.drop()
         shutil.rmtree(directory, ignore_errors=True)
 
     @property
