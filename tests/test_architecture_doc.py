@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import sys
@@ -44,6 +45,58 @@ def test_layout_table_lists_real_paths_without_globs() -> None:
     assert paths and not [p for p in paths if any(c in p for c in "*?[")], "no globs in the layout table"
     missing = [p for p in paths if not (ROOT / p).exists()]
     assert not missing, f"the layout table of docs/ARCHITECTURE.md names paths that do not exist: {missing}"
+
+
+def test_short_file_and_module_names_in_the_page_exist() -> None:
+    """The page also names files by their short path (``mirror.py``, ``embedded/filters.py``) and names by their
+    module (``adding.STAGE_MAX``): each must be a file of ltm/, and each name an attribute of a store module so
+    called (a move leaves no stale name behind)."""
+    files = [p.relative_to(ROOT).as_posix() for p in (ROOT / "ltm").rglob("*.py")]
+    short = set(re.findall(r"`((?:[a-z_]+/)?[a-z_]+\.py)`", ARCHITECTURE))
+    missing = [
+        name for name in sorted(short) if not (ROOT / name).exists() and not any(f.endswith("/" + name) for f in files)
+    ]
+    assert not missing, f"docs/ARCHITECTURE.md names files that do not exist: {missing}"
+    store: dict[str, list[str]] = {}
+    for path in (ROOT / "ltm" / "store").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        store.setdefault(path.stem, []).append(module)
+    stale = [
+        f"{stem}.{name}"
+        for stem, name in sorted(set(re.findall(r"`([a-z_]+)\.([A-Za-z_]+)`", ARCHITECTURE)))
+        if stem in store
+        and name != "py"
+        and not any(hasattr(importlib.import_module(m), name) for m in store[stem] if _importable(m))
+    ]
+    assert not stale, f"docs/ARCHITECTURE.md names what its module does not hold: {stale}"
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:  # an engine's optional driver (psycopg) is not installed
+        return False
+    return True
+
+
+def test_every_facade_module_is_held_to_the_engine_free_contract() -> None:
+    """The ``facade-engine-free`` contract lists the facade's modules one by one (a package would take the engines
+    with it): a new top-level module of ltm/store must join the list, so only backend.py may name an engine."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "facade-engine-free")
+    modules = {f"ltm.store.{p.stem}" for p in (ROOT / "ltm" / "store").glob("*.py")} - {
+        "ltm.store.__init__",
+        "ltm.store.backend",
+    }
+    assert set(contract["source_modules"]) == modules
+    assert {"ltm.store.embedded", "ltm.store.pg", "sqlite3", "faiss", "psycopg"} <= set(contract["forbidden_modules"])
+    # the package's own __init__ cannot be listed without its sub-packages: read its imports here
+    tree = ast.parse((ROOT / "ltm" / "store" / "__init__.py").read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+        n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+    }
+    engines = ("ltm.store.embedded", "ltm.store.pg", "sqlite3", "faiss", "psycopg")
+    assert not [m for m in imported if m.startswith(engines)]
 
 
 def _module_exists(name: str) -> bool:

@@ -41,8 +41,8 @@ def test_design_names_are_public() -> None:
         assert name in ltm.__all__
 
 
-def test_with_context_keeps_its_old_import_path() -> None:
-    from ltm.store.conversation import with_context
+def test_with_context_is_the_message_module_s() -> None:
+    from ltm.message import with_context
 
     assert with_context is ltm.with_context
 

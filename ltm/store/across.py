@@ -2,7 +2,7 @@
 
 :func:`search_many` embeds the query ONCE and searches each namespace with that vector (so every namespace must
 use one embedding model: InvalidInput otherwise). Each hit is a :class:`NamespaceHit`: a
-:class:`~ltm.store.embedded.retrieval.MemoryHit` that also says which namespace (and kind) it came from. How the scores
+:class:`~ltm.store.records.MemoryHit` that also says which namespace (and kind) it came from. How the scores
 of different namespaces are made comparable, by mode:
 
 - ``dense``: the cosine similarity of the query and the message, the same scale everywhere: merged as they
@@ -19,9 +19,10 @@ of different namespaces are made comparable, by mode:
   score is not applied. Messages holding the query verbatim (or up to case, spacing and punctuation) come
   first, as in one namespace.
 
-On the PostgreSQL store (``store_url``) the query is embedded once and each namespace ranks as usual; the
-merge compares each namespace's own score (cosine in dense mode, ``ts_rank_cd`` in keyword mode, and in hybrid
-the fused score, calibrated within each namespace's own candidates).
+On an engine that does not give its keyword scores' parts (:class:`~ltm.store.backend.TermStatistics`: PostgreSQL,
+whose keyword score is ``ts_rank_cd``) the query is embedded once and each namespace ranks as usual; the merge
+compares each namespace's own score (cosine in dense mode, ``ts_rank_cd`` in keyword mode, and in hybrid the fused
+score, calibrated within each namespace's own candidates).
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ from typing import Any
 
 from ltm.config import Settings
 from ltm.errors import InvalidInput
-from ltm.store.embedded import EmbeddedBackend
-from ltm.store.embedded.keywords import BM25_WEIGHTS
-from ltm.store.embedded.log import MessageLog, translate
+from ltm.store.backend import TermStatistics
 from ltm.store.embedder import QUERY
 from ltm.store.records import MemoryHit, Mode
 from ltm.store.search.fusion import (
@@ -90,9 +89,9 @@ def search_many(
                 f"search_many needs namespaces of one embedding model (their scores compare), got "
                 f"{models}; search each model's namespaces separately"
             )
-        if any(h.settings.store_url for h in handles):
+        if not all(_term_statistics(h) for h in handles):
             return _by_own_score(handles, query, k, mode, filters, explain)
-        return _embedded(handles, query, k, mode, filters, explain)
+        return _union(handles, query, k, mode, filters, explain)
     finally:
         for handle in opened:
             handle.close()
@@ -173,7 +172,7 @@ def _by_own_score(
     return [_labelled(hit, store, explain=hit.explain) for hit, _, _, store in found[:k]]
 
 
-def _embedded(
+def _union(
     handles: list[MemoryStorage], query: str, k: int, mode: Mode, filters: Mapping[str, Any] | None, explain: bool
 ) -> list[NamespaceHit]:
     with_vectors = [h for h in handles if h._dim() is not None]
@@ -303,36 +302,25 @@ def _idf(rows: int, holding: int) -> float:
     return idf if idf > 0 else 1e-6  # FTS5's own floor (fts5_aux.c)
 
 
+def _term_statistics(store: MemoryStorage) -> bool:
+    """Whether ``store``'s engine gives its keyword scores' parts (BM25 per term: the union can be scored)."""
+    with store._lock:
+        return isinstance(store._engine(), TermStatistics)
+
+
 def _term_stats(store: MemoryStorage, terms: list[str]) -> tuple[int, dict[str, int]]:
     with store._lock:
-        log = _log_of(store)
-        with translate(log.path):
-            rows = int(log.db.execute("SELECT count(*) FROM fts").fetchone()[0])
-            df = {
-                t: int(log.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_phrase(t)]).fetchone()[0])
-                for t in terms
-            }
-    return rows, df
+        return _statistics_of(store).term_stats(terms)
 
 
 def _term_scores(store: MemoryStorage, term: str, ids: list[str]) -> list[tuple[str, float]]:
-    sql = (
-        f"SELECT m.id, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
-        f"WHERE fts MATCH ? AND m.id IN ({','.join('?' * len(ids))})"
-    )
     with store._lock:
-        log = _log_of(store)
-        with translate(log.path):
-            return [(str(i), float(v)) for i, v in log.db.execute(sql, [_phrase(term), *ids])]
+        return _statistics_of(store).term_scores(term, ids)
 
 
-def _phrase(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def _log_of(store: MemoryStorage) -> MessageLog:
-    """The embedded namespace's log (call under the handle's lock): the union's statistics read FTS5 itself."""
+def _statistics_of(store: MemoryStorage) -> TermStatistics:
+    """The namespace's engine, as the union's keyword statistics read it (call under the handle's lock)."""
     backend = store._engine()
-    if not isinstance(backend, EmbeddedBackend):
-        raise InvalidInput("search_many's keyword statistics need the embedded engine")
-    return backend._require()[0]
+    if not isinstance(backend, TermStatistics):
+        raise InvalidInput("search_many's keyword statistics need an engine that gives BM25's parts (the embedded one)")
+    return backend

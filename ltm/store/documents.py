@@ -29,8 +29,8 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store import transfer
 from ltm.store.backend import DocumentBackend
-from ltm.store.embedded.engine import HandleLock
 from ltm.store.embedder import TEXT, Embedder
+from ltm.store.locks import HandleLock
 from ltm.store.offloop import OffLoop
 from ltm.store.records import EVENTS, HistoryEvent, MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES

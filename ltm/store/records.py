@@ -1,6 +1,7 @@
 """The store's records, shared by every engine: a search's query and hits (:class:`SearchQuery`, :class:`MemoryHit`),
 a row ready to be written (:class:`Row`, its vectors' stored encoding), a message's history events, a page of
-:meth:`MemoryStorage.list`, and :meth:`MemoryStorage.stats`.
+:meth:`MemoryStorage.list`, :meth:`MemoryStorage.stats`, and what the catalog lists (:class:`NamespaceInfo` of a
+data root, :class:`DatabaseNamespace` of a database).
 
 A page's cursor is opaque to callers. Inside it is the last message seq the page covered: seqs only grow
 (SQLite AUTOINCREMENT never reuses one), so a cursor stays valid while others append, and the next page
@@ -15,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeAlias, get_args
 
 import numpy as np
@@ -29,6 +31,7 @@ __all__ = [
     "MODES",
     "VECTOR_DTYPE",
     "Analysis",
+    "DatabaseNamespace",
     "Event",
     "ForgetReceipt",
     "HistoryEvent",
@@ -37,6 +40,7 @@ __all__ = [
     "MemoryHit",
     "MessagePage",
     "Mode",
+    "NamespaceInfo",
     "Row",
     "SearchQuery",
     "StoreStats",
@@ -66,7 +70,7 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 
 class KeywordSide(NamedTuple):
     """A hybrid search's keyword side, found on a worker thread while the model embeds the query
-    (:meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`): the candidates, best first, and the engine's
+    (:meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`): the candidates, best first, and the engine's
     rows of them read then too, with the store's ``version`` at that read (the engine reads a row again when the
     store has changed since: a message deleted meanwhile is never returned)."""
 
@@ -76,7 +80,7 @@ class KeywordSide(NamedTuple):
 
 
 # What a hybrid search takes as its keyword side: found, or still being found on a worker thread that needs no store
-# lock (:meth:`~ltm.store.backend.DocumentBackend.keyword_beside`), waited for when the search needs it.
+# lock (:meth:`~ltm.store.backend.KeywordFirst.keyword_beside`), waited for when the search needs it.
 KeywordAhead: TypeAlias = KeywordSide | Future[KeywordSide | None]
 
 
@@ -270,6 +274,37 @@ class StoreStats:
     last_seq: int
     model: str
     embedding_calls: int
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """One namespace on disk, as its manifest and log say.
+
+    ``namespace`` is the name it was opened with (the directory name when the manifest is unreadable);
+    ``messages`` is None when the log cannot be read (``problem`` says why); ``bytes_on_disk`` counts the
+    files of its directory (SQLite, its WAL, snapshots, manifest)."""
+
+    kind: str
+    namespace: str
+    path: Path
+    messages: int | None
+    bytes_on_disk: int
+    embedding_model: str | None
+    index_type: str | None
+    dim: int | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class DatabaseNamespace:
+    """One namespace row of a database: kind, name, embedding model, dimension (None before a vector), live
+    messages."""
+
+    kind: str
+    name: str
+    model: str
+    dim: int | None
+    messages: int
 
 
 def encode_cursor(seq: int) -> str:

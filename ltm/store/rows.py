@@ -1,7 +1,7 @@
 """From messages to rows: what the write path does between checking input and the SQLite transaction.
 
 A write embeds every message's content plus, for conversation turns, a context text (see
-:mod:`ltm.store.conversation`); :class:`Pending` keeps both in one list so the embedder batches them in one
+:func:`ltm.message.with_context`); :class:`Pending` keeps both in one list so the embedder batches them in one
 call. Vectors the caller already has (``add_batch(vectors=...)``, e.g. from :meth:`export`) replace the
 content part of that list, so only the context texts reach the model.
 """

@@ -2,10 +2,10 @@
 
 :class:`Searching` is a base class of :class:`~ltm.store.storage.MemoryStorage`. A search by text does what needs
 no query vector while the model embeds the query: the keyword side (the engine's
-:meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`, with the rows of its candidates) runs on a worker
+:meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`, with the rows of its candidates) runs on a worker
 thread, since SQLite and ONNX Runtime both let go of the GIL; the search then pays max(model, keyword side)
 instead of their sum (docs/SEARCH_SPEED.md). Where the engine can run the keyword side without the store's lock
-(:meth:`~ltm.store.backend.DocumentBackend.keyword_beside`: a large embedded namespace, through a second
+(:meth:`~ltm.store.backend.KeywordFirst.keyword_beside`: a large embedded namespace, through a second
 connection), the search takes it as a future and does its dense side before it waits for it. A search given its
 vector runs every part in line, with the same hits.
 """
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ltm.message import Message
+from ltm.store.backend import KeywordFirst
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT
 from ltm.store.records import Analysis, KeywordAhead, KeywordSide, MemoryHit, Mode
@@ -154,11 +155,15 @@ class Searching(DocumentStore):
 
     def _keyword_ahead(
         self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None, model_done: threading.Event
-    ) -> tuple[Future[KeywordSide | None], bool]:
+    ) -> tuple[Future[KeywordSide | None] | None, bool]:
         """Start a hybrid search's keyword side on a worker thread: (its future, whether it runs without the store's
-        lock, so that the search may hold the lock while it waits for it)."""
+        lock, so that the search may hold the lock while it waits for it); (None, False) on an engine that ranks
+        the keyword side inside its search (no :class:`~ltm.store.backend.KeywordFirst`)."""
         with self._lock:
-            run = self._engine().keyword_beside(text, plan, k, filters, model_done)
+            backend = self._engine()
+            if not isinstance(backend, KeywordFirst):
+                return None, False
+            run = backend.keyword_beside(text, plan, k, filters, model_done)
         if run is None:
             return _KEYWORD_SIDE.submit(self._keyword_side, text, plan, k, filters, model_done), False
         try:
@@ -177,10 +182,15 @@ class Searching(DocumentStore):
         model_done: threading.Event | None = None,
     ) -> KeywordSide | None:
         """A hybrid search's keyword side, found on a worker thread while the model embeds the query (the
-        engine's :meth:`~ltm.store.backend.DocumentBackend.keyword_candidates`; None where its search ranks it);
+        engine's :meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`; None where its search ranks it);
         it reads ahead only until ``model_done`` is set."""
         with self._lock:
-            return self._engine().keyword_candidates(text, plan, k, filters, model_done)
+            backend = self._engine()
+            return (
+                backend.keyword_candidates(text, plan, k, filters, model_done)
+                if isinstance(backend, KeywordFirst)
+                else None
+            )
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first

@@ -31,11 +31,11 @@ from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import forgetting
 from ltm.store import rows as rowplan
-from ltm.store.backend import DocumentBackend, Engine, backend_for
-from ltm.store.embedded.engine import HandleLock
-from ltm.store.embedded.writes import add_groups
+from ltm.store.adding import add_groups
+from ltm.store.backend import DocumentBackend, Engine, StagedAdd, StagedAdds, WritesBehind, backend_for
 from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
+from ltm.store.locks import HandleLock
 from ltm.store.naming import namespace_dir
 from ltm.store.records import ForgetReceipt, MemoryHit, StoreStats
 from ltm.store.search.filters import Filter
@@ -148,9 +148,10 @@ class MemoryStorage(Searching):
             messages = rowplan.prepare([message], self.settings.max_content_bytes, None).messages
             with self._lock:
                 behind = self._engine()
-            added = behind.add_behind(messages)  # outside the lock: it queues with other callers' adds
-            if added is not None:
-                return added == 1
+            if isinstance(behind, WritesBehind):
+                added = behind.add_behind(messages)  # outside the lock: it queues with other callers' adds
+                if added is not None:
+                    return added == 1
         return self.add_batch([message]) == 1
 
     def persist(self) -> None:
@@ -257,19 +258,19 @@ class MemoryStorage(Searching):
             )
 
     def _insert_groups(
-        self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]], staging: Any = None
+        self, items: builtins.list[tuple[rowplan.Pending, np.ndarray]], staging: StagedAdd | None = None
     ) -> builtins.list[int]:
-        """One write transaction for the adds of several callers (ltm.store.embedded.writes.add_groups); ``staging``:
-        their
-        messages are committed in ``staged`` already, so this write moves them and needs no fsync."""
+        """One write transaction for the adds of several callers (:func:`ltm.store.adding.add_groups`);
+        ``staging``: their messages are committed already, so this write moves them and needs no fsync."""
         with self._lock:
             return self._engine().write_groups(items, self.embedder.keys, self.settings.history_limit, staging)
 
-    def _staging(self, messages: builtins.list[Message]) -> Any:
-        """What commits an add's new messages while the model embeds them (the embedded engine's
-        ``Staging``), or None."""
+    def _staging(self, messages: builtins.list[Message]) -> StagedAdd | None:
+        """What commits an add's new messages while the model embeds them (:class:`~ltm.store.backend.StagedAdd`),
+        or None."""
         with self._lock:
-            return self._engine().staging(messages)
+            backend = self._engine()
+            return backend.staging(messages) if isinstance(backend, StagedAdds) else None
 
     def _dim(self) -> int | None:
         with self._lock:

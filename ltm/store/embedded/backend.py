@@ -4,7 +4,7 @@
 FAISS snapshots that follow it (:mod:`ltm.store.embedded.mirror`) and ``manifest.json`` (model, dimension, schema).
 Several processes may open one namespace: SQLite serialises their writes, and each process's mirror replays the
 others' commits before it reads. In one process, the handles on a namespace share one engine (one connection, one
-copy of the indexes: :mod:`ltm.store.embedded.engine`), parked by the pool when idle (:mod:`ltm.store.embedded.pool`).
+copy of the indexes: :mod:`ltm.store.embedded.shared`), parked by the pool when idle (:mod:`ltm.store.embedded.pool`).
 
 A :class:`EmbeddedBackend` is one handle's view of its open namespace (the handle is the
 :class:`~ltm.store.storage.MemoryStorage` that opened it); the handle calls it under its lock, which is the shared
@@ -29,7 +29,6 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.behind import Staging, WriteBehind
-from ltm.store.embedded.engine import ENGINES
 from ltm.store.embedded.erase import erase
 from ltm.store.embedded.explain import sqlite_signals
 from ltm.store.embedded.filters import compile_filters, to_sql
@@ -37,7 +36,10 @@ from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
+from ltm.store.embedded.shared import SHARED
 from ltm.store.embedded.writes import delete_matching, insert_groups, replace_rows
+from ltm.store.embedder import Embedder
+from ltm.store.handle import Handle
 from ltm.store.naming import namespace_dir
 from ltm.store.records import (
     Analysis,
@@ -68,38 +70,38 @@ class EmbeddedBackend(PooledNamespace):
 
     engine_name = "embedded"
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Handle) -> None:
         self.settings, self.kind, self.namespace = store.settings, store.kind, None
         self._lock = store._lock
         self._store = weakref.ref(store)  # the engine holds its backends weakly: a dropped handle lets go
         self._behind = WriteBehind.of(self) if self.settings.write_behind else None  # ltm.store.embedded.behind
 
     @classmethod
-    def open(cls, store: Any, namespace: str) -> EmbeddedBackend:
+    def open(cls, store: Handle, namespace: str) -> EmbeddedBackend:
         """Open (creating when new) ``namespace`` for the handle ``store``; StoreMismatch for another model."""
         backend = cls(store)
         backend._open(namespace)
         return backend
 
     @classmethod
-    def discard(cls, store: Any, namespace: str) -> None:
+    def discard(cls, store: Handle, namespace: str) -> None:
         """Delete ``namespace``'s directory for a handle that has it closed (other handles' engine let go first)."""
         directory = namespace_dir(store.settings.storage_dir, store.kind, namespace)
-        engine = ENGINES.find(directory, namespace)
-        if engine is not None:
-            with engine.lock:
-                POOL.forget(engine)
-                engine.drop()
+        shared = SHARED.find(directory, namespace)
+        if shared is not None:
+            with shared.lock:
+                POOL.forget(shared)
+                shared.drop()
         shutil.rmtree(directory, ignore_errors=True)
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         store = self._store()
         assert store is not None, "the handle of this namespace was collected"
         return store.embedder
 
     @property
-    def _embedder(self) -> Any:
+    def _embedder(self) -> Embedder | None:
         """The handle's embedder if it has one yet (the pool drops its cache when it parks the namespace)."""
         store = self._store()
         return None if store is None else store._embedder
@@ -174,10 +176,12 @@ class EmbeddedBackend(PooledNamespace):
         items: Sequence[tuple[rowplan.Pending, np.ndarray]],
         keys: Callable[[Sequence[str]], builtins.list[bytes]],
         history_limit: int,
-        staging: Staging | None = None,
+        staging: object = None,
     ) -> builtins.list[int]:
         """The adds of several callers in ONE write transaction (:func:`ltm.store.embedded.writes.insert_groups`);
-        ``staging``: their messages are committed in ``staged`` already, so this write moves them, unfsynced."""
+        ``staging`` (what :meth:`staging` made): their messages are committed in ``staged`` already, so this write
+        moves them, unfsynced."""
+        assert staging is None or isinstance(staging, Staging), "staging comes from this engine's staging()"
         log, mirror = self._require()
         return insert_groups(
             log,
@@ -372,6 +376,14 @@ class EmbeddedBackend(PooledNamespace):
         log = self._require()[0]
         match = keyword_match(log, text) if text and text.strip() else None
         return sqlite_signals(log, vector, match)(list(ids))
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The keyword index's rows and each term's document frequency (:mod:`ltm.store.embedded.keywords`)."""
+        return self._require()[0].term_stats(terms)
+
+    def term_scores(self, term: str, ids: Sequence[str]) -> builtins.list[tuple[str, float]]:
+        """``-bm25`` of ``term`` alone for the messages ``ids`` that hold it."""
+        return self._require()[0].term_scores(term, ids)
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> builtins.list[Message]:
         log, mirror = self._synced()

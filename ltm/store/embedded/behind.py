@@ -30,21 +30,24 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ltm.config import Settings
 from ltm.errors import LTMError, WriteBehindFailed
 from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.writes import insert_groups
+from ltm.store.embedder import Embedder
 from ltm.store.group import GroupCommit
+from ltm.store.locks import HandleLock
 
 if TYPE_CHECKING:
     from ltm.store.embedded.mirror import IndexMirror
 
-__all__ = ["Staging", "WriteBehind", "has_staged"]
+__all__ = ["Host", "Staging", "WriteBehind", "has_staged"]
 
 BATCH = 64  # staged messages embedded per model call (sorted by length inside it: see OnnxEmbedding)
 _DDL = (
@@ -53,6 +56,32 @@ _DDL = (
 )
 Parts = Callable[[], "tuple[MessageLog, IndexMirror]"]
 _LOG = logging.getLogger("ltm.store")
+
+
+class _Staged(Protocol):
+    staged: bool  # acknowledged messages wait for their vectors
+
+
+class Host(Protocol):
+    """The embedded backend a staged add or a write-behind serves (``EmbeddedBackend``): its settings, lock,
+    embedder, open parts and shared namespace state."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def _lock(self) -> HandleLock: ...
+
+    @property
+    def _shared(self) -> _Staged | None: ...
+
+    @property
+    def _behind(self) -> WriteBehind | None: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    def _parts(self) -> tuple[MessageLog, IndexMirror]: ...
 
 
 def has_staged(log: MessageLog) -> bool:
@@ -87,7 +116,7 @@ def _stage(log: MessageLog, items: Sequence[list[Message]]) -> list[int]:
 
 class Staging:
     """An ordinary add's new messages, committed to ``staged`` on a helper thread while the model embeds them
-    (:func:`ltm.store.embedded.writes.add_groups`), so the commit's fsync overlaps the model run instead of following
+    (:func:`ltm.store.adding.add_groups`), so the commit's fsync overlaps the model run instead of following
     it.
 
     The write after the model moves them into ``messages`` with their vectors in ONE transaction that deletes
@@ -97,8 +126,8 @@ class Staging:
     the model or of the move takes the staged rows back (:meth:`undo`), so a failed add stores nothing.
     Other handles do not settle these rows (the store's ``staged`` flag is not raised for them)."""
 
-    def __init__(self, store: Any, messages: list[Message]) -> None:
-        self._store, self._messages = store, messages
+    def __init__(self, backend: Host, messages: list[Message]) -> None:
+        self._store, self._messages = backend, messages
         self.sids: list[int] | None = None  # staged and committed (None: the model was not called)
         self._ids: dict[int, str] = {}  # message id by sid
         self.moved_by_others: set[str] = set()  # ids a reader embedded and stored before this add's move
@@ -176,8 +205,8 @@ class WriteBehind:
     ``lock`` is the store's lock; ``parts()`` its open log and mirror (without waiting for staged rows);
     ``embed(texts, known)`` the store's embedder (``known``: stored vectors by content key, or None)."""
 
-    def __init__(self, store: Any, lock: Any, parts: Parts, max_bytes: int, history_limit: int) -> None:
-        self._store = weakref.ref(store)  # the thread must not keep a dropped handle alive
+    def __init__(self, backend: Host, lock: HandleLock, parts: Parts, max_bytes: int, history_limit: int) -> None:
+        self._store = weakref.ref(backend)  # the thread must not keep a dropped handle alive
         self._lock, self._parts = lock, parts
         self._max_bytes, self._history_limit = max_bytes, history_limit
         self._grouped: GroupCommit[list[Message]] = GroupCommit(lock, self._stage_locked)
@@ -191,18 +220,19 @@ class WriteBehind:
         self.batches = 0  # background batches moved (for tests and the bench)
 
     @classmethod
-    def of(cls, store: Any) -> WriteBehind:
-        """The write-behind of a MemoryStorage (``store``)."""
-        return cls(store, store._lock, store._parts, store.settings.max_content_bytes, store.settings.history_limit)
+    def of(cls, backend: Host) -> WriteBehind:
+        """The write-behind of a handle's embedded backend."""
+        settings = backend.settings
+        return cls(backend, backend._lock, backend._parts, settings.max_content_bytes, settings.history_limit)
 
     @staticmethod
-    def settle_store(store: Any, log: MessageLog, mirror: IndexMirror) -> None:
-        """What ``store`` does before any call but a write-behind add (under its lock): raise the background
+    def settle_store(backend: Host, log: MessageLog, mirror: IndexMirror) -> None:
+        """What ``backend`` does before any call but a write-behind add (under its lock): raise the background
         failure, then embed what is staged (by this handle, another, or before a crash)."""
-        if store._behind is not None:
-            store._behind.raise_failure()
-        if store._shared is not None and store._shared.staged and not mirror.read_only:
-            (store._behind or WriteBehind.of(store)).settle(log, mirror)
+        if backend._behind is not None:
+            backend._behind.raise_failure()
+        if backend._shared is not None and backend._shared.staged and not mirror.read_only:
+            (backend._behind or WriteBehind.of(backend)).settle(log, mirror)
 
     # -- the caller's side -------------------------------------------------------------------------------
     def add(self, messages: list[Message]) -> int:

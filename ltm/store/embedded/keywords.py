@@ -100,3 +100,27 @@ class KeywordReads:
         with translate(self.path):
             rows = self.db.execute(sql, [match, *params, limit]).fetchall()
         return [(int(s), float(v)) for s, v in rows]
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The keyword index's rows and, per term, how many hold it (uncapped): a term's BM25 inverse document
+        frequency in this namespace (what a search across namespaces sums over them)."""
+        with translate(self.path):
+            rows = int(self.db.execute("SELECT count(*) FROM fts").fetchone()[0])
+            df = {
+                t: int(self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_phrase(t)]).fetchone()[0])
+                for t in terms
+            }
+        return rows, df
+
+    def term_scores(self, term: str, ids: Sequence[str]) -> list[tuple[str, float]]:
+        """(id, ``-bm25`` for ``term`` alone) of the messages ``ids`` that hold it."""
+        sql = (
+            f"SELECT m.id, -bm25(fts, {BM25_WEIGHTS}) FROM fts JOIN messages m ON m.seq = fts.rowid "
+            f"WHERE fts MATCH ? AND m.id IN ({','.join('?' * len(ids))})"
+        )
+        with translate(self.path):
+            return [(str(i), float(v)) for i, v in self.db.execute(sql, [_phrase(term), *ids])]
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'

@@ -6,8 +6,7 @@ embeddings as float16 blobs keyed by content hash (half the bytes of float32; FA
 tombstones (so a FAISS snapshot older than a delete can be replayed forward) and an FTS5 table for BM25
 keyword search, all in WAL mode with ``synchronous=FULL`` by default: a write returns only after its
 transaction is on disk (``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or
-power loss for cheaper writes; a kill -9 loses nothing either way). sqlite3 errors are translated
-here: "locked"/"busy" beyond the busy timeout -> BackendUnavailable, an unreadable file -> StoreCorrupted.
+power loss for cheaper writes; a kill -9 loses nothing either way). Errors: :mod:`ltm.store.embedded.sqlite_errors`.
 """
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ltm.errors import BackendUnavailable
 from ltm.store.embedded import history
+from ltm.store.embedded.connections import open_beside, open_read_only, open_writer
 from ltm.store.embedded.keywords import FTS_SPEC, KeywordReads
 from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
@@ -115,15 +114,10 @@ class MessageLog(KeywordReads):
         self.synchronous = synchronous
         with translate(path):
             if read_only or beside:
-                self.db = _open_beside(path, busy_timeout_ms) if beside else _open_read_only(path, busy_timeout_ms)
+                self.db = open_beside(path, busy_timeout_ms) if beside else open_read_only(path, busy_timeout_ms)
                 self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
                 return
-            self.db = sqlite3.connect(
-                path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-            )
-            self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self.db = open_writer(path, busy_timeout_ms, synchronous)
             self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
             self.db.executescript(_TABLE)
             add_scope_columns(self.db)
@@ -404,35 +398,3 @@ def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         return seqs, np.zeros((0, 0), dtype=np.float32)
     blob = b"".join(r[1] for r in rows)
     return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))
-
-
-def _open_beside(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """A second connection to a namespace's writable file that only reads (``query_only``): it sees every commit
-    of the store's own connection, as WAL readers do."""
-    db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-    db.execute("PRAGMA query_only=ON")
-    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    return db
-
-
-def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """A connection that never writes, for read-only media: ``mode=ro`` when SQLite can use the
-    WAL index, else ``immutable=1``, which is only right when no ``-wal`` holds committed rows."""
-    uri = path.resolve().as_uri()
-    try:
-        db = sqlite3.connect(
-            f"{uri}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-        )
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return db
-    except sqlite3.OperationalError:
-        wal = path.with_name(path.name + "-wal")
-        if wal.exists() and wal.stat().st_size > 0:
-            raise BackendUnavailable(
-                f"{path} is on read-only storage with committed rows still in {wal.name}; copy the namespace "
-                "folder to writable storage (or open it once where it is writable) to read it"
-            ) from None
-    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
-    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    return db

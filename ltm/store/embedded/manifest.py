@@ -17,10 +17,10 @@ from ltm.store.embedded.atomic import atomic_write
 __all__ = ["METRIC", "SCHEMA_VERSION", "Manifest"]
 
 # 1: float32 vectors in SQLite. 2: float16 vectors in SQLite and in the snapshot (a schema-1 namespace is
-# migrated in place when opened: see ltm.store.embedded.mirror.migrate). 3: the keyword index stems (porter) and holds
-# the message's date; a schema-2 namespace gets its keyword index rebuilt from the log when opened. 4: scope /
+# migrated in place when opened: see ltm.store.embedded.migrations.migrate). 3: the keyword index stems (porter) and
+# holds the message's date; a schema-2 namespace gets its keyword index rebuilt from the log when opened. 4: scope /
 # expiry columns and the history table (added by MessageLog whenever it opens an older file, filled from each
-# row's metadata: ltm.store.scopes.add_scope_columns).
+# row's metadata: ltm.store.embedded.scopes.add_scope_columns).
 SCHEMA_VERSION = 4
 METRIC = "cosine (inner product over L2-normalised vectors, stored as float16)"
 

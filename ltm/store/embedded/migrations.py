@@ -1,4 +1,4 @@
-"""Schema migrations of a namespace's SQLite log, run in place on open (each in one transaction, idempotent).
+"""Schema migrations of a namespace, run in place on open (:func:`migrate`; each in one transaction, idempotent).
 
 - schema 1 -> 2: float32 vector blobs become float16 (:func:`migrate_float16`);
 - schema 2 -> 3: the keyword index stems (FTS5 porter) and holds who spoke and when (:func:`rebuild_keywords`).
@@ -7,14 +7,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
+from ltm.message import Message
 from ltm.store.embedded.keywords import FTS_SPEC
 from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog, translate
+from ltm.store.embedded.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.embedded.mirror import SNAPSHOT_FILES
 from ltm.store.records import pack
+from ltm.store.search.query import keyword_columns
 
-__all__ = ["keywords_stemmed", "migrate_float16", "rebuild_keywords"]
+__all__ = ["keywords_stemmed", "migrate", "migrate_float16", "rebuild_keywords"]
 
 
 def migrate_float16(log: MessageLog, dim: int) -> int:
@@ -71,3 +76,19 @@ def rebuild_keywords(log: MessageLog, columns: Callable[[str], tuple[str, str, s
             after = rows[-1][0]
     log.forget_doc_freqs()
     return total
+
+
+def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
+    """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (the float32
+    snapshots are deleted: the mirror rebuilds them from SQLite on open); 2 -> 3 a stemming keyword index that
+    holds the message's day, rebuilt from the stored messages (vectors untouched); 3 -> 4 scope / expiry
+    columns and the history table, which :class:`MessageLog` adds when it opens the file (nothing left here)."""
+    if manifest.schema_version < 2:
+        if manifest.dim is not None:
+            migrate_float16(log, manifest.dim)
+        for name in SNAPSHOT_FILES:
+            (directory / name).unlink(missing_ok=True)
+    if not keywords_stemmed(log):
+        rebuild_keywords(log, lambda body: keyword_columns(Message.load(body)))
+    manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
+    manifest.write(directory / "manifest.json")

@@ -33,18 +33,17 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable
-from ltm.message import Message
-from ltm.store.embedded import identity, migrations
+from ltm.store.embedded import identity
 from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog
-from ltm.store.embedded.manifest import METRIC, SCHEMA_VERSION, Manifest
+from ltm.store.embedded.manifest import Manifest
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.records import Row, StoreStats, decode
-from ltm.store.search.query import keyword_columns
 
-__all__ = ["GHOST_SHARE", "IndexMirror", "Write", "migrate"]
+__all__ = ["GHOST_SHARE", "SNAPSHOT_FILES", "IndexMirror", "Write"]
 
 GHOST_SHARE = 0.2  # HNSW graphs are rebuilt from SQLite when this share of their vectors is deleted
 _CONTENT_FILE, _CONTEXT_FILE = "index.faiss", "context.faiss"
+SNAPSHOT_FILES = (_CONTENT_FILE, _CONTEXT_FILE)  # the content and context indexes' snapshots
 _LOG = logging.getLogger("ltm.store")
 
 
@@ -397,19 +396,3 @@ class IndexMirror:
                 elif index.graph_changes or not (self.dir / name).exists():  # else the file holds this graph
                     index.save(self.dir / name)
             self.unsaved = 0
-
-
-def migrate(log: MessageLog, directory: Path, manifest: Manifest) -> None:
-    """Bring an older namespace to the current schema in place: schema 1 -> 2 float16 vectors (the float32
-    snapshots are deleted: the mirror rebuilds them from SQLite on open); 2 -> 3 a stemming keyword index that
-    holds the message's day, rebuilt from the stored messages (vectors untouched); 3 -> 4 scope / expiry
-    columns and the history table, which :class:`MessageLog` adds when it opens the file (nothing left here)."""
-    if manifest.schema_version < 2:
-        if manifest.dim is not None:
-            migrations.migrate_float16(log, manifest.dim)
-        for name in (_CONTENT_FILE, _CONTEXT_FILE):
-            (directory / name).unlink(missing_ok=True)
-    if not migrations.keywords_stemmed(log):
-        migrations.rebuild_keywords(log, lambda body: keyword_columns(Message.load(body)))
-    manifest.schema_version, manifest.metric = SCHEMA_VERSION, METRIC
-    manifest.write(directory / "manifest.json")

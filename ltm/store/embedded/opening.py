@@ -30,7 +30,8 @@ from ltm.errors import ConfigError, StoreCorrupted
 from ltm.store.embedded import identity, migrations
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.manifest import SCHEMA_VERSION, Manifest
-from ltm.store.embedded.mirror import IndexMirror, migrate
+from ltm.store.embedded.migrations import migrate
+from ltm.store.embedded.mirror import IndexMirror
 
 __all__ = ["open_namespace", "sweep_leftovers"]
 

@@ -3,7 +3,7 @@
 Every open namespace holds about three file descriptors (``memory.sqlite`` and its ``-wal`` / ``-shm``) and
 its FAISS indexes in RAM. Without a bound, the 340th namespace fails under the common ``ulimit -n 1024``.
 Handles on one namespace (each through its :class:`PooledNamespace`, the embedded backend of a
-:class:`~ltm.store.storage.MemoryStorage`) share one :class:`~ltm.store.embedded.engine.Engine`, and each open
+:class:`~ltm.store.storage.MemoryStorage`) share one :class:`~ltm.store.embedded.shared.SharedNamespace`, and each open
 engine is registered with the process's :data:`POOL`; past ``settings.max_open_namespaces`` the least recently
 used IDLE engines are *parked*: snapshot flushed, SQLite connection closed, indexes dropped. The handles stay
 valid: the next call on any of them reopens the namespace from its snapshot (no rebuild, no embedding; the vector
@@ -30,10 +30,11 @@ from pathlib import Path
 
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable, ConfigError, InvalidInput
-from ltm.store.embedded.engine import ENGINES, Engine, HandleLock
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.shared import SHARED, SharedNamespace
 from ltm.store.embedder import Embedder
+from ltm.store.locks import HandleLock
 from ltm.store.naming import namespace_dir
 
 __all__ = ["POOL", "NamespacePool", "PooledNamespace", "open_files"]
@@ -47,21 +48,21 @@ class NamespacePool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # never held while waiting for anything else
-        self._open: dict[int, weakref.ref[Engine]] = {}  # insertion order = recency
+        self._open: dict[int, weakref.ref[SharedNamespace]] = {}  # insertion order = recency
 
     def count(self) -> int:
         """How many namespaces are open now (one per engine, however many handles share it)."""
         with self._lock:
             return sum(1 for ref in self._open.values() if ref() is not None)
 
-    def touch(self, engine: Engine, limit: int) -> None:
-        """Mark ``engine`` (open, its lock held by the caller) the most recently used, and park the least
-        recently used idle engines past ``limit`` (0: no bound)."""
+    def touch(self, shared: SharedNamespace, limit: int) -> None:
+        """Mark ``shared`` (open, its lock held by the caller) the most recently used, and park the least
+        recently used idle shared namespaces past ``limit`` (0: no bound)."""
         with self._lock:
-            key = id(engine)
+            key = id(shared)
             ref = self._open.pop(key, None)
-            self._open[key] = ref if ref is not None and ref() is engine else weakref.ref(engine)
-            victims = self._victims(engine, limit) if limit and len(self._open) > limit else []
+            self._open[key] = ref if ref is not None and ref() is shared else weakref.ref(shared)
+            victims = self._victims(shared, limit) if limit and len(self._open) > limit else []
         for victim in victims:
             try:
                 victim.park()
@@ -70,30 +71,30 @@ class NamespacePool:
             finally:
                 victim.lock.release()
 
-    def forget(self, engine: Engine) -> None:
-        """``engine`` was closed by its last handle."""
+    def forget(self, shared: SharedNamespace) -> None:
+        """``shared`` was closed by its last handle."""
         with self._lock:
-            self._open.pop(id(engine), None)
+            self._open.pop(id(shared), None)
 
-    def _victims(self, keep: Engine, limit: int) -> list[Engine]:
-        """Under the pool's lock: take (lock held) the oldest idle engines, enough to get back to ``limit``."""
+    def _victims(self, keep: SharedNamespace, limit: int) -> list[SharedNamespace]:
+        """Under the pool's lock: take (lock held) the oldest idle namespaces, enough to get back to ``limit``."""
         excess, chosen = len(self._open) - limit, []
         for key, ref in list(self._open.items()):
             if excess <= 0:
                 break
-            engine = ref()
-            if engine is None:  # collected with its handles: its connection went with it
+            shared = ref()
+            if shared is None:  # collected with its handles: its connection went with it
                 del self._open[key]
                 excess -= 1
                 continue
-            owned = getattr(engine.lock, "_is_owned", None)  # this thread is inside one of its calls
-            if engine is keep or (owned is not None and owned()) or not engine.lock.acquire(blocking=False):
+            owned = getattr(shared.lock, "_is_owned", None)  # this thread is inside one of its calls
+            if shared is keep or (owned is not None and owned()) or not shared.lock.acquire(blocking=False):
                 continue
-            if engine.log is not None and engine.log.reading():  # a search's keyword side reads beside it
-                engine.lock.release()
+            if shared.log is not None and shared.log.reading():  # a search's keyword side reads beside it
+                shared.lock.release()
                 continue
             del self._open[key]
-            chosen.append(engine)
+            chosen.append(shared)
             excess -= 1
         return chosen
 
@@ -134,20 +135,25 @@ def too_many_files(namespace: str, settings: Settings) -> BackendUnavailable:
 
 
 class PooledNamespace:
-    """Opening, parking and closing one namespace's engine (shared by the handles on it), under the pool: the
-    embedded backend of one handle."""
+    """Opening, parking and closing one namespace's :class:`SharedNamespace` (shared by the handles on it), under
+    the pool: the embedded backend of one handle."""
 
     settings: Settings
     kind: str
     namespace: str | None
     _lock: HandleLock
-    _shared: Engine | None = None  # the engine of the namespace this handle opened (kept after close)
+    _shared: SharedNamespace | None = None  # the namespace this handle opened (kept after close)
     _attached = False  # between an open and close() / clean()
 
     @property
     @abstractmethod
     def embedder(self) -> Embedder:
         """The store's embedder (its model name is checked against the namespace's on open)."""
+
+    @property
+    @abstractmethod
+    def _embedder(self) -> Embedder | None:
+        """The store's embedder once made (emptied when the pool parks the namespace)."""
 
     @property
     def _log(self) -> MessageLog | None:
@@ -172,24 +178,24 @@ class PooledNamespace:
     def _open(self, namespace: str) -> None:
         directory = namespace_dir(self.settings.storage_dir, self.kind, namespace)
         with self._lock:
-            engine = ENGINES.get(directory, namespace, self.embedder.model, self.settings)
-            if engine is not self._shared:
+            shared = SHARED.get(directory, namespace, self.embedder.model, self.settings)
+            if shared is not self._shared:
                 self._detach()
-                self._shared = engine
-                self._lock.bind(engine.lock)
-        with self._lock:  # the engine's lock from here on
-            if not engine.handles:  # open, but its handles were collected unclosed: a fresh open (its checks)
-                engine.release()
-            engine.attach(self)
+                self._shared = shared
+                self._lock.bind(shared.lock)
+        with self._lock:  # the shared namespace's lock from here on
+            if not shared.handles:  # open, but its handles were collected unclosed: a fresh open (its checks)
+                shared.release()
+            shared.attach(self)
             self._attached = True
             try:
-                engine.open()
+                shared.open()
             except (BackendUnavailable, ConfigError, OSError) as exc:
                 if _at_fd_limit(exc):
                     raise too_many_files(namespace, self.settings) from exc
                 raise
             self.namespace = namespace
-            POOL.touch(engine, self.settings.max_open_namespaces)
+            POOL.touch(shared, self.settings.max_open_namespaces)
 
     def _require(self) -> tuple[MessageLog, IndexMirror]:
         """The open log and mirror (call under the lock), reopening a namespace the pool parked, once every
@@ -203,24 +209,24 @@ class PooledNamespace:
 
     def _parts(self) -> tuple[MessageLog, IndexMirror]:
         """:meth:`_require` without waiting for staged messages (the staging path itself, under the lock)."""
-        engine = self._shared
-        if engine is None or not self._attached or engine.log is None:
+        shared = self._shared
+        if shared is None or not self._attached or shared.log is None:
             if self.namespace is None:
                 raise InvalidInput("no namespace is open: pass MemoryStorage(namespace) or call recover_memory(id)")
             self._open(self.namespace)
-            engine = self._shared
+            shared = self._shared
         else:
-            POOL.touch(engine, self.settings.max_open_namespaces)
-        assert engine is not None and engine.log is not None and engine.mirror is not None
-        return engine.log, engine.mirror
+            POOL.touch(shared, self.settings.max_open_namespaces)
+        assert shared is not None and shared.log is not None and shared.mirror is not None
+        return shared.log, shared.mirror
 
     def _detach(self) -> None:
-        """Let go of the engine (call under the lock); the last handle to let go closes its files."""
-        engine, attached = self._shared, self._attached
+        """Let go of the shared namespace (call under the lock); the last handle to let go closes its files."""
+        shared, attached = self._shared, self._attached
         self._attached = False
-        if engine is not None and attached and engine.detach(self) == 0:
-            POOL.forget(engine)
-            engine.release()
+        if shared is not None and attached and shared.detach(self) == 0:
+            POOL.forget(shared)
+            shared.release()
 
     def close(self) -> None:
         """Snapshot the index if it changed, and close the files (unless another handle on this namespace

@@ -47,7 +47,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     holds conversation turns, keyword, and dense inside the time window the query names, if any) and fuses
     them (:mod:`ltm.store.search.fusion`); messages whose content is the query (``exact_key``) or equals it up to
     case, spacing and punctuation come first. ``dense`` mode ranks content only, so its scores stay cosine
-    similarities. The query is analysed once (:func:`~ltm.store.query.analyse`) and every stop reads that.
+    similarities. The query is analysed once (:func:`~ltm.store.search.query.analyse`) and every stop reads that.
     """
     k, mode, vector, where, params = query.k, query.mode, query.vector, query.where, list(query.params)
     hybrid = mode == "hybrid"

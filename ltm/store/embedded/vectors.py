@@ -2,9 +2,8 @@
 
 Flat (``IndexFlatIP`` over unit vectors, exact cosine; from ``snapshot.HALF_FROM`` vectors over their float16
 copies, whose products are scaled into exact cosines: :meth:`VectorIndex._exact_flat`) until the namespace holds
-``hnsw_threshold``
-live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3; older stores' float32
-``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
+``hnsw_threshold`` live vectors, then HNSW over 8-bit codes (``IndexHNSWSQ``: cosines within ~1e-3; older
+stores' float32 ``IndexHNSWFlat`` snapshots still load and serve as they are until their next rebuild). A deleted seq
 becomes a *ghost* in both kinds: it stays in the index and searches leave it out. HNSW cannot remove vectors,
 so searches exclude ghosts with an ``IDSelectorNot`` and the store rebuilds the graph from SQLite when ghosts
 pass a fifth of it (no re-embedding: vectors are stored in SQLite). Vectors added to an existing graph first go
@@ -21,23 +20,12 @@ file layouts (flat: float16 ids + vectors read into RAM; HNSW: FAISS's bytes, me
 mapped index is read-only, since FAISS 1.15 aborts on any write to a mapped index (checked): the first add to
 the graph (a fold) swaps in an in-RAM copy, and deletes are ghosts that need none. A file that is truncated or
 fails a CRC is reported as None by :meth:`VectorIndex.load` (or flagged :attr:`VectorIndex.damaged` shortly
-after), and the store rebuilds it from SQLite without re-embedding.
-
-A search of one or two queries runs FAISS on one OpenMP thread (one thread answers a single query faster than
-two), and a batch of queries, or a batch added to an HNSW graph, on every core (up to 8), each for the length of
-that call only (:func:`omp_threads`): OpenMP's thread count belongs to the calling thread in libgomp, which the
-faiss wheels ship, and ltm sets and restores it around its own FAISS calls, so importing ltm leaves the host
-application's count as it was. The BLAS threshold below is process-global: it applies to every index in the
-process.
+after), and the store rebuilds it from SQLite without re-embedding. How FAISS is tuned (the graph's build
+parameters, its search breadth, threads) is :mod:`ltm.store.embedded.hnsw`.
 """
 
 from __future__ import annotations
 
-import math
-import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,22 +33,23 @@ import faiss
 import numpy as np
 
 from ltm.store.embedded import snapshot
+from ltm.store.embedded.hnsw import (
+    ADD_THREADS,
+    BATCH_FROM_QUERIES,
+    EF_CONSTRUCTION,
+    EF_SEARCH,
+    HNSW_M,
+    PARALLEL_ADD_FROM,
+    SEARCH_THREADS,
+    ef_search_for,
+    merge_found,
+    omp_threads,
+    quantizer_ranges,
+)
+from ltm.store.embedded.older_faiss import IDMAP_TAKES_PARAMS, search_by_position
 
-__all__ = ["VectorIndex", "omp_threads"]
+__all__ = ["VectorIndex", "ef_search_for", "omp_threads", "quantizer_ranges"]
 
-_HNSW_M = 32
-# efConstruction 112: at 1M the graph built by 8,192-vector folds answered recall@10 0.9475
-# at efSearch 384 (0.9535 with 1,000-vector adds: build-to-build spread), and rescoring 40 candidates instead of 20
-# found no more (the misses are the graph search's); a better graph costs build time, not search time
-_EF_CONSTRUCTION = 112
-# HNSW vectors are stored as 8-bit codes per dimension (IndexHNSWSQ, QT_8bit): 384 bytes instead of
-# 1,536 per vector at 384 dims, so a 1M snapshot beside SQLite's float16 copy fits 2.5 KB/message. The range of
-# each dimension is trained on the vectors the graph is built from (every HNSW index starts from a rebuild),
-# widened by _SQ_MARGIN of its span each side for later vectors and to at least +-_SQ_FLOOR_SIGMAS/sqrt(dim)
-# (a random unit vector's component has sd 1/sqrt(dim)), so a small first batch cannot collapse a range.
-_SQ_MARGIN = 0.1
-_SQ_FLOOR_SIGMAS = 4.0
-_PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FAISS splits them with OpenMP)
 # LSM-style fresh segment: vectors added to a non-empty HNSW graph first go to a small exact flat
 # index searched beside it, and are folded into the graph together once FOLD_AT of them accumulate (one parallel
 # FAISS add of FOLD_AT instead of many small ones; no graph snapshot between folds; a crash replays at most this
@@ -69,33 +58,10 @@ _PARALLEL_ADD_FROM = 256  # HNSW adds of this many vectors run on every core (FA
 # full segment of 2,048 and 1.06 ms beside one of 8,192 (docs/SEARCH_SPEED.md, bench/peers/threshold.py --fresh).
 # Folding more often costs no more in all: each vector is inserted into the graph once either way.
 FOLD_AT = 2048
-_EF_SEARCH = 384  # efSearch floor (Settings.hnsw_ef_search): recall@10 0.96 at 1M, bench/hnsw_sweep.py
-_EF_PER_K = 4  # and efSearch grows with k, so a large k (hybrid fetches 50) keeps its recall
-# A smaller graph needs less breadth for the same recall: the floor applies in full from _EF_FULL_AT graph vectors
-# (the 300,000-1M figures were measured at it: docs/search.md, BENCHMARKS.md) and in proportion below, down to
-# _EF_SHARE_MIN of it; at 100,000 chat-turn vectors efSearch 128 found 0.962 of the exact top 10 after rescoring in
-# 1.4 ms against 0.992 in 2.3 ms at 384, and Chroma's defaults 0.931 (docs/SEARCH_SPEED.md, "flat / HNSW").
-_EF_FULL_AT = 300_000
-_EF_SHARE_MIN = 1 / 3
 _EXACT_FILTER_MAX = 20_000  # HNSW + a filter this selective: score the allowed vectors exactly instead
 _FLAT_GHOSTS_MAX = 256  # flat: deleted vectors are removed together (one O(N) compaction per this many)
 _FLAT_MARGIN = 8  # flat: a top-k scan fetches max(2k, k + this) to order by exact cosines (_exact_flat)
-_SEARCH_THREADS = 1  # FAISS threads of a search (and of a small add)
-_ADD_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-# faiss 1.15 runs a flat search as one BLAS matrix product only when nq * dim >= its process-global
-# distance_compute_blas_threshold (default 128000, measured: the comparison is on nq * dim, not nq). At 384
-# dims a find_news batch of 100 queries (38400) took the one-pair-at-a-time path: 1.0 s at 100k vectors
-# instead of 0.1 s. Each search sets the threshold to _BATCH_FROM_QUERIES * dim: batches use BLAS, while
-# one or two queries keep the sequential path (BLAS is 2-3x slower for a single query: 25 vs 9 ms at 100k).
-# It is process-global: it only chooses between two exact code paths, so a race costs speed, never results.
-# A batch of that many queries also runs on every core (up to 8): a flat index's float16 copies have no BLAS
-# path, and FAISS splits a batch's queries among its threads.
-_BATCH_FROM_QUERIES = 3
 _faiss: Any = faiss  # its bundled stubs miss SearchParameters' keywords, the HNSW parameter class, IndexHNSWSQ(qtype)
-# faiss < 1.8 (MetaGPT 0.8.2 pins 1.7.4) refuses search parameters on an IndexIDMap ("'!params' failed"): there a
-# selector is translated to the inner index's positions by hand, as faiss >= 1.8 does inside IndexIDMap.
-_IDMAP_TAKES_PARAMS = tuple(int(p) for p in faiss.__version__.split(".")[:2]) >= (1, 8)
-_LEGACY_EF = threading.Lock()  # faiss < 1.8: a graph's efSearch is set on it for one search at a time
 
 
 class VectorIndex:
@@ -112,15 +78,15 @@ class VectorIndex:
         if kind == "flat":
             inner = snapshot.flat_index(dim)
         else:
-            inner = _faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            inner.hnsw.efConstruction = _EF_CONSTRUCTION
+            inner = _faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            inner.hnsw.efConstruction = EF_CONSTRUCTION
         self.index: Any = faiss.IndexIDMap2(inner)
         self.last_seq = 0  # every message seq <= this is applied
         self.last_tseq = 0  # every tombstone <= this is applied
         self.ghosts: set[int] = set()  # HNSW only: removed seqs still in the graph
         self.fresh: VectorIndex | None = None  # HNSW only: the newest vectors, not yet folded into the graph
         self.graph_changes = 0  # HNSW only: vectors folded into the graph and ghosts added since the last save
-        self.ef_search = _EF_SEARCH  # HNSW only: see ef_search_for
+        self.ef_search = EF_SEARCH  # HNSW only: see ef_search_for
         self._loaded: snapshot.Loaded | None = None  # the snapshot this index came from, while it maps it
         # flat and holding float16 copies (from snapshot.HALF_FROM vectors), whose products _exact_flat scales
         self.halved = False
@@ -194,11 +160,11 @@ class VectorIndex:
         inner = faiss.downcast_index(self.index.index)
         if not inner.is_trained:  # a new HNSW-SQ index: its first add (the rebuild's vectors) sets the ranges
             inner.train(quantizer_ranges(vectors))
-        if self.kind == "hnsw" and len(seqs) >= _PARALLEL_ADD_FROM:
-            with omp_threads(_ADD_THREADS):  # per calling thread (libgomp): searches elsewhere keep theirs
+        if self.kind == "hnsw" and len(seqs) >= PARALLEL_ADD_FROM:
+            with omp_threads(ADD_THREADS):  # per calling thread (libgomp): searches elsewhere keep theirs
                 self.index.add_with_ids(vectors, seqs.astype(np.int64))
         else:
-            with omp_threads(_SEARCH_THREADS):
+            with omp_threads(SEARCH_THREADS):
                 self.index.add_with_ids(vectors, seqs.astype(np.int64))
         if self.halved and known:  # the copies' norms, from FAISS's own rounding of them
             self._keep_scales(np.asarray(seqs, dtype=np.int64), inner.reconstruct_n(start, len(seqs)))
@@ -241,21 +207,21 @@ class VectorIndex:
         """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist. HNSW: the graph's
         and the fresh segment's results merged."""
         fresh = self.fresh if self.fresh is not None and self.fresh.live else None
-        with omp_threads(_SEARCH_THREADS if len(queries) < _BATCH_FROM_QUERIES else _ADD_THREADS):
+        with omp_threads(SEARCH_THREADS if len(queries) < BATCH_FROM_QUERIES else ADD_THREADS):
             if fresh is None:
                 return self._search(queries, k, allowed)
             k = max(1, min(k, max(self.live, 1)))
             found = [fresh.search(queries, k, allowed)]
             if int(self.index.ntotal) > len(self.ghosts):
                 found.append(self._search(queries, k, allowed))
-        return _merge(found, k)
+        return merge_found(found, k)
 
     def _search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The graph's (or the flat index's) own search."""
         k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if faiss.cvar.distance_compute_blas_threshold != _BATCH_FROM_QUERIES * self.dim:
-            faiss.cvar.distance_compute_blas_threshold = _BATCH_FROM_QUERIES * self.dim
+        if faiss.cvar.distance_compute_blas_threshold != BATCH_FROM_QUERIES * self.dim:
+            faiss.cvar.distance_compute_blas_threshold = BATCH_FROM_QUERIES * self.dim
         if self.halved:
             fetch = min(max(2 * k, k + _FLAT_MARGIN), int(self.index.ntotal) - len(self.ghosts))
             return self._exact_flat(*self._scan(queries, max(fetch, 1), allowed), k)
@@ -274,8 +240,8 @@ class VectorIndex:
             params = _faiss.SearchParametersHNSW(efSearch=ef_search_for(k, self.ef_search, int(self.index.ntotal)))
             if selector is not None:
                 params.sel = selector
-        if params is not None and not _IDMAP_TAKES_PARAMS:
-            return self._search_inner(queries, k, allowed, params)
+        if params is not None and not IDMAP_TAKES_PARAMS:
+            return search_by_position(self.index, self.ghosts, queries, k, allowed, params)
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
 
@@ -327,27 +293,6 @@ class VectorIndex:
         order = np.argsort(held, kind="stable")
         self._scales = (held[order], inverse[order])
         return self._scales
-
-    def _search_inner(
-        self, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: Any
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """faiss < 1.8: search the IndexIDMap's inner index with a selector over its positions, then map back."""
-        seqs = faiss.vector_to_array(self.index.id_map).astype(np.int64)
-        if allowed is not None or self.ghosts:
-            keep = np.ones(len(seqs), dtype=bool) if allowed is None else np.isin(seqs, allowed)
-            if self.ghosts:
-                keep &= ~np.isin(seqs, np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts)))
-            positions = faiss.IDSelectorBatch(np.nonzero(keep)[0].astype(np.int64))
-            params.sel = positions
-            params.referenced = positions  # keep the SWIG selector alive while params is
-        inner = faiss.downcast_index(self.index.index)
-        if hasattr(inner, "hnsw"):  # faiss < 1.8 searches a graph at the lower of its own efSearch and the params'
-            with _LEGACY_EF:
-                inner.hnsw.efSearch = params.efSearch
-                scores, found = inner.search(queries, k, params=params)
-        else:
-            scores, found = inner.search(queries, k, params=params)
-        return scores, np.where(found >= 0, seqs[np.clip(found, 0, None)], -1)
 
     def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Flat search for k + len(ghosts), ghosts dropped: the result of searching without them."""
@@ -453,61 +398,3 @@ def _inverse_norms(copies: np.ndarray) -> np.ndarray:
     """1 / each row's norm (float32)."""
     rows = np.asarray(copies, dtype=np.float32)
     return np.asarray(1.0 / np.sqrt(np.maximum(np.einsum("ij,ij->i", rows, rows), 1e-30)), dtype=np.float32)
-
-
-@contextmanager
-def omp_threads(threads: int) -> Iterator[None]:
-    """FAISS's OpenMP thread count of the calling thread set to ``threads`` for the block, then restored."""
-    before = faiss.omp_get_max_threads()
-    if before == threads:
-        yield
-        return
-    faiss.omp_set_num_threads(threads)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(before)
-
-
-def quantizer_ranges(vectors: np.ndarray) -> np.ndarray:
-    """Two rows, each dimension's low and high end, to train an 8-bit quantizer on (FAISS's min/max range
-    statistic takes them as they are): the vectors' own range, widened (see _SQ_MARGIN, _SQ_FLOOR_SIGMAS)."""
-    floor = np.float32(_SQ_FLOOR_SIGMAS / np.sqrt(vectors.shape[1]))
-    low = np.minimum(vectors.min(axis=0), -floor)
-    high = np.maximum(vectors.max(axis=0), floor)
-    span = high - low
-    return np.ascontiguousarray(np.stack([low - _SQ_MARGIN * span, high + _SQ_MARGIN * span]), dtype=np.float32)
-
-
-def ef_search_for(k: int, floor: int, size: int | None = None) -> int:
-    """HNSW efSearch for a top-``k`` query in a graph of ``size`` vectors (None: a large one): the configured
-    ``floor`` from :data:`_EF_FULL_AT` vectors, the share ``size / _EF_FULL_AT`` of it below (at least
-    :data:`_EF_SHARE_MIN` of it), raised to ``_EF_PER_K * k`` for large k."""
-    share = 1.0 if size is None else min(1.0, max(_EF_SHARE_MIN, size / _EF_FULL_AT))
-    return max(math.ceil(floor * share), _EF_PER_K * k)
-
-
-def _merge(found: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``k`` of several (scores, seqs) results for the same queries (seq -1: padding), ties in the order
-    given. One query (a search) is merged in plain Python: numpy's per-call overhead on its ~100 values cost more
-    than the merge itself."""
-    if len(found[0][1]) == 1:
-        pairs = [
-            (v, s)
-            for scores, ids in found
-            for v, s in zip(scores[0].tolist(), ids[0].tolist(), strict=True)
-            if s >= 0 and math.isfinite(v)
-        ]
-        pairs.sort(key=lambda pair: -pair[0])  # stable: ties keep the order given
-        best = pairs[:k] + [(-math.inf, -1)] * (k - len(pairs))
-        return (np.array([[v for v, _ in best]], dtype=np.float32), np.array([[s for _, s in best]], dtype=np.int64))
-    scores = np.hstack([np.where(ids >= 0, sc, -np.inf).astype(np.float32) for sc, ids in found])
-    ids = np.hstack([ids for _, ids in found])
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    out_scores, out_ids = np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
-    out_ids = np.where(np.isfinite(out_scores), out_ids, -1)
-    if out_ids.shape[1] < k:
-        pad = k - out_ids.shape[1]
-        out_scores = np.hstack([out_scores, np.full((len(ids), pad), -np.inf, np.float32)])
-        out_ids = np.hstack([out_ids, np.full((len(ids), pad), -1, np.int64)])
-    return out_scores, out_ids

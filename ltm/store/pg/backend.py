@@ -10,7 +10,7 @@ transaction-level advisory lock. Writers of one namespace therefore commit one a
 process, sees it (read-your-writes). Writers of different namespaces do not wait for each other.
 
 Dense search: exact below :data:`HNSW_ROWS` live rows (or ``Settings.hnsw_threshold`` if lower), else the
-namespace's own HNSW index (:func:`~ltm.store.pg.schema.ensure_hnsw`), built by the write that crosses the
+namespace's own HNSW index (:func:`~ltm.store.pg.hnsw.ensure_hnsw`), built by the write that crosses the
 line. The line is far lower than the embedded engine's: FAISS's flat scan costs nanoseconds per vector,
 the server's exact scan 1-2 microseconds (measured: bench/backends.py, BENCHMARKS.md).
 
@@ -22,7 +22,6 @@ batch is still one transaction, and readers meanwhile search the namespace exact
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -38,12 +37,14 @@ from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, as_vector, record
 from ltm.store.pg.erase import erase
 from ltm.store.pg.filters import pg_filter
+from ltm.store.pg.hnsw import BUILD_LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.keyword import KeywordPlanner
+from ltm.store.pg.nearest import PgNearest, query_vector
 from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
-from ltm.store.pg.schema import BUILD_LOCK_CLASS, LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
+from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
-from ltm.store.pg.search import candidates_sql, dense_expr, search_sql
+from ltm.store.pg.search import candidates_sql, search_sql
 from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
@@ -52,12 +53,9 @@ from ltm.store.search.query import question_stems
 __all__ = ["HNSW_ROWS", "PgBackend"]
 
 HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unless hnsw_threshold is lower)
-# ef_search of find_news's nearest-one lookups: at 10k, 100 found the exact best cosine for 100 of 100 queries
-# (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
-NEAREST_EF_SEARCH = 100
 
 
-class PgBackend(PgDocuments, PgSeam):
+class PgBackend(PgDocuments, PgNearest, PgSeam):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
@@ -281,25 +279,6 @@ class PgBackend(PgDocuments, PgSeam):
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
 
-    def _ef_search(self, conn: Any, k: int) -> None:
-        """``hnsw.ef_search`` for this transaction: the settings' floor, raised to 4k (pgvector's limit 1000);
-        for the nearest one (k=0, find_news), the lower of the floor and :data:`NEAREST_EF_SEARCH`."""
-        floor = self.settings.hnsw_ef_search
-        ef = min(floor, NEAREST_EF_SEARCH) if k == 0 else min(max(floor, 4 * k), 1000)
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-
-    def _read(self, hnsw: bool, k: int, sql: str, params: Any) -> list[Any]:
-        """The rows of one query; through the HNSW index with ``ef_search`` for ``k`` when ``hnsw``."""
-        with translate(self.url), self.pool.connection() as conn, conn.transaction():
-            if hnsw:
-                self._ef_search(conn, k)
-            return list(conn.execute(sql, params).fetchall())
-
-    def _hnsw(self, filtered: bool) -> bool:
-        """Search through the namespace's HNSW index (unfiltered: pgvector 0.6 filters after the graph search,
-        which could leave fewer than k)."""
-        return not filtered and self.dimension() is not None and self._index_valid()
-
     def search(
         self,
         text: str,
@@ -340,8 +319,8 @@ class PgBackend(PgDocuments, PgSeam):
                 k=k,
                 fetch=fetch,
                 tsq=tsq,
-                q=_query(vector) if dense else None,
-                lines=[_query(v) for v in lines] if by_lines and lines is not None else None,
+                q=query_vector(vector) if dense else None,
+                lines=[query_vector(v) for v in lines] if by_lines and lines is not None else None,
             )
             if hnsw:
                 self._ef_search(conn, fetch)
@@ -374,28 +353,6 @@ class PgBackend(PgDocuments, PgSeam):
             return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
         return fused(text, k, fetch, rows, exact, terms, cosines)
 
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> None:
-        """None: :meth:`search` ranks the keyword side inside its one statement."""
-        del text, plan, k, filters, model_done
-
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> None:
-        """None: :meth:`search` ranks the keyword side inside its one statement."""
-        del text, plan, k, filters, model_done
-
     def _with_feedback(
         self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any], hnsw: bool
     ) -> list[Any]:
@@ -413,61 +370,8 @@ class PgBackend(PgDocuments, PgSeam):
             return rows
         moved = feedback_vector(params["q"], np.stack([as_vector(e) for (e,) in found]))
         sql = candidates_sql(where, dense=True, context=False, keyword=False, dim=self._dim, hnsw=hnsw, ns=self.ns)
-        again = conn.execute(sql, {**params, "q": _query(moved)}).fetchall()
+        again = conn.execute(sql, {**params, "q": query_vector(moved)}).fetchall()
         return [*again, *(row for row in rows if row[0] != "dense")]
-
-    def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
-        """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
-        if self.dimension() is None or k == 0:
-            return []
-        hnsw = self._hnsw(False)
-        expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
-        rows = self._read(
-            hnsw,
-            k,
-            f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
-            f"AND m.text_key = %(key)s ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
-            f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
-            f"ORDER BY {expr} <=> %(q)s LIMIT %(k)s) ORDER BY o",
-            {"ns": self.ns, "key": bytes(key), "k": k, "q": _query(vector)},
-        )
-        seen: dict[int, str] = {}
-        for order, score, seq, body in rows:
-            if (order == 0 or score >= threshold) and seq not in seen:
-                seen[int(seq)] = str(body)
-        return [Message.load(b) for b in list(seen.values())[:k]]
-
-    def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
-        """Each row's highest cosine to a stored message (-1.0 when none), 1.0 where its key is stored."""
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if self.dimension() is None or not len(vectors):
-            return np.full(len(vectors), -1.0, dtype=np.float32)
-        hnsw = self._hnsw(False)
-        expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
-        rows = self._read(
-            # ONE statement for the batch: per query vector, its nearest stored row (an HNSW index scan when
-            # the namespace has its index: EXPLAIN shows "Index Scan using ltm_hnsw_ns<id>" under the loop)
-            hnsw,
-            0,
-            f"SELECT v.i, 1 - n.d FROM unnest(%(qs)s::vector[]) WITH ORDINALITY AS v(q, i) CROSS JOIN "
-            f"LATERAL (SELECT {expr} <=> v.q AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
-            "ORDER BY d LIMIT 1) n",
-            {"ns": self.ns, "qs": [_query(v) for v in vectors]},
-        )
-        best = np.full(len(vectors), -1.0, dtype=np.float32)
-        for i, score in rows:
-            if score is not None:
-                best[int(i) - 1] = float(score)
-        if keys:
-            stored = {
-                bytes(r[0])
-                for r in self._rows(
-                    "SELECT DISTINCT text_key FROM ltm_messages WHERE ns = %s AND text_key = ANY(%s)",
-                    (self.ns, [bytes(k) for k in keys]),
-                )
-            }
-            best[[i for i, key in enumerate(keys) if bytes(key) in stored]] = 1.0
-        return best
 
     def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
         """Counts for health checks, read from the namespace's counters (kept in each write transaction) and
@@ -497,9 +401,3 @@ class PgBackend(PgDocuments, PgSeam):
 
     def close(self) -> None:
         """Nothing to release per namespace: connections go back to the process's pool after each call."""
-
-
-def _query(vector: Any) -> np.ndarray:
-    """A query vector as a parameter: pgvector's adapter sends it as a ``vector`` (binary), so the server
-    neither parses text nor casts per row."""
-    return np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))

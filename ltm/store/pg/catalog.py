@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from ltm.store.pg.pool import pool_for, translate
 from ltm.store.pg.schema import partitions_of
+from ltm.store.records import DatabaseNamespace
 
-__all__ = ["PgNamespace", "pg_namespace_exists", "pg_namespace_model", "pg_namespaces", "pg_partitions"]
-
-
-@dataclass(frozen=True)
-class PgNamespace:
-    """One namespace row: kind, name, embedding model, dimension (None before a vector), live messages."""
-
-    kind: str
-    name: str
-    model: str
-    dim: int | None
-    messages: int
+__all__ = ["pg_namespace_exists", "pg_namespace_model", "pg_namespaces", "pg_partitions"]
 
 
-def pg_namespaces(url: str) -> Iterator[PgNamespace]:
+def pg_namespaces(url: str) -> Iterator[DatabaseNamespace]:
     """Every namespace in the database at ``url``, by kind then name."""
     with translate(url), pool_for(url).connection() as conn:
         rows = conn.execute(
             "SELECT kind, name, embedding_model, dim, live FROM ltm_namespaces ORDER BY kind, name"
         ).fetchall()
     for kind, name, model, dim, live in rows:
-        yield PgNamespace(str(kind), str(name), str(model), None if dim is None else int(dim), int(live))
+        yield DatabaseNamespace(str(kind), str(name), str(model), None if dim is None else int(dim), int(live))
 
 
 def pg_namespace_exists(url: str, kind: str, name: str, partitions: int | None = None) -> bool:

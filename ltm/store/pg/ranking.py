@@ -1,6 +1,5 @@
 """Hybrid ranking of PostgreSQL's candidates: the embedded engine's fusion (:func:`ltm.store.search.fusion.fuse`), so
-both
-engines rank alike."""
+both engines rank alike."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What :class:`~ltm.store.pg.backend.PgBackend` answers a :class:`~ltm.store.storage.MemoryStorage` handle beyond
-the rows: how it is opened and removed, and the write paths the embedded engine specialises (group commits,
-staged adds, write-behind), which on the server are plain transactions."""
+the rows: how it is opened and removed, and a group of adds, which on the server is a plain transaction each
+(PostgreSQL has neither staged adds nor write-behind: the facade finds no such capability and adds as ever)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ltm.config import Settings
-from ltm.message import Message
 from ltm.store import rows as rowplan
+from ltm.store.handle import Handle
+from ltm.store.pg.warm import WARM
 from ltm.store.records import Row
 from ltm.store.search.filters import Filter
-from ltm.store.warm import WARM
 
 __all__ = ["PgSeam"]
 
@@ -27,10 +27,10 @@ class PgSeam:
 
     engine_name = "postgresql"
     settings: Settings
-    _handle: weakref.ref[Any] | None = None
+    _handle: weakref.ref[Handle] | None = None
 
     @classmethod
-    def open(cls, store: Any, namespace: str) -> Any:
+    def open(cls, store: Handle, namespace: str) -> Any:
         """Open (creating when new) ``namespace`` for the handle ``store``, on ``store.settings.store_url``."""
         make: Any = cls  # PgBackend: its constructor opens the namespace
         backend = make(store.settings.store_url, store.kind, namespace, store.embedder.model, store.settings)
@@ -38,7 +38,7 @@ class PgSeam:
         return backend
 
     @classmethod
-    def discard(cls, store: Any, namespace: str) -> None:
+    def discard(cls, store: Handle, namespace: str) -> None:
         """Delete ``namespace``'s rows: found through the open namespace."""
         cls.open(store, namespace).drop()
 
@@ -48,7 +48,7 @@ class PgSeam:
         return None
 
     def touch(self) -> None:
-        """The handle was used: the least recently used handles' embedding caches go (:mod:`ltm.store.warm`)."""
+        """The handle was used: the least recently used handles' embedding caches go (:mod:`ltm.store.pg.warm`)."""
         handle = None if self._handle is None else self._handle()
         if handle is not None:
             WARM.touch(handle, self.settings.max_open_namespaces)
@@ -76,20 +76,13 @@ class PgSeam:
         items: Sequence[tuple[rowplan.Pending, np.ndarray]],
         keys: Callable[[Sequence[str]], builtins.list[bytes]],
         history_limit: int,
-        staging: Any = None,
+        staging: object = None,
     ) -> builtins.list[int]:
-        """The adds of several callers: one server transaction each."""
+        """The adds of several callers: one server transaction each (``staging`` is always None here: see
+        :meth:`staging`)."""
         counts = []
         for pending, vectors in items:
             self.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, keys(pending.contents), vectors)
             counts.append(self.write(rows, replace=False, history_limit=history_limit))
         return counts
-
-    def staging(self, messages: builtins.list[Message]) -> None:
-        """None: the server commits each add in one transaction after the model (there is no staged table)."""
-        return None
-
-    def add_behind(self, messages: builtins.list[Message]) -> int | None:
-        """None: write-behind is the embedded engine's; the handle adds as ever."""
-        return None

@@ -45,7 +45,7 @@ NAME_ROWS = 8  # messages read per word by an engine's speaker_names (their name
 
 def spoken_by_named(query: str, speakers: Mapping[int, Iterable[str]], terms: Iterable[str] | None = None) -> set[int]:
     """The seqs of ``speakers`` ({seq: its names}) one of whose names shares a word with ``query`` (``terms``: its
-    :func:`~ltm.store.query.query_terms` when the caller has them)."""
+    :func:`~ltm.store.search.query.query_terms` when the caller has them)."""
     words = frozenset(query_terms(query) if terms is None else terms)
     if not words:
         return set()
@@ -60,8 +60,8 @@ def _name_words(names: tuple[str, ...]) -> frozenset[str]:
 
 
 def body_speakers(data: Mapping[str, Any]) -> tuple[str, ...]:
-    """A stored message body's names (the body's parsed JSON), as :meth:`ltm.store.log.MessageLog.candidates` reads
-    them from the columns."""
+    """A stored message body's names (the body's parsed JSON), as the embedded engine reads them from the columns
+    (:meth:`ltm.store.embedded.log.MessageLog.candidates`)."""
     speaker = (data.get("metadata") or {}).get("speaker")
     return tuple(str(v) for v in (speaker, data.get("sent_from"), data.get("role")) if v)
 

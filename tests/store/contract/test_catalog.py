@@ -94,7 +94,7 @@ def test_namespace_path_is_where_the_store_lives(settings: Settings) -> None:
 
 
 def test_a_second_listing_opens_only_what_changed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ltm.store import catalog
+    from ltm.store.embedded import catalog
 
     for i in range(6):
         _fill(settings, "role", f"member-{i}", i + 1)

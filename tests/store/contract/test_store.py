@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from ltm import InvalidInput, MemoryHit, MemoryStorage, Message, NotFound, Settings, UserRequirement
-from ltm.store.conversation import with_context
+from ltm.message import with_context
 from tests.support.embedded import embedded_of
 from tests.support.embeddings import TEXTS, MockEmbedding
 

@@ -13,7 +13,8 @@ from ltm.config import Settings
 from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.embedded import snapshot, vectors
-from ltm.store.embedded.vectors import VectorIndex, _merge
+from ltm.store.embedded.hnsw import merge_found as _merge
+from ltm.store.embedded.vectors import VectorIndex
 from tests.store.embedded.test_quantized_hnsw import DIM, STORED, _check_search, _clustered, _mirror, _store
 
 

@@ -1,5 +1,5 @@
 """The ordinary add commits its new messages to the ``staged`` table on a helper thread while the model embeds
-them (ltm/store/embedded/behind.py, Staging; ltm/store/embedded/writes.py, add_groups), then moves them into
+them (ltm/store/embedded/behind.py, Staging; ltm/store/adding.py, add_groups), then moves them into
 ``messages`` in a
 write that needs no fsync of its own. What a caller can observe: the message is on disk before the model
 answers, a failed model or move stores nothing, a crash during the model leaves a message the next open embeds,
@@ -23,6 +23,7 @@ import pytest
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError
+from ltm.store import adding
 from ltm.store.embedded import writes
 from tests.support.embedded import embedded_of
 from tests.support.embeddings import BrokenEmbedding, CountingEmbedding, GatedEmbedding, SlowEmbedding
@@ -217,7 +218,7 @@ def test_a_big_batch_commits_once_after_the_model(plain: Settings) -> None:
     model = GatedEmbedding(wait_s=10.0)
     store = MemoryStorage("ns", settings=plain, embedding=model)
     batch = [
-        Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user") for i in range(writes.STAGE_MAX + 1)
+        Message(id=f"m{i}", content=f"note {i} on module {i % 7}", role="user") for i in range(adding.STAGE_MAX + 1)
     ]
     out: list[int] = []
     thread = threading.Thread(target=lambda: out.append(store.add_batch(batch)))
@@ -227,7 +228,7 @@ def test_a_big_batch_commits_once_after_the_model(plain: Settings) -> None:
         assert _count(plain.storage_dir, "staged") == 0 and not out
         model.gate.set()
         thread.join(10)
-        assert out == [writes.STAGE_MAX + 1]
+        assert out == [adding.STAGE_MAX + 1]
     finally:
         model.gate.set()
         store.close()

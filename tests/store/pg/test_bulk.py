@@ -24,9 +24,9 @@ from pgvector.psycopg import register_vector
 
 from ltm import MemoryStorage, Message
 from ltm.config import Settings
-from ltm.store.pg import schema
+from ltm.store.pg import hnsw
 from ltm.store.pg.backend import HNSW_ROWS
-from ltm.store.pg.schema import ensure_hnsw, hnsw_index
+from ltm.store.pg.hnsw import ensure_hnsw, hnsw_index
 
 _GRAPH = (Settings().store_hnsw_m, Settings().store_hnsw_ef_construction)  # the index build's defaults
 
@@ -167,7 +167,7 @@ def test_an_index_build_gets_room_for_its_whole_graph(pg_url: str, tmp_path: Pat
         conn.add_notice_handler(lambda d: notices.append(str(d.message_primary)))
         conn.execute(f"DROP INDEX {hnsw_index(ns)}")
         conn.execute("SET maintenance_work_mem = '1MB'")  # room for ~400 elements of 1,500
-        assert schema.build_memory(1500, dim) > 1 << 20
+        assert hnsw.build_memory(1500, dim) > 1 << 20
         assert ensure_hnsw(conn, ns, dim, *_GRAPH)
         assert conn.execute("SHOW maintenance_work_mem").fetchone() == ("1MB",)  # put back
     assert not [n for n in notices if "no longer fits" in n], notices
@@ -184,7 +184,7 @@ def test_an_index_build_refused_its_memory_builds_with_the_servers_setting(
     _add(store, "refused", 0, 1200, dim, seed=6)
     store.close()
     ns = _ns(pg_url, "refused")
-    monkeypatch.setattr(schema, "build_memory", lambda rows, dim: 1 << 40)
+    monkeypatch.setattr(hnsw, "build_memory", lambda rows, dim: 1 << 40)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f"DROP INDEX {hnsw_index(ns)}")
         conn.execute("SET min_parallel_table_scan_size = 0")  # a parallel build even of this small table

@@ -14,7 +14,7 @@ from ltm import MemoryStorage, Message
 from ltm.config import Settings
 from ltm.errors import ConfigError
 from ltm.store.pg.backend import HNSW_ROWS
-from ltm.store.pg.schema import hnsw_index
+from ltm.store.pg.hnsw import hnsw_index
 
 
 def _indexdef(url: str, tmp_path: Path, name: str, **graph: int) -> str:

@@ -21,8 +21,9 @@ from ltm.cli import main
 from ltm.config import Settings
 from ltm.errors import StoreMismatch
 from ltm.store.pg.backend import HNSW_ROWS
+from ltm.store.pg.hnsw import hnsw_index
 from ltm.store.pg.pool import close_pools
-from ltm.store.pg.schema import hnsw_index, home_table
+from ltm.store.pg.schema import home_table
 from tests.support.postgres import PARTITIONS
 
 _PART = re.compile(r"\bltm_(?:messages|history)_p\d+\b")

@@ -18,8 +18,9 @@ from pgvector.psycopg import register_vector
 from ltm import MemoryStorage, Message
 from ltm.config import Settings
 from ltm.store.pg.backend import HNSW_ROWS, PgBackend
+from ltm.store.pg.hnsw import hnsw_index
 from ltm.store.pg.pool import close_pools
-from ltm.store.pg.schema import MIGRATIONS, hnsw_index
+from ltm.store.pg.schema import MIGRATIONS
 from ltm.store.records import decode
 
 

@@ -1,17 +1,18 @@
-"""One engine per open namespace per process: handles on one namespace share its files and indexes.
+"""One shared state per open namespace per process (:class:`SharedNamespace`): handles on one namespace share its
+files and indexes.
 
 Two :class:`~ltm.store.storage.MemoryStorage` objects for one namespace (same data root, kind, name, embedding
-model and engine settings) in one process share ONE :class:`Engine`: one SQLite connection, one
+model and engine settings) in one process share ONE :class:`SharedNamespace`: one SQLite connection, one
 :class:`~ltm.store.embedded.mirror.IndexMirror` (one copy of the vectors in RAM) and one re-entrant lock that serialises
 every call that touches them, whichever handle makes it. A write through one handle is in the mirror the other
 reads at once: nothing to replay, no second copy.
 
-The engine is reference-counted by the handles attached to it (a weak set: a collected handle counts no more).
-It closes its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.embedded.pool`); a handle
-keeps its engine object after ``close()``, so its next call reopens the very engine other handles may share.
+It is reference-counted by the handles attached to it (a weak set: a collected handle counts no more). It closes
+its files when its last handle closes, or when the pool parks it (:mod:`ltm.store.embedded.pool`); a handle keeps
+its shared namespace object after ``close()``, so its next call reopens the very one other handles may share.
 
-:class:`HandleLock` is a handle's ``_lock``: its own lock until the handle opens a namespace, then that
-namespace's engine lock, so the code that reads ``with self._lock:`` serialises across every handle on it.
+:class:`~ltm.store.locks.HandleLock` is a handle's ``_lock``: its own lock until the handle opens a namespace, then
+that namespace's shared lock, so the code that reads ``with self._lock:`` serialises across every handle on it.
 """
 
 from __future__ import annotations
@@ -20,62 +21,26 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ltm.config import Settings
 from ltm.store.embedded.behind import has_staged
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.opening import open_namespace, sweep_leftovers
+from ltm.store.embedder import Embedder
 
-__all__ = ["ENGINES", "Engine", "EngineRegistry", "HandleLock"]
-
-
-class HandleLock:
-    """A handle's lock: re-entrant, and re-targetable (:meth:`bind`) to the engine lock the handle shares.
-
-    A thread that waited on the old target while the handle was re-bound lets it go and takes the new one,
-    so nobody ends up holding a lock the handle no longer uses."""
-
-    def __init__(self) -> None:
-        self._target: Any = threading.RLock()
-        self._held = threading.local()
-
-    def bind(self, lock: Any) -> None:
-        """From now on acquire ``lock`` (a threading.RLock); call while holding this lock."""
-        self._target = lock
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        while True:
-            target = self._target
-            if not target.acquire(blocking, timeout):
-                return False
-            if target is self._target:
-                self._stack().append(target)
-                return True
-            target.release()  # re-bound while we waited: take the new one
-
-    def release(self) -> None:
-        self._stack().pop().release()
-
-    def _is_owned(self) -> bool:
-        owned = getattr(self._target, "_is_owned", None)
-        return bool(owned is not None and owned())
-
-    def _stack(self) -> list[Any]:
-        stack: list[Any] | None = getattr(self._held, "stack", None)
-        if stack is None:
-            stack = self._held.stack = []
-        return stack
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+__all__ = ["SHARED", "SharedNamespace", "SharedRegistry"]
 
 
-class Engine:
+class Attached(Protocol):
+    """A handle's view of the namespace, attached to its engine (``PooledNamespace``): its embedder once made."""
+
+    @property
+    def _embedder(self) -> Embedder | None: ...
+
+
+class SharedNamespace:
     """A namespace directory's log and mirror in this process, the lock that guards them, and its handles.
 
     Every method but :meth:`attach` / :meth:`detach` is called with :attr:`lock` held."""
@@ -88,16 +53,16 @@ class Engine:
         self.parked = False  # closed by the pool: its handles still count it open
         # acknowledged messages wait for their vectors (ltm.store.embedded.behind): reads settle them
         self.staged = False
-        self.handles: weakref.WeakSet[Any] = weakref.WeakSet()  # the attached handles
+        self.handles: weakref.WeakSet[Attached] = weakref.WeakSet()  # the attached handles
 
-    def attach(self, handle: Any) -> None:
+    def attach(self, handle: Attached) -> None:
         """Count ``handle`` in (call with :attr:`lock` held). A new handle on an engine already open sweeps the
         leftovers of killed snapshot writes, as its own open would have (see ``opening.sweep_leftovers``)."""
         if handle not in self.handles and self.mirror is not None and not self.mirror.read_only:
             sweep_leftovers(self.dir)
         self.handles.add(handle)
 
-    def detach(self, handle: Any) -> int:
+    def detach(self, handle: Attached) -> int:
         """``handle`` let go of the engine; how many handles still hold it."""
         self.handles.discard(handle)
         return len(self.handles)
@@ -128,7 +93,7 @@ class Engine:
         self.release()
         self.parked = True
         for handle in list(self.handles):  # up to 4,096 vectors per handle: 1.9 GB across 10,000 parked ones
-            embedder = getattr(handle, "_embedder", None)
+            embedder = handle._embedder
             if embedder is not None:
                 embedder.drop_cache()
 
@@ -139,15 +104,15 @@ class Engine:
             log.close()
 
 
-class EngineRegistry:
-    """The process's engines, by what makes two handles share one (held weakly: by their handles)."""
+class SharedRegistry:
+    """The process's shared namespaces, by what makes two handles share one (held weakly: by their handles)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._engines: weakref.WeakValueDictionary[tuple[Any, ...], Engine] = weakref.WeakValueDictionary()
+        self._engines: weakref.WeakValueDictionary[tuple[Any, ...], SharedNamespace] = weakref.WeakValueDictionary()
 
-    def get(self, directory: Path, namespace: str, model: str, settings: Settings) -> Engine:
-        """The engine of this namespace directory for this model and these engine settings (new when none)."""
+    def get(self, directory: Path, namespace: str, model: str, settings: Settings) -> SharedNamespace:
+        """The shared state of this namespace directory for this model and these engine settings (new when none)."""
         key = (
             os.path.realpath(directory),
             namespace,
@@ -160,11 +125,11 @@ class EngineRegistry:
         with self._lock:
             engine = self._engines.get(key)
             if engine is None:
-                engine = self._engines[key] = Engine(directory, namespace, model, settings)
+                engine = self._engines[key] = SharedNamespace(directory, namespace, model, settings)
             return engine
 
-    def find(self, directory: Path, namespace: str) -> Engine | None:
-        """An engine open on this namespace directory (for any model or settings), or None."""
+    def find(self, directory: Path, namespace: str) -> SharedNamespace | None:
+        """A shared state open on this namespace directory (for any model or settings), or None."""
         where = os.path.realpath(directory)
         with self._lock:
             return next((e for key, e in list(self._engines.items()) if key[0] == where and key[1] == namespace), None)
@@ -174,4 +139,4 @@ class EngineRegistry:
             return len(self._engines)
 
 
-ENGINES = EngineRegistry()
+SHARED = SharedRegistry()

@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any
+
+from ltm.store.handle import Handle
 
 __all__ = ["WARM", "WarmCaches"]
 
@@ -23,9 +24,9 @@ class WarmCaches:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._order: OrderedDict[int, weakref.ref[Any]] = OrderedDict()
+        self._order: OrderedDict[int, weakref.ref[Handle]] = OrderedDict()
 
-    def touch(self, handle: Any, limit: int) -> None:
+    def touch(self, handle: Handle, limit: int) -> None:
         """``handle`` was just used; empty the caches of the least recently used beyond ``limit`` (0: none)."""
         if not limit:
             return
@@ -40,7 +41,7 @@ class WarmCaches:
                 if victim is not None:
                     victims.append(victim)
         for victim in victims:
-            embedder = getattr(victim, "_embedder", None)
+            embedder = victim._embedder
             if embedder is not None:
                 embedder.drop_cache()
 
