@@ -15,7 +15,9 @@ translate into this shape, never around it. A filter is a dict:
 Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
 ``NOT`` are exact complements (they match messages without the field). ``contains`` is a substring test on
 text and a membership test on a list; ``icontains`` folds case (Unicode casefold). ``gt``-like operators
-compare numbers with numbers and text with text, never across.
+compare numbers with numbers and text with text, never across. No stored text holds NUL (the store refuses it), so
+a filter value holding one matches what that means on every engine: nothing for ``eq`` / ``in`` / ``contains``,
+everything for ``ne`` / ``nin``, and its place in code point order for ``gt``-like operators.
 
 Values never enter the SQL text: every value is a bound parameter (a metadata key, a checked name, is written
 as a JSON path literal so that an index on it can serve the filter: see :func:`metadata_path`). The old search
@@ -37,6 +39,7 @@ from ltm.message import any_to_str
 
 __all__ = [
     "FIELDS",
+    "NOTHING",
     "OPERATORS",
     "And",
     "Compare",
@@ -105,6 +108,7 @@ class Not:
 
 
 Filter = Compare | And | Or | Not
+NOTHING = Compare("id", "eq", None)  # every message has an id: the filter no message matches, in every dialect
 
 
 def parse(filters: Mapping[str, Any] | None) -> Filter | None:
@@ -203,10 +207,10 @@ def _field(name: str, value: Any) -> list[Filter]:
     if isinstance(value, Mapping):
         if not value:
             raise InvalidInput(f"filter {name!r} got an empty operator dict; use e.g. {{'eq': ...}}")
-        return [_compare(name, kind, op, v) for op, v in value.items()]
+        return [_without_nul(_compare(name, kind, op, v)) for op, v in value.items()]
     if isinstance(value, list | tuple | set | frozenset):
-        return [_compare(name, kind, "in", value)]
-    return [_compare(name, kind, "eq", value)]
+        return [_without_nul(_compare(name, kind, "in", value))]
+    return [_without_nul(_compare(name, kind, "eq", value))]
 
 
 def _kind(name: str) -> Kind:
@@ -260,6 +264,32 @@ def _value(name: str, kind: Kind, op: str, value: Any) -> Any:
     if not isinstance(value, str):
         raise InvalidInput(f"filter {name!r} takes text, got {type(value).__name__} {value!r}")
     return value
+
+
+def _nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def _without_nul(node: Compare) -> Filter:
+    """``node`` with its NUL-holding text operands replaced by what they mean: the store refuses NUL in all it
+    writes (:mod:`ltm.store.validation`), so no stored text equals or contains such a value, and it sorts (code
+    point order) right after its part before the NUL. A driver that cannot bind NUL (PostgreSQL's) never sees one,
+    and both engines answer the same."""
+    if node.op in ("in", "nin"):
+        values = tuple(v for v in node.value if not _nul(v))
+        if len(values) == len(node.value):
+            return node
+        if values:
+            return Compare(node.field, node.op, values)
+        return NOTHING if node.op == "in" else Not(NOTHING)
+    if not _nul(node.value):
+        return node
+    if node.op == "ne":
+        return Not(NOTHING)
+    if node.op in _ORDERED:  # x > "u\x00..." iff x > "u"; x < "u\x00..." iff x <= "u" (x holds no NUL)
+        op = "gt" if node.op in ("gt", "gte") else "lte"
+        return Compare(node.field, op, node.value[: node.value.index("\x00")])
+    return NOTHING  # eq, contains, icontains
 
 
 def _is_named(value: Any) -> bool:
