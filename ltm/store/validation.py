@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, StoreMismatch
 from ltm.message import Message
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "check_k",
     "check_message",
     "context_text",
+    "held_by_another_model",
     "normalise",
     "text_of",
 ]
@@ -175,6 +176,17 @@ def context_text(message: Message, max_bytes: int) -> str | None:
         return None
     check_content(text, max_bytes, what=f"message {message.id} metadata[{CONTEXT_KEY!r}]")
     return str(text)
+
+
+def held_by_another_model(namespace: str, held: int, recorded: str, model: str, migrate: str) -> StoreMismatch:
+    """The refusal of ``model`` by a namespace holding ``held`` messages' vectors of ``recorded``: what is there and
+    the fix. A namespace records its model with its first vector, so this is only ever said of one that holds
+    vectors (one without takes any model)."""
+    return StoreMismatch(
+        f"namespace {namespace!r} holds the vectors of {held} message{'s' if held != 1 else ''} made by embedding "
+        f"model {recorded!r}, not {model!r}: vectors of two models cannot be compared. Open it with {recorded!r}, "
+        f"or {migrate}; or delete its messages (delete_all) and it takes any model"
+    )
 
 
 def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, source: str) -> np.ndarray:

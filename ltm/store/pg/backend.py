@@ -47,9 +47,11 @@ from ltm.store.records import Analysis, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
+from ltm.store.validation import held_by_another_model
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 
+_MIGRATE = "migrate its messages into a namespace of the new model (ltm migrate re-embeds when the models differ)"
 HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unless hnsw_threshold is lower)
 # ef_search of find_news's nearest-one lookups: at 10k, 100 found the exact best cosine for 100 of 100 queries
 # (40 missed one by 0.59) at 1/7 of the time of 384, the floor that top-10 recall needs at 1M (BENCHMARKS.md)
@@ -69,16 +71,14 @@ class PgBackend(PgDocuments, PgSeam):
                 (kind, name, model),
             )
             found = conn.execute(
-                "SELECT id, embedding_model, dim FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
+                "SELECT id, embedding_model, dim, live FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
             ).fetchone()
         assert found is not None  # inserted above, or by another process: namespaces are never renamed
-        ns, stored_model, dim = found
+        ns, stored_model, dim, live = found
         if stored_model != model:
-            raise StoreMismatch(
-                f"namespace {name!r} holds vectors of embedding model {stored_model!r} but was opened with "
-                f"{model!r}. Open it with the same model, or migrate its messages into a namespace of the new "
-                "model (ltm migrate re-embeds when the models differ)"
-            )
+            if live:
+                raise held_by_another_model(name, int(live), stored_model, model, _MIGRATE)
+            dim = None  # no vectors: the first write records this handle's model and dimension (write)
         self.ns: int = int(ns)
         self.keywords = KeywordPlanner(self.ns)  # which words a keyword search ranks (bounded past a budget)
         self._dim: int | None = None if dim is None else int(dim)
@@ -90,9 +90,12 @@ class PgBackend(PgDocuments, PgSeam):
             self._build_index()  # a namespace written before schema 2 (one index per dimension then)
 
     def dimension(self) -> int | None:
-        """The namespace's dimension (another process may have stored the first vector meanwhile)."""
+        """The namespace's dimension when it holds vectors of this handle's model (another process may have stored
+        the first vector meanwhile); None before."""
         if self._dim is None:
-            found = self._rows("SELECT dim FROM ltm_namespaces WHERE id = %s", (self.ns,))
+            found = self._rows(
+                "SELECT dim FROM ltm_namespaces WHERE id = %s AND embedding_model = %s", (self.ns, self.model)
+            )
             self._dim = None if not found or found[0][0] is None else int(found[0][0])
         return self._dim
 
@@ -103,20 +106,40 @@ class PgBackend(PgDocuments, PgSeam):
 
     # -- writes ------------------------------------------------------------------------------------------
     def ensure_dim(self, dim: int) -> None:
-        """Record the namespace's dimension at its first vector (and the HNSW index for it); refuse another."""
+        """Refuse vectors of ``dim`` (StoreMismatch) when the namespace holds vectors of another model or dimension;
+        the first vector's write records both (:meth:`_claim`, in its transaction)."""
         if self._dim == dim:
             return
-        with translate(self.url), self.pool.connection() as conn:
-            conn.execute("UPDATE ltm_namespaces SET dim = %s WHERE id = %s AND dim IS NULL", (dim, self.ns))
-            stored = conn.execute("SELECT dim FROM ltm_namespaces WHERE id = %s", (self.ns,)).fetchone()
-            stored = None if stored is None else stored[0]
-            conn.commit()
-            if stored != dim:
-                raise StoreMismatch(
-                    f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
-                    f"returned {dim}; use the model the namespace was built with ({self.model!r})"
-                )
-        self._dim = dim
+        found = self._rows("SELECT embedding_model, dim, live FROM ltm_namespaces WHERE id = %s", (self.ns,))
+        if found:
+            self._refuse(*found[0], dim)
+
+    def _refuse(self, model: str, stored: int | None, live: int, dim: int) -> None:
+        if not live:
+            return
+        if model != self.model:
+            raise held_by_another_model(self.name, int(live), model, self.model, _MIGRATE)
+        if stored is not None and stored != dim:
+            raise StoreMismatch(
+                f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
+                f"returned {dim}; use the model the namespace was built with ({self.model!r})"
+            )
+
+    def _claim(self, conn: Any, dim: int) -> int | None:
+        """Inside a write's transaction (under the namespace's lock): record this handle's model and ``dim`` with
+        the namespace's first vector, or refuse another model's (StoreMismatch, the transaction rolls back). The
+        dimension recorded before when it differs (an emptied namespace of another model): its HNSW index, built
+        for that one, is dropped after the commit."""
+        model, stored, live = conn.execute(
+            "SELECT embedding_model, dim, live FROM ltm_namespaces WHERE id = %s FOR UPDATE", (self.ns,)
+        ).fetchone()
+        if model == self.model and stored == dim:
+            return None
+        self._refuse(model, stored, live, dim)
+        conn.execute(
+            "UPDATE ltm_namespaces SET embedding_model = %s, dim = %s WHERE id = %s", (self.model, dim, self.ns)
+        )
+        return None if stored is None or stored == dim else int(stored)
 
     def _build_index(self) -> None:
         """Build the namespace's HNSW index (see :func:`ensure_hnsw`); another process building it: go on."""
@@ -148,6 +171,7 @@ class PgBackend(PgDocuments, PgSeam):
             return 0
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            stale_dim = self._claim(conn, len(rows[0].vector))
             old: dict[str, str] = {}
             old_contexts = 0
             if replace:
@@ -174,6 +198,9 @@ class PgBackend(PgDocuments, PgSeam):
                 else [(i, "ADD", None) for i in inserted]
             )
             record(conn, self.ns, events, history_limit)
+        self._dim = len(rows[0].vector)
+        if stale_dim is not None:  # the index of the vectors held before (all deleted) serves none of these
+            self.drop_index()
         if not self._indexed and not self._deferred and live is not None and int(live[0]) >= self.hnsw_rows:
             self._build_index()  # after the commit: CONCURRENTLY cannot run inside a transaction
         return len(old) if replace else len(inserted)
@@ -231,6 +258,11 @@ class PgBackend(PgDocuments, PgSeam):
         with translate(self.url), self.pool.connection() as conn:
             conn.execute("DELETE FROM ltm_namespaces WHERE id = %s", (self.ns,))
             conn.commit()
+        self.drop_index()
+
+    def drop_index(self) -> None:
+        """Drop the namespace's HNSW index, if any."""
+        with translate(self.url), self.pool.connection() as conn:
             conn.autocommit = True
             try:
                 drop_hnsw(conn, self.ns)
