@@ -3,8 +3,9 @@
 One parser (:func:`ltm.store.search.filters.parse`: the same checks, the same InvalidInput messages for a bad
 filter), two emitters: SQLite's in :mod:`ltm.store.search.filters`, this one over ``ltm_messages m``. Every value is a
 named, bound parameter (``%(fN)s``, cast to its type); a metadata key, a name already checked against
-``[A-Za-z0-9_-]{1,64}`` per segment, is written as a quoted literal of a jsonb ``->`` chain, as SQLite's
-emitter writes a JSON path literal: that is what lets an expression index (``index_metadata``) serve it.
+``[A-Za-z0-9_.-]{1,64}`` per key (:func:`~ltm.store.search.filters.metadata_keys`), is written as a quoted literal
+of a jsonb ``->`` chain, as SQLite's emitter writes a JSON path literal: that is what lets an expression index
+(``index_metadata``) serve it.
 
 Semantics are the embedded engine's (the oracle in ``tests/store/contract/test_filters.py`` runs on both): two-valued
 logic (``NOT coalesce(x, false)``), numbers compare with numbers and text with text (byte order, ``COLLATE
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ltm.store.search.filters import FIELDS, And, Compare, Filter, Not, Or, metadata_path
+from ltm.store.search.filters import FIELDS, And, Compare, Filter, Not, Or, metadata_keys
 from ltm.store.search.query import checked_filters
 
 __all__ = ["metadata_expr", "pg_filter", "pg_where"]
@@ -56,9 +57,9 @@ def pg_where(tree: Filter | None, prefix: str = "f") -> tuple[str, dict[str, Any
 
 
 def metadata_expr(field: str) -> str:
-    """``m.metadata -> 'a' -> 'b'`` for ``metadata.a.b`` (segments checked by :func:`metadata_path`)."""
-    metadata_path(field)  # InvalidInput unless every segment is [A-Za-z0-9_-]{1,64}: no quote can get in
-    return "(m.metadata" + "".join(f" -> '{s}'" for s in field[len("metadata.") :].split(".")) + ")"
+    """``m.metadata -> 'a' -> 'b'`` for ``metadata.a.b`` (``-> 'a.b'`` for ``metadata.a\\.b``)."""
+    # InvalidInput unless every key is [A-Za-z0-9_.-]{1,64}: no quote can get in
+    return "(m.metadata" + "".join(f" -> '{k}'" for k in metadata_keys(field)) + ")"
 
 
 class _Emitter:

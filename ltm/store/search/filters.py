@@ -10,7 +10,8 @@ translate into this shape, never around it. A filter is a dict:
 - fields: ``id``, ``content``, ``role``, ``cause_by``, ``sent_from``, ``send_to`` (a set: ``eq`` means "is one
   of the recipients"), ``created_at`` and ``expires_at`` (unix seconds, a ``datetime`` or an ISO 8601 string),
   the scopes ``user_id`` / ``agent_id`` / ``run_id`` (read from the message's metadata keys of the same name),
-  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict).
+  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict; ``metadata.a\\.b`` is the key
+  ``a.b``: :func:`metadata_keys`, :func:`metadata_field`).
 
 Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
 ``NOT`` are exact complements (they match messages without the field). ``contains`` is a substring test on
@@ -47,6 +48,8 @@ __all__ = [
     "Not",
     "Or",
     "casefold",
+    "metadata_field",
+    "metadata_keys",
     "metadata_path",
     "parse",
 ]
@@ -69,7 +72,8 @@ FIELDS: dict[str, tuple[Kind, str, bool]] = {
     "agent_id": ("text", "m.agent_id", True),
     "run_id": ("text", "m.run_id", True),
 }
-_SEGMENT = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_SEGMENT = re.compile(r"(?:[A-Za-z0-9_\-]|\\\.){1,64}")  # a key of a metadata path, its dots escaped
+_DOT = re.compile(r"(?<!\\)\.")  # a dot that separates two keys (not one escaped as \.)
 _LEGACY = {"created_after", "created_before", "metadata"}
 _MAX_IN = 10_000
 MAX_DEPTH = 8  # nested AND / OR / NOT: SQLite's parser overflows its stack past about 17 nested NOTs
@@ -217,10 +221,8 @@ def _kind(name: str) -> Kind:
     if name in FIELDS:
         return FIELDS[name][0]
     if name.startswith("metadata."):
-        segments = name[len("metadata.") :].split(".")
-        if all(_SEGMENT.match(s) for s in segments):
-            return "metadata"
-        raise InvalidInput(f"metadata filter {name!r}: each key segment is 1-64 letters, digits, _ or -")
+        metadata_keys(name)
+        return "metadata"
     raise InvalidInput(
         f"unknown filter field {name!r}; fields are {sorted(FIELDS)} and metadata.KEY (combine with AND / OR / NOT)"
     )
@@ -325,13 +327,34 @@ def _time(name: str, value: Any, op: str) -> float | None:
     raise InvalidInput(f"filter {name!r} takes unix seconds, a datetime or an ISO 8601 time, got {value!r}")
 
 
+def metadata_keys(field: str) -> list[str]:
+    """The keys of the path ``metadata.KEY[.KEY...]``, outermost first: a dot separates two keys, ``\\.`` is a dot
+    inside one (``metadata.a\\.b`` is key ``a.b``, ``metadata.a.b`` key ``b`` inside key ``a``). Each key is 1-64
+    letters, digits, ``_``, ``-`` or (escaped) dots, else InvalidInput: nothing else can get into the SQL text."""
+    path = field[len("metadata.") :] if field.startswith("metadata.") else ""
+    segments = _DOT.split(path)
+    if path and all(_SEGMENT.fullmatch(s) for s in segments):
+        keys = [s.replace("\\.", ".") for s in segments]
+        if all(len(k) <= 64 for k in keys):
+            return keys
+    raise InvalidInput(
+        f"metadata filter {field!r}: each key is 1-64 letters, digits, _ or - and a dot separates two keys; "
+        "write a dot inside a key as \\. ('metadata.a\\.b' is key 'a.b', 'metadata.a.b' is key 'b' inside 'a')"
+    )
+
+
+def metadata_field(*keys: str) -> str:
+    """The filter field of metadata key ``keys[0]``, or of ``keys[1]`` inside it and so on, its dots escaped:
+    ``metadata_field("a.b")`` is ``"metadata.a\\.b"``. InvalidInput for a key the filter language cannot name."""
+    field = "metadata." + ".".join(k.replace(".", "\\.") if isinstance(k, str) else "" for k in keys)
+    metadata_keys(field)
+    return field
+
+
 def metadata_path(field: str) -> str:
-    """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``).
+    """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``; key ``a.b``: ``'$."a.b"'``).
 
     The one piece of a filter written into the SQL text rather than bound: a name, not a value, and only after
-    every segment matched ``[A-Za-z0-9_-]{1,64}`` (no quote can get in). Being a literal is what lets SQLite use
-    an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
-    segments = field[len("metadata.") :].split(".") if field.startswith("metadata.") else []
-    if not segments or not all(_SEGMENT.match(s) for s in segments):
-        raise InvalidInput(f"metadata filter {field!r}: each key segment is 1-64 letters, digits, _ or -")
-    return "'$" + "".join(f'."{s}"' for s in segments) + "'"
+    :func:`metadata_keys` checked every key against ``[A-Za-z0-9_.-]{1,64}`` (no quote can get in). Being a literal
+    is what lets SQLite use an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
+    return "'$" + "".join(f'."{k}"' for k in metadata_keys(field)) + "'"
