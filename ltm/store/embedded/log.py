@@ -29,7 +29,7 @@ from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
 from ltm.store.embedded.sqlite_errors import corrupted, translate
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
-from ltm.store.search.filters import casefold
+from ltm.store.search.filters import casefold, text_number
 
 __all__ = [
     "CONTENT",
@@ -117,6 +117,7 @@ class MessageLog(KeywordReads):
             if read_only or beside:
                 self.db = _open_beside(path, busy_timeout_ms) if beside else _open_read_only(path, busy_timeout_ms)
                 self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+                self.db.create_function("ltm_number", 1, text_number, deterministic=True)  # filters' gt-like
                 return
             self.db = sqlite3.connect(
                 path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
@@ -125,6 +126,7 @@ class MessageLog(KeywordReads):
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+            self.db.create_function("ltm_number", 1, text_number, deterministic=True)  # filters' gt-like
             self.db.executescript(_TABLE)
             add_scope_columns(self.db)
             self.db.executescript(_DDL + SCOPE_DDL + history.DDL)

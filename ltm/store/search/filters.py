@@ -16,7 +16,10 @@ translate into this shape, never around it. A filter is a dict:
 Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
 ``NOT`` are exact complements (they match messages without the field). ``contains`` is a substring test on
 text and a membership test on a list; ``icontains`` folds case (Unicode casefold). ``gt``-like operators
-compare numbers with numbers and text with text, never across. No stored text holds NUL (the store refuses it), so
+compare numbers with numbers and text with text, except that with a number they also compare a number stored as
+text by its value (``"7" > 5``, as LangGraph's stores do): text written as a plain decimal number
+(:data:`NUMBER_TEXT`: ``7``, ``-2.5``, ``.5``, ``1e3``; not ``inf``, ``0x10`` or text with spaces); other text
+never matches a number, and a number never matches text. No stored text holds NUL (the store refuses it), so
 a filter value holding one matches what that means on every engine: nothing for ``eq`` / ``in`` / ``contains``,
 everything for ``ne`` / ``nin``, and its place in code point order for ``gt``-like operators.
 
@@ -41,6 +44,8 @@ from ltm.message import any_to_str
 __all__ = [
     "FIELDS",
     "NOTHING",
+    "NUMBER_TEXT",
+    "NUMBER_TEXT_MAX",
     "OPERATORS",
     "And",
     "Compare",
@@ -52,6 +57,7 @@ __all__ = [
     "metadata_keys",
     "metadata_path",
     "parse",
+    "text_number",
 ]
 
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains")
@@ -74,6 +80,13 @@ FIELDS: dict[str, tuple[Kind, str, bool]] = {
 }
 _SEGMENT = re.compile(r"(?:[A-Za-z0-9_\-]|\\\.){1,64}")  # a key of a metadata path, its dots escaped
 _DOT = re.compile(r"(?<!\\)\.")  # a dot that separates two keys (not one escaped as \.)
+# text written as a plain decimal number ("7", "-2.5", ".5", "1e3"; no spaces, no inf / nan / hex): what a gt-like
+# operator with a number compares by value. The same pattern on both engines (a function on SQLite's connections,
+# a regular expression in PostgreSQL's SQL); at most NUMBER_TEXT_MAX characters and a 2-digit exponent, so that
+# every such text is a finite float and a PostgreSQL numeric alike
+NUMBER_TEXT = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,2})?"  # all of the text: fullmatch, ^( )$
+NUMBER_TEXT_MAX = 64
+_NUMBER_TEXT = re.compile(NUMBER_TEXT)
 _LEGACY = {"created_after", "created_before", "metadata"}
 _MAX_IN = 10_000
 MAX_DEPTH = 8  # nested AND / OR / NOT: SQLite's parser overflows its stack past about 17 nested NOTs
@@ -137,6 +150,14 @@ def _terms(tree: Filter) -> int:
     if isinstance(tree, Not):
         return _terms(tree.part)
     return sum(_terms(p) for p in tree.parts)
+
+
+def text_number(value: Any) -> float | None:
+    """The SQL function ``ltm_number`` (registered on every embedded store connection): the value of text written
+    as a plain decimal number (:data:`NUMBER_TEXT`), else None (also for anything that is not text)."""
+    if isinstance(value, str) and len(value) <= NUMBER_TEXT_MAX and _NUMBER_TEXT.fullmatch(value):
+        return float(value)
+    return None
 
 
 def casefold(value: Any) -> Any:
