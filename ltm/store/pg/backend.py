@@ -112,7 +112,8 @@ class PgBackend(PgDocuments, PgSeam):
             return
         found = self._rows("SELECT embedding_model, dim, live FROM ltm_namespaces WHERE id = %s", (self.ns,))
         if found:
-            self._refuse(*found[0], dim)
+            model, stored, live = found[0]
+            self._refuse(model, stored, live, dim)
 
     def _refuse(self, model: str, stored: int | None, live: int, dim: int) -> None:
         if not live:
