@@ -128,12 +128,18 @@ def open_storage(
     if recorded is not None and recorded != configured_model_name(settings):
         if not embeds:
             settings = reading(settings, recorded)
-        else:
-            raise StoreMismatch(
-                f"namespace {args.kind}/{args.namespace} holds vectors of embedding model "
-                f"{recorded!r}, not {configured_model_name(settings)!r}, and this command embeds "
-                f"text: {how_to_embed_with(recorded)}"
-            )
+        else:  # a namespace records its model with its first vector: one without vectors takes any model
+            held = MemoryStorage(args.namespace, kind=args.kind, settings=reading(settings, recorded))
+            try:
+                count = held.count()
+            finally:
+                held.close()
+            if count:
+                raise StoreMismatch(
+                    f"namespace {args.kind}/{args.namespace} holds the vectors of {count} "
+                    f"message{'s' if count != 1 else ''} made by embedding model {recorded!r}, not "
+                    f"{configured_model_name(settings)!r}, and this command embeds text: {how_to_embed_with(recorded)}"
+                )
     return MemoryStorage(args.namespace, kind=args.kind, settings=settings)
 
 

@@ -12,8 +12,9 @@ Decisions (documented here because the signatures cannot say them):
   most ``MAX_DEPTH`` levels deep, and every number finite: one NaN in a row's metadata JSON made SQLite's
   json functions fail on every metadata-filtered search of the namespace, and a NaN
   ``created_at`` became NULL and was silently ignored by ``INSERT OR IGNORE``.
-- A metadata key (at any depth) holding ``.`` is refused: a filter reads ``metadata.a.b`` as key ``b``
-  inside key ``a``, so such a key could be stored but never filtered.
+- A metadata key (at any depth) may hold ``.`` (every framework's own store takes such keys); a filter names it
+  with the dot escaped, ``metadata.a\\.b`` for key ``a.b`` (``metadata.a.b`` is key ``b`` inside key ``a``: see
+  :func:`ltm.store.search.filters.metadata_keys`).
 - Vectors from an embedding must have the namespace's dimension, be finite and non-zero; they are
   L2-normalised here so inner product is cosine similarity.
 """
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, StoreMismatch
 from ltm.message import Message
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "check_k",
     "check_message",
     "context_text",
+    "held_by_another_model",
     "normalise",
     "text_of",
 ]
@@ -103,11 +105,6 @@ def _check_value(value: Any, what: str, depth: int) -> None:
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key, f"{what} key", max_bytes=MAX_FIELD_BYTES) if isinstance(key, str) else None
-            if isinstance(key, str) and "." in key:
-                raise InvalidInput(
-                    f"{what} key {key[:64]!r} contains '.', which filters read as nesting "
-                    "('metadata.a.b' is key 'b' inside key 'a'); use '_' or '-' instead"
-                )
             _check_value(item, f"{what}[{key!r}]", depth + 1)
     elif isinstance(value, list | tuple | set | frozenset):
         for i, item in enumerate(value):
@@ -175,6 +172,17 @@ def context_text(message: Message, max_bytes: int) -> str | None:
         return None
     check_content(text, max_bytes, what=f"message {message.id} metadata[{CONTEXT_KEY!r}]")
     return str(text)
+
+
+def held_by_another_model(namespace: str, held: int, recorded: str, model: str, migrate: str) -> StoreMismatch:
+    """The refusal of ``model`` by a namespace holding ``held`` messages' vectors of ``recorded``: what is there and
+    the fix. A namespace records its model with its first vector, so this is only ever said of one that holds
+    vectors (one without takes any model)."""
+    return StoreMismatch(
+        f"namespace {namespace!r} holds the vectors of {held} message{'s' if held != 1 else ''} made by embedding "
+        f"model {recorded!r}, not {model!r}: vectors of two models cannot be compared. Open it with {recorded!r}, "
+        f"or {migrate}; or delete its messages (delete_all) and it takes any model"
+    )
 
 
 def normalise(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int | None, source: str) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The service under attack, from a real client against a real server on a loopback port: Host names a
 rebinding page could send, reads that must create nothing, client mistakes that must be a 400 with one log
-line, the docs pages, the inspector's cookie on the API, unknown DELETE paths, long names, dotted metadata
-keys, the security headers, half-sent requests, and what the first write of a process imports."""
+line, the docs pages, the inspector's cookie on the API, unknown DELETE paths, long names, metadata
+keys holding NUL, the security headers, half-sent requests, and what the first write of a process imports."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ MISTAKES: list[tuple[str, str, str | bytes]] = [
     ("POST", "/messages", b'{"messages": [{"content": "x", "created_at": Infinity}]}'),
     ("POST", "/messages", b'{"messages": [{"content": "x", "created_at": 1e309}]}'),
     ("POST", "/messages", b'{"messages": [{"content": "x", "created_at": NaN}]}'),
-    ("POST", "/messages", b'{"messages": [{"content": "x", "metadata": {"a.b": 1}}]}'),
+    ("POST", "/messages", b'{"messages": [{"content": "x", "metadata": {"a\\u0000b": 1}}]}'),
     ("POST", "/search", json.dumps({"query": "x", "filters": _deep("NOT", 18)})),
     ("POST", "/search", json.dumps({"query": "x", "filters": _deep("AND", 87)})),
     ("POST", "/search", json.dumps({"query": "x", "filters": _deep("OR", 87)})),

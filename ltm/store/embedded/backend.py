@@ -129,7 +129,9 @@ class EmbeddedBackend(PooledNamespace):
 
     def dimension(self) -> int | None:
         recorded = self._require()[1].manifest.dim  # the manifest's, once recorded: no need to load the indexes
-        return recorded if recorded is not None else self._synced()[1].dim
+        mirror = self._require()[1] if recorded is not None else self._synced()[1]
+        mirror.check_model()  # another handle's model wrote the vectors since this one opened the namespace empty
+        return recorded if recorded is not None else mirror.dim
 
     def known_dimension(self) -> int | None:
         """The manifest's dimension once recorded (it never changes); None when it has to be learned."""

@@ -105,6 +105,8 @@ def _metadata_sql(node: Compare, params: list[Any]) -> str:
                 params.extend(_json_typed(value))
                 parts.append(f"({value_sql} = ? AND {type_sql} IN (?, ?))")
         return "(" + " OR ".join(parts) + ")"
+    if node.op in _SQL_OP and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return _number_range_sql(value_sql, type_sql, _SQL_OP[node.op], node.value, params)
     if node.op in _SQL_OP:
         params.extend(_json_typed(node.value))
         return f"({value_sql} {_SQL_OP[node.op]} ? AND {type_sql} IN (?, ?))"
@@ -118,6 +120,19 @@ def _metadata_sql(node: Compare, params: list[Any]) -> str:
         f"EXISTS (SELECT 1 FROM json_each(m.metadata, {path}) j WHERE CASE {type_sql} "
         f"WHEN 'text' THEN j.type = 'text' AND {text} "
         f"WHEN 'array' THEN j.type NOT IN ('array', 'object') AND {element} ELSE 0 END)"
+    )
+
+
+def _number_range_sql(value_sql: str, type_sql: str, op: str, number: float, params: list[Any]) -> str:
+    """``value op number`` over a number, or a number written as text (``ltm_number``: its value, NULL for other
+    text). Written as two ranges of ``value_sql`` that an index on it serves (SQLite orders every number before
+    every text): the numbers (``< ''``), and the text that can be a number, which starts with a sign, a dot or a
+    digit (``'+'`` to ``':'`` in byte order)."""
+    params.extend([number, number])
+    bound = " AND " + value_sql + " < ''" if op in (">", ">=") else ""  # ``> number`` would span every text too
+    return (
+        f"(({value_sql} {op} ?{bound} AND {type_sql} IN ('integer', 'real')) OR "
+        f"({type_sql} = 'text' AND {value_sql} >= '+' AND {value_sql} < ':' AND ltm_number({value_sql}) {op} ?))"
     )
 
 

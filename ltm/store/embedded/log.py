@@ -28,7 +28,7 @@ from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
 from ltm.store.embedded.sqlite_errors import corrupted, translate
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
-from ltm.store.search.filters import casefold
+from ltm.store.search.filters import casefold, text_number
 
 __all__ = [
     "CONTENT",
@@ -116,9 +116,11 @@ class MessageLog(KeywordReads):
             if read_only or beside:
                 self.db = open_beside(path, busy_timeout_ms) if beside else open_read_only(path, busy_timeout_ms)
                 self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+                self.db.create_function("ltm_number", 1, text_number, deterministic=True)  # filters' gt-like
                 return
             self.db = open_writer(path, busy_timeout_ms, synchronous)
             self.db.create_function("ltm_fold", 1, casefold, deterministic=True)  # filters' icontains
+            self.db.create_function("ltm_number", 1, text_number, deterministic=True)  # filters' gt-like
             self.db.executescript(_TABLE)
             add_scope_columns(self.db)
             self.db.executescript(_DDL + SCOPE_DDL + history.DDL)

@@ -1,7 +1,10 @@
 """``manifest.json``: what a namespace's vectors mean, checked every time the namespace is opened.
 
-Vectors from two embedding models are not comparable, so reopening a namespace with another model (or
-another dimension) is refused with :class:`StoreMismatch` rather than silently mixing them.
+Vectors from two embedding models are not comparable, so opening a namespace that holds vectors with another
+model (or another dimension) is refused with :class:`StoreMismatch` rather than silently mixing them. The model is
+recorded with the first vector (the log's ``meta`` table, in the transaction that writes it: see
+:meth:`ltm.store.embedded.mirror.IndexMirror.writing`): a namespace without vectors takes any model, and the
+manifest of one names the model that opened it last, nothing more.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from typing import Any
 
 from ltm.errors import StoreCorrupted, StoreMismatch
 from ltm.store.embedded.atomic import atomic_write
+from ltm.store.validation import held_by_another_model
 
-__all__ = ["METRIC", "SCHEMA_VERSION", "Manifest"]
+__all__ = ["METRIC", "MIGRATE", "SCHEMA_VERSION", "Manifest"]
 
 # 1: float32 vectors in SQLite. 2: float16 vectors in SQLite and in the snapshot (a schema-1 namespace is
 # migrated in place when opened: see ltm.store.embedded.migrations.migrate). 3: the keyword index stems (porter) and
@@ -22,6 +26,10 @@ __all__ = ["METRIC", "SCHEMA_VERSION", "Manifest"]
 # expiry columns and the history table (added by MessageLog whenever it opens an older file, filled from each
 # row's metadata: ltm.store.embedded.scopes.add_scope_columns).
 SCHEMA_VERSION = 4
+MIGRATE = (
+    "migrate: read every message (MemoryStorage.recent / search) with the old model, add_batch them into a new "
+    "namespace opened with the new model, then clean() the old one"
+)
 METRIC = "cosine (inner product over L2-normalised vectors, stored as float16)"
 
 
@@ -53,20 +61,16 @@ class Manifest:
         """Write atomically (temp file, fsync, rename)."""
         atomic_write(path, json.dumps(asdict(self), indent=2, sort_keys=True).encode("utf-8"))
 
-    def check(self, model: str, path: Path) -> None:
-        """Refuse another embedding model or a newer schema, saying how to migrate."""
+    def check(self, model: str, path: Path, held: int) -> None:
+        """Refuse a newer schema, or another embedding model while the namespace holds ``held`` > 0 messages'
+        vectors, saying how to migrate."""
         if self.schema_version > SCHEMA_VERSION:
             raise StoreMismatch(
                 f"{path.parent} was written by a newer ltm (schema {self.schema_version} > {SCHEMA_VERSION}); "
                 "upgrade ltm to read it"
             )
-        if self.embedding_model != model:
-            raise StoreMismatch(
-                f"namespace {self.namespace!r} holds vectors of embedding model {self.embedding_model!r} "
-                f"but was opened with {model!r}. Open it with the same model, or migrate: read every message "
-                f"(MemoryStorage.recent / search) with the old model, add_batch them into a new namespace "
-                f"opened with the new model, then clean() the old one"
-            )
+        if self.embedding_model != model and held:
+            raise held_by_another_model(self.namespace, held, self.embedding_model, model, MIGRATE)
 
     def check_dim(self, dim: int, path: Path) -> bool:
         """True when the dimension was unknown and is now recorded (caller rewrites the manifest)."""

@@ -35,9 +35,10 @@ from ltm.config import Settings
 from ltm.errors import BackendUnavailable
 from ltm.store.embedded import identity
 from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog
-from ltm.store.embedded.manifest import Manifest
+from ltm.store.embedded.manifest import MIGRATE, Manifest
 from ltm.store.embedded.vectors import VectorIndex
-from ltm.store.records import Row, StoreStats, decode
+from ltm.store.records import VECTOR_DTYPE, Row, StoreStats, decode
+from ltm.store.validation import held_by_another_model
 
 __all__ = ["GHOST_SHARE", "SNAPSHOT_FILES", "IndexMirror", "Write"]
 
@@ -96,6 +97,7 @@ class IndexMirror:
 
     def __init__(self, directory: Path, manifest: Manifest, settings: Settings, log: MessageLog | None = None) -> None:
         self.dir, self.manifest, self.settings, self.log = directory, manifest, settings, log
+        self.model = manifest.embedding_model  # the handle's model: what its writes record (see writing)
         self.read_only = log is not None and log.read_only  # read-only media: nothing is ever written
         self._content: VectorIndex | None = None  # the indexes behind .content and .context (see _Settled)
         self._context: VectorIndex | None = None
@@ -237,6 +239,8 @@ class IndexMirror:
             manifest = Manifest.read(self.dir / "manifest.json")  # another process may have set the dim
             if manifest is None or manifest.dim is None:
                 return
+            if manifest.embedding_model != self.model and identity.stored_dim(log) is None:
+                return  # another model's vectors, all deleted: this handle's first vector records its own
             self.manifest = manifest
             self.rebuild(log)  # of the kind the count calls for: a lost HNSW snapshot reopens as HNSW
             return
@@ -279,11 +283,23 @@ class IndexMirror:
                 "searched and exported but not written; copy it to writable storage to write"
             )
 
+    def check_model(self) -> None:
+        """StoreMismatch when the namespace holds vectors of another model than this mirror's (written by another
+        handle after this one opened it empty)."""
+        if self.manifest.embedding_model == self.model or self.log is None:
+            return
+        held = self.log.count()
+        if held:
+            raise held_by_another_model(
+                self.manifest.namespace, held, self.manifest.embedding_model, self.model, MIGRATE
+            )
+
     def ensure_dim(self, dim: int) -> None:
         """Record the dimension on the first vector (refusing another one later: StoreMismatch)."""
         self.writable()
         if self.manifest.dim == dim and self._content is not None and self._context is not None:
             return  # every add after the first: nothing to record or create
+        self.check_model()
         if self.manifest.check_dim(dim, self.dir / "manifest.json"):
             self.manifest.write(self.dir / "manifest.json")
         if self.content is None and self.loaded:  # not loaded: the first sync builds them from the log
@@ -310,6 +326,8 @@ class IndexMirror:
         with log.write_lock.held(), log.transaction(write=True, durable=durable):
             version = self._write_catch_up(log) if loaded else -1
             yield write
+            if write.inserted:
+                self._claim(log, min(seq for seq, _ in write.inserted))
             tseq = log.heads()[1] if write.removed and loaded else 0
         if not loaded:  # SQLite only: the first sync loads the snapshots and replays this from the log
             return
@@ -321,6 +339,29 @@ class IndexMirror:
             self.version, self.stale = version, False  # our own commit leaves data_version as it was
         self.maintain(log)
         self._upkeep = False
+
+    def _claim(self, log: MessageLog, first: int) -> None:
+        """Inside a write transaction that inserted rows from seq ``first`` on: record this mirror's model in the
+        log with the namespace's first vector, or refuse the write (StoreMismatch; it rolls back) when rows of
+        another model are there, putting back the manifest this handle's :meth:`ensure_dim` wrote."""
+        recorded = identity.meta(log, "embedding_model")
+        if recorded == self.model:
+            return
+        older = log.db.execute("SELECT length(embedding) FROM messages WHERE seq < ? LIMIT 1", (first,)).fetchone()
+        if older is not None and recorded is not None:
+            held = int(log.db.execute("SELECT count(*) FROM messages WHERE seq < ?", (first,)).fetchone()[0])
+            self.manifest = Manifest(
+                namespace=self.manifest.namespace,
+                embedding_model=recorded,
+                dim=int(older[0]) // np.dtype(VECTOR_DTYPE).itemsize,
+                index_type=self.manifest.index_type,
+                schema_version=self.manifest.schema_version,
+            )
+            self.manifest.write(self.dir / "manifest.json")
+            self.content = self.context = None  # this handle's, of its own dimension: the next sync rebuilds
+            raise held_by_another_model(self.manifest.namespace, held, recorded, self.model, MIGRATE)
+        # the first vector (or one of a log written before logs recorded their model, whose open checked it)
+        log.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)", (self.model,))
 
     def _write_catch_up(self, log: MessageLog) -> int:
         """Inside a write transaction: catch up unless nothing was committed since the mirror last looked;

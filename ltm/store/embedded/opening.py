@@ -63,9 +63,16 @@ def open_namespace(
     log = MessageLog(directory / _LOG, synchronous=settings.sqlite_synchronous, read_only=not writable)
     try:
         manifest = _manifest(directory, namespace, model, log, manifest, writable, unreadable)
-        manifest.check(model, directory / _MANIFEST)
+        holds = identity.stored_dim(log) is not None  # one row read: every stored message has its vector
+        if holds:
+            manifest = _recorded(directory, log, manifest, writable)
+        manifest.check(model, directory / _MANIFEST, log.count() if holds and manifest.embedding_model != model else 0)
+        if manifest.embedding_model != model:  # no vectors: the model is this handle's until its first vector
+            manifest = Manifest(
+                namespace=manifest.namespace, embedding_model=model, schema_version=manifest.schema_version
+            )
         if writable:
-            _record_identity(log, namespace, manifest.embedding_model)
+            _record_identity(log, namespace, manifest.embedding_model if holds else None)
             sweep_leftovers(directory)
             # a manifest rebuilt from the log says the current schema: the keyword index is checked by itself
             if manifest.schema_version < SCHEMA_VERSION or not migrations.keywords_stemmed(log):
@@ -150,12 +157,32 @@ def _manifest(
     return manifest
 
 
-def _record_identity(log: MessageLog, namespace: str, model: str) -> None:
-    """The log's own record of what it is (for a lost manifest) and its id (binding snapshots to it)."""
+def _recorded(directory: Path, log: MessageLog, manifest: Manifest, writable: bool) -> Manifest:
+    """The manifest of a namespace holding vectors, naming the model its log records with them: a process stopped
+    between a refused first write and putting the manifest back left it naming the refused model."""
+    recorded = identity.meta(log, "embedding_model")
+    if recorded is None or recorded == manifest.embedding_model:
+        return manifest
+    manifest = Manifest(
+        namespace=manifest.namespace,
+        embedding_model=recorded,
+        dim=identity.stored_dim(log),
+        index_type=manifest.index_type,
+        schema_version=manifest.schema_version,
+    )
+    if writable:
+        manifest.write(directory / _MANIFEST)
+    return manifest
+
+
+def _record_identity(log: MessageLog, namespace: str, model: str | None) -> None:
+    """The log's own record of what it is (for a lost manifest) and its id (binding snapshots to it). The model is
+    recorded with the first vector (:meth:`IndexMirror.writing`); ``model`` here: the one of a log that holds
+    vectors but was written before it recorded its model."""
     missing = {
         key: value
         for key, value in (("namespace", namespace), ("embedding_model", model), ("log_id", uuid.uuid4().hex))
-        if identity.meta(log, key) is None
+        if value is not None and identity.meta(log, key) is None
     }
     identity.set_meta(log, missing)
 

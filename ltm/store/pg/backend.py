@@ -49,9 +49,11 @@ from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, 
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
+from ltm.store.validation import held_by_another_model
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 
+_MIGRATE = "migrate its messages into a namespace of the new model (ltm migrate re-embeds when the models differ)"
 HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unless hnsw_threshold is lower)
 
 
@@ -68,16 +70,14 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
                 (kind, name, model),
             )
             found = conn.execute(
-                "SELECT id, embedding_model, dim FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
+                "SELECT id, embedding_model, dim, live FROM ltm_namespaces WHERE kind = %s AND name = %s", (kind, name)
             ).fetchone()
         assert found is not None  # inserted above, or by another process: namespaces are never renamed
-        ns, stored_model, dim = found
+        ns, stored_model, dim, live = found
         if stored_model != model:
-            raise StoreMismatch(
-                f"namespace {name!r} holds vectors of embedding model {stored_model!r} but was opened with "
-                f"{model!r}. Open it with the same model, or migrate its messages into a namespace of the new "
-                "model (ltm migrate re-embeds when the models differ)"
-            )
+            if live:
+                raise held_by_another_model(name, int(live), stored_model, model, _MIGRATE)
+            dim = None  # no vectors: the first write records this handle's model and dimension (write)
         self.ns: int = int(ns)
         self.keywords = KeywordPlanner(self.ns)  # which words a keyword search ranks (bounded past a budget)
         self._dim: int | None = None if dim is None else int(dim)
@@ -89,9 +89,12 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
             self._build_index()  # a namespace written before schema 2 (one index per dimension then)
 
     def dimension(self) -> int | None:
-        """The namespace's dimension (another process may have stored the first vector meanwhile)."""
+        """The namespace's dimension when it holds vectors of this handle's model (another process may have stored
+        the first vector meanwhile); None before."""
         if self._dim is None:
-            found = self._rows("SELECT dim FROM ltm_namespaces WHERE id = %s", (self.ns,))
+            found = self._rows(
+                "SELECT dim FROM ltm_namespaces WHERE id = %s AND embedding_model = %s", (self.ns, self.model)
+            )
             self._dim = None if not found or found[0][0] is None else int(found[0][0])
         return self._dim
 
@@ -102,20 +105,41 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
 
     # -- writes ------------------------------------------------------------------------------------------
     def ensure_dim(self, dim: int) -> None:
-        """Record the namespace's dimension at its first vector (and the HNSW index for it); refuse another."""
+        """Refuse vectors of ``dim`` (StoreMismatch) when the namespace holds vectors of another model or dimension;
+        the first vector's write records both (:meth:`_claim`, in its transaction)."""
         if self._dim == dim:
             return
-        with translate(self.url), self.pool.connection() as conn:
-            conn.execute("UPDATE ltm_namespaces SET dim = %s WHERE id = %s AND dim IS NULL", (dim, self.ns))
-            stored = conn.execute("SELECT dim FROM ltm_namespaces WHERE id = %s", (self.ns,)).fetchone()
-            stored = None if stored is None else stored[0]
-            conn.commit()
-            if stored != dim:
-                raise StoreMismatch(
-                    f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
-                    f"returned {dim}; use the model the namespace was built with ({self.model!r})"
-                )
-        self._dim = dim
+        found = self._rows("SELECT embedding_model, dim, live FROM ltm_namespaces WHERE id = %s", (self.ns,))
+        if found:
+            model, stored, live = found[0]
+            self._refuse(model, stored, live, dim)
+
+    def _refuse(self, model: str, stored: int | None, live: int, dim: int) -> None:
+        if not live:
+            return
+        if model != self.model:
+            raise held_by_another_model(self.name, int(live), model, self.model, _MIGRATE)
+        if stored is not None and stored != dim:
+            raise StoreMismatch(
+                f"namespace {self.name!r} holds {stored}-dimensional vectors but the embedding "
+                f"returned {dim}; use the model the namespace was built with ({self.model!r})"
+            )
+
+    def _claim(self, conn: Any, dim: int) -> int | None:
+        """Inside a write's transaction (under the namespace's lock): record this handle's model and ``dim`` with
+        the namespace's first vector, or refuse another model's (StoreMismatch, the transaction rolls back). The
+        dimension recorded before when it differs (an emptied namespace of another model): its HNSW index, built
+        for that one, is dropped after the commit."""
+        model, stored, live = conn.execute(
+            "SELECT embedding_model, dim, live FROM ltm_namespaces WHERE id = %s FOR UPDATE", (self.ns,)
+        ).fetchone()
+        if model == self.model and stored == dim:
+            return None
+        self._refuse(model, stored, live, dim)
+        conn.execute(
+            "UPDATE ltm_namespaces SET embedding_model = %s, dim = %s WHERE id = %s", (self.model, dim, self.ns)
+        )
+        return None if stored is None or stored == dim else int(stored)
 
     def _build_index(self) -> None:
         """Build the namespace's HNSW index (see :func:`ensure_hnsw`); another process building it: go on."""
@@ -158,6 +182,7 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
             if delete is not None and replace:
                 self._delete_matching(conn, delete, history_limit)
+            stale_dim = self._claim(conn, len(rows[0].vector))
             old: dict[str, str] = {}
             old_contexts = 0
             if replace:
@@ -184,6 +209,9 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
                 else [(i, "ADD", None) for i in inserted]
             )
             record(conn, self.ns, events, history_limit)
+        self._dim = len(rows[0].vector)
+        if stale_dim is not None:  # the index of the vectors held before (all deleted) serves none of these
+            self.drop_index()
         if not self._indexed and not self._deferred and live is not None and int(live[0]) >= self.hnsw_rows:
             self._build_index()  # after the commit: CONCURRENTLY cannot run inside a transaction
         return len(old) if replace else len(inserted)
@@ -247,6 +275,11 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
         with translate(self.url), self.pool.connection() as conn:
             conn.execute("DELETE FROM ltm_namespaces WHERE id = %s", (self.ns,))
             conn.commit()
+        self.drop_index()
+
+    def drop_index(self) -> None:
+        """Drop the namespace's HNSW index, if any."""
+        with translate(self.url), self.pool.connection() as conn:
             conn.autocommit = True
             try:
                 drop_hnsw(conn, self.ns)

@@ -3,14 +3,15 @@
 One parser (:func:`ltm.store.search.filters.parse`: the same checks, the same InvalidInput messages for a bad
 filter), two emitters: SQLite's in :mod:`ltm.store.search.filters`, this one over ``ltm_messages m``. Every value is a
 named, bound parameter (``%(fN)s``, cast to its type); a metadata key, a name already checked against
-``[A-Za-z0-9_-]{1,64}`` per segment, is written as a quoted literal of a jsonb ``->`` chain, as SQLite's
-emitter writes a JSON path literal: that is what lets an expression index (``index_metadata``) serve it.
+``[A-Za-z0-9_.-]{1,64}`` per key (:func:`~ltm.store.search.filters.metadata_keys`), is written as a quoted literal
+of a jsonb ``->`` chain, as SQLite's emitter writes a JSON path literal: that is what lets an expression index
+(``index_metadata``) serve it.
 
 Semantics are the embedded engine's (the oracle in ``tests/store/contract/test_filters.py`` runs on both): two-valued
-logic (``NOT coalesce(x, false)``), numbers compare with numbers and text with text (byte order, ``COLLATE
-"C"``, as SQLite's BINARY), ``true`` equals only ``true``, ``contains`` is a substring of a text value or an
-element of a list value. ``icontains`` folds case with the server's ``lower()`` on both sides (Python's
-``casefold`` on SQLite: the two differ only for letters such as ß, which ``lower`` keeps).
+logic (``NOT coalesce(x, false)``), numbers compare with numbers (and with numbers written as text) and text with
+text (byte order, ``COLLATE "C"``, as SQLite's BINARY), ``true`` equals only ``true``, ``contains`` is a substring
+of a text value or an element of a list value. ``icontains`` folds case with the server's ``lower()`` on both sides
+(Python's ``casefold`` on SQLite: the two differ only for letters such as ß, which ``lower`` keeps).
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ltm.store.search.filters import FIELDS, And, Compare, Filter, Not, Or, metadata_path
+from ltm.store.search.filters import (
+    FIELDS,
+    NUMBER_TEXT,
+    NUMBER_TEXT_MAX,
+    And,
+    Compare,
+    Filter,
+    Not,
+    Or,
+    metadata_keys,
+)
 from ltm.store.search.query import checked_filters
 
 __all__ = ["metadata_expr", "pg_filter", "pg_where"]
@@ -56,9 +67,9 @@ def pg_where(tree: Filter | None, prefix: str = "f") -> tuple[str, dict[str, Any
 
 
 def metadata_expr(field: str) -> str:
-    """``m.metadata -> 'a' -> 'b'`` for ``metadata.a.b`` (segments checked by :func:`metadata_path`)."""
-    metadata_path(field)  # InvalidInput unless every segment is [A-Za-z0-9_-]{1,64}: no quote can get in
-    return "(m.metadata" + "".join(f" -> '{s}'" for s in field[len("metadata.") :].split(".")) + ")"
+    """``m.metadata -> 'a' -> 'b'`` for ``metadata.a.b`` (``-> 'a.b'`` for ``metadata.a\\.b``)."""
+    # InvalidInput unless every key is [A-Za-z0-9_.-]{1,64}: no quote can get in
+    return "(m.metadata" + "".join(f" -> '{k}'" for k in metadata_keys(field)) + ")"
 
 
 class _Emitter:
@@ -125,10 +136,16 @@ class _Emitter:
                     f"(CASE WHEN jsonb_typeof({value}) = 'string' THEN ({value} #>> '{{}}') COLLATE \"C\" {op} "
                     f"{self.bind(node.value, 'text')} END)"
                 )
-            number = Decimal(repr(node.value)) if isinstance(node.value, float) else Decimal(node.value)
+            number = self.bind(
+                Decimal(repr(node.value)) if isinstance(node.value, float) else Decimal(node.value), "numeric"
+            )
+            # a number written as text compares by its value (ltm.store.search.filters.NUMBER_TEXT); the inner CASE
+            # tests the text before the cast
+            text = f"({value} #>> '{{}}')"
+            numeric_text = f"{text} ~ {self.bind(f'^({NUMBER_TEXT})$', 'text')} AND length({text}) <= {NUMBER_TEXT_MAX}"
             return (
-                f"(CASE WHEN jsonb_typeof({value}) = 'number' THEN ({value})::numeric {op} "
-                f"{self.bind(number, 'numeric')} END)"
+                f"(CASE jsonb_typeof({value}) WHEN 'number' THEN ({value})::numeric {op} {number} "
+                f"WHEN 'string' THEN (CASE WHEN {numeric_text} THEN {text}::numeric {op} {number} END) END)"
             )
         # contains: a substring of a text value, or an element of a list value (icontains folds case)
         fold = node.op == "icontains"

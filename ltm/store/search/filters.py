@@ -10,12 +10,18 @@ translate into this shape, never around it. A filter is a dict:
 - fields: ``id``, ``content``, ``role``, ``cause_by``, ``sent_from``, ``send_to`` (a set: ``eq`` means "is one
   of the recipients"), ``created_at`` and ``expires_at`` (unix seconds, a ``datetime`` or an ISO 8601 string),
   the scopes ``user_id`` / ``agent_id`` / ``run_id`` (read from the message's metadata keys of the same name),
-  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict).
+  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict; ``metadata.a\\.b`` is the key
+  ``a.b``: :func:`metadata_keys`, :func:`metadata_field`).
 
 Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
 ``NOT`` are exact complements (they match messages without the field). ``contains`` is a substring test on
 text and a membership test on a list; ``icontains`` folds case (Unicode casefold). ``gt``-like operators
-compare numbers with numbers and text with text, never across.
+compare numbers with numbers and text with text, except that with a number they also compare a number stored as
+text by its value (``"7" > 5``, as LangGraph's stores do): text written as a plain decimal number
+(:data:`NUMBER_TEXT`: ``7``, ``-2.5``, ``.5``, ``1e3``; not ``inf``, ``0x10`` or text with spaces); other text
+never matches a number, and a number never matches text. No stored text holds NUL (the store refuses it), so
+a filter value holding one matches what that means on every engine: nothing for ``eq`` / ``in`` / ``contains``,
+everything for ``ne`` / ``nin``, and its place in code point order for ``gt``-like operators.
 
 Values never enter the SQL text: every value is a bound parameter (a metadata key, a checked name, is written
 as a JSON path literal so that an index on it can serve the filter: see :func:`metadata_path`). The old search
@@ -37,6 +43,9 @@ from ltm.message import any_to_str
 
 __all__ = [
     "FIELDS",
+    "NOTHING",
+    "NUMBER_TEXT",
+    "NUMBER_TEXT_MAX",
     "OPERATORS",
     "And",
     "Compare",
@@ -44,8 +53,11 @@ __all__ = [
     "Not",
     "Or",
     "casefold",
+    "metadata_field",
+    "metadata_keys",
     "metadata_path",
     "parse",
+    "text_number",
 ]
 
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains")
@@ -66,7 +78,15 @@ FIELDS: dict[str, tuple[Kind, str, bool]] = {
     "agent_id": ("text", "m.agent_id", True),
     "run_id": ("text", "m.run_id", True),
 }
-_SEGMENT = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_SEGMENT = re.compile(r"(?:[A-Za-z0-9_\-]|\\\.){1,64}")  # a key of a metadata path, its dots escaped
+_DOT = re.compile(r"(?<!\\)\.")  # a dot that separates two keys (not one escaped as \.)
+# text written as a plain decimal number ("7", "-2.5", ".5", "1e3"; no spaces, no inf / nan / hex): what a gt-like
+# operator with a number compares by value. The same pattern on both engines (a function on SQLite's connections,
+# a regular expression in PostgreSQL's SQL); at most NUMBER_TEXT_MAX characters and a 2-digit exponent, so that
+# every such text is a finite float and a PostgreSQL numeric alike
+NUMBER_TEXT = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,2})?"  # all of the text: fullmatch, ^( )$
+NUMBER_TEXT_MAX = 64
+_NUMBER_TEXT = re.compile(NUMBER_TEXT)
 _LEGACY = {"created_after", "created_before", "metadata"}
 _MAX_IN = 10_000
 MAX_DEPTH = 8  # nested AND / OR / NOT: SQLite's parser overflows its stack past about 17 nested NOTs
@@ -105,6 +125,7 @@ class Not:
 
 
 Filter = Compare | And | Or | Not
+NOTHING = Compare("id", "eq", None)  # every message has an id: the filter no message matches, in every dialect
 
 
 def parse(filters: Mapping[str, Any] | None) -> Filter | None:
@@ -129,6 +150,14 @@ def _terms(tree: Filter) -> int:
     if isinstance(tree, Not):
         return _terms(tree.part)
     return sum(_terms(p) for p in tree.parts)
+
+
+def text_number(value: Any) -> float | None:
+    """The SQL function ``ltm_number`` (registered on every embedded store connection): the value of text written
+    as a plain decimal number (:data:`NUMBER_TEXT`), else None (also for anything that is not text)."""
+    if isinstance(value, str) and len(value) <= NUMBER_TEXT_MAX and _NUMBER_TEXT.fullmatch(value):
+        return float(value)
+    return None
 
 
 def casefold(value: Any) -> Any:
@@ -203,20 +232,18 @@ def _field(name: str, value: Any) -> list[Filter]:
     if isinstance(value, Mapping):
         if not value:
             raise InvalidInput(f"filter {name!r} got an empty operator dict; use e.g. {{'eq': ...}}")
-        return [_compare(name, kind, op, v) for op, v in value.items()]
+        return [_without_nul(_compare(name, kind, op, v)) for op, v in value.items()]
     if isinstance(value, list | tuple | set | frozenset):
-        return [_compare(name, kind, "in", value)]
-    return [_compare(name, kind, "eq", value)]
+        return [_without_nul(_compare(name, kind, "in", value))]
+    return [_without_nul(_compare(name, kind, "eq", value))]
 
 
 def _kind(name: str) -> Kind:
     if name in FIELDS:
         return FIELDS[name][0]
     if name.startswith("metadata."):
-        segments = name[len("metadata.") :].split(".")
-        if all(_SEGMENT.match(s) for s in segments):
-            return "metadata"
-        raise InvalidInput(f"metadata filter {name!r}: each key segment is 1-64 letters, digits, _ or -")
+        metadata_keys(name)
+        return "metadata"
     raise InvalidInput(
         f"unknown filter field {name!r}; fields are {sorted(FIELDS)} and metadata.KEY (combine with AND / OR / NOT)"
     )
@@ -262,6 +289,32 @@ def _value(name: str, kind: Kind, op: str, value: Any) -> Any:
     return value
 
 
+def _nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def _without_nul(node: Compare) -> Filter:
+    """``node`` with its NUL-holding text operands replaced by what they mean: the store refuses NUL in all it
+    writes (:mod:`ltm.store.validation`), so no stored text equals or contains such a value, and it sorts (code
+    point order) right after its part before the NUL. A driver that cannot bind NUL (PostgreSQL's) never sees one,
+    and both engines answer the same."""
+    if node.op in ("in", "nin"):
+        values = tuple(v for v in node.value if not _nul(v))
+        if len(values) == len(node.value):
+            return node
+        if values:
+            return Compare(node.field, node.op, values)
+        return NOTHING if node.op == "in" else Not(NOTHING)
+    if not _nul(node.value):
+        return node
+    if node.op == "ne":
+        return Not(NOTHING)
+    if node.op in _ORDERED:  # x > "u\x00..." iff x > "u"; x < "u\x00..." iff x <= "u" (x holds no NUL)
+        op = "gt" if node.op in ("gt", "gte") else "lte"
+        return Compare(node.field, op, node.value[: node.value.index("\x00")])
+    return NOTHING  # eq, contains, icontains
+
+
 def _is_named(value: Any) -> bool:
     return isinstance(value, type) or not isinstance(
         value, str | int | float | bool | bytes | list | dict | tuple | set | frozenset | type(None) | date
@@ -295,13 +348,34 @@ def _time(name: str, value: Any, op: str) -> float | None:
     raise InvalidInput(f"filter {name!r} takes unix seconds, a datetime or an ISO 8601 time, got {value!r}")
 
 
+def metadata_keys(field: str) -> list[str]:
+    """The keys of the path ``metadata.KEY[.KEY...]``, outermost first: a dot separates two keys, ``\\.`` is a dot
+    inside one (``metadata.a\\.b`` is key ``a.b``, ``metadata.a.b`` key ``b`` inside key ``a``). Each key is 1-64
+    letters, digits, ``_``, ``-`` or (escaped) dots, else InvalidInput: nothing else can get into the SQL text."""
+    path = field[len("metadata.") :] if field.startswith("metadata.") else ""
+    segments = _DOT.split(path)
+    if path and all(_SEGMENT.fullmatch(s) for s in segments):
+        keys = [s.replace("\\.", ".") for s in segments]
+        if all(len(k) <= 64 for k in keys):
+            return keys
+    raise InvalidInput(
+        f"metadata filter {field!r}: each key is 1-64 letters, digits, _ or - and a dot separates two keys; "
+        "write a dot inside a key as \\. ('metadata.a\\.b' is key 'a.b', 'metadata.a.b' is key 'b' inside 'a')"
+    )
+
+
+def metadata_field(*keys: str) -> str:
+    """The filter field of metadata key ``keys[0]``, or of ``keys[1]`` inside it and so on, its dots escaped:
+    ``metadata_field("a.b")`` is ``"metadata.a\\.b"``. InvalidInput for a key the filter language cannot name."""
+    field = "metadata." + ".".join(k.replace(".", "\\.") if isinstance(k, str) else "" for k in keys)
+    metadata_keys(field)
+    return field
+
+
 def metadata_path(field: str) -> str:
-    """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``).
+    """The SQL literal of the JSON path of ``metadata.KEY`` (``'$."a"."b"'``; key ``a.b``: ``'$."a.b"'``).
 
     The one piece of a filter written into the SQL text rather than bound: a name, not a value, and only after
-    every segment matched ``[A-Za-z0-9_-]{1,64}`` (no quote can get in). Being a literal is what lets SQLite use
-    an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
-    segments = field[len("metadata.") :].split(".") if field.startswith("metadata.") else []
-    if not segments or not all(_SEGMENT.match(s) for s in segments):
-        raise InvalidInput(f"metadata filter {field!r}: each key segment is 1-64 letters, digits, _ or -")
-    return "'$" + "".join(f'."{s}"' for s in segments) + "'"
+    :func:`metadata_keys` checked every key against ``[A-Za-z0-9_.-]{1,64}`` (no quote can get in). Being a literal
+    is what lets SQLite use an index on the expression (:meth:`MemoryStorage.index_metadata`)."""
+    return "'$" + "".join(f'."{k}"' for k in metadata_keys(field)) + "'"

@@ -16,7 +16,7 @@ from ltm.message import Message
 from ltm.store import MemoryStorage
 from ltm.store.embedded.filters import compile_sql
 from ltm.store.pg.filters import pg_filter
-from ltm.store.search.filters import And, Compare, Not, Or, parse
+from ltm.store.search.filters import And, Compare, Not, Or, parse, text_number
 from tests.store.conftest import BACKENDS
 from tests.support.embedded import embedded_of
 
@@ -147,6 +147,8 @@ def _leaf_value(value: Any, node: Compare) -> bool:
         return any((value is None) if v is None else _same(value, v) for v in node.value)
     if node.op in ("gt", "gte", "lt", "lte"):
         numeric = isinstance(node.value, int | float)
+        if numeric and text_number(value) is not None:  # a number written as text compares by its value
+            value = text_number(value)
         if (
             value is None
             or isinstance(value, bool)
