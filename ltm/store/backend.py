@@ -203,6 +203,17 @@ class DocumentBackend(StoreBackend, Protocol):
     def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
         """Make ``rows`` the history of the ids they name (replacing theirs)."""
 
+    def supersede(
+        self, old_id: str, close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+    ) -> None:
+        """In ONE write transaction: the stored ``old_id`` becomes ``close(old)`` (metadata and validity only),
+        ``rows`` (the new version) are inserted, both recorded in the history; NotFound / InvalidInput as
+        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
+
+    def has_validity(self) -> bool:
+        """Whether any row of the namespace carries validity (:mod:`ltm.store.validity`): when none does, a read
+        adds no visibility clause."""
+
     def index_metadata(self, key: str) -> None:
         """Index filters on ``metadata.KEY``."""
 

@@ -136,6 +136,8 @@ class Row:
     fts: tuple[str, str, str, str]
     context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
     scopes: tuple[str | None, str | None, str | None, float | None] = (None, None, None, None)  # see scopes.py
+    # valid_from, valid_to, superseded_at, recorded_at (None: when written): see ltm/store/validity.py
+    validity: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
 
 
 @dataclass(frozen=True)

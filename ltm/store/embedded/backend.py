@@ -36,6 +36,8 @@ from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
+from ltm.store.embedded.validity import has_validity
+from ltm.store.embedded.versions import supersede
 from ltm.store.embedded.writes import insert_groups, replace_rows
 from ltm.store.naming import namespace_dir
 from ltm.store.records import (
@@ -201,6 +203,17 @@ class EmbeddedBackend(PooledNamespace):
                 write.remove(int(seq))
             trail.record(log.db, [(mid, "DELETE", body) for _, mid, body in rows], time.time(), history_limit)
         return len(rows)
+
+    def supersede(
+        self, old_id: str, close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+    ) -> None:
+        log, mirror = self._require()
+        supersede(log, mirror, old_id, close, rows, self.namespace, history_limit)
+
+    def has_validity(self) -> bool:
+        log = self._require()[0]
+        with translate(log.path):
+            return has_validity(log.db)
 
     def index_metadata(self, key: str) -> None:
         name = "messages_meta_" + key.replace(".", "__")

@@ -10,6 +10,7 @@ translate into this shape, never around it. A filter is a dict:
 - fields: ``id``, ``content``, ``role``, ``cause_by``, ``sent_from``, ``send_to`` (a set: ``eq`` means "is one
   of the recipients"), ``created_at`` and ``expires_at`` (unix seconds, a ``datetime`` or an ISO 8601 string),
   the scopes ``user_id`` / ``agent_id`` / ``run_id`` (read from the message's metadata keys of the same name),
+  the times ``valid_from`` / ``valid_to`` / ``superseded_at`` / ``recorded_at`` (:mod:`ltm.store.validity`),
   and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict).
 
 Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
@@ -65,6 +66,11 @@ FIELDS: dict[str, tuple[Kind, str, bool]] = {
     "user_id": ("text", "m.user_id", True),
     "agent_id": ("text", "m.agent_id", True),
     "run_id": ("text", "m.run_id", True),
+    # valid time and record time (ltm.store.validity)
+    "valid_from": ("time", "m.valid_from", True),
+    "valid_to": ("time", "m.valid_to", True),
+    "superseded_at": ("time", "m.superseded_at", True),
+    "recorded_at": ("time", "m.recorded_at", True),
 }
 _SEGMENT = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _LEGACY = {"created_after", "created_before", "metadata"}

@@ -1,0 +1,70 @@
+"""The validity columns of the embedded engine's ``messages`` table (:mod:`ltm.store.validity` says what they
+hold), the upgrade that adds them to an older file, and the probe that tells whether a namespace uses them
+(:mod:`ltm.store.embedded.versions` writes a supersession)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ltm.errors import InvalidInput
+from ltm.store.validity import instant
+
+__all__ = ["VALIDITY_COLUMNS", "VALIDITY_DDL", "add_validity_columns", "has_validity"]
+
+# Partial indexes: nothing in a namespace that never uses validity, and the probe of has_validity is one lookup.
+VALIDITY_DDL = """
+CREATE INDEX IF NOT EXISTS messages_valid_from ON messages(valid_from) WHERE valid_from IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_valid_to ON messages(valid_to) WHERE valid_to IS NOT NULL;
+"""
+VALIDITY_COLUMNS = ("valid_from", "valid_to", "superseded_at", "recorded_at")
+_FROM_METADATA = ("valid_from", "valid_to", "superseded_at")
+
+
+def add_validity_columns(db: sqlite3.Connection) -> None:
+    """Add the validity columns to ``messages`` and fill them from each row's metadata, in one transaction
+    (an interrupted upgrade is redone by the next open); a no-op when present. ``recorded_at`` stays NULL for
+    the rows written before: a read by record time takes their ``created_at`` instead."""
+    if set(VALIDITY_COLUMNS) <= {row[1] for row in db.execute("PRAGMA table_info(messages)")}:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        have = {row[1] for row in db.execute("PRAGMA table_info(messages)")}  # another process may have won
+        for name in VALIDITY_COLUMNS:
+            if name not in have:
+                db.execute(f"ALTER TABLE messages ADD COLUMN {name} REAL")
+        for name in _FROM_METADATA:
+            db.execute(
+                f"UPDATE messages SET {name} = json_extract(metadata, '$.{name}') "
+                f"WHERE json_type(metadata, '$.{name}') IN ('integer', 'real')"
+            )
+            texts = db.execute(
+                f"SELECT seq, json_extract(metadata, '$.{name}') FROM messages "
+                f"WHERE json_type(metadata, '$.{name}') = 'text'"
+            ).fetchall()
+            db.executemany(
+                f"UPDATE messages SET {name} = ? WHERE seq = ?", [(_readable(text), seq) for seq, text in texts]
+            )
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _readable(text: str) -> float | None:
+    """A time written before it was checked: unreadable means "none", never a failed open."""
+    try:
+        return instant(text, "-")
+    except InvalidInput:
+        return None
+
+
+def has_validity(db: sqlite3.Connection) -> bool:
+    """Whether any row carries a valid_from or valid_to (a superseded one always has valid_to): two probes of
+    the partial indexes."""
+    return (
+        db.execute(
+            "SELECT EXISTS(SELECT 1 FROM messages WHERE valid_to IS NOT NULL) "
+            "OR EXISTS(SELECT 1 FROM messages WHERE valid_from IS NOT NULL)"
+        ).fetchone()[0]
+        == 1
+    )
