@@ -106,6 +106,8 @@ class SearchQuery:
     analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
     # hybrid: the keyword side, when the caller found it beside the model (a future while it may still be running)
     keyword: KeywordAhead | None = None
+    # seqs the search leaves out beside ``where`` (the few versions the default view hides: ltm.store.validity)
+    hidden: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)

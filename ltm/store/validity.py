@@ -39,6 +39,7 @@ __all__ = [
     "SUPERSEDES",
     "VALID_FROM",
     "VALID_TO",
+    "DefaultView",
     "Validity",
     "instant",
     "superseded_message",
@@ -93,6 +94,16 @@ def validity_values(message: Message, recorded_at: float | None = None) -> Valid
     return start, end, superseded, time.time() if recorded_at is None else recorded_at
 
 
+class DefaultView(dict[str, Any]):
+    """The filter of the default view (valid now, as known now), marked as such: an engine may serve it
+    otherwise than as a clause (the embedded one leaves out the few rows it hides, found by their indexes,
+    instead of listing every row it shows). ``now`` is the time it reads at."""
+
+    def __init__(self, spec: Mapping[str, Any], now: float) -> None:
+        super().__init__(spec)
+        self.now = now
+
+
 def visibility(as_of: Any = None, known_at: Any = None, now: float | None = None) -> dict[str, Any]:
     """The filter (the store's filter language) of what a read sees: valid at ``as_of`` (default: ``known_at``,
     else now) as the store knew it at ``known_at`` (default: everything recorded)."""
@@ -109,6 +120,8 @@ def visibility(as_of: Any = None, known_at: Any = None, now: float | None = None
         closed = {VALID_TO: {"lte": at}, "OR": [{SUPERSEDED_AT: None}, {SUPERSEDED_AT: {"lte": known}}]}
         parts.append({"OR": [{RECORDED_AT: {"lte": known}}, {RECORDED_AT: None, "created_at": {"lte": known}}]})
     parts.append({"NOT": closed})
+    if as_of is None and known_at is None:
+        return DefaultView({"AND": parts}, at)
     return {"AND": parts}
 
 

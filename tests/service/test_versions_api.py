@@ -49,6 +49,7 @@ def test_versions_over_http(server: ServiceThread) -> None:
         store.search(QUESTION, as_of="last week")
     with pytest.raises(InvalidInput, match="as_of"):  # the same answer where nothing was written yet
         RemoteStorage("nobody", url=server.url, api_key=key).search(QUESTION, as_of="last week")
+
     async def run() -> tuple[list[Any], list[Any]]:
         return await store.asearch(QUESTION, 5, mode="keyword"), await store.asearch(
             QUESTION, 5, mode="keyword", as_of=1500

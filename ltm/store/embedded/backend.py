@@ -36,7 +36,7 @@ from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
-from ltm.store.embedded.validity import has_validity
+from ltm.store.embedded.validity import has_validity, served
 from ltm.store.embedded.versions import supersede
 from ltm.store.embedded.writes import insert_groups, replace_rows
 from ltm.store.naming import namespace_dir
@@ -287,11 +287,14 @@ class EmbeddedBackend(PooledNamespace):
         plan: Analysis | None = None,
         keyword: KeywordAhead | None = None,
     ) -> builtins.list[MemoryHit]:
-        where, params = compile_filters(filters)
+        compile_filters(filters)  # InvalidInput for a bad filter, even with k=0
         if k == 0:
             return []
         # keyword search reads SQLite only: the vector indexes stay unloaded
         log, mirror = self._synced() if mode != "keyword" else self._require()
+        with translate(log.path):
+            rest, hidden = served(log.db, filters)
+        where, params = compile_filters(rest)
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
         return retrieve(
             log,
@@ -307,6 +310,7 @@ class EmbeddedBackend(PooledNamespace):
                 lines=lines,
                 analysis=plan,
                 keyword=keyword,
+                hidden=hidden,
             ),
         )
 
@@ -393,5 +397,7 @@ def _keyword_side(
     model_done: threading.Event | None,
 ) -> KeywordSide:
     """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
-    where, params = compile_filters(filters)
-    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done)
+    with translate(log.path):
+        rest, hidden = served(log.db, filters)
+    where, params = compile_filters(rest)
+    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done, hidden)

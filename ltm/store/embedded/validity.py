@@ -1,15 +1,29 @@
 """The validity columns of the embedded engine's ``messages`` table (:mod:`ltm.store.validity` says what they
-hold), the upgrade that adds them to an older file, and the probe that tells whether a namespace uses them
-(:mod:`ltm.store.embedded.versions` writes a supersession)."""
+hold), the upgrade that adds them to an older file, the probe that tells whether a namespace uses them, and how a
+search serves the default view (:mod:`ltm.store.embedded.versions` writes a supersession)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
+from typing import Any
 
 from ltm.errors import InvalidInput
-from ltm.store.validity import instant
+from ltm.store.validity import DefaultView, instant
 
-__all__ = ["VALIDITY_COLUMNS", "VALIDITY_DDL", "add_validity_columns", "has_validity"]
+__all__ = [
+    "HIDDEN_MAX",
+    "VALIDITY_COLUMNS",
+    "VALIDITY_DDL",
+    "add_validity_columns",
+    "has_validity",
+    "hidden_seqs",
+    "served",
+]
+
+# The most rows the default view leaves out by seq (each search over-fetches this many candidates at most); a
+# namespace that hides more reads the view as a clause.
+HIDDEN_MAX = 2048
 
 # Partial indexes: nothing in a namespace that never uses validity, and the probe of has_validity is one lookup.
 VALIDITY_DDL = """
@@ -61,10 +75,32 @@ def _readable(text: str) -> float | None:
 def has_validity(db: sqlite3.Connection) -> bool:
     """Whether any row carries a valid_from or valid_to (a superseded one always has valid_to): two probes of
     the partial indexes."""
-    return (
-        db.execute(
-            "SELECT EXISTS(SELECT 1 FROM messages WHERE valid_to IS NOT NULL) "
-            "OR EXISTS(SELECT 1 FROM messages WHERE valid_from IS NOT NULL)"
-        ).fetchone()[0]
-        == 1
-    )
+    found = db.execute(
+        "SELECT EXISTS(SELECT 1 FROM messages WHERE valid_to IS NOT NULL) "
+        "OR EXISTS(SELECT 1 FROM messages WHERE valid_from IS NOT NULL)"
+    ).fetchone()
+    return bool(found[0])
+
+
+def hidden_seqs(db: sqlite3.Connection, view: DefaultView) -> frozenset[int] | None:
+    """The seqs the default view hides at ``view.now`` (superseded or closed, or valid only from later): two
+    range reads of the partial indexes. None when more than :data:`HIDDEN_MAX`: the search then reads the view
+    as a clause."""
+    rows = db.execute(
+        "SELECT seq FROM messages WHERE valid_to <= ? UNION SELECT seq FROM messages WHERE valid_from > ? LIMIT ?",
+        (view.now, view.now, HIDDEN_MAX + 1),
+    ).fetchall()
+    return None if len(rows) > HIDDEN_MAX else frozenset(int(r[0]) for r in rows)
+
+
+def served(
+    db: sqlite3.Connection, filters: Mapping[str, Any] | None
+) -> tuple[Mapping[str, Any] | None, frozenset[int] | None]:
+    """(filters left for the SQL clause, seqs to leave out) of a search: the default view alone (no filter of the
+    caller's) is served by leaving out its few hidden rows, which keeps the dense side on the whole index and the
+    keyword side on the keyword index alone, as where nothing is hidden; anything else as a clause."""
+    if isinstance(filters, DefaultView):
+        hidden = hidden_seqs(db, filters)
+        if hidden is not None:
+            return None, hidden
+    return filters, None

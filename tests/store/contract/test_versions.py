@@ -9,20 +9,20 @@ import sqlite3
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from ltm import InvalidInput, MemoryStorage, Message, NotFound, Settings
-from ltm.store.records import MODES
+from ltm.store.records import MODES, MemoryHit
 from tests.support.postgres import store_env
 
 PARIS, BERLIN, LISBON = "Alice lives in Paris", "Alice lives in Berlin", "Alice lives in Lisbon"
 QUESTION = "where does Alice live"
 
 
-def contents(hits: list) -> list[str]:
+def contents(hits: list[MemoryHit]) -> list[str]:
     return [h.message.content for h in hits]
 
 
@@ -93,7 +93,12 @@ def test_default_reads_see_only_what_is_valid_now(store: MemoryStorage) -> None:
 def test_as_of_reads_what_was_valid_then(store: MemoryStorage) -> None:
     moved(store)
     for mode in MODES:
-        for at, fact in ((1500, PARIS), (2000, BERLIN), (2999.5, BERLIN), (datetime.fromtimestamp(3500, UTC), LISBON)):
+        for at, fact in (
+            (1500, PARIS),
+            (2000, BERLIN),
+            (2999.5, BERLIN),
+            (datetime.fromtimestamp(3500, timezone.utc), LISBON),
+        ):
             found = contents(store.search(QUESTION, 5, mode=mode, as_of=at))
             assert fact in found and not {PARIS, BERLIN, LISBON} - {fact} & set(found), (mode, at, found)
         assert contents(store.search(QUESTION, 5, mode=mode, as_of=500)) == []  # before anything was valid
@@ -266,3 +271,28 @@ def test_an_older_file_gets_the_validity_columns(settings: Settings) -> None:
     reopened = MemoryStorage("old", settings=settings)
     assert reopened.count() == 1 and reopened.count(as_of=200) == 1
     assert [m.content for m in reopened.list(as_of=200).messages] == ["ended long ago"]
+
+
+@pytest.mark.embedded_only
+def test_the_default_view_finds_the_same_by_hidden_rows_or_by_clause(
+    store: MemoryStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded engine serves the default view by leaving out the few rows it hides (found by their indexes),
+    or, past HIDDEN_MAX of them, as a clause: both answer the same."""
+    from ltm.store.embedded import validity
+
+    moved(store)
+    for i in range(30):
+        note = Message(f"Alice note {i} about her city and her job")
+        store.add(note)
+        if i % 3 == 0:
+            store.supersede(note.id, Message(f"Alice note {i}, revised, about her city"))
+    by_rows = {mode: [(h.message.id, h.score) for h in store.search(QUESTION, 8, mode=mode)] for mode in MODES}
+    monkeypatch.setattr(validity, "HIDDEN_MAX", 0)
+    by_clause = {mode: [(h.message.id, h.score) for h in store.search(QUESTION, 8, mode=mode)] for mode in MODES}
+    for mode in MODES:  # the same scores; ids the same but for ties at the cut, which either may order first
+        rows, clause = by_rows[mode], by_clause[mode]
+        assert [round(v, 6) for _, v in rows] == [round(v, 6) for _, v in clause], mode
+        floor = min((v for _, v in rows), default=0.0)
+        assert {i for i, v in rows if v > floor + 1e-6} == {i for i, v in clause if v > floor + 1e-6}, mode
+    assert all(PARIS not in contents(store.search(QUESTION, 40, mode=mode)) for mode in MODES)
