@@ -204,10 +204,10 @@ class DocumentBackend(StoreBackend, Protocol):
         """Make ``rows`` the history of the ids they name (replacing theirs)."""
 
     def supersede(
-        self, old_id: str, close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
     ) -> None:
-        """In ONE write transaction: the stored ``old_id`` becomes ``close(old)`` (metadata and validity only),
-        ``rows`` (the new version) are inserted, both recorded in the history; NotFound / InvalidInput as
+        """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (metadata and validity
+        only), ``rows`` (the new version) are inserted, all recorded in the history; NotFound / InvalidInput as
         :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
 
     def has_validity(self) -> bool:

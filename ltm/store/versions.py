@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ltm.errors import InvalidInput, NotFound
@@ -38,6 +39,16 @@ __all__ = ["Versions"]
 _PUT_TRIES = 8  # a put that loses the race for a key to another writer supersedes the winner's version instead
 
 
+def _ids(old_id: str | Sequence[str]) -> list[str]:
+    """The old version's ids, checked (one id, or a version's several)."""
+    olds = [old_id] if isinstance(old_id, str) else list(old_id)
+    if not olds:
+        raise InvalidInput("supersede needs the id of the version to replace")
+    for one in olds:
+        check_id(one)
+    return olds
+
+
 def _check_name(value: object, what: str, limit: int = 256) -> str:
     if not isinstance(value, str) or not value or len(value) > limit or "\x00" in value:
         raise InvalidInput(
@@ -49,7 +60,9 @@ def _check_name(value: object, what: str, limit: int = 256) -> str:
 class Versions(DocumentStore):
     """supersede / asupersede, versions, put / aput / current over the handle's engine."""
 
-    def supersede(self, old_id: str, new: Message | str, *, reason: str | None = None) -> str:
+    def supersede(
+        self, old_id: str | Sequence[str], new: Message | str | Sequence[Message], *, reason: str | None = None
+    ) -> str:
         """Store ``new`` as the next version of the stored message ``old_id``; returns ``new``'s id.
 
         ``old_id`` stops being valid at ``new``'s ``metadata["valid_from"]`` (unix seconds, datetime or ISO 8601),
@@ -60,20 +73,29 @@ class Versions(DocumentStore):
         default search does not. ``new`` inherits the old version's ``metadata["key"]`` and scopes (``user_id``,
         ``agent_id``, ``run_id``) where it sets none.
 
+        A version held in several messages (an adapter's item stored as a head and its indexed parts): pass the
+        old version's ids and the new version's messages as lists; every old one is closed, every new one stored,
+        in the same one transaction; the first of each is the version's head (the links name it, the id returned
+        is the new head's).
+
         NotFound when ``old_id`` is not stored; InvalidInput naming the current version when ``old_id`` is
         superseded already, and when ``new``'s ``valid_from`` is before the old version's."""
-        message, closure = self._next_version(old_id, new, reason)
-        pending = self._prepare([message], fresh_only=False)
-        self._write_version(old_id, pending, self._embed(pending.texts, TEXT), closure, reason)
-        return message.id
+        olds = _ids(old_id)
+        messages, closure = self._next_version(olds, new, reason)
+        pending = self._prepare(messages, fresh_only=False)
+        self._write_version(olds, pending, self._embed(pending.texts, TEXT), closure, reason)
+        return messages[0].id
 
-    async def asupersede(self, old_id: str, new: Message | str, *, reason: str | None = None) -> str:
+    async def asupersede(
+        self, old_id: str | Sequence[str], new: Message | str | Sequence[Message], *, reason: str | None = None
+    ) -> str:
         """Async twin of :meth:`supersede`."""
-        message, closure = await self._off(self._next_version, old_id, new, reason)
-        pending = await self._off(self._prepare, [message], fresh_only=False)
+        olds = _ids(old_id)
+        messages, closure = await self._off(self._next_version, olds, new, reason)
+        pending = await self._off(self._prepare, messages, fresh_only=False)
         vectors = await self._aembed(pending.texts, TEXT)
-        await self._off(self._write_version, old_id, pending, vectors, closure, reason)
-        return message.id
+        await self._off(self._write_version, olds, pending, vectors, closure, reason)
+        return messages[0].id
 
     def versions(self, message_id: str) -> builtins.list[Message]:
         """Every stored version of the chain ``message_id`` belongs to, oldest first (one message when it was
@@ -140,29 +162,37 @@ class Versions(DocumentStore):
             body = self._engine().body_of(message_id)
         return None if body is None else Message.load(body)
 
-    def _next_version(self, old_id: str, new: Message | str, reason: str | None) -> tuple[Message, float]:
-        """``new`` as the next version of ``old_id`` (linked, with its valid_from) and the time the old one ends."""
-        check_id(old_id)
+    def _next_version(
+        self, olds: builtins.list[str], new: Message | str | Sequence[Message], reason: str | None
+    ) -> tuple[builtins.list[Message], float]:
+        """``new`` as the next version of ``olds`` (linked, with its valid_from) and the time the old one ends."""
         if reason is not None:
             _check_name(reason, "reason", 4096)
-        message = Message(content=new) if isinstance(new, str) else new
-        if not isinstance(message, Message):
-            raise InvalidInput(f"supersede takes the new version as a Message or a str, got {type(new).__name__}")
-        if message.id == old_id:
-            raise InvalidInput(f"the new version needs an id of its own, not {old_id!r} (Message() makes one)")
-        meta = dict(message.metadata)
-        start = meta.get(VALID_FROM)
-        closure = time.time() if start is None else instant(start, f"message {message.id} metadata['valid_from']")
-        meta[VALID_FROM] = closure if start is None else start
-        meta[SUPERSEDES] = old_id
-        old = self._version(old_id)
-        for inherited in (*SCOPES, KEY):  # a version of a user's memory is that user's, under the same key
-            if old is not None and old.metadata.get(inherited) is not None and inherited not in meta:
-                meta[inherited] = old.metadata[inherited]
-        return message.model_copy(update={"metadata": meta}), closure
+        given = [new] if isinstance(new, Message | str) else list(new)
+        if not given:
+            raise InvalidInput("supersede needs a new version to store")
+        messages = [Message(m) if isinstance(m, str) else m for m in given]
+        for message in messages:
+            if not isinstance(message, Message):
+                raise InvalidInput(f"supersede takes the new version as Messages or str, got {type(message).__name__}")
+            if message.id in olds:
+                raise InvalidInput(f"the new version needs ids of its own, not {message.id!r} (Message() makes one)")
+        start = messages[0].metadata.get(VALID_FROM)
+        closure = time.time() if start is None else instant(start, f"message {messages[0].id} metadata['valid_from']")
+        head = self._version(olds[0])
+        out = []
+        for message in messages:
+            meta = dict(message.metadata)
+            meta.setdefault(VALID_FROM, closure)
+            meta[SUPERSEDES] = olds[0]
+            for inherited in (*SCOPES, KEY):  # a version of a user's memory is that user's, under the same key
+                if head is not None and head.metadata.get(inherited) is not None and inherited not in meta:
+                    meta[inherited] = head.metadata[inherited]
+            out.append(message.model_copy(update={"metadata": meta}))
+        return out, closure
 
     def _write_version(
-        self, old_id: str, pending: rowplan.Pending, vectors: Any, closure: float, reason: str | None
+        self, olds: builtins.list[str], pending: rowplan.Pending, vectors: Any, closure: float, reason: str | None
     ) -> None:
         if not pending.messages:
             raise InvalidInput("supersede needs a new version to store")
@@ -174,7 +204,7 @@ class Versions(DocumentStore):
             start = instant(meta[VALID_FROM], "valid_from") if meta.get(VALID_FROM) is not None else old.created_at
             if closure < start:
                 raise InvalidInput(
-                    f"the new version's valid_from ({closure}) is before {old_id!r}'s ({start}); a version "
+                    f"the new version's valid_from ({closure}) is before {old.id!r}'s ({start}); a version "
                     "replaces one that began before it"
                 )
             declared = meta.get(VALID_TO)
@@ -188,4 +218,4 @@ class Versions(DocumentStore):
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
-            backend.supersede(old_id, close, rows, self.settings.history_limit)
+            backend.supersede(olds, close, rows, self.settings.history_limit)

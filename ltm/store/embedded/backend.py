@@ -54,6 +54,7 @@ from ltm.store.records import (
 )
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.fusion import DEPTH
+from ltm.store.validity import DefaultView
 
 __all__ = ["EmbeddedBackend"]
 
@@ -205,10 +206,10 @@ class EmbeddedBackend(PooledNamespace):
         return len(rows)
 
     def supersede(
-        self, old_id: str, close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
     ) -> None:
         log, mirror = self._require()
-        supersede(log, mirror, old_id, close, rows, self.namespace, history_limit)
+        supersede(log, mirror, old_ids, close, rows, self.namespace, history_limit)
 
     def has_validity(self) -> bool:
         log = self._require()[0]
@@ -287,7 +288,8 @@ class EmbeddedBackend(PooledNamespace):
         plan: Analysis | None = None,
         keyword: KeywordAhead | None = None,
     ) -> builtins.list[MemoryHit]:
-        compile_filters(filters)  # InvalidInput for a bad filter, even with k=0
+        if not isinstance(filters, DefaultView):  # the default view is the store's own: nothing to check
+            compile_filters(filters)  # InvalidInput for a bad filter, even with k=0
         if k == 0:
             return []
         # keyword search reads SQLite only: the vector indexes stay unloaded

@@ -23,40 +23,42 @@ __all__ = ["supersede"]
 def supersede(
     log: MessageLog,
     mirror: IndexMirror,
-    old_id: str,
+    old_ids: Sequence[str],
     close: Callable[[Message], Message],
     rows: Sequence[Row],
     namespace: str | None,
     history_limit: int,
 ) -> None:
-    """In ONE write transaction: the stored ``old_id`` becomes ``close(old)`` (its metadata and validity columns
-    only: content, vectors and keyword index stay), ``rows`` (the new version) are inserted, and both are recorded
-    in the history (UPDATE with the old body, ADD). NotFound when ``old_id`` is not stored, InvalidInput naming
-    the current version when it is superseded already, or when the new id is stored."""
+    """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (its metadata and validity
+    columns only: content, vectors and keyword index stay), ``rows`` (the new version) are inserted, and all are
+    recorded in the history (UPDATE with the old body, ADD). NotFound when an old id is not stored, InvalidInput
+    naming the current version when one is superseded already, or when a new id is stored."""
     with mirror.writing(log) as write:
-        found = log.db.execute("SELECT body FROM messages WHERE id = ?", (old_id,)).fetchone()
-        if found is None:
-            raise NotFound(f"no message {old_id!r} in namespace {namespace!r} to supersede")
-        old = Message.load(str(found[0]))
-        if old.metadata.get(SUPERSEDED_BY) is not None:
-            raise InvalidInput(superseded_message(old, _next_of(log.db)))
-        closed = close(old)
-        meta = closed.metadata
-        log.db.execute(
-            "UPDATE messages SET metadata = ?, body = ?, valid_to = ?, superseded_at = ? WHERE id = ?",
-            (
-                json.dumps(meta, default=str, ensure_ascii=False),
-                closed.dump(),
-                instant(meta["valid_to"], "valid_to"),
-                instant(meta["superseded_at"], "superseded_at"),
-                old_id,
-            ),
-        )
+        events: list[tuple[str, Event, str | None]] = []
+        for old_id in old_ids:
+            found = log.db.execute("SELECT body FROM messages WHERE id = ?", (old_id,)).fetchone()
+            if found is None:
+                raise NotFound(f"no message {old_id!r} in namespace {namespace!r} to supersede")
+            old = Message.load(str(found[0]))
+            if old.metadata.get(SUPERSEDED_BY) is not None:
+                raise InvalidInput(superseded_message(old, _next_of(log.db)))
+            closed = close(old)
+            meta = closed.metadata
+            log.db.execute(
+                "UPDATE messages SET metadata = ?, body = ?, valid_to = ?, superseded_at = ? WHERE id = ?",
+                (
+                    json.dumps(meta, default=str, ensure_ascii=False),
+                    closed.dump(),
+                    instant(meta["valid_to"], "valid_to"),
+                    instant(meta["superseded_at"], "superseded_at"),
+                    old_id,
+                ),
+            )
+            events.append((old_id, "UPDATE", str(found[0])))
         inserted = log.insert(rows)
         if len(inserted) != len(rows):
-            raise InvalidInput(f"message {rows[0].id!r} is stored already; a new version needs a new id")
+            raise InvalidInput(f"a message of the new version ({rows[0].id!r}...) is stored already; use new ids")
         write.insert(inserted)
-        events: list[tuple[str, Event, str | None]] = [(old_id, "UPDATE", str(found[0]))]
         events += [(r.id, "ADD", None) for r in rows]
         trail.record(log.db, events, time.time(), history_limit)
 

@@ -224,12 +224,12 @@ class PgBackend(PgDocuments, PgSeam):
                 self._indexed = ensure_hnsw(conn, self.ns, dim, *self._graph)
 
     def supersede(
-        self, old_id: str, close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
     ) -> None:
         """The old version closed and the new one stored in one transaction (:mod:`ltm.store.pg.validity`)."""
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
-            events = supersede(conn, self.ns, self.name, old_id, close, rows, insert_rows)
+            events = supersede(conn, self.ns, self.name, old_ids, close, rows, insert_rows)
             contexts = sum(1 for r in rows if r.context_vector is not None)
             conn.execute(
                 "UPDATE ltm_namespaces SET live = live + %s, contexts = contexts + %s WHERE id = %s",

@@ -72,38 +72,43 @@ def supersede(
     conn: Any,
     ns: int,
     name: str,
-    old_id: str,
+    old_ids: Sequence[str],
     close: Callable[[Message], Message],
     rows: Sequence[Row],
     insert: Callable[[Any, int, Sequence[Row]], list[str]],
 ) -> list[tuple[str, str, str | None]]:
-    """Inside the caller's write transaction (holding the namespace's lock): ``old_id`` becomes ``close(old)`` (its
-    metadata and validity columns only), ``rows`` are inserted (``insert``); the history events to record. NotFound
-    / InvalidInput as :func:`ltm.store.embedded.versions.supersede`."""
-    found = conn.execute("SELECT body FROM ltm_messages WHERE ns = %s AND id = %s", (ns, old_id)).fetchone()
-    if found is None:
-        raise NotFound(f"no message {old_id!r} in namespace {name!r} to supersede")
-    old = Message.load(str(found[0]))
-    if old.metadata.get(SUPERSEDED_BY) is not None:
-        raise InvalidInput(superseded_message(old, _next_of(conn, ns)))
-    closed = close(old)
-    meta = closed.metadata
-    conn.execute(
-        "UPDATE ltm_messages SET metadata = %s::jsonb, body = %s, valid_to = %s, superseded_at = %s "
-        "WHERE ns = %s AND id = %s",
-        (
-            json.dumps(meta, default=str, ensure_ascii=False),
-            closed.dump(),
-            instant(meta["valid_to"], "valid_to"),
-            instant(meta["superseded_at"], "superseded_at"),
-            ns,
-            old_id,
-        ),
-    )
+    """Inside the caller's write transaction (holding the namespace's lock): each of ``old_ids`` becomes
+    ``close(old)`` (its metadata and validity columns only), ``rows`` are inserted (``insert``); the history
+    events to record. NotFound / InvalidInput as :func:`ltm.store.embedded.versions.supersede`."""
+    events: list[tuple[str, str, str | None]] = []
+    for old_id in old_ids:
+        found = conn.execute(
+            "SELECT body FROM ltm_messages WHERE ns = %s AND id = %s FOR UPDATE", (ns, old_id)
+        ).fetchone()
+        if found is None:
+            raise NotFound(f"no message {old_id!r} in namespace {name!r} to supersede")
+        old = Message.load(str(found[0]))
+        if old.metadata.get(SUPERSEDED_BY) is not None:
+            raise InvalidInput(superseded_message(old, _next_of(conn, ns)))
+        closed = close(old)
+        meta = closed.metadata
+        conn.execute(
+            "UPDATE ltm_messages SET metadata = %s::jsonb, body = %s, valid_to = %s, superseded_at = %s "
+            "WHERE ns = %s AND id = %s",
+            (
+                json.dumps(meta, default=str, ensure_ascii=False),
+                closed.dump(),
+                instant(meta["valid_to"], "valid_to"),
+                instant(meta["superseded_at"], "superseded_at"),
+                ns,
+                old_id,
+            ),
+        )
+        events.append((old_id, "UPDATE", str(found[0])))
     inserted = insert(conn, ns, rows)
     if len(inserted) != len(rows):
-        raise InvalidInput(f"message {rows[0].id!r} is stored already; a new version needs a new id")
-    return [(old_id, "UPDATE", str(found[0])), *((r.id, "ADD", None) for r in rows)]
+        raise InvalidInput(f"a message of the new version ({rows[0].id!r}...) is stored already; use new ids")
+    return [*events, *((r.id, "ADD", None) for r in rows)]
 
 
 def _next_of(conn: Any, ns: int) -> Callable[[str], str | None]:

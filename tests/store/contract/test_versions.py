@@ -296,3 +296,23 @@ def test_the_default_view_finds_the_same_by_hidden_rows_or_by_clause(
         floor = min((v for _, v in rows), default=0.0)
         assert {i for i, v in rows if v > floor + 1e-6} == {i for i, v in clause if v > floor + 1e-6}, mode
     assert all(PARIS not in contents(store.search(QUESTION, 40, mode=mode)) for mode in MODES)
+
+
+def test_a_version_held_in_several_messages_is_superseded_whole(store: MemoryStorage) -> None:
+    """An adapter's item stored as a head and its parts (LangGraph's LtmStore): the old parts are closed and the
+    new ones stored in one transaction; a default read sees only the new parts, ``as_of`` the old ones."""
+    old = [Message(f"Alice item part {i}: lives in Paris", metadata={"valid_from": 1000.0}) for i in range(3)]
+    store.add_batch(old)
+    new = [Message(f"Alice item part {i}: lives in Berlin", metadata={"valid_from": 2000.0}) for i in range(2)]
+    head = store.supersede([m.id for m in old], new, reason="put")
+    assert head == new[0].id
+    assert sorted(contents(store.search("Alice item part", 10, mode="keyword"))) == sorted(m.content for m in new)
+    then = contents(store.search("Alice item part", 10, mode="keyword", as_of=1500))
+    assert sorted(then) == sorted(m.content for m in old)
+    assert all(store.get(m.id).metadata["superseded_by"] == head for m in old)
+    assert all(store.get(m.id).metadata["supersedes"] == old[0].id for m in new)
+    with pytest.raises(InvalidInput, match=head):  # any part of the old version is superseded already
+        store.supersede([old[1].id], Message("x"))
+    with pytest.raises(NotFound):  # one unknown id: nothing changes
+        store.supersede([new[0].id, "no-such-id"], Message("y"))
+    assert "superseded_by" not in store.get(new[0].id).metadata and len(store) == 5
