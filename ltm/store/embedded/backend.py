@@ -402,4 +402,4 @@ def _keyword_side(
     with translate(log.path):
         rest, hidden = served(log.db, filters)
     where, params = compile_filters(rest)
-    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done, hidden)
+    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done, hidden=hidden)
