@@ -295,7 +295,7 @@ class EmbeddedBackend(PooledNamespace):
         # keyword search reads SQLite only: the vector indexes stay unloaded
         log, mirror = self._synced() if mode != "keyword" else self._require()
         with translate(log.path):
-            rest, hidden = served(log.db, filters)
+            rest, hidden = served(log.db, filters, log)
         where, params = compile_filters(rest)
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
         return retrieve(
@@ -400,6 +400,6 @@ def _keyword_side(
 ) -> KeywordSide:
     """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
     with translate(log.path):
-        rest, hidden = served(log.db, filters)
+        rest, hidden = served(log.db, filters, log)
     where, params = compile_filters(rest)
     return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done, hidden=hidden)

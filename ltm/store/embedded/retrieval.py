@@ -299,15 +299,17 @@ def _search(
     """The ``fetch`` best (seq, cosine) (``exact``: see :func:`dense`); with ``lines``, by
     :func:`~ltm.store.search.fusion.line_scores` (over the stored vectors) of the union of the whole query's and
     each line's nearest ``fetch``. None of ``hidden``: when some are among the best ``fetch``, the index is asked
-    again for as many more, which keeps the search on the whole index (a selector of every shown row would cost a
-    read of each)."""
+    again for more, which keeps the search on the whole index (a selector of every shown row would cost a read of
+    each)."""
     if hidden:  # most searches find none of them in their best ``fetch``: then one search, as without any
-        found = _search(log, index, vector, fetch, allowed, lines, exact=exact)
-        shown = [(s, v) for s, v in found if s not in hidden]
-        if len(shown) == len(found) or len(found) < fetch:
-            return shown
-        found = _search(log, index, vector, fetch + len(hidden), allowed, lines, exact=exact)
-        return [(s, v) for s, v in found if s not in hidden][:fetch]
+        asked = fetch
+        while True:
+            found = _search(log, index, vector, asked, allowed, lines, exact=exact)
+            shown = [(s, v) for s, v in found if s not in hidden]
+            if len(shown) >= fetch or len(found) < asked or asked >= fetch + len(hidden):
+                return shown[:fetch]
+            # ask again for more, by twice what was hidden (a quantized graph rescores every candidate it returns)
+            asked = min(asked + 2 * (asked - len(shown)) + 8, fetch + len(hidden))
     if lines is None or len(lines) < 2:
         scores, ids = dense(log, index, vector, fetch, allowed, exact=exact)
         return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]

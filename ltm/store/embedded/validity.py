@@ -4,7 +4,9 @@ search serves the default view (:mod:`ltm.store.embedded.versions` writes a supe
 
 from __future__ import annotations
 
+import math
 import sqlite3
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,25 +84,49 @@ def has_validity(db: sqlite3.Connection) -> bool:
     return bool(found[0])
 
 
-def hidden_seqs(db: sqlite3.Connection, view: DefaultView) -> frozenset[int] | None:
+def hidden_seqs(db: sqlite3.Connection, view: DefaultView, owner: object = None) -> frozenset[int] | None:
     """The seqs the default view hides at ``view.now`` (superseded or closed, or valid only from later): two
-    range reads of the partial indexes. None when more than :data:`HIDDEN_MAX`: the search then reads the view
-    as a clause."""
+    range reads of the partial indexes, kept for ``owner`` (the log whose connection ``db`` is) until the file
+    changes (its heads or another connection's commit) or ``now`` reaches the next valid_from / valid_to. None when
+    more than
+    :data:`HIDDEN_MAX`: the search then reads the view as a clause."""
+    state = (
+        tuple(db.execute("SELECT name, seq FROM sqlite_sequence ORDER BY name").fetchall()),
+        int(db.execute("PRAGMA data_version").fetchone()[0]),
+    )
+    kept = None if owner is None else _HIDDEN.get(owner)
+    if kept is not None and kept[0] == state and kept[1] <= view.now < kept[2]:
+        return kept[3]
     rows = db.execute(
         "SELECT seq FROM messages WHERE valid_to <= ? UNION SELECT seq FROM messages WHERE valid_from > ? LIMIT ?",
         (view.now, view.now, HIDDEN_MAX + 1),
     ).fetchall()
-    return None if len(rows) > HIDDEN_MAX else frozenset(int(r[0]) for r in rows)
+    hidden = None if len(rows) > HIDDEN_MAX else frozenset(int(r[0]) for r in rows)
+    boundary = db.execute(
+        "SELECT (SELECT min(valid_to) FROM messages WHERE valid_to > ?), "
+        "(SELECT min(valid_from) FROM messages WHERE valid_from > ?)",
+        (view.now, view.now),
+    ).fetchone()
+    until = min([float(b) for b in boundary if b is not None], default=math.inf)
+    if owner is not None:
+        _HIDDEN[owner] = (state, view.now, until, hidden)
+    return hidden
+
+
+# log -> (its state, from, until, hidden seqs): hidden_seqs' answer while it holds
+_HIDDEN: weakref.WeakKeyDictionary[object, tuple[Any, float, float, frozenset[int] | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def served(
-    db: sqlite3.Connection, filters: Mapping[str, Any] | None
+    db: sqlite3.Connection, filters: Mapping[str, Any] | None, owner: object = None
 ) -> tuple[Mapping[str, Any] | None, frozenset[int] | None]:
     """(filters left for the SQL clause, seqs to leave out) of a search: the default view alone (no filter of the
     caller's) is served by leaving out its few hidden rows, which keeps the dense side on the whole index and the
     keyword side on the keyword index alone, as where nothing is hidden; anything else as a clause."""
     if isinstance(filters, DefaultView):
-        hidden = hidden_seqs(db, filters)
+        hidden = hidden_seqs(db, filters, owner)
         if hidden is not None:
             return None, hidden
     return filters, None
