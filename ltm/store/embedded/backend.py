@@ -402,4 +402,7 @@ def _keyword_side(
     with translate(log.path):
         rest, hidden = served(log.db, filters, log)
     where, params = compile_filters(rest)
-    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done, hidden=hidden)
+    fetch = max(3 * k, DEPTH)
+    if hidden:
+        return keyword_side(log, text, plan, fetch, where or "1", params, model_done, hidden=hidden)
+    return keyword_side(log, text, plan, fetch, where or "1", params, model_done)
