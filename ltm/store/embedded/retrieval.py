@@ -106,9 +106,13 @@ def keyword_hits(
         return []
     if not hidden:
         return log.keyword(match, fetch, where, list(params))
-    # BM25 scores every match whatever the LIMIT: asking for as many more as are hidden costs nothing more
-    found = log.keyword(match, fetch + len(hidden), where, list(params))
-    return [(s, v) for s, v in found if s not in hidden][:fetch]
+    asked = fetch  # as the dense side does (_search): most searches meet no hidden row in their best ``fetch``
+    while True:
+        found = log.keyword(match, asked, where, list(params))
+        shown = [(s, v) for s, v in found if s not in hidden]
+        if len(shown) >= fetch or len(found) < asked or asked >= fetch + len(hidden):
+            return shown[:fetch]
+        asked = min(asked + 2 * (asked - len(shown)) + 8, fetch + len(hidden))
 
 
 def keyword_side(
