@@ -23,6 +23,7 @@ from ltm.cli.common import (
     print_messages,
 )
 from ltm.cli.output import format_time, json_line, visible
+from ltm.cli.times import add_time_options, times_from
 from ltm.errors import InvalidInput
 
 COMMANDS = {
@@ -45,7 +46,7 @@ def _local(args: argparse.Namespace, *, embeds: bool = False) -> Any:
 
 def cmd_list(args: argparse.Namespace) -> int:
     with _local(args) as store:
-        page = store.list(filters_from(args), limit=args.limit, cursor=args.cursor)
+        page = store.list(filters_from(args), limit=args.limit, cursor=args.cursor, **times_from(args))
         print_messages(args, page.messages)
     if page.next_cursor:
         print(f"more: --cursor {page.next_cursor}", file=sys.stderr)
@@ -101,6 +102,7 @@ def register(add: AddCommand, opts: Options) -> None:
     p = add("list", ns, filt, opts.output)
     p.add_argument("--limit", type=int, default=100, help="messages per page (default 100)")
     p.add_argument("--cursor", help="the cursor printed after the previous page")
+    add_time_options(p)
     p.set_defaults(func=cmd_list)
 
     p = add("update", ns, opts.output)

@@ -25,6 +25,7 @@ from ltm.cli.common import (
     settings_from,
 )
 from ltm.cli.output import Progress, json_line, visible
+from ltm.cli.times import add_time_options, times_from
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 
@@ -126,7 +127,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.also:
         return _search_many(args)
     with open_storage(args, existing=True, embeds=args.mode != "keyword") as store:
-        hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args))
+        hits = store.search(args.query, k=args.k, mode=args.mode, filters=filters_from(args), **times_from(args))
         print_messages(args, [h.message for h in hits], [{"score": h.score, "signals": list(h.signals)} for h in hits])
     return EXIT_OK if hits else no_hits(f"{args.kind}/{args.namespace}")
 
@@ -135,6 +136,8 @@ def _search_many(args: argparse.Namespace) -> int:
     """``ltm search -n A --also B --also C``: one search over several namespaces, merged by score."""
     if getattr(args, "url", None) or os.environ.get("LTM_URL"):
         raise InvalidInput("--also searches local namespaces; with --url, search each namespace on its own")
+    if any(v is not None for v in times_from(args).values()):
+        raise InvalidInput("--as-of / --known-at search one namespace; drop --also, or search each on its own")
     from ltm.store import namespace_exists, search_many
 
     settings = settings_from(args)
@@ -242,6 +245,7 @@ def register(add: AddCommand, opts: Options) -> None:
         metavar="NAMESPACE",
         help="also search this namespace of the same kind (repeatable): hits merged by score",
     )
+    add_time_options(p)
     p.set_defaults(func=cmd_search)
 
     p = add("recent", ns, opts.output)

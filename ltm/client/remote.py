@@ -7,13 +7,14 @@ import builtins
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Any
 
 import httpx
 import numpy as np
 
 from ltm.client.calls import Call, asend, path_of, send
-from ltm.errors import InvalidInput
+from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message, any_to_str
 from ltm.store.records import ForgetReceipt, MemoryHit, MessagePage, StoreStats
 
@@ -48,6 +49,16 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, type):
         return any_to_str(value)
     return value
+
+
+def _time(value: Any) -> Any:
+    """A time for the server: a datetime or date as ISO 8601 text, unix seconds and ISO text as they are."""
+    return value.isoformat() if isinstance(value, datetime | date) else value
+
+
+def _times(as_of: Any, known_at: Any) -> dict[str, Any]:
+    """The ``as_of`` / ``known_at`` parameters that are given."""
+    return {k: _time(v) for k, v in (("as_of", as_of), ("known_at", known_at)) if v is not None}
 
 
 def _text_of(message: Message | str) -> str:
@@ -123,9 +134,10 @@ class RemoteStorage:
         return Call("POST", path_of(self._ns(), "/messages"), lambda r: int(r["added"]), json=body)
 
     def _search_call(
-        self, query: str, k: int, mode: str, filters: Mapping[str, Any] | None
+        self, query: str, k: int, mode: str, filters: Mapping[str, Any] | None, as_of: Any = None, known_at: Any = None
     ) -> Call[builtins.list[MemoryHit]]:
         body = {"query": query, "k": k, "mode": mode, "filters": _jsonable(filters) if filters else None}
+        body.update(_times(as_of, known_at))
         return Call("POST", path_of(self._ns(), "/search"), _hits, json=body)
 
     def _similar_call(self, message: Message | str, k: int) -> Call[builtins.list[Message]]:
@@ -193,24 +205,75 @@ class RemoteStorage:
 
     # -- beyond MetaGPT ------------------------------------------------------------------------------------
     def search(
-        self, query: str, k: int = 10, *, mode: str = "hybrid", filters: Mapping[str, Any] | None = None
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "hybrid",
+        filters: Mapping[str, Any] | None = None,
+        as_of: Any = None,
+        known_at: Any = None,
     ) -> builtins.list[MemoryHit]:
-        """The ``k`` best hits for ``query`` (see :meth:`MemoryStorage.search`)."""
-        result: builtins.list[MemoryHit] = self._call(self._search_call(query, k, mode, filters))
+        """The ``k`` best hits for ``query`` valid now, or ``as_of`` / ``known_at`` a time (see
+        :meth:`MemoryStorage.search`)."""
+        result: builtins.list[MemoryHit] = self._call(self._search_call(query, k, mode, filters, as_of, known_at))
         return result
 
     async def asearch(
-        self, query: str, k: int = 10, *, mode: str = "hybrid", filters: Mapping[str, Any] | None = None
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "hybrid",
+        filters: Mapping[str, Any] | None = None,
+        as_of: Any = None,
+        known_at: Any = None,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search`."""
-        result: builtins.list[MemoryHit] = await self._acall(self._search_call(query, k, mode, filters))
+        call = self._search_call(query, k, mode, filters, as_of, known_at)
+        result: builtins.list[MemoryHit] = await self._acall(call)
         return result
 
+    def supersede(self, old_id: str, new: Message | str, *, reason: str | None = None) -> str:
+        """Store ``new`` as the next version of ``old_id``; its id (see :meth:`MemoryStorage.supersede`)."""
+        message = Message(new) if isinstance(new, str) else new
+        body = {"message": message.to_dict(), "reason": reason}
+        path = path_of(self._ns(), f"/messages/{old_id}/supersede")
+        return str(self._call(Call("POST", path, lambda r: r["id"], json=body)))
+
+    def versions(self, message_id: str) -> builtins.list[Message]:
+        """The version chain ``message_id`` belongs to, oldest first (see :meth:`MemoryStorage.versions`)."""
+        result: builtins.list[Message] = self._call(
+            Call("GET", path_of(self._ns(), f"/messages/{message_id}/versions"), _messages)
+        )
+        return result
+
+    def put(self, key: str, message: Message | str, *, reason: str | None = None) -> str:
+        """Store ``message`` under ``key``, superseding the version stored there (see :meth:`MemoryStorage.put`)."""
+        given = Message(message) if isinstance(message, str) else message
+        body = {"key": key, "message": given.to_dict(), "reason": reason}
+        return str(self._call(Call("PUT", path_of(self._ns(), "/keys"), lambda r: r["id"], json=body)))
+
+    def current(self, key: str, *, as_of: Any = None, known_at: Any = None) -> Message | None:
+        """The version under ``key`` now, or ``as_of`` / ``known_at`` a time; None when there is none."""
+        params = {"key": key, **_times(as_of, known_at)}
+        try:
+            return Message.load(self._call(Call("GET", path_of(self._ns(), "/keys"), dict, params=params)))
+        except NotFound:
+            return None
+
     def list(
-        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        as_of: Any = None,
+        known_at: Any = None,
     ) -> MessagePage:
-        """A page of stored messages, oldest first, and the cursor of the next (see :meth:`MemoryStorage.list`)."""
-        params: dict[str, Any] = {"limit": limit}
+        """A page of stored messages valid now (or ``as_of`` / ``known_at`` a time), oldest first, and the cursor
+        of the next (see :meth:`MemoryStorage.list`)."""
+        params: dict[str, Any] = {"limit": limit, **_times(as_of, known_at)}
         if cursor is not None:
             params["cursor"] = cursor
         if filters:
@@ -247,12 +310,17 @@ class RemoteStorage:
         )
         return receipt
 
-    def count(self) -> int:
-        """How many messages the namespace holds."""
-        return int(self._stats()["messages"])
+    def count(self, filters: Mapping[str, Any] | None = None, *, as_of: Any = None, known_at: Any = None) -> int:
+        """How many messages match ``filters`` and are valid now, or ``as_of`` / ``known_at`` a time (see
+        :meth:`MemoryStorage.count`)."""
+        params: dict[str, Any] = _times(as_of, known_at)
+        if filters:
+            params["filters"] = json.dumps(_jsonable(filters))
+        return int(self._call(Call("GET", path_of(self._ns(), "/count"), lambda r: r["count"], params=params)))
 
     def __len__(self) -> int:
-        return self.count()
+        """How many messages the namespace holds, every version included."""
+        return int(self._stats()["messages"])
 
     def stats(self) -> StoreStats:
         """The server's counts for the namespace (:class:`~ltm.store.StoreStats`; ``path`` is empty: the

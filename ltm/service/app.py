@@ -85,11 +85,11 @@ def create_app(
     )
     app.state.ltm = state
     _errors(app)
-    from ltm.service.routes import chats, experience, files, forget, messages, meta, search
+    from ltm.service.routes import chats, experience, files, forget, messages, meta, search, versions
 
     # Namespaces may hold '/', so '{namespace:path}' is greedy: the routers with longer fixed tails go first
     # (a namespace whose name itself ends in '/chats/<id>' would be read as a chat: avoid such names).
-    for module in (forget, meta, chats, files, experience, messages, search):
+    for module in (forget, meta, chats, files, experience, versions, messages, search):
         app.include_router(module.router)
     if ui:
         from ltm.service.ui import mount_ui

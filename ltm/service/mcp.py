@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ltm.errors import LTMError
+from ltm.errors import LTMError, NotFound
 from ltm.longterm import LongTermMemory
 from ltm.message import Message
 from ltm.service.auth import check_namespace
@@ -32,7 +32,7 @@ from ltm.service.chatkeys import chat_key, check_chat_id
 from ltm.service.errors import AuthRequired, Forbidden, error_body, status_of
 from ltm.service.keys import OPEN, Principal
 from ltm.service.state import ServiceState
-from ltm.store import MemoryHit
+from ltm.store import MemoryHit, check_times
 
 __all__ = ["KEY_ENV", "build_mcp", "mcp_http_app"]
 
@@ -93,12 +93,19 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
         ctx: Context[Any, Any],
         k: int = 5,
         mode: Literal["hybrid", "dense", "keyword"] = "hybrid",
+        as_of: float | str | None = None,
+        known_at: float | str | None = None,
     ) -> list[dict[str, Any]]:
-        """Search a namespace by meaning and keywords (mode hybrid, dense or keyword); best first."""
+        """Search a namespace by meaning and keywords (mode hybrid, dense or keyword); best first. Only what is
+        valid now (superseded versions left out); ``as_of``: what was valid at that time (unix seconds or ISO
+        8601); ``known_at``: what the memory held at that time."""
 
         def work() -> list[MemoryHit]:
             store = state.existing_store(namespace)  # a name never written to: no hits, nothing created
-            return [] if store is None else store.search(query, k, mode=mode)
+            if store is None:
+                check_times(as_of, known_at)
+                return []
+            return store.search(query, k, mode=mode, as_of=as_of, known_at=known_at)
 
         hits = await run(ctx, namespace, False, work)
         return [
@@ -111,6 +118,37 @@ def build_mcp(state: ServiceState, *, stdio_key: str | None = None) -> MCPServer
             }
             for h in hits
         ]
+
+    @server.tool()
+    async def supersede(
+        namespace: str,
+        old_id: str,
+        content: str,
+        ctx: Context[Any, Any],
+        reason: str | None = None,
+        valid_from: float | str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a stored memory by a new version (the old one stays for as-of searches, no longer current):
+        the old one ends at ``valid_from`` (default now); returns the new version's id."""
+        old = await run(ctx, namespace, False, lambda: state.store(namespace).get(old_id))
+        metadata = {k: v for k, v in old.metadata.items() if k in ("user_id", "agent_id", "run_id")}
+        if valid_from is not None:
+            metadata["valid_from"] = valid_from
+        message = Message(content, role=old.role, metadata=metadata)
+        new = await run(ctx, namespace, True, lambda: state.store(namespace).supersede(old_id, message, reason=reason))
+        return {"id": new}
+
+    @server.tool()
+    async def versions(namespace: str, message_id: str, ctx: Context[Any, Any]) -> list[dict[str, Any]]:
+        """Every version of a memory, oldest first, each with its validity and what superseded it."""
+
+        def work() -> list[Message]:
+            store = state.existing_store(namespace)
+            if store is None:
+                raise NotFound(f"no message {message_id!r}: namespace {namespace!r} holds nothing yet")
+            return store.versions(message_id)
+
+        return [m.to_dict() for m in await run(ctx, namespace, False, work)]
 
     @server.tool()
     async def recall_recent(namespace: str, ctx: Context[Any, Any], n: int = 10) -> list[dict[str, Any]]:

@@ -17,8 +17,10 @@ __all__ = [
     "LessonIn",
     "MessageIn",
     "MessagesIn",
+    "PutIn",
     "SearchIn",
     "SimilarIn",
+    "SupersedeIn",
     "TextsIn",
     "VectorsIn",
     "hit_out",
@@ -74,6 +76,28 @@ class SearchIn(BaseModel):
     mode: Mode = "hybrid"
     filters: dict[str, Any] | None = None
     explain: bool = False
+    # what was valid at a time / what the store knew at a time (unix seconds or ISO 8601): ltm.store.validity
+    as_of: float | str | None = None
+    known_at: float | str | None = None
+
+
+class SupersedeIn(BaseModel):
+    """The next version of a stored message (``MemoryStorage.supersede``), and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: MessageIn
+    reason: str | None = None
+
+
+class PutIn(BaseModel):
+    """A keyed memory (``MemoryStorage.put``): a value under ``key`` supersedes the one stored there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    message: MessageIn
+    reason: str | None = None
 
 
 class FindNewsIn(BaseModel):

@@ -80,4 +80,12 @@ def check_filters(filters: Mapping[str, Any] | None) -> None:
     checked_filters(filters)
 
 
-__all__ = sorted([*_EXPORTS, "check_filters"])
+def check_times(as_of: Any = None, known_at: Any = None) -> None:
+    """Raise the InvalidInput a search or list would raise for an unreadable ``as_of`` / ``known_at`` (unix
+    seconds, a datetime or ISO 8601), without a namespace."""
+    from ltm.store.validity import visibility
+
+    visibility(as_of, known_at)
+
+
+__all__ = sorted([*_EXPORTS, "check_filters", "check_times"])

@@ -150,6 +150,17 @@ class DocumentBackend(Protocol):
         those matching ``tree``: rows, keyword index, vectors, history contents (a FORGET event each, with
         ``reason``), staged rows, and the bytes the engine's files or tables keep after a delete."""
 
+    def supersede(
+        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+    ) -> None:
+        """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (metadata and validity
+        only), ``rows`` (the new version) are inserted, all recorded in the history; NotFound / InvalidInput as
+        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
+
+    def has_validity(self) -> bool:
+        """Whether any row of the namespace carries validity (:mod:`ltm.store.validity`): when none does, a read
+        adds no visibility clause."""
+
     def index_metadata(self, key: str) -> None:
         """Index filters on ``metadata.KEY``."""
 

@@ -37,6 +37,7 @@ from ltm.store.scopes import SCOPES
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.query import checked_filters
 from ltm.store.validation import check_id, check_k
+from ltm.store.validity import visibility, with_filters
 
 __all__ = ["DocumentStore"]
 
@@ -114,7 +115,10 @@ class DocumentStore(OffLoop):
             return self._engine().remove(Compare("id", "eq", message_id), self.settings.history_limit) > 0
 
     def __len__(self) -> int:
-        return self.count()
+        """How many messages are stored, every version included (:meth:`count` counts those valid now)."""
+        with self._lock:
+            self.purge_expired()
+            return self._engine().count_where(None)
 
     def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
@@ -122,25 +126,45 @@ class DocumentStore(OffLoop):
             return [Message.load(b) for b in self._engine().recent(check_k(n))] if n else []
 
     def list(
-        self, filters: Mapping[str, Any] | None = None, *, limit: int = 100, cursor: str | None = None
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        as_of: Any = None,
+        known_at: Any = None,
     ) -> MessagePage:
         """A page of stored messages matching ``filters`` (those :meth:`search` takes), oldest first
         (insertion order), at most ``limit`` (1 to 10,000). Pass the page's ``next_cursor`` back for the
         next page: it stays valid while others add or delete. A message replaced (:meth:`replace`) meanwhile
-        shows up again, as its new version, near the end (the new version has a new seq)."""
+        shows up again, as its new version, near the end (the new version has a new seq). Only what is valid now
+        is listed (a superseded version is not), or what was valid ``as_of`` / known at ``known_at``
+        (:mod:`ltm.store.validity`)."""
         after, limit = decode_cursor(cursor), check_limit(limit)
-        tree = checked_filters(filters)
+        tree = checked_filters(self._visible(filters, as_of, known_at))
         with self._lock:
             self.purge_expired()
             found = self._engine().listed(after, limit + 1, tree)  # one more: is there a next?
         return MessagePage.of(found, limit)
 
-    def count(self, filters: Mapping[str, Any] | None = None) -> int:
-        """How many messages the namespace holds (matching ``filters`` when given)."""
-        tree = checked_filters(filters)
+    def count(self, filters: Mapping[str, Any] | None = None, *, as_of: Any = None, known_at: Any = None) -> int:
+        """How many messages the namespace holds (matching ``filters`` when given) that are valid now, or
+        ``as_of`` / known at ``known_at`` as :meth:`list` reads them."""
+        tree = checked_filters(self._visible(filters, as_of, known_at))
         with self._lock:
             self.purge_expired()
             return self._engine().count_where(tree)
+
+    def _visible(
+        self, filters: Mapping[str, Any] | None, as_of: Any = None, known_at: Any = None
+    ) -> Mapping[str, Any] | None:
+        """``filters`` AND what a read sees of the versions (:func:`ltm.store.validity.visibility`); ``filters``
+        itself, at the cost of one index probe, when neither time is given and no row carries validity."""
+        if as_of is None and known_at is None:
+            with self._lock:
+                if not self._engine().has_validity():
+                    return filters
+        return with_filters(filters, visibility(as_of, known_at))
 
     def export(self, *, with_vectors: bool = False, batch: int = 1000) -> Iterator[tuple[Message, np.ndarray | None]]:
         """Every stored message in insertion order, with its content vector when ``with_vectors``.

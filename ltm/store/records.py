@@ -117,6 +117,8 @@ class SearchQuery:
     analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
     # hybrid: the keyword side, when the caller found it beside the model (a future while it may still be running)
     keyword: KeywordAhead | None = None
+    # seqs the search leaves out beside ``where`` (the few versions the default view hides: ltm.store.validity)
+    hidden: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ class Row:
     fts: tuple[str, str, str, str]
     context_vector: np.ndarray | None = None  # a conversation turn's context text, embedded
     scopes: tuple[str | None, str | None, str | None, float | None] = (None, None, None, None)  # see scopes.py
+    # valid_from, valid_to, superseded_at, recorded_at (None: when written): see ltm/store/validity.py
+    validity: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from ltm.store.records import VECTOR_DTYPE, Row
 from ltm.store.scopes import scope_values
 from ltm.store.search.query import keyword_columns
 from ltm.store.validation import check_message, context_text, normalise
+from ltm.store.validity import validity_values
 
 __all__ = [
     "Pending",
@@ -147,6 +148,7 @@ def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
             vector=empty,
             fts=keyword_columns(m),
             scopes=scope_values(m),
+            validity=validity_values(m),
         )
         for m, key in zip(pending.messages, keys, strict=True)
     ]

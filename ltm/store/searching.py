@@ -58,6 +58,8 @@ class Searching(DocumentStore):
         threshold: float | None = None,
         explain: bool = False,
         vector: Any = None,
+        as_of: Any = None,
+        known_at: Any = None,
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
@@ -65,8 +67,11 @@ class Searching(DocumentStore):
         scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
         ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
         :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
-        instead of embedding ``query``; with it, ``query`` may be empty in dense mode.
+        instead of embedding ``query``; with it, ``query`` may be empty in dense mode. Only memories valid now are
+        found (a superseded version, or one whose ``valid_from`` is ahead, is not); ``as_of``: those valid at that
+        time; ``known_at``: what the store had recorded by then, as it stood (:mod:`ltm.store.validity`).
         """
+        filters = self._visible(filters, as_of, known_at)
         query_vector = given_query_vector(query, mode, vector, self._dim)
         plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
         ahead: Future[KeywordSide | None] | None = None
@@ -105,8 +110,11 @@ class Searching(DocumentStore):
         threshold: float | None = None,
         explain: bool = False,
         vector: Any = None,
+        as_of: Any = None,
+        known_at: Any = None,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search` (blocking work off the event loop; the keyword side beside the model)."""
+        filters = await self._off(self._visible, filters, as_of, known_at)
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         plan = analyse(query)
         ahead: Future[KeywordSide | None] | None = None

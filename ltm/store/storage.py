@@ -40,11 +40,12 @@ from ltm.store.naming import namespace_dir
 from ltm.store.records import ForgetReceipt, MemoryHit, StoreStats
 from ltm.store.search.filters import Filter
 from ltm.store.searching import Searching
+from ltm.store.versions import Versions
 
 __all__ = ["MemoryHit", "MemoryStorage"]
 
 
-class MemoryStorage(Searching):
+class MemoryStorage(Searching, Versions):
     """A namespace's long-term store. Thread-safe; several processes may open the same namespace.
 
     ``namespace`` may be given later through :meth:`recover_memory` (MetaGPT's order). ``similarity_threshold``

@@ -12,8 +12,9 @@ from ltm.service.auth import Readable, Writable, state_of
 from ltm.service.errors import PayloadTooLarge
 from ltm.service.schemas import MessagesIn, message_out
 from ltm.store import check_filters
+from ltm.store import check_times as check_times
 
-__all__ = ["router"]
+__all__ = ["check_times", "router", "time_param"]
 
 router = APIRouter(prefix="/v1/namespaces/{namespace:path}", tags=["messages"])
 
@@ -48,6 +49,16 @@ def parse_filters(raw: str | None) -> dict[str, Any] | None:
     return value
 
 
+def time_param(raw: str | None) -> float | str | None:
+    """A time given in a query parameter: unix seconds, or an ISO 8601 text (checked by the store)."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
 @router.post("/messages")
 def add_messages(request: Request, namespace: Writable, body: MessagesIn) -> dict[str, Any]:
     """Store messages in one transaction (all or none); ``ids`` in request order, ``added`` = how many were new."""
@@ -64,15 +75,20 @@ def list_messages(
     limit: Annotated[int, Query(ge=1)] = 100,
     cursor: str | None = None,
     filters: Annotated[str | None, Query(description="the search filters as JSON")] = None,
+    as_of: Annotated[str | None, Query(description="valid at this time (unix seconds or ISO 8601)")] = None,
+    known_at: Annotated[str | None, Query(description="as the store knew it at this time")] = None,
 ) -> dict[str, Any]:
-    """A page of messages, oldest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
+    """A page of messages valid now (or ``as_of`` / ``known_at`` a time), oldest first; pass ``next_cursor``
+    back as ``cursor`` for the next page."""
     limit = min(limit, state_of(request).limits.max_page)
     parsed = parse_filters(filters)
+    valid, known = time_param(as_of), time_param(known_at)
     store = state_of(request).existing_store(namespace)
     if store is None:  # nothing was ever written there: an empty page, and no empty namespace left behind
         check_filters(parsed)
+        check_times(valid, known)
         return {"messages": [], "next_cursor": None}
-    page = store.list(parsed, limit=limit, cursor=cursor)
+    page = store.list(parsed, limit=limit, cursor=cursor, as_of=valid, known_at=known)
     return {"messages": [message_out(m) for m in page.messages], "next_cursor": page.next_cursor}
 
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query, Request
 from ltm.errors import InvalidInput, NotFound
 from ltm.longterm import LongTermMemory
 from ltm.service.auth import Readable, Writable, state_of
-from ltm.service.routes.messages import check_items
+from ltm.service.routes.messages import check_items, check_times
 from ltm.service.schemas import FindNewsIn, SearchIn, SimilarIn, TextsIn, VectorsIn, hit_out, message_out
 from ltm.store import MemoryStorage, StoreStats, check_filters
 
@@ -27,19 +27,25 @@ def signal_scores(store: MemoryStorage, body: SearchIn) -> dict[str, dict[str, f
     fetch = max(3 * body.k, 50)
     scores: dict[str, dict[str, float]] = {}
     for mode in ("dense", "keyword"):
-        for hit in store.search(body.query, fetch, mode=mode, filters=body.filters):
+        for hit in store.search(
+            body.query, fetch, mode=mode, filters=body.filters, as_of=body.as_of, known_at=body.known_at
+        ):
             scores.setdefault(hit.message.id, {})[mode] = hit.score
     return scores
 
 
 @router.post("/search")
 def search(request: Request, namespace: Readable, body: SearchIn) -> dict[str, Any]:
-    """The ``k`` best hits for ``query``; scores are higher-is-better (see MemoryStorage's docs per mode)."""
+    """The ``k`` best hits for ``query``; scores are higher-is-better (see MemoryStorage's docs per mode). Only
+    memories valid now, or ``as_of`` a valid time, or as the store knew them ``known_at`` a time."""
     store = state_of(request).existing_store(namespace)
     if store is None:  # nothing was ever written there: no hits, and no empty namespace left behind
         check_filters(body.filters)  # the same InvalidInput for bad filters as on a namespace that exists
+        check_times(body.as_of, body.known_at)
         return {"hits": []}
-    hits = store.search(body.query, body.k, mode=body.mode, filters=body.filters)
+    hits = store.search(
+        body.query, body.k, mode=body.mode, filters=body.filters, as_of=body.as_of, known_at=body.known_at
+    )
     if not body.explain:
         return {"hits": [hit_out(h) for h in hits]}
     scores = signal_scores(store, body)

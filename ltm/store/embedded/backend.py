@@ -37,6 +37,8 @@ from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
 from ltm.store.embedded.shared import SHARED
+from ltm.store.embedded.validity import has_validity, served
+from ltm.store.embedded.versions import supersede
 from ltm.store.embedded.writes import delete_matching, insert_groups, replace_rows
 from ltm.store.embedder import Embedder
 from ltm.store.handle import Handle
@@ -56,6 +58,7 @@ from ltm.store.records import (
 )
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.fusion import DEPTH
+from ltm.store.validity import DefaultView
 
 __all__ = ["EmbeddedBackend"]
 
@@ -237,6 +240,17 @@ class EmbeddedBackend(PooledNamespace):
         """Erase every copy of the messages (:mod:`ltm.store.embedded.erase`)."""
         return erase(self, ids, tree, reason, history_limit)
 
+    def supersede(
+        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+    ) -> None:
+        log, mirror = self._require()
+        supersede(log, mirror, old_ids, close, rows, self.namespace, history_limit)
+
+    def has_validity(self) -> bool:
+        log = self._require()[0]
+        with translate(log.path):
+            return has_validity(log.db)
+
     def index_metadata(self, key: str) -> None:
         name = "messages_meta_" + key.replace(".", "__")
         log = self._require()[0]
@@ -309,11 +323,15 @@ class EmbeddedBackend(PooledNamespace):
         plan: Analysis | None = None,
         keyword: KeywordAhead | None = None,
     ) -> builtins.list[MemoryHit]:
-        where, params = compile_filters(filters)
+        if not isinstance(filters, DefaultView):  # the default view is the store's own: nothing to check
+            compile_filters(filters)  # InvalidInput for a bad filter, even with k=0
         if k == 0:
             return []
         # keyword search reads SQLite only: the vector indexes stay unloaded
         log, mirror = self._synced() if mode != "keyword" else self._require()
+        with translate(log.path):
+            rest, hidden = served(log.db, filters, log)
+        where, params = compile_filters(rest)
         mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
         return retrieve(
             log,
@@ -329,6 +347,7 @@ class EmbeddedBackend(PooledNamespace):
                 lines=lines,
                 analysis=plan,
                 keyword=keyword,
+                hidden=hidden,
             ),
         )
 
@@ -423,5 +442,10 @@ def _keyword_side(
     model_done: threading.Event | None,
 ) -> KeywordSide:
     """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
-    where, params = compile_filters(filters)
-    return keyword_side(log, text, plan, max(3 * k, DEPTH), where or "1", params, model_done)
+    with translate(log.path):
+        rest, hidden = served(log.db, filters, log)
+    where, params = compile_filters(rest)
+    fetch = max(3 * k, DEPTH)
+    if hidden:
+        return keyword_side(log, text, plan, fetch, where or "1", params, model_done, hidden=hidden)
+    return keyword_side(log, text, plan, fetch, where or "1", params, model_done)

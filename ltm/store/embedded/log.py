@@ -27,6 +27,7 @@ from ltm.store.embedded.keywords import FTS_SPEC, KeywordReads
 from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
 from ltm.store.embedded.sqlite_errors import corrupted, translate
+from ltm.store.embedded.validity import VALIDITY_DDL, add_validity_columns
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
 from ltm.store.search.filters import casefold, text_number
 
@@ -83,7 +84,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING {FTS_SPEC};
 
 _INSERT = (
     "INSERT OR IGNORE INTO messages(id, role, cause_by, sent_from, created_at, metadata, body, text_key, "
-    "embedding, context_embedding, user_id, agent_id, run_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "embedding, context_embedding, user_id, agent_id, run_id, expires_at, valid_from, valid_to, superseded_at, "
+    "recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,coalesce(?, (julianday('now') - 2440587.5) * 86400.0))"
 )
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
 
@@ -123,7 +125,8 @@ class MessageLog(KeywordReads):
             self.db.create_function("ltm_number", 1, text_number, deterministic=True)  # filters' gt-like
             self.db.executescript(_TABLE)
             add_scope_columns(self.db)
-            self.db.executescript(_DDL + SCOPE_DDL + history.DDL)
+            add_validity_columns(self.db)
+            self.db.executescript(_DDL + SCOPE_DDL + VALIDITY_DDL + history.DDL)
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
@@ -214,6 +217,7 @@ class MessageLog(KeywordReads):
                 pack(r.vector),
                 None if r.context_vector is None else pack(r.context_vector),
                 *r.scopes,
+                *r.validity,
             )
             for r in rows
         ]

@@ -50,6 +50,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
     similarities. The query is analysed once (:func:`~ltm.store.search.query.analyse`) and every stop reads that.
     """
     k, mode, vector, where, params = query.k, query.mode, query.vector, query.where, list(query.params)
+    hidden = query.hidden
     hybrid = mode == "hybrid"
     fetch = k if not hybrid else max(3 * k, DEPTH)
     signals: dict[str, list[tuple[int, float]]] = {}
@@ -65,13 +66,13 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
             continue
         lines = query.lines if hybrid and name == "dense" else None
         if feedback and name == "dense" and FEEDBACK_POOL and index.kind == "flat":
-            pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed)  # the feedback search's pool
+            pool = _search(log, index, vector, FEEDBACK_POOL * fetch, allowed, hidden=hidden)  # the feedback's pool
             signals[name] = pool[:fetch]
             continue
         # a graph's cosines are right to ~1e-3: the hybrid makes them exact from the rows it reads anyway (_hybrid)
         approximate = hybrid and name == "dense" and index.quantized and (lines is None or len(lines) < 2)
         rescore = rescore or approximate
-        signals[name] = _search(log, index, vector, fetch, allowed, lines, exact=not approximate)
+        signals[name] = _search(log, index, vector, fetch, allowed, lines, exact=not approximate, hidden=hidden)
     # found while the model embedded the query (storage.search); a future still running beside this search when
     # the keyword side needs no store lock, waited for only now that the dense side is done
     side = query.keyword.result() if isinstance(query.keyword, Future) else query.keyword
@@ -79,7 +80,7 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         if side.hits:
             signals["keyword"] = side.hits[:fetch]
     elif mode != "dense":
-        signals["keyword"] = keyword_hits(log, query.text, plan.terms, fetch, where or "1", params)
+        signals["keyword"] = keyword_hits(log, query.text, plan.terms, fetch, where or "1", params, hidden)
     if not hybrid:
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
@@ -90,12 +91,28 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
 
 
 def keyword_hits(
-    log: MessageLog, text: str, terms: Sequence[str], fetch: int, where: str, params: Sequence[object]
+    log: MessageLog,
+    text: str,
+    terms: Sequence[str],
+    fetch: int,
+    where: str,
+    params: Sequence[object],
+    hidden: frozenset[int] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``fetch`` best keyword candidates (seq, -bm25) for ``text`` (its query ``terms``) under a ``where`` clause
-    over ``messages m``; none when the text has no term to match."""
+    over ``messages m``, none of ``hidden``; none when the text has no term to match."""
     match = keyword_match(log, text, terms)
-    return log.keyword(match, fetch, where, list(params)) if match is not None else []
+    if match is None:
+        return []
+    if not hidden:
+        return log.keyword(match, fetch, where, list(params))
+    asked = fetch  # as the dense side does (_search): most searches meet no hidden row in their best ``fetch``
+    while True:
+        found = log.keyword(match, asked, where, list(params))
+        shown = [(s, v) for s, v in found if s not in hidden]
+        if len(shown) >= fetch or len(found) < asked or asked >= fetch + len(hidden):
+            return shown[:fetch]
+        asked = min(asked + 2 * (asked - len(shown)) + 8, fetch + len(hidden))
 
 
 def keyword_side(
@@ -106,6 +123,7 @@ def keyword_side(
     where: str,
     params: Sequence[object],
     model_done: threading.Event | None = None,
+    hidden: frozenset[int] | None = None,
 ) -> KeywordSide:
     """A hybrid search's keyword candidates (``fetch`` best, a ``where`` clause over ``messages m``) and their rows,
     with what the prior reads of their contents (:func:`~ltm.store.search.fusion.prior_features`): the search's
@@ -118,7 +136,7 @@ def keyword_side(
     as long as the model, and the search would otherwise wait for reads it does faster itself."""
     late = model_done.is_set if model_done is not None else lambda: False
     version = log.heads()
-    hits = keyword_hits(log, text, plan.terms, fetch, where, params)
+    hits = keyword_hits(log, text, plan.terms, fetch, where, params, hidden)
     if not hits or late():
         return KeywordSide(hits, {}, version)
     rows = {row.seq: row for row in log.candidates([s for s, _ in hits], bodies=True)}
@@ -172,17 +190,21 @@ def _hybrid(
     computes only the pool's inner products) instead of a second scan of every vector (~0.12 us per stored vector:
     12 ms at 100,000): the moved vector is the query plus 0.3 x the mean of its 5 best, so what it ranks first is
     near the query too (checked against the full second scan: BENCHMARKS.md)."""
-    k, vector, where, params = query.k, query.vector, query.where, list(query.params)
+    k, vector, where, params, hidden = query.k, query.vector, query.where, list(query.params), query.hidden
     weights = LONG_QUERY_WEIGHTS if plan.long else WEIGHTS
     window = query_window(query.text, _now(log, query)) if weights["time"] else None
     if window is not None and vector is not None and content is not None and content.live:
         inside = log.matching_seqs(f"({where or '1'}) AND m.created_at >= ? AND m.created_at < ?", [*params, *window])
+        if hidden:
+            inside = inside[~np.isin(inside, np.fromiter(hidden, dtype=np.int64))]
         if len(inside):
             signals["time"] = _search(log, content, vector, fetch, inside)
     exact = log.seqs_by_key([query.exact_key]).get(query.exact_key, []) if query.exact_key is not None else []
     if allowed is not None:
         permitted = set(allowed.tolist())
         exact = [s for s in exact if s in permitted]
+    if hidden:
+        exact = [s for s in exact if s not in hidden]
     rows = _Rows(log, side)
     found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     if rescore and vector is not None:  # the quantized graph's candidates, by their exact cosines
@@ -193,7 +215,7 @@ def _hybrid(
         if stored:  # Rocchio: the dense side again, towards what the best hits share
             moved = feedback_vector(vector, np.stack(stored))
             within = allowed if pool is None else np.array(sorted(s for s, _ in pool), dtype=np.int64)
-            signals["dense"] = _search(log, content, moved, fetch, within)
+            signals["dense"] = _search(log, content, moved, fetch, within, hidden=hidden)
             found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     times = _times(found)
     named = (
@@ -276,10 +298,22 @@ def _search(
     lines: np.ndarray | None = None,
     *,
     exact: bool = True,
+    hidden: frozenset[int] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``fetch`` best (seq, cosine) (``exact``: see :func:`dense`); with ``lines``, by
     :func:`~ltm.store.search.fusion.line_scores` (over the stored vectors) of the union of the whole query's and
-    each line's nearest ``fetch``."""
+    each line's nearest ``fetch``. None of ``hidden``: when some are among the best ``fetch``, the index is asked
+    again for more, which keeps the search on the whole index (a selector of every shown row would cost a read of
+    each)."""
+    if hidden:  # most searches find none of them in their best ``fetch``: then one search, as without any
+        asked = fetch
+        while True:
+            found = _search(log, index, vector, asked, allowed, lines, exact=exact)
+            shown = [(s, v) for s, v in found if s not in hidden]
+            if len(shown) >= fetch or len(found) < asked or asked >= fetch + len(hidden):
+                return shown[:fetch]
+            # ask again for more, by twice what was hidden (a quantized graph rescores every candidate it returns)
+            asked = min(asked + 2 * (asked - len(shown)) + 8, fetch + len(hidden))
     if lines is None or len(lines) < 2:
         scores, ids = dense(log, index, vector, fetch, allowed, exact=exact)
         return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]

@@ -22,7 +22,7 @@ batch is still one transaction, and readers meanwhile search the namespace exact
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
@@ -45,6 +45,7 @@ from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, search_sql
+from ltm.store.pg.validity import has_validity, supersede
 from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
@@ -259,6 +260,24 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
         if dim is not None and self.live() >= self.hnsw_rows:
             with translate(self.url):
                 self._indexed = ensure_hnsw(conn, self.ns, dim, *self._graph)
+
+    def supersede(
+        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+    ) -> None:
+        """The old version closed and the new one stored in one transaction (:mod:`ltm.store.pg.validity`)."""
+        with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            events = supersede(conn, self.ns, self.name, old_ids, close, rows, insert_rows)
+            contexts = sum(1 for r in rows if r.context_vector is not None)
+            conn.execute(
+                "UPDATE ltm_namespaces SET live = live + %s, contexts = contexts + %s WHERE id = %s",
+                (len(rows), contexts, self.ns),
+            )
+            record(conn, self.ns, events, history_limit)
+
+    def has_validity(self) -> bool:
+        with translate(self.url), self.pool.connection() as conn:
+            return has_validity(conn, self.ns)
 
     def delete(self, message_id: str, history_limit: int = 0) -> bool:
         """Delete one message (with its DELETE event); False when it was not stored."""

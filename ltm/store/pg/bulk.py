@@ -30,7 +30,8 @@ COPY_ROWS = 16  # rows from which a batch goes through COPY (below: one pipeline
 
 _COLUMNS = (
     "ns, id, role, cause_by, sent_from, created_at, metadata, body, text_key, dim, embedding, "
-    "context_embedding, user_id, agent_id, run_id, expires_at, send_to"
+    "context_embedding, user_id, agent_id, run_id, expires_at, send_to, valid_from, valid_to, superseded_at, "
+    "recorded_at"
 )
 _FTS = (
     "setweight(to_tsvector('english', {0}), 'A') || setweight(to_tsvector('english', {1}), 'B') || "
@@ -38,7 +39,8 @@ _FTS = (
 )
 _INSERT = (
     f"INSERT INTO ltm_messages({_COLUMNS}, fts) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::vector, "
-    f"%s::vector, %s, %s, %s, %s, %s::text[], {_FTS.format('%s', '%s', '%s', '%s')}) "
+    f"%s::vector, %s, %s, %s, %s, %s::text[], %s, %s, %s, coalesce(%s, extract(epoch FROM clock_timestamp())), "
+    f"{_FTS.format('%s', '%s', '%s', '%s')}) "
     "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id"
 )
 # the staging table's columns and their types, in COPY order (the types tell binary COPY how to send each)
@@ -61,6 +63,10 @@ _STAGE = (
     ("run_id", "text"),
     ("expires_at", "double precision"),
     ("send_to", "text[]"),
+    ("valid_from", "double precision"),
+    ("valid_to", "double precision"),
+    ("superseded_at", "double precision"),
+    ("recorded_at", "double precision"),
     ("t_content", "text"),
     ("t_who", "text"),
     ("t_at", "text"),
@@ -69,8 +75,11 @@ _STAGE = (
 _CREATE_STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS ltm_stage(" + ", ".join(f"{c} {t}" for c, t in _STAGE) + ") ON COMMIT DELETE ROWS"
 )
+_SELECTED = _COLUMNS.replace("metadata", "metadata::jsonb").replace(
+    "recorded_at", "coalesce(recorded_at, extract(epoch FROM clock_timestamp()))"
+)
 _MOVE = (
-    f"INSERT INTO ltm_messages({_COLUMNS}, fts) SELECT {_COLUMNS.replace('metadata', 'metadata::jsonb')}, "
+    f"INSERT INTO ltm_messages({_COLUMNS}, fts) SELECT {_SELECTED}, "
     f"{_FTS.format('t_content', 't_who', 't_at', 't_context')} FROM ltm_stage ORDER BY n "
     "ON CONFLICT (ns, id) DO NOTHING RETURNING seq, id"
 )
@@ -98,6 +107,7 @@ def row_values(ns: int, row: Row) -> tuple[Any, ...]:
         context,
         *row.scopes,
         sorted(json.loads(row.body).get("send_to") or []),
+        *row.validity,
         *(words(text) for text in row.fts),
     )
 

@@ -49,6 +49,10 @@ _COLUMNS = {
     "user_id": "m.user_id",
     "agent_id": "m.agent_id",
     "run_id": "m.run_id",
+    "valid_from": "m.valid_from",
+    "valid_to": "m.valid_to",
+    "superseded_at": "m.superseded_at",
+    "recorded_at": "m.recorded_at",
 }
 
 

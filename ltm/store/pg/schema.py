@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from ltm.errors import ConfigError, StoreMismatch
+from ltm.store.pg.validity import VALIDITY_MIGRATION
 
 __all__ = [
     "LOCK_CLASS",
@@ -159,8 +160,11 @@ UPDATE ltm_namespaces n SET
     contexts = (SELECT count(*) FROM ltm_messages m WHERE m.ns = n.id AND m.context_embedding IS NOT NULL);
 """,
     ),
+    # Versions with validity (ltm.store.validity): valid time and record time as indexed columns.
+    (5, VALIDITY_MIGRATION),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+_PARTITIONED_VERSION = 4  # the version _PARTITIONED is; a new partitioned database runs the migrations after it
 
 # The partitioned layout (Settings.store_partitions > 0), created whole at SCHEMA_VERSION in a NEW database, in
 # place of MIGRATIONS 1..4: the same tables, columns (in the same order), storage and index names, except that the
@@ -295,8 +299,8 @@ def migrate(conn: Any, partitions: int = 0) -> int:
         if current == 0 and partitions > 0:
             with conn.transaction():
                 conn.execute(partitioned_schema(partitions))
-                conn.execute("INSERT INTO ltm_schema(version) SELECT generate_series(1, %s)", (SCHEMA_VERSION,))
-            return SCHEMA_VERSION
+                conn.execute("INSERT INTO ltm_schema(version) SELECT generate_series(1, %s)", (_PARTITIONED_VERSION,))
+            current = _PARTITIONED_VERSION
         for version, sql in MIGRATIONS:
             if version > current:
                 with conn.transaction():

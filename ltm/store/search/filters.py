@@ -1,4 +1,4 @@
-"""The one filter language of the store: parsed and checked here, compiled to parameterised SQL.
+r"""The one filter language of the store: parsed and checked here, compiled to parameterised SQL.
 
 Search, list, delete_where, the CLI and the llama-index adapter all go through :func:`parse`; front ends
 translate into this shape, never around it. A filter is a dict:
@@ -10,7 +10,8 @@ translate into this shape, never around it. A filter is a dict:
 - fields: ``id``, ``content``, ``role``, ``cause_by``, ``sent_from``, ``send_to`` (a set: ``eq`` means "is one
   of the recipients"), ``created_at`` and ``expires_at`` (unix seconds, a ``datetime`` or an ISO 8601 string),
   the scopes ``user_id`` / ``agent_id`` / ``run_id`` (read from the message's metadata keys of the same name),
-  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict; ``metadata.a\\.b`` is the key
+  the times ``valid_from`` / ``valid_to`` / ``superseded_at`` / ``recorded_at`` (:mod:`ltm.store.validity`),
+  and any metadata key as ``metadata.KEY`` (``metadata.a.b`` reaches into a nested dict; ``metadata.a\.b`` is the key
   ``a.b``: :func:`metadata_keys`, :func:`metadata_field`).
 
 Logic is two-valued: a message without the field never matches a positive operator, and ``ne`` / ``nin`` /
@@ -77,6 +78,11 @@ FIELDS: dict[str, tuple[Kind, str, bool]] = {
     "user_id": ("text", "m.user_id", True),
     "agent_id": ("text", "m.agent_id", True),
     "run_id": ("text", "m.run_id", True),
+    # valid time and record time (ltm.store.validity)
+    "valid_from": ("time", "m.valid_from", True),
+    "valid_to": ("time", "m.valid_to", True),
+    "superseded_at": ("time", "m.superseded_at", True),
+    "recorded_at": ("time", "m.recorded_at", True),
 }
 _SEGMENT = re.compile(r"(?:[A-Za-z0-9_\-]|\\\.){1,64}")  # a key of a metadata path, its dots escaped
 _DOT = re.compile(r"(?<!\\)\.")  # a dot that separates two keys (not one escaped as \.)
