@@ -40,17 +40,26 @@ def scope_values(message: Message) -> tuple[str | None, str | None, str | None, 
     return scopes[0], scopes[1], scopes[2], expiry(message.id, meta.get(EXPIRES_AT))
 
 
-def expiry(message_id: str, value: Any) -> float | None:
-    """``metadata["expires_at"]`` as unix seconds (None: kept forever); InvalidInput when unreadable."""
-    if value is None:
-        return None
+def seconds(value: Any) -> float | None:
+    """A finite number of unix seconds or an ISO 8601 text as unix seconds; None when ``value`` is neither (the
+    one reading of a time that metadata holds: ``expires_at`` and the validity times)."""
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value).timestamp()
         except ValueError:
-            pass
+            return None
+    return None
+
+
+def expiry(message_id: str, value: Any) -> float | None:
+    """``metadata["expires_at"]`` as unix seconds (None: kept forever); InvalidInput when unreadable."""
+    if value is None:
+        return None
+    read = seconds(value)
+    if read is not None:
+        return read
     raise InvalidInput(
         f"message {message_id} metadata['expires_at'] must be unix seconds or an ISO 8601 time "
         f"(with a timezone to be unambiguous), got {value!r}"

@@ -21,7 +21,6 @@ applied), so rankings there are the same, byte for byte, and the read pays one i
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
@@ -29,6 +28,7 @@ from typing import Any
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
+from ltm.store.scopes import seconds
 
 __all__ = [
     "KEY",
@@ -63,13 +63,9 @@ def instant(value: Any, what: str) -> float:
         return value.timestamp()
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day).timestamp()
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value).timestamp()
-        except ValueError:
-            pass
+    read = seconds(value)
+    if read is not None:
+        return read
     raise InvalidInput(
         f"{what} must be unix seconds, a datetime or an ISO 8601 time (with a timezone to be unambiguous), "
         f"got {value!r}"

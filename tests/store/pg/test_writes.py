@@ -151,6 +151,11 @@ def test_schema_4_counts_the_context_vectors_already_stored(pg_url: str, tmp_pat
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("ALTER TABLE ltm_namespaces DROP COLUMN contexts")
         conn.execute("UPDATE ltm_namespaces SET live = 0")
-        conn.execute("DELETE FROM ltm_schema WHERE version = 4")
+        # and what the versions after 4 added, so the database is one written before schema 4
+        conn.execute(
+            "ALTER TABLE ltm_messages DROP COLUMN valid_from, DROP COLUMN valid_to, DROP COLUMN superseded_at, "
+            "DROP COLUMN recorded_at"
+        )
+        conn.execute("DELETE FROM ltm_schema WHERE version >= 4")
         migrate(conn)
         assert conn.execute("SELECT live, contexts FROM ltm_namespaces").fetchone() == (40, 40)
