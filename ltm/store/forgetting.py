@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltm.errors import InvalidInput
 from ltm.store.records import ForgetReceipt
@@ -20,13 +20,16 @@ from ltm.store.search import fusion, speakers
 from ltm.store.search.query import checked_filters
 from ltm.store.validation import check_id
 
+if TYPE_CHECKING:
+    from ltm.store.documents import DocumentStore
+
 __all__ = ["check_reason", "forget"]
 
 REASON_MAX = 1000  # characters of a FORGET event's reason
 
 
 def forget(
-    store: Any, ids: str | Iterable[str] | None, filters: Mapping[str, Any] | None, reason: str | None
+    store: DocumentStore, ids: str | Iterable[str] | None, filters: Mapping[str, Any] | None, reason: str | None
 ) -> ForgetReceipt:
     """See :meth:`MemoryStorage.forget`: checks, then the engine's erasure under the handle's lock, then this
     process's caches."""
@@ -63,7 +66,7 @@ def _ids(ids: str | Iterable[str] | None) -> list[str] | None:
     return [check_id(i) for i in listed]
 
 
-def _drop_caches(store: Any) -> int:
+def _drop_caches(store: DocumentStore) -> int:
     """Forget what this process caches of stored texts: the handle's embedding cache (vectors by a hash of the
     text) and the ranking's caches of contents and names (shared by every namespace of the process: dropping
     them costs only their recomputation). How many entries went."""

@@ -29,12 +29,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.filters import to_sql
 from ltm.store.embedded.log import MessageLog, _names_of, translate
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.shared import SharedNamespace
 from ltm.store.records import FORGET, ForgetReceipt, forget_note
 from ltm.store.search.filters import Filter
 
@@ -44,8 +45,17 @@ _CHUNK = 500  # ids per statement (below SQLite's host-parameter limit)
 _SNAPSHOTS = ("index.faiss", "context.faiss")
 
 
+class Erasing(Protocol):
+    """What an erasure reads of the handle's :class:`~ltm.store.embedded.backend.EmbeddedBackend`."""
+
+    namespace: str | None
+    _shared: SharedNamespace | None
+
+    def _require(self) -> tuple[MessageLog, IndexMirror]: ...
+
+
 def erase(
-    backend: Any, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
+    backend: Erasing, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
 ) -> ForgetReceipt:
     """Forget the messages with ``ids`` (those matching ``tree`` too, when both are given) or, without ids, every
     message matching ``tree``; see the module's docstring for what is erased where. ``backend``: the handle's
@@ -56,7 +66,7 @@ def erase(
     found = _erase_rows(log, mirror, ids, tree, reason, at, history_limit)
     touched = bool(found["ids"] or found["rows"] or found["staged"])
     compaction = _compact(log) if touched else ()  # nothing went: no file holds more than before
-    snapshots = _reindex(log, mirror, Path(backend.path)) if touched else 0
+    snapshots = _reindex(log, mirror, mirror.dir) if touched else 0
     caches = _drop_caches(backend, log)
     asked = list(dict.fromkeys(ids)) if ids is not None else None
     forgotten = found["ids"]
@@ -175,7 +185,7 @@ def _scrub_history(db: Any, ids: list[str]) -> tuple[int, set[str]]:
     return scrubbed, had
 
 
-def _drop_caches(backend: Any, log: MessageLog) -> int:
+def _drop_caches(backend: Erasing, log: MessageLog) -> int:
     """Step 6: what this process remembers of the namespace's texts: the keyword reads' term counts and speaker
     names (of the store's connection and its keyword reader), the rows' names, and the embedding caches of the
     other handles on the namespace (the caller drops its own). How many caches were emptied."""

@@ -15,11 +15,15 @@ operator does about it (the WAL, its archive, replicas, backups): docs/forget.md
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
+
+from psycopg_pool import ConnectionPool
 
 from ltm.store.pg.documents import record
 from ltm.store.pg.filters import pg_where
+from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.pool import translate
 from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.records import FORGET, ForgetReceipt, forget_note
@@ -30,8 +34,18 @@ __all__ = ["erase"]
 _TABLES = ("ltm_messages", "ltm_history")
 
 
+class Erasing(Protocol):
+    """What an erasure reads and resets of the handle's :class:`~ltm.store.pg.backend.PgBackend`."""
+
+    url: str
+    pool: ConnectionPool
+    ns: int
+    name: str
+    keywords: KeywordPlanner
+
+
 def erase(
-    backend: Any, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
+    backend: Erasing, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
 ) -> ForgetReceipt:
     """Forget the messages with ``ids`` (those matching ``tree`` too, when both are given) or, without ids, every
     message matching ``tree`` in ``backend``'s namespace (a :class:`~ltm.store.pg.backend.PgBackend`)."""
@@ -40,7 +54,8 @@ def erase(
     by_id = "" if asked is None else " AND m.id = ANY(%(ids)s::text[])"
     with translate(backend.url), backend.pool.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, backend.ns))
-        at = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0])
+        clock = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+        at = float(clock[0]) if clock is not None else time.time()  # one row, always
         rows = conn.execute(
             f"DELETE FROM ltm_messages m WHERE m.ns = %(ns)s{by_id} AND ({where}) "
             "RETURNING m.id, m.context_embedding IS NOT NULL",
@@ -82,7 +97,7 @@ def erase(
     )
 
 
-def _vacuum(backend: Any) -> tuple[str, ...]:
+def _vacuum(backend: Erasing) -> tuple[str, ...]:
     """VACUUM the tables that held the text (outside a transaction, as VACUUM must run); what was done. A failed
     VACUUM leaves the dead tuples to autovacuum: the receipt says so (the rows are gone either way)."""
     done = []
