@@ -274,13 +274,7 @@ class LtmStorage:
         return self._dim
 
     def _records(self, scope_prefix: str | None) -> Iterator[MemoryRecord]:
-        cursor: str | None = None
-        while True:
-            page = self._store.list(_filters(scope_prefix), limit=_PAGE, cursor=cursor)
-            yield from (_to_record(m) for m in page.messages)
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
+        return (_to_record(m) for m in self._store.iter(_filters(scope_prefix), page=_PAGE))
 
 
 def _scope(scope: str | None, what: str = "scope") -> str:

@@ -260,14 +260,7 @@ class ItemStore(BaseStore):
 
     def _heads(self, where: dict[str, Any] | None) -> list[Message]:
         """Every item matching ``where``, most recently updated first."""
-        heads: list[Message] = []
-        cursor: str | None = None
-        while True:
-            page = self.storage.list(_and(where, _HEADS), limit=_PAGE, cursor=cursor)
-            heads.extend(page.messages)
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
+        heads = list(self.storage.iter(_and(where, _HEADS), page=_PAGE))
         heads.reverse()  # list() is in write order: this is nearly sorted already
         heads.sort(key=lambda m: float(m.metadata["lg_updated"]), reverse=True)
         return heads
