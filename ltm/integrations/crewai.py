@@ -78,7 +78,6 @@ class LtmStorage:
 
     def __init__(self, settings: Settings | None = None, *, namespace: str = "crewai") -> None:
         self._store = MemoryStorage(namespace, kind="crewai", settings=settings, embedding=GivenVectors())
-        self._dim: int | None = None
 
     @property
     def store(self) -> MemoryStorage:
@@ -140,7 +139,6 @@ class LtmStorage:
             self.delete(scope_prefix=scope_prefix)
         else:
             self._store.clean()
-            self._dim = None
 
     # -- reading --------------------------------------------------------------------------------------------
     def search(
@@ -267,11 +265,7 @@ class LtmStorage:
 
     def _stored_dim(self) -> int | None:
         """The dimension of the stored vectors (None while the namespace has none); it never changes."""
-        if self._dim is None:
-            for _, vector in self._store.export(with_vectors=True, batch=1):
-                self._dim = None if vector is None else int(vector.shape[-1])
-                break
-        return self._dim
+        return self._store.dimension()
 
     def _records(self, scope_prefix: str | None) -> Iterator[MemoryRecord]:
         return (_to_record(m) for m in self._store.iter(_filters(scope_prefix), page=_PAGE))

@@ -272,6 +272,12 @@ class MemoryStorage(Searching):
             backend = self._engine()
             return backend.staging(messages) if isinstance(backend, StagedAdds) else None
 
+    def dimension(self) -> int | None:
+        """The dimension of this namespace's vectors: fixed by the first vector stored (it never changes until
+        :meth:`clean`), None while the namespace holds none. Vectors given to :meth:`add_batch` and a query's
+        ``vector`` must have it."""
+        return self._known_dim()
+
     def _dim(self) -> int | None:
         with self._lock:
             return self._engine().dimension()

@@ -324,8 +324,9 @@ class ItemStore(BaseStore):
         return out
 
     def _dim(self) -> int:
+        """The namespace's dimension, else (nothing stored yet) the model's."""
         if self._dims is None:
-            self._dims = int(self.storage.embed_texts(["dimension"]).shape[1])
+            self._dims = self.storage.dimension() or int(self.storage.embed_texts(["dimension"]).shape[1])
         return self._dims
 
     # -- time to live --------------------------------------------------------------------------------------

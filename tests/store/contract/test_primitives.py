@@ -40,3 +40,14 @@ def test_iter_refuses_a_bad_filter_at_the_call(settings: Settings) -> None:
     store = MemoryStorage("bad-filter", settings=settings)
     with pytest.raises(InvalidInput, match="unknown filter"):
         store.iter({"rol": "QA"})
+
+
+def test_dimension_is_none_until_the_first_vector_then_fixed_until_clean(settings: Settings) -> None:
+    store = MemoryStorage("dims", settings=settings)
+    assert store.dimension() is None  # the model is not asked: a read of what the namespace holds
+    store.add(Message("embedded by the model", id="m"))
+    dim = store.embed_texts(["x"]).shape[1]
+    assert store.dimension() == dim
+    assert MemoryStorage("dims", settings=settings).dimension() == dim  # another handle reads the stored one
+    store.clean()
+    assert store.dimension() is None
