@@ -35,7 +35,7 @@ from ltm.integrations.framework_metadata import (
     stored_key,
 )
 from ltm.message import Message
-from ltm.store import MemoryStorage
+from ltm.store import NO_VECTOR, MemoryStorage
 
 __all__ = ["GivenVectors", "LtmStorage"]
 
@@ -242,9 +242,10 @@ class LtmStorage:
         return await asyncio.to_thread(self.delete, scope_prefix, categories, record_ids, older_than, metadata_filter)
 
     # -- helpers -----------------------------------------------------------------------------------------------
-    def _rows(self, records: list[MemoryRecord]) -> tuple[list[Message], list[list[float]]]:
+    def _rows(self, records: list[MemoryRecord]) -> tuple[list[Message], list[Any]]:
         """The messages and vectors that store ``records``. A record without a vector (none, or all zeros: no
-        direction) is stored with a placeholder unit vector and the role that keeps it out of every search."""
+        direction) is stored without one (the store's placeholder) and with the role that keeps it out of every
+        search."""
         dim = self._stored_dim()
         if dim is None:
             dim = next((len(r.embedding) for r in records if r.embedding), None)
@@ -253,14 +254,15 @@ class LtmStorage:
                 "no record has an embedding and the namespace holds none yet, so the dimension of "
                 "its vectors is unknown: save a record with its embedding first"
             )
-        messages, vectors = [], []
+        messages: list[Message] = []
+        vectors: list[Any] = []  # a list of floats, or NO_VECTOR
         for record in records:
             given = list(record.embedding or ())
             if given and len(given) != dim:
                 raise EmbeddingDimensionMismatchError(dim, len(given))
             embedded = any(given)
             messages.append(_to_message(record, embedded=embedded))
-            vectors.append(given if embedded else [1.0] + [0.0] * (dim - 1))
+            vectors.append(given if embedded else NO_VECTOR)
         return messages, vectors
 
     def _stored_dim(self) -> int | None:

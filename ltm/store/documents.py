@@ -82,6 +82,10 @@ class DocumentStore(OffLoop):
     def _given_dim(self) -> int | None:
         """The dimension given vectors must have (the namespace's, or the configured model's when new)."""
 
+    @abstractmethod
+    def _model_dim(self) -> int:
+        """The dimension of the model's vectors (one model call when nothing else knows it)."""
+
     @property
     @abstractmethod
     def embedder(self) -> Embedder:
@@ -227,7 +231,8 @@ class DocumentStore(OffLoop):
         self, messages: Iterable[Message], *, vectors: Any = None, delete: Mapping[str, Any] | None = None
     ) -> int:
         """Store each message in place of the stored message with its id (or as new), all in ONE transaction;
-        returns how many were written. ``vectors`` as in :meth:`add_batch`. History: UPDATE or ADD each.
+        returns how many were written. ``vectors`` as in :meth:`add_batch` (a ``NO_VECTOR`` row: a message stored
+        without a vector). History: UPDATE or ADD each.
 
         ``delete`` (a filter, as :meth:`delete_where` takes) deletes the messages matching it in that same
         transaction, before the messages are written: a crash leaves all of it or none. Every message is
@@ -240,7 +245,7 @@ class DocumentStore(OffLoop):
                 raise InvalidInput(
                     "replace_batch's delete needs a non-empty filter; to delete every message use delete_all()"
                 )
-        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim, self._model_dim)
         pending = self._prepare(listed, fresh_only=False)
         if not pending.messages:
             if tree is not None:

@@ -8,7 +8,7 @@ import pytest
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store import MemoryStorage
+from ltm.store import NO_VECTOR, MemoryStorage
 
 
 def test_iter_follows_every_page_oldest_first(settings: Settings) -> None:
@@ -51,3 +51,62 @@ def test_dimension_is_none_until_the_first_vector_then_fixed_until_clean(setting
     assert MemoryStorage("dims", settings=settings).dimension() == dim  # another handle reads the stored one
     store.clean()
     assert store.dimension() is None
+
+
+def test_a_message_given_no_vector_is_stored_with_the_stores_placeholder(settings: Settings) -> None:
+    store = MemoryStorage("holes", settings=settings)
+    notes = [Message("the lighthouse keeper logs the storm", id="kept", role="hidden")]
+    assert store.add_batch(notes, vectors=[NO_VECTOR]) == 1  # a new namespace: the model's dimension
+    dim = store.dimension()
+    assert dim == store.embed_texts(["x"]).shape[1]
+    [(message, vector)] = list(store.export(with_vectors=True))
+    assert message.id == "kept"
+    assert vector is not None and vector[0] == 1.0 and not vector[1:].any()
+    assert [h.message.id for h in store.search("lighthouse storm", mode="keyword")] == ["kept"]
+    assert store.count({"role": "hidden"}) == 1
+
+
+def test_a_text_stored_without_a_vector_is_embedded_by_the_model_later(settings: Settings) -> None:
+    store = MemoryStorage("cache", settings=settings)
+    text = "the lighthouse keeper logs the storm"
+    store.add_batch([Message(text, id="hole", role="hidden")], vectors=[NO_VECTOR])
+    store.add(Message(text, id="real"))
+    [hit] = store.search(text, 1, mode="dense", filters={"id": "real"})
+    assert hit.score > 0.99  # the model's vector, not the placeholder the first copy was stored with
+
+
+def test_messages_without_a_vector_beside_given_ones_and_in_replace_batch(settings: Settings) -> None:
+    store = MemoryStorage("mixed", settings=settings)
+    vectors = store.embed_texts(["alpha", "gamma"])
+    store.add_batch(
+        [Message("alpha", id="a"), Message("beta", id="b", role="hidden"), Message("gamma", id="c")],
+        vectors=[vectors[0], NO_VECTOR, vectors[1]],
+    )
+    assert store.replace_batch([Message("beta two", id="b", role="hidden")], vectors=[NO_VECTOR]) == 1
+    stored = {m.id: v for m, v in store.export(with_vectors=True)}
+    assert stored["b"] is not None and stored["b"][0] == 1.0 and not stored["b"][1:].any()
+    assert abs(float(stored["a"] @ vectors[0]) - 1.0) < 1e-2
+
+
+def test_ordinary_rankings_do_not_change_beside_messages_without_a_vector(settings: Settings) -> None:
+    texts = ["storm over the harbour", "a calm sea at dawn", "the keeper trims the lamp", "gulls over the pier"]
+    plain = MemoryStorage("plain", settings=settings)
+    plain.add_batch([Message(t, id=f"m{i}") for i, t in enumerate(texts)])
+    mixed = MemoryStorage("with-holes", settings=settings)
+    mixed.add_batch([Message(t, id=f"m{i}") for i, t in enumerate(texts)])
+    mixed.add_batch(
+        [Message(t, id=f"h{i}", role="hidden") for i, t in enumerate(texts)], vectors=[NO_VECTOR] * len(texts)
+    )
+    visible = {"role": {"ne": "hidden"}}
+    for mode in ("dense", "hybrid", "keyword"):
+        want = [(h.message.id, h.score) for h in plain.search("storm at the harbour", 4, mode=mode)]
+        got = [(h.message.id, h.score) for h in mixed.search("storm at the harbour", 4, mode=mode, filters=visible)]
+        assert [i for i, _ in got] == [i for i, _ in want]
+        if mode != "keyword":  # keyword scores depend on the namespace's document counts
+            assert [round(s, 5) for _, s in got] == [round(s, 5) for _, s in want]
+
+
+def test_no_vector_rows_count_as_vectors_one_per_message(settings: Settings) -> None:
+    store = MemoryStorage("given", settings=settings)
+    with pytest.raises(InvalidInput, match="one vector per message"):
+        store.add_batch([Message("a", id="a")], vectors=[NO_VECTOR, NO_VECTOR])
