@@ -255,14 +255,14 @@ class LtmStorage:
                 "its vectors is unknown: save a record with its embedding first"
             )
         messages: list[Message] = []
-        vectors: list[Any] = []  # a list of floats, or NO_VECTOR
+        vectors: list[Any] = []  # a list of floats, or NO_VECTOR(dim)
         for record in records:
             given = list(record.embedding or ())
             if given and len(given) != dim:
                 raise EmbeddingDimensionMismatchError(dim, len(given))
             embedded = any(given)
             messages.append(_to_message(record, embedded=embedded))
-            vectors.append(given if embedded else NO_VECTOR)
+            vectors.append(given if embedded else NO_VECTOR(dim))
         return messages, vectors
 
     def _stored_dim(self) -> int | None:

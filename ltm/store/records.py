@@ -29,7 +29,6 @@ __all__ = [
     "FORGET",
     "LIST_MAX",
     "MODES",
-    "NO_VECTOR",
     "VECTOR_DTYPE",
     "Analysis",
     "DatabaseNamespace",
@@ -58,15 +57,6 @@ __all__ = [
 _CURSOR_PREFIX = "ltm-seq:"
 LIST_MAX = 10_000  # messages per list() page: a page is held in RAM at once
 
-
-class _NoVector:
-    """The type of :data:`NO_VECTOR`: one instance, named by its repr."""
-
-    def __repr__(self) -> str:
-        return "NO_VECTOR"
-
-
-NO_VECTOR = _NoVector()  # a row of add_batch / replace_batch's vectors: store that message without a vector
 VECTOR_DTYPE = np.float16  # how vectors are stored (schema 2; schema 1 stored float32)
 EVENTS = ("ADD", "UPDATE", "DELETE", "FORGET")
 Event = Literal["ADD", "UPDATE", "DELETE", "FORGET"]

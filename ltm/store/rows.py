@@ -18,12 +18,15 @@ import numpy as np
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
-from ltm.store.records import NO_VECTOR, VECTOR_DTYPE, Row
+from ltm.store.records import VECTOR_DTYPE, Row
 from ltm.store.scopes import scope_values
 from ltm.store.search.query import keyword_columns
 from ltm.store.validation import check_message, context_text, normalise
 
 __all__ = [
+    "NO_VECTOR",
+    "Given",
+    "NoVector",
     "Pending",
     "build_rows",
     "draft_rows",
@@ -79,9 +82,29 @@ def prepare(
     return Pending(fresh, [m.content for m in fresh] + [t for _, t in contexts], [i for i, _ in contexts])
 
 
+class NoVector:
+    """A row of ``add_batch`` / ``replace_batch``'s ``vectors`` that stores its message without a vector:
+    :data:`NO_VECTOR`, or ``NO_VECTOR(dim)`` where nothing else tells the store the vectors' dimension (a new
+    namespace of vectors the caller computes)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim < 1):
+            raise InvalidInput(f"NO_VECTOR(dim) takes the vectors' dimension, a positive int, got {dim!r}")
+        self.dim = dim
+
+    def __call__(self, dim: int) -> NoVector:
+        return NoVector(dim)
+
+    def __repr__(self) -> str:
+        return "NO_VECTOR" if self.dim is None else f"NO_VECTOR({self.dim})"
+
+
+NO_VECTOR = NoVector()
+
+
 class Given(dict[str, np.ndarray]):
     """The vectors a caller gave for its messages' content, by message id; ``unvectored``: the ids of the messages
-    given :data:`~ltm.store.records.NO_VECTOR` (stored without a vector: :func:`placeholder` in their place)."""
+    given :data:`NO_VECTOR` (stored without a vector: :func:`placeholder` in their place)."""
 
     unvectored: frozenset[str] = frozenset()
 
@@ -93,9 +116,9 @@ def given_vectors(
     model_dim: Callable[[], int] | None = None,
 ) -> tuple[list[Message], Given | None]:
     """The messages as a list and, when ``vectors`` were given, each message id's checked unit vector
-    (``dim()``: the dimension they must have, asked only then). A row that is ``NO_VECTOR`` stores its message without a
-    vector, under :func:`placeholder` of the namespace's dimension (``dim()``, else the other rows', else
-    ``model_dim()``: the model's)."""
+    (``dim()``: the dimension they must have, asked only then). A row that is :class:`NoVector` stores its message
+    without a vector, under :func:`placeholder` of the namespace's dimension (``dim()``, else the other rows',
+    else the one ``NO_VECTOR(dim)`` declares, else ``model_dim()``: the model's)."""
     listed = [messages] if isinstance(messages, Message) else list(messages)
     if vectors is None or not listed:
         return listed, None
@@ -103,17 +126,18 @@ def given_vectors(
     absent: list[int] = []
     if not isinstance(vectors, np.ndarray):
         rows = _check_rows(vectors, listed)
-        absent = [i for i, row in enumerate(rows) if row is NO_VECTOR]
+        absent = [i for i, row in enumerate(rows) if isinstance(row, NoVector)]
         if absent and len(rows) != len(listed):
             raise InvalidInput(
                 f"add_batch got {len(listed)} messages but {len(rows)} vectors; pass one vector per message"
             )
+    declared = {rows[i].dim for i in absent if rows[i].dim is not None}
     if absent and len(absent) == len(rows):
-        array = _placeholders(len(listed), dim, model_dim)
+        array = _placeholders(len(listed), dim(), declared, model_dim)
     elif absent:
-        present = [i for i, row in enumerate(rows) if row is not NO_VECTOR]
+        present = [i for i, row in enumerate(rows) if not isinstance(row, NoVector)]
         found = normalise([rows[i] for i in present], dim(), "the vectors argument")
-        array = _placeholders(len(rows), lambda: found.shape[1], None)
+        array = _placeholders(len(rows), found.shape[1], declared, model_dim)
         array[present] = found
     else:
         array = normalise(rows, dim(), "the vectors argument")
@@ -126,9 +150,14 @@ def given_vectors(
     return listed, given
 
 
-def _placeholders(n: int, dim: Callable[[], int | None], model_dim: Callable[[], int] | None) -> np.ndarray:
-    """``n`` rows of :func:`placeholder` of ``dim()``, else (a namespace with no vector yet) ``model_dim()``."""
-    width = dim()
+def _placeholders(n: int, known: int | None, declared: set[int], model_dim: Callable[[], int] | None) -> np.ndarray:
+    """``n`` rows of :func:`placeholder`: of the ``known`` dimension, else the one ``NO_VECTOR(dim)`` declared,
+    else (a new namespace) ``model_dim()``'s."""
+    if len(declared) > 1 or (known is not None and declared and declared != {known}):
+        raise InvalidInput(
+            f"NO_VECTOR(dim) declared {sorted(declared)} but the vectors' dimension is {known}; declare that one"
+        )
+    width = known if known is not None else next(iter(declared)) if declared else None
     if width is None:
         if model_dim is None:
             raise InvalidInput("the namespace's dimension is unknown: give at least one vector")
@@ -160,11 +189,7 @@ def _check_rows(vectors: Any, listed: list[Message]) -> list[Any]:
             f"vectors must be a list of vectors (one list of floats per message), got {type(vectors).__name__}"
         ) from None
     for i, row in enumerate(rows):
-        if (
-            row is NO_VECTOR
-            or isinstance(row, np.ndarray)
-            or (isinstance(row, Sequence) and not isinstance(row, str | bytes))
-        ):
+        if isinstance(row, NoVector | np.ndarray) or (isinstance(row, Sequence) and not isinstance(row, str | bytes)):
             continue
         which = f" (message {listed[i].id})" if i < len(listed) else ""
         raise InvalidInput(

@@ -110,3 +110,15 @@ def test_no_vector_rows_count_as_vectors_one_per_message(settings: Settings) -> 
     store = MemoryStorage("given", settings=settings)
     with pytest.raises(InvalidInput, match="one vector per message"):
         store.add_batch([Message("a", id="a")], vectors=[NO_VECTOR, NO_VECTOR])
+
+
+def test_no_vector_may_declare_the_dimension_and_must_agree_with_the_namespace(settings: Settings) -> None:
+    store = MemoryStorage("declared", settings=settings)
+    dim = store.embed_texts(["x"]).shape[1]
+    store.add_batch([Message("first", id="a")], vectors=[NO_VECTOR(dim)])
+    assert store.dimension() == dim
+    with pytest.raises(InvalidInput, match=r"NO_VECTOR\(dim\) declared \[7\]"):
+        store.add_batch([Message("second", id="b")], vectors=[NO_VECTOR(7)])
+    with pytest.raises(InvalidInput, match="positive int"):
+        NO_VECTOR(0)
+    assert store.count() == 1
