@@ -3,6 +3,8 @@ namespace's vector dimension (``dimension``) and messages stored without a vecto
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ltm.config import Settings
@@ -122,3 +124,12 @@ def test_no_vector_may_declare_the_dimension_and_must_agree_with_the_namespace(s
     with pytest.raises(InvalidInput, match="positive int"):
         NO_VECTOR(0)
     assert store.count() == 1
+
+
+def test_the_async_add_stores_no_vector_rows_too(settings: Settings) -> None:
+    store = MemoryStorage("async-holes", settings=settings)
+    text = "the lighthouse keeper logs the storm"
+    assert asyncio.run(store.aadd_batch([Message(text, id="hole", role="hidden")], vectors=[NO_VECTOR])) == 1
+    store.add(Message(text, id="real"))
+    [hit] = store.search(text, 1, mode="dense", filters={"id": "real"})
+    assert hit.score > 0.99
