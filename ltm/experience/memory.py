@@ -210,14 +210,7 @@ class ExperienceMemory:
 
     def _all(self, cause: str) -> list[Message]:
         """Every stored record of ``cause`` (lessons or policies), oldest first by creation time."""
-        messages: list[Message] = []
-        cursor: str | None = None
-        while True:
-            page = self.store.list({"cause_by": cause}, limit=1000, cursor=cursor)
-            messages.extend(page.messages)
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
+        messages = self.store.iter({"cause_by": cause})
         return sorted(messages, key=lambda m: m.created_at)  # a rewrite gives a record a new seq, not a new age
 
     # -- distillation ------------------------------------------------------------------------------------

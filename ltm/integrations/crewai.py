@@ -35,7 +35,7 @@ from ltm.integrations.framework_metadata import (
     stored_key,
 )
 from ltm.message import Message
-from ltm.store import MemoryStorage
+from ltm.store import NO_VECTOR, MemoryStorage
 
 __all__ = ["GivenVectors", "LtmStorage"]
 
@@ -78,7 +78,6 @@ class LtmStorage:
 
     def __init__(self, settings: Settings | None = None, *, namespace: str = "crewai") -> None:
         self._store = MemoryStorage(namespace, kind="crewai", settings=settings, embedding=GivenVectors())
-        self._dim: int | None = None
 
     @property
     def store(self) -> MemoryStorage:
@@ -140,7 +139,6 @@ class LtmStorage:
             self.delete(scope_prefix=scope_prefix)
         else:
             self._store.clean()
-            self._dim = None
 
     # -- reading --------------------------------------------------------------------------------------------
     def search(
@@ -244,9 +242,10 @@ class LtmStorage:
         return await asyncio.to_thread(self.delete, scope_prefix, categories, record_ids, older_than, metadata_filter)
 
     # -- helpers -----------------------------------------------------------------------------------------------
-    def _rows(self, records: list[MemoryRecord]) -> tuple[list[Message], list[list[float]]]:
+    def _rows(self, records: list[MemoryRecord]) -> tuple[list[Message], list[Any]]:
         """The messages and vectors that store ``records``. A record without a vector (none, or all zeros: no
-        direction) is stored with a placeholder unit vector and the role that keeps it out of every search."""
+        direction) is stored without one (the store's placeholder) and with the role that keeps it out of every
+        search."""
         dim = self._stored_dim()
         if dim is None:
             dim = next((len(r.embedding) for r in records if r.embedding), None)
@@ -255,32 +254,23 @@ class LtmStorage:
                 "no record has an embedding and the namespace holds none yet, so the dimension of "
                 "its vectors is unknown: save a record with its embedding first"
             )
-        messages, vectors = [], []
+        messages: list[Message] = []
+        vectors: list[Any] = []  # a list of floats, or NO_VECTOR(dim)
         for record in records:
             given = list(record.embedding or ())
             if given and len(given) != dim:
                 raise EmbeddingDimensionMismatchError(dim, len(given))
             embedded = any(given)
             messages.append(_to_message(record, embedded=embedded))
-            vectors.append(given if embedded else [1.0] + [0.0] * (dim - 1))
+            vectors.append(given if embedded else NO_VECTOR(dim))
         return messages, vectors
 
     def _stored_dim(self) -> int | None:
         """The dimension of the stored vectors (None while the namespace has none); it never changes."""
-        if self._dim is None:
-            for _, vector in self._store.export(with_vectors=True, batch=1):
-                self._dim = None if vector is None else int(vector.shape[-1])
-                break
-        return self._dim
+        return self._store.dimension()
 
     def _records(self, scope_prefix: str | None) -> Iterator[MemoryRecord]:
-        cursor: str | None = None
-        while True:
-            page = self._store.list(_filters(scope_prefix), limit=_PAGE, cursor=cursor)
-            yield from (_to_record(m) for m in page.messages)
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
+        return (_to_record(m) for m in self._store.iter(_filters(scope_prefix), page=_PAGE))
 
 
 def _scope(scope: str | None, what: str = "scope") -> str:

@@ -181,14 +181,7 @@ class LtmVectorStore(BasePydanticVectorStore):
         where = _and({"id": {"in": list(node_ids)}} if node_ids else None, to_filters(filters))
         if node_ids is not None and not node_ids:
             return []
-        nodes: list[BaseNode] = []
-        cursor: str | None = None
-        while True:
-            page = self._storage.list(where, limit=1000, cursor=cursor)
-            nodes.extend(_node(m) for m in page.messages)
-            if page.next_cursor is None:
-                return nodes
-            cursor = page.next_cursor
+        return [_node(m) for m in self._storage.iter(where)]
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Top ``similarity_top_k`` nodes for ``query`` in its mode, filtered inside the store."""

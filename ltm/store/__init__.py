@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryStorage": "ltm.store.storage",
     "MessagePage": "ltm.store.records",
     "Mode": "ltm.store.records",
+    "NO_VECTOR": "ltm.store.rows",
     "NamespaceHit": "ltm.store.across",
     "NamespaceInfo": "ltm.store.catalog",
     "SearchQuery": "ltm.store.records",
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff
     from ltm.store.records import Mode as Mode
     from ltm.store.records import SearchQuery as SearchQuery
     from ltm.store.records import StoreStats as StoreStats
+    from ltm.store.rows import NO_VECTOR as NO_VECTOR
     from ltm.store.scopes import scoped as scoped
     from ltm.store.storage import MemoryStorage as MemoryStorage
 

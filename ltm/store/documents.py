@@ -32,7 +32,7 @@ from ltm.store.backend import DocumentBackend
 from ltm.store.embedder import TEXT, Embedder
 from ltm.store.locks import HandleLock
 from ltm.store.offloop import OffLoop
-from ltm.store.records import EVENTS, HistoryEvent, MessagePage, check_limit, decode_cursor
+from ltm.store.records import EVENTS, LIST_MAX, HistoryEvent, MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.query import checked_filters
@@ -43,7 +43,7 @@ __all__ = ["DocumentStore"]
 
 
 class DocumentStore(OffLoop):
-    """list / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
+    """list / iter / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
 
     settings: Settings
     namespace: str | None
@@ -82,6 +82,10 @@ class DocumentStore(OffLoop):
     @abstractmethod
     def _given_dim(self) -> int | None:
         """The dimension given vectors must have (the namespace's, or the configured model's when new)."""
+
+    @abstractmethod
+    def _model_dim(self) -> int:
+        """The dimension of the model's vectors (one model call when nothing else knows it)."""
 
     @property
     @abstractmethod
@@ -146,6 +150,25 @@ class DocumentStore(OffLoop):
             self.purge_expired()
             found = self._engine().listed(after, limit + 1, tree)  # one more: is there a next?
         return MessagePage.of(found, limit)
+
+    def iter(self, filters: Mapping[str, Any] | None = None, *, page: int = 1000) -> Iterator[Message]:
+        """Every stored message matching ``filters``, oldest first: :meth:`list`'s pages of ``page`` messages
+        (1 to 10,000) followed cursor to cursor, read one page at a time as the iteration reaches it (no lock is
+        held between pages). What :meth:`list`'s cursor promises holds: others may add or delete meanwhile, and a
+        message replaced meanwhile shows up again, as its new version, near the end."""
+        if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= LIST_MAX:
+            raise InvalidInput(f"page is how many messages one read brings, from 1 to {LIST_MAX:,}, got {page!r}")
+        checked_filters(filters)  # bad filters fail at the call, not at the first next()
+        return self._pages(filters, page)
+
+    def _pages(self, filters: Mapping[str, Any] | None, page: int) -> Iterator[Message]:
+        cursor: str | None = None
+        while True:
+            found = self.list(filters, limit=page, cursor=cursor)
+            yield from found.messages
+            if found.next_cursor is None:
+                return
+            cursor = found.next_cursor
 
     def count(self, filters: Mapping[str, Any] | None = None, *, as_of: Any = None, known_at: Any = None) -> int:
         """How many messages the namespace holds (matching ``filters`` when given) that are valid now, or
@@ -232,7 +255,8 @@ class DocumentStore(OffLoop):
         self, messages: Iterable[Message], *, vectors: Any = None, delete: Mapping[str, Any] | None = None
     ) -> int:
         """Store each message in place of the stored message with its id (or as new), all in ONE transaction;
-        returns how many were written. ``vectors`` as in :meth:`add_batch`. History: UPDATE or ADD each.
+        returns how many were written. ``vectors`` as in :meth:`add_batch` (a ``NO_VECTOR`` row: a message stored
+        without a vector). History: UPDATE or ADD each.
 
         ``delete`` (a filter, as :meth:`delete_where` takes) deletes the messages matching it in that same
         transaction, before the messages are written: a crash leaves all of it or none. Every message is
@@ -245,7 +269,7 @@ class DocumentStore(OffLoop):
                 raise InvalidInput(
                     "replace_batch's delete needs a non-empty filter; to delete every message use delete_all()"
                 )
-        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim, self._model_dim)
         pending = self._prepare(listed, fresh_only=False)
         if not pending.messages:
             if tree is not None:

@@ -8,6 +8,7 @@ content part of that list, so only the context texts reach the model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -24,11 +25,16 @@ from ltm.store.validation import check_message, context_text, normalise
 from ltm.store.validity import validity_values
 
 __all__ = [
+    "NO_VECTOR",
+    "Given",
+    "NoVector",
     "Pending",
     "build_rows",
     "draft_rows",
     "finish_rows",
     "given_vectors",
+    "no_vector_key",
+    "placeholder",
     "prepare",
     "texts_to_embed",
     "with_given",
@@ -43,6 +49,7 @@ class Pending:
     texts: list[str]  # every message's content, then the context texts of those that have one
     with_context: list[int]  # positions in ``messages`` of the messages that have a context text
     drafts: list[Row] | None = None  # draft_rows', made while the model embeds the texts (add_groups)
+    unvectored: frozenset[str] = frozenset()  # ids of the messages stored without a vector (with_given sets it)
 
     @property
     def contents(self) -> list[str]:
@@ -76,26 +83,106 @@ def prepare(
     return Pending(fresh, [m.content for m in fresh] + [t for _, t in contexts], [i for i, _ in contexts])
 
 
+class NoVector:
+    """A row of ``add_batch`` / ``replace_batch``'s ``vectors`` that stores its message without a vector:
+    :data:`NO_VECTOR`, or ``NO_VECTOR(dim)`` where nothing else tells the store the vectors' dimension (a new
+    namespace of vectors the caller computes)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim < 1):
+            raise InvalidInput(f"NO_VECTOR(dim) takes the vectors' dimension, a positive int, got {dim!r}")
+        self.dim = dim
+
+    def __call__(self, dim: int) -> NoVector:
+        return NoVector(dim)
+
+    def __repr__(self) -> str:
+        return "NO_VECTOR" if self.dim is None else f"NO_VECTOR({self.dim})"
+
+
+NO_VECTOR = NoVector()
+
+
+class Given(dict[str, np.ndarray]):
+    """The vectors a caller gave for its messages' content, by message id; ``unvectored``: the ids of the messages
+    given :data:`NO_VECTOR` (stored without a vector: :func:`placeholder` in their place)."""
+
+    unvectored: frozenset[str] = frozenset()
+
+
 def given_vectors(
-    messages: Iterable[Message], vectors: Any, dim: Callable[[], int | None]
-) -> tuple[list[Message], dict[str, np.ndarray] | None]:
+    messages: Iterable[Message],
+    vectors: Any,
+    dim: Callable[[], int | None],
+    model_dim: Callable[[], int] | None = None,
+) -> tuple[list[Message], Given | None]:
     """The messages as a list and, when ``vectors`` were given, each message id's checked unit vector
-    (``dim()``: the dimension they must have, asked only then)."""
+    (``dim()``: the dimension they must have, asked only then). A row that is :class:`NoVector` stores its message
+    without a vector, under :func:`placeholder` of the namespace's dimension (``dim()``, else the other rows',
+    else the one ``NO_VECTOR(dim)`` declares, else ``model_dim()``: the model's)."""
     listed = [messages] if isinstance(messages, Message) else list(messages)
     if vectors is None or not listed:
         return listed, None
+    rows: Any = vectors
+    absent: list[int] = []
     if not isinstance(vectors, np.ndarray):
-        _check_rows(vectors, listed)
-    array = normalise(vectors, dim(), "the vectors argument")
+        rows = _check_rows(vectors, listed)
+        absent = [i for i, row in enumerate(rows) if isinstance(row, NoVector)]
+        if absent and len(rows) != len(listed):
+            raise InvalidInput(
+                f"add_batch got {len(listed)} messages but {len(rows)} vectors; pass one vector per message"
+            )
+    declared = {rows[i].dim for i in absent if rows[i].dim is not None}
+    if absent and len(absent) == len(rows):
+        array = _placeholders(len(listed), dim(), declared, model_dim)
+    elif absent:
+        present = [i for i, row in enumerate(rows) if not isinstance(row, NoVector)]
+        found = normalise([rows[i] for i in present], dim(), "the vectors argument")
+        array = _placeholders(len(rows), found.shape[1], declared, model_dim)
+        array[present] = found
+    else:
+        array = normalise(rows, dim(), "the vectors argument")
     if array.shape[0] != len(listed):
         raise InvalidInput(
             f"add_batch got {len(listed)} messages but {array.shape[0]} vectors; pass one vector per message"
         )
-    return listed, {m.id: array[i] for i, m in enumerate(listed)}
+    given = Given((m.id, array[i]) for i, m in enumerate(listed))
+    given.unvectored = frozenset(listed[i].id for i in absent)
+    return listed, given
 
 
-def _check_rows(vectors: Any, listed: list[Message]) -> None:
-    """InvalidInput naming the first row of ``vectors`` that is not a vector (None, a number, text...)."""
+def _placeholders(n: int, known: int | None, declared: set[int], model_dim: Callable[[], int] | None) -> np.ndarray:
+    """``n`` rows of :func:`placeholder`: of the ``known`` dimension, else the one ``NO_VECTOR(dim)`` declared,
+    else (a new namespace) ``model_dim()``'s."""
+    if len(declared) > 1 or (known is not None and declared and declared != {known}):
+        raise InvalidInput(
+            f"NO_VECTOR(dim) declared {sorted(declared)} but the vectors' dimension is {known}; declare that one"
+        )
+    width = known if known is not None else next(iter(declared)) if declared else None
+    if width is None:
+        if model_dim is None:
+            raise InvalidInput("the namespace's dimension is unknown: give at least one vector")
+        width = model_dim()
+    return np.tile(placeholder(width), (n, 1))
+
+
+def placeholder(dim: int) -> np.ndarray:
+    """The vector of a message stored without one: the first unit vector (a unit row, as every stored vector)."""
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[0] = 1.0
+    return vector
+
+
+def no_vector_key(message_id: str) -> bytes:
+    """The content key of a message stored without a vector: no text's key (:func:`ltm.store.embedder.content_key`
+    hashes the model, purpose and text), so the embedder's cache never hands its placeholder out as a text's
+    vector, and a search for its text verbatim does not count it."""
+    return hashlib.sha256(b"ltm:no-vector\0" + message_id.encode("utf-8", "surrogatepass")).digest()
+
+
+def _check_rows(vectors: Any, listed: list[Message]) -> list[Any]:
+    """The rows of ``vectors`` as a list, or InvalidInput naming the first that is neither a vector nor
+    ``NO_VECTOR`` (None, a number, text...)."""
     try:
         rows = list(vectors)
     except TypeError:
@@ -103,13 +190,15 @@ def _check_rows(vectors: Any, listed: list[Message]) -> None:
             f"vectors must be a list of vectors (one list of floats per message), got {type(vectors).__name__}"
         ) from None
     for i, row in enumerate(rows):
-        if isinstance(row, np.ndarray) or (isinstance(row, Sequence) and not isinstance(row, str | bytes)):
+        if isinstance(row, NoVector | np.ndarray) or (isinstance(row, Sequence) and not isinstance(row, str | bytes)):
             continue
         which = f" (message {listed[i].id})" if i < len(listed) else ""
         raise InvalidInput(
             f"vectors[{i}]{which} is {type(row).__name__}, not a list of floats: pass one vector per "
-            "message, or vectors=None to have the store embed them"
+            "message (ltm.store.NO_VECTOR for one stored without a vector), or vectors=None to have the store "
+            "embed them"
         )
+    return rows
 
 
 def texts_to_embed(pending: Pending, given: dict[str, np.ndarray] | None) -> list[str]:
@@ -118,9 +207,12 @@ def texts_to_embed(pending: Pending, given: dict[str, np.ndarray] | None) -> lis
 
 
 def with_given(pending: Pending, given: dict[str, np.ndarray] | None, embedded: np.ndarray) -> np.ndarray:
-    """The vectors in ``pending.texts`` order: ``embedded`` itself, or the given content vectors first."""
+    """The vectors in ``pending.texts`` order: ``embedded`` itself, or the given content vectors first (and
+    ``pending.unvectored`` set: the rows of those messages get :func:`no_vector_key`)."""
     if given is None:
         return embedded
+    unvectored = given.unvectored if isinstance(given, Given) else frozenset()
+    pending.unvectored = frozenset(m.id for m in pending.messages if m.id in unvectored)
     content = np.stack([given[m.id] for m in pending.messages])
     return np.vstack([content, embedded]) if len(embedded) else content
 
@@ -144,7 +236,7 @@ def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
             created_at=float(m.created_at),
             metadata=json.dumps(m.metadata, default=str, ensure_ascii=False),
             body=m.dump(),
-            text_key=key,
+            text_key=no_vector_key(m.id) if m.id in pending.unvectored else key,
             vector=empty,
             fts=keyword_columns(m),
             scopes=scope_values(m),

@@ -177,16 +177,20 @@ class MemoryStorage(Searching, Versions):
 
         Content is embedded in batches, once per distinct text: content already in the namespace reuses
         its stored vector. ``vectors`` (one per message, from this namespace's embedding model, e.g. what
-        :meth:`export` wrote) skips the model for the content. Raises InvalidInput for bad content or
-        vectors before anything is written.
+        :meth:`export` wrote) skips the model for the content. A row that is :data:`~ltm.store.NO_VECTOR` stores
+        its message without a vector: its content never reaches the model, and the store puts a placeholder of
+        its own in the vector's place (the first unit vector), which the embedder never hands out as a text's
+        vector. Such a message is listed, counted, filtered, deleted and found by keyword search like any other;
+        keep it out of dense and hybrid searches with a filter on what marks it (its placeholder scores as any
+        vector would). Raises InvalidInput for bad content or vectors before anything is written.
         """
-        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim)
+        listed, given = rowplan.given_vectors(messages, vectors, self._given_dim, self._model_dim)
         rowplan.prepare(listed, self.settings.max_content_bytes, None)  # bad input fails here, alone
         return self._adds.submit((listed, given)) if listed else 0
 
     async def aadd_batch(self, messages: Iterable[Message], *, vectors: Any = None) -> int:
         """Async twin of :meth:`add_batch` (the embedding call is awaited, the rest runs off the loop)."""
-        listed, given = await self._off(rowplan.given_vectors, messages, vectors, self._given_dim)
+        listed, given = await self._off(rowplan.given_vectors, messages, vectors, self._given_dim, self._model_dim)
         pending = await self._off(self._prepare, listed, fresh_only=True)
         if not pending.messages:
             return 0
@@ -203,6 +207,12 @@ class MemoryStorage(Searching, Versions):
         """The dimension given vectors must have: the namespace's, else its model's (never the first vectors')."""
         dim = self._dim()  # else the settings' model's, known without loading it (a caller's object: unknown)
         return dim if dim is not None or self._embedding is not None else configured_dim(self.settings)
+
+    def _model_dim(self) -> int:
+        """The dimension of the model's vectors: the namespace's or the settings' model's when known without the
+        model, else one model call's."""
+        dim = self._given_dim()
+        return dim if dim is not None else int(self._embed(["dimension"], TEXT).shape[1])
 
     def replace(self, message: Message) -> bool:
         """Store ``message`` in place of the stored message with its id, in ONE write transaction: a crash
@@ -272,6 +282,12 @@ class MemoryStorage(Searching, Versions):
         with self._lock:
             backend = self._engine()
             return backend.staging(messages) if isinstance(backend, StagedAdds) else None
+
+    def dimension(self) -> int | None:
+        """The dimension of this namespace's vectors: fixed by the first vector stored (it never changes until
+        :meth:`clean`), None while the namespace holds none. Vectors given to :meth:`add_batch` and a query's
+        ``vector`` must have it."""
+        return self._known_dim()
 
     def _dim(self) -> int | None:
         with self._lock:

@@ -89,6 +89,14 @@ def test_records_without_a_vector_are_kept_but_never_found(storage: LtmStorage) 
     assert [r.content for r, _ in storage.search([0.5] * (DIM * 2))] == ["a new embedder"]
 
 
+def test_a_first_save_of_zero_vectors_alone_fixes_the_dimension(storage: LtmStorage) -> None:
+    storage.save([MemoryRecord(content="zero vector", embedding=[0.0] * DIM)])  # its length: the dimension
+    assert storage.count() == 1 and storage.store.dimension() == DIM
+    assert storage.search(vector("zero vector"), min_score=-1) == []
+    with pytest.raises(EmbeddingDimensionMismatchError):
+        storage.save([MemoryRecord(content="another embedder", embedding=[0.0] * (DIM + 1))])
+
+
 def test_filters_are_paths_categories_metadata_and_age(storage: LtmStorage) -> None:
     old = datetime(2020, 1, 1)
     storage.save(

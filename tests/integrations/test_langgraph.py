@@ -120,6 +120,17 @@ def test_query_search_scores_and_unindexed_items(engine: Settings) -> None:
         assert store.search(("m",), query="coffee", filter={"text": "sun"})[0].score == pytest.approx(0.0, abs=1e-3)
 
 
+def test_an_indexed_text_equal_to_an_unindexed_items_label_gets_its_own_vector(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["text"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("m",), "weather", {"text": "rain"}, index=False)  # its head's content: its label, no vector
+        label = store.storage.get(next(m.id for m in store.storage.iter())).content
+        store.put(("m",), "copy", {"text": label})  # the same text, indexed: the model's vector, not the placeholder
+        [hit] = store.search(("m",), query="tea", filter={"text": label})
+        assert hit.key == "copy"
+        assert hit.score == pytest.approx(1 / math.sqrt(6), abs=1e-3)  # _words of the label: no known word
+
+
 def test_index_config_errors_name_the_fix(tmp_path: Path) -> None:
     settings = Settings(storage_dir=tmp_path, embedding="hash")
     with pytest.raises(ConfigError, match="needs embed"):

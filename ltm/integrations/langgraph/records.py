@@ -4,7 +4,8 @@ An item ``(namespace, key) -> value`` is one or more messages, one per text it i
 each field an ``IndexConfig``'s ``fields`` names, and an item scores as its best field):
 
 - part 0, the head, id ``lg-<hash>.0``: always there; its content is the first indexed text, or a label when
-  the item is not indexed (``index=False``, or no field holds text), with a placeholder vector no search sees;
+  the item is not indexed (``index=False``, or no field holds text), stored without a vector (the store's
+  placeholder, ``NO_VECTOR``) and kept out of every search;
 - parts 1.., ids ``lg-<hash>.<i>``: the other indexed texts.
 
 The head carries the item's value (``lg_value``) once, whatever the number of parts; every part carries what
@@ -143,7 +144,7 @@ def texts_of(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Part:
-    """One message of an item, and whether its vector is a real embedding (False: the placeholder)."""
+    """One message of an item, and whether it is embedded (False: stored without a vector)."""
 
     message: Message
     indexed: bool

@@ -18,7 +18,6 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
-import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -55,7 +54,7 @@ from ltm.integrations.langgraph.records import (
     value_of,
 )
 from ltm.message import Message
-from ltm.store import MemoryHit, MemoryStorage, Mode
+from ltm.store import NO_VECTOR, MemoryHit, MemoryStorage, Mode
 
 __all__ = ["ItemStore", "LtmStore"]
 
@@ -115,7 +114,6 @@ class ItemStore(BaseStore):
             self.embeddings = None
         fields: Any = (index or {}).get("fields") or (index or {}).get("text_fields") or ["$"]  # SqliteStore's name
         self._fields: list[str] = [fields] if isinstance(fields, str) else list(fields)
-        self._dims: int | None = index.get("dims") if index else None
         self.storage = MemoryStorage(namespace, kind="langgraph", settings=self.settings, embedding=embedding)
         self.storage.index_metadata("lg_item")  # an item's parts: an index lookup for put, delete and refresh
 
@@ -260,14 +258,7 @@ class ItemStore(BaseStore):
 
     def _heads(self, where: dict[str, Any] | None) -> list[Message]:
         """Every item matching ``where``, most recently updated first."""
-        heads: list[Message] = []
-        cursor: str | None = None
-        while True:
-            page = self.storage.list(_and(where, _HEADS), limit=_PAGE, cursor=cursor)
-            heads.extend(page.messages)
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
+        heads = list(self.storage.iter(_and(where, _HEADS), page=_PAGE))
         heads.reverse()  # list() is in write order: this is nearly sorted already
         heads.sort(key=lambda m: float(m.metadata["lg_updated"]), reverse=True)
         return heads
@@ -318,22 +309,13 @@ class ItemStore(BaseStore):
         value = check_value(op.value)
         return [] if op.index is False else texts_of(value, self._fields if op.index is None else list(op.index))
 
-    def _vectors(self, parts: list[Part]) -> np.ndarray:
-        """One vector per part: the model's (batched and cached by ltm) for indexed texts, a placeholder for
-        the heads of unindexed items (no search reads it: every search filters on ``lg_indexed``)."""
+    def _vectors(self, parts: list[Part]) -> list[Any]:
+        """One vector per part: the model's (batched and cached by ltm) for indexed texts; NO_VECTOR for the heads of
+        unindexed items, which the store keeps without a vector (no search reads them: every search filters on
+        ``lg_indexed``)."""
         texts = [p.message.content for p in parts if p.indexed]
-        embedded = self.storage.embed_texts(texts) if texts else None
-        dim = embedded.shape[1] if embedded is not None else self._dim()
-        out = np.zeros((len(parts), dim), dtype=np.float32)
-        out[:, 0] = 1.0
-        if embedded is not None:
-            out[[i for i, p in enumerate(parts) if p.indexed]] = embedded
-        return out
-
-    def _dim(self) -> int:
-        if self._dims is None:
-            self._dims = int(self.storage.embed_texts(["dimension"]).shape[1])
-        return self._dims
+        embedded = iter(self.storage.embed_texts(texts)) if texts else iter(())
+        return [next(embedded) if p.indexed else NO_VECTOR for p in parts]
 
     # -- time to live --------------------------------------------------------------------------------------
     def _refresh(self, heads: list[Message]) -> None:
