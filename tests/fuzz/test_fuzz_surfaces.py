@@ -150,7 +150,7 @@ def cli() -> Iterator[CLI]:
 
 
 def _cli_healthy(cli: CLI) -> None:
-    store = MemoryStorage("fuzz", kind="cli", settings=Settings(storage_dir=cli.root, embedding="hash"))
+    store = MemoryStorage("fuzz", kind="role", settings=Settings(storage_dir=cli.root, embedding="hash"))
     healthy(store)
     store.close()
 

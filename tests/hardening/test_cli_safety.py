@@ -61,14 +61,14 @@ def test_wipe_all_deletes_namespaces_and_leaves_foreign_files(
     assert cli(capsys, root, "add", "-n", "a", "first note")[0] == 0
     assert cli(capsys, root, "add", "-n", "b", "--kind", "user", "second note")[0] == 0
     (root / "notes.md").write_text("mine")
-    (root / "cli" / "my-folder").mkdir()
-    (root / "cli" / "my-folder" / "keep.txt").write_text("mine too")
+    (root / "role" / "my-folder").mkdir()
+    (root / "role" / "my-folder" / "keep.txt").write_text("mine too")
     (root / "README.md").write_text("readme")
     code, out, err = cli(capsys, root, "wipe", "--all", "--yes")
     assert code == 0, err
     assert "2 namespaces" in out
     assert (root / "notes.md").read_text() == "mine" and (root / "README.md").exists()
-    assert (root / "cli" / "my-folder" / "keep.txt").read_text() == "mine too"
+    assert (root / "role" / "my-folder" / "keep.txt").read_text() == "mine too"
     assert not (root / "user").exists()  # emptied kind folders go
     assert cli(capsys, root, "stats")[1].startswith("no namespaces")
 
@@ -78,7 +78,7 @@ def test_wipe_of_one_namespace_keeps_a_foreign_file_inside_it(
 ) -> None:
     root = tmp_path / "data"
     cli(capsys, root, "add", "-n", "a", "first note")
-    (directory,) = (root / "cli").iterdir()
+    (directory,) = (root / "role").iterdir()
     (directory / "mine.txt").write_text("not ltm's")
     code, _, err = cli(capsys, root, "wipe", "-n", "a", "--yes")
     assert code == 0, err
@@ -95,7 +95,7 @@ def test_reading_a_mistyped_namespace_creates_nothing(
     cli(capsys, root, "add", "-n", "real", "a note")
     code, _, err = cli(capsys, root, *command, "-n", "reall")
     assert code == 3 and "no namespace" in err and err.count("\n") == 1, err
-    assert len(list((root / "cli").iterdir())) == 1
+    assert len(list((root / "role").iterdir())) == 1
     assert "reall" not in cli(capsys, root, "stats")[1]
 
 
@@ -115,7 +115,7 @@ def test_import_and_add_twice_store_once(
     for _ in range(2):
         code, _, err = cli(capsys, root, command, "-n", "twice", stdin=_lines(300, with_ids), monkeypatch=monkeypatch)
         assert code == 0, err
-    assert MemoryStorage("twice", kind="cli", settings=Settings(storage_dir=root, embedding="hash")).count() == 300
+    assert MemoryStorage("twice", kind="role", settings=Settings(storage_dir=root, embedding="hash")).count() == 300
 
 
 def test_import_error_names_the_line_and_what_was_stored(
@@ -154,7 +154,7 @@ def test_ctrl_c_during_import_says_how_many_were_stored(tmp_path: Path) -> None:
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if (tmp_path / "data" / "cli").exists() and MemoryStorage("cut", kind="cli", settings=settings).count():
+        if (tmp_path / "data" / "role").exists() and MemoryStorage("cut", kind="role", settings=settings).count():
             break
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
@@ -179,7 +179,7 @@ def test_import_of_another_models_vectors_re_embeds(
     code, _, err = cli(capsys, root, "import", "-n", "foreign", stdin=stdin, monkeypatch=monkeypatch)
     assert code == 0, err
     assert "some-other-model" in err  # said, not silent
-    store = MemoryStorage("foreign", kind="cli", settings=Settings(storage_dir=root, embedding="hash"))
+    store = MemoryStorage("foreign", kind="role", settings=Settings(storage_dir=root, embedding="hash"))
     for i, text in enumerate(texts):
         assert store.search(text, k=1, mode="dense")[0].message.id == f"t{i}"
 
@@ -192,7 +192,7 @@ def test_a_first_given_vector_of_the_wrong_dimension_does_not_fix_the_namespace(
     code, _, err = cli(capsys, root, "add", "-n", "dims", stdin=stdin, monkeypatch=monkeypatch)
     assert code == 0, err
     assert cli(capsys, root, "add", "-n", "dims", "a normal add")[0] == 0
-    store = MemoryStorage("dims", kind="cli", settings=Settings(storage_dir=root, embedding="hash"))
+    store = MemoryStorage("dims", kind="role", settings=Settings(storage_dir=root, embedding="hash"))
     assert store.stats().vectors == 2
 
 
@@ -249,7 +249,7 @@ def read_only_copy(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 def test_a_read_only_store_can_be_searched(read_only_copy: tuple[Path, Path]) -> None:
     data, view = read_only_copy
     settings = Settings(storage_dir=data, embedding="hash")
-    with MemoryStorage("ro", kind="cli", settings=settings) as store:
+    with MemoryStorage("ro", kind="role", settings=settings) as store:
         store.add(Message("the read only note"))
     if view == data:
         for path in [data, *data.rglob("*")]:
@@ -292,4 +292,4 @@ def test_ctrl_c_after_a_chunks_commit_counts_that_chunk(
     assert "256 new messages of the first 256 read were stored" in err, err
     monkeypatch.setattr(MemoryStorage, "add_batch", add_batch)
     settings = Settings(storage_dir=tmp_path / "data", embedding="hash")
-    assert MemoryStorage("cut", kind="cli", settings=settings).count() == 256
+    assert MemoryStorage("cut", kind="role", settings=settings).count() == 256
