@@ -345,6 +345,7 @@ def versions(python: Path, framework: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ltm's framework adapters vs each framework's own stores.")
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="which frameworks, comma-separated")
+    parser.add_argument("--stores", default="", help="only these stores (labels as in the table), comma-separated")
     parser.add_argument("--size", type=int, default=10_000, help="items per store (100000 supported)")
     parser.add_argument("--pg", action="store_true", help="LangGraph: also LtmStore on PostgreSQL vs PostgresStore")
     parser.add_argument("--venv-dir", default=str(ROOT / ".venv-frameworks"), help="holds <framework>/bin/python")
@@ -359,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(chosen) - set(FRAMEWORKS)
     if unknown:
         parser.error(f"unknown framework(s) {sorted(unknown)}: pick from {', '.join(FRAMEWORKS)}")
+    only = {s for s in args.stores.split(",") if s} or {s.label for s in SPECS}
+    if only - {s.label for s in SPECS}:
+        parser.error(f"unknown store(s) {sorted(only - {s.label for s in SPECS})}: see the table's store column")
     venv_dir = Path(args.venv_dir)
     pythons = {f: venv_python(venv_dir, f) for f in chosen}
     started, loads = time.time(), [os.getloadavg()]
@@ -368,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ltm-frameworks-") as tmp, logs.open("w") as log:
         for framework in chosen:
-            specs = [s for s in SPECS if s.framework == framework and (args.pg or not s.pg)]
+            specs = [s for s in SPECS if s.framework == framework and (args.pg or not s.pg) and s.label in only]
             server = (
                 PostgresServer(pythons[framework], Path(tmp), log) if args.pg and framework == "langgraph" else None
             )
