@@ -69,7 +69,20 @@ def test_langgraph_stores_run_in_their_own_processes_through_the_driver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     size, asked = 24, 6
-    words = "apple river candle orbit meadow violin harbor pepper glacier lantern comet saddle".split()
+    words = [
+        "apple",
+        "river",
+        "candle",
+        "orbit",
+        "meadow",
+        "violin",
+        "harbor",
+        "pepper",
+        "glacier",
+        "lantern",
+        "comet",
+        "saddle",
+    ]
     texts = [f"{words[i % 12]} {words[(i * 5 + 1) % 12]} note {i}" for i in range(size)]
     texts[3] = texts[4] = "ok"  # a text twice in one batch: InMemoryStore refuses it unless the batch is cut
     vectors = _unit(size, 3)
