@@ -342,6 +342,32 @@ def versions(python: Path, framework: str) -> str:
     return ", ".join(line for line in done.stdout.splitlines() if line) if done.returncode == 0 else "?"
 
 
+def write(
+    out: Path,
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    released: list[str],
+    started: float,
+    loads: list[tuple[float, float, float]],
+) -> None:
+    """Print and write the table of the frameworks measured so far (rewritten after each framework)."""
+    real = min(len(corpus.real_turns()[0]), args.size)
+    head = (
+        f"{args.size:,} items per store ({real:,} real chat turns, REALTALK then FriendsQA"
+        + (f", {args.size - real:,} blended from them" if args.size > real else "")
+        + f"); {args.queries} REALTALK questions, k={args.k}, {args.rounds} interleaved rounds, puts in batches of "
+        f"{args.batch}; every store embeds with the same lookup of precomputed all-MiniLM-L6-v2 vectors; "
+        f"{'; '.join(released)}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
+        f"{time.time() - started:.0f} s; load average (1 min) {' -> '.join(f'{x[0]:.1f}' for x in loads)}; "
+        f"{platform.machine()}, {os.cpu_count()} cores"
+    )
+    text = table(rows, args.k)
+    print(f"{head}\n\n{text}", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(f"{head}\n\n{text}\n")
+    out.with_suffix(".json").write_text(json.dumps({"head": head, "rows": rows, "loads": loads}, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ltm's framework adapters vs each framework's own stores.")
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="which frameworks, comma-separated")
@@ -386,22 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += rows_of(framework, specs, samples)
             released.append(versions(pythons[framework], framework))
             loads.append(os.getloadavg())
-    real = min(len(corpus.real_turns()[0]), args.size)
-    head = (
-        f"{args.size:,} items per store ({real:,} real chat turns, REALTALK then FriendsQA"
-        + (f", {args.size - real:,} blended from them" if args.size > real else "")
-        + f"); {args.queries} REALTALK questions, k={args.k}, {args.rounds} interleaved rounds, puts in batches of "
-        f"{args.batch}; every store embeds with the same lookup of precomputed all-MiniLM-L6-v2 vectors; "
-        f"{'; '.join(released)}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
-        f"{time.time() - started:.0f} s; load average (1 min) {' -> '.join(f'{x[0]:.1f}' for x in loads)}; "
-        f"{platform.machine()}, {os.cpu_count()} cores"
-    )
-    text = table(rows, args.k)
-    print(f"{head}\n\n{text}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(f"{head}\n\n{text}\n")
-    out.with_suffix(".json").write_text(json.dumps({"head": head, "rows": rows, "loads": loads}, indent=1) + "\n")
+            write(Path(args.out), args, rows, released, started, loads)
     return 0
 
 
