@@ -203,14 +203,15 @@ class AutoGen(Store):
                     embedding_function_config=CustomEmbeddingFunctionConfig(function=chroma_embedding_function),
                 )
             )
-        else:  # LtmMemory: its store given the lookup embedding (the adapter takes its model from Settings)
+        else:  # LtmMemory, whose store is given the lookup embedding (the adapter takes its model from Settings)
+            from functools import partial
+
             from ltm.config import Settings
-            from ltm.integrations.autogen import LtmMemory
+            from ltm.integrations import autogen
             from ltm.store import MemoryStorage
 
-            settings = Settings(storage_dir=directory)
-            self.memory = LtmMemory("bench", settings=settings, k=k)
-            self.memory._store = MemoryStorage("bench", kind="autogen", settings=settings, embedding=lookup_embedding())
+            setattr(autogen, "MemoryStorage", partial(MemoryStorage, embedding=lookup_embedding()))  # noqa: B010
+            self.memory = autogen.LtmMemory("bench", settings=Settings(storage_dir=directory), k=k)
 
     def put(self, rows: list[int]) -> None:
         async def adds() -> None:
