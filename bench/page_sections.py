@@ -126,17 +126,20 @@ def embedded_stores() -> list[str]:
     ]
 
 
-FRAMEWORKS_METHOD = """\
-`python -m bench.retrieval.fetch` once, then `python -m bench.peers.frameworks --pg` (writes
-`bench/results/peers_frameworks.{md,json}`). Each store runs in its own process inside its framework's environment
-(`.venv-frameworks/<framework>`, built by `LTM_FRAMEWORKS=<framework> bash scripts/test-frameworks`) and is driven
-through the framework's own API: LangGraph's `BaseStore` (`batch()` of 500 puts, `search(namespace, query=...,
-limit=10)`), AutoGen's `Memory` (`add` one at a time, `query`), CrewAI's `StorageBackend` (`save` of 500 records
-with their vectors, `search`). Every store embeds with the same lookup of precomputed all-MiniLM-L6-v2 vectors
-(the model costs nothing), on the same REALTALK and FriendsQA turns; 2 interleaved rounds of 200 REALTALK
-questions. Recall@10 is against the questions' labelled evidence turns; "∩ exact dense" is the overlap of the top
-10 with exact cosine search. The head gives the machine's load average: a busy machine moves the absolute times,
-the ratios within a run are the finding."""
+FRAMEWORKS_METHOD = (  # one line on the page: the page stays short
+    "`python -m bench.retrieval.fetch` once, then `python -m bench.peers.frameworks --pg` (writes "
+    "`bench/results/peers_frameworks.{md,json}`). Each store runs in its own process inside its "
+    "framework's environment (`.venv-frameworks/<framework>`, built by `LTM_FRAMEWORKS=<framework> bash "
+    "scripts/test-frameworks`) and is driven through the framework's own API: LangGraph's `BaseStore` "
+    "(`batch()` of 500 puts, `search(namespace, query=..., limit=10)`), AutoGen's `Memory` (`add` one at "
+    "a time, `query`), CrewAI's `StorageBackend` (`save` of 500 records with their vectors, `search`). "
+    "Every store embeds with the same lookup of precomputed all-MiniLM-L6-v2 vectors (the model costs "
+    "nothing), on the same REALTALK and FriendsQA turns; 2 interleaved rounds of 200 REALTALK questions. "
+    'Recall@10 is against the questions\' labelled evidence turns; "∩ exact dense" is the overlap of the '
+    "top 10 with exact cosine search. The head gives the machine's load average: a busy machine moves the "
+    "absolute times, the ratios within a run are the finding; a load above the 2 cores, as in the run "
+    "below, means other processes shared the machine throughout."
+)
 
 
 def frameworks_section() -> list[str]:
