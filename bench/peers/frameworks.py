@@ -221,8 +221,12 @@ def one_framework(
 ) -> dict[str, Samples]:
     """Fill a fresh store of each spec with ``args.size`` items, search it, reopen it (module docstring)."""
     path = corpus.build(args.size, args.queries)
-    arrays = np.load(path.with_suffix(".npz"))
     questions = json.loads(path.read_text("utf-8"))["questions"]
+    if len(questions) < args.queries:  # made earlier for fewer questions: made again
+        path.unlink()
+        path = corpus.build(args.size, args.queries)
+        questions = json.loads(path.read_text("utf-8"))["questions"]
+    arrays = np.load(path.with_suffix(".npz"))
     wanted = labels(args.size, questions)
     exact = np.argsort(-(arrays["queries"] @ arrays["vectors"][: args.size].T), axis=1, kind="stable")[:, : args.k]
     cwd = tmp / "cwd"
