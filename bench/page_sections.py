@@ -14,6 +14,7 @@ RESULTS = ROOT / "bench" / "results"
 PAGE = ROOT / "BENCHMARKS.md"
 RETRIEVAL_MD = RESULTS / "retrieval.md"
 EMBEDDED_STORES_MD = RESULTS / "peers_stores.md"
+FRAMEWORKS_MD = RESULTS / "peers_frameworks.md"
 PG_RUN = "backends-10000-100000-pg17.json"
 PG_1M = ("backends-1000000-pg17-postgres.json", "backends-1000000-pg17-embedded.json")
 EMBEDDED_START, EMBEDDED_END = "<!-- embedded-stores:start -->", "<!-- embedded-stores:end -->"
@@ -123,6 +124,33 @@ def embedded_stores() -> list[str]:
         EMBEDDED_END,
         "",
     ]
+
+
+FRAMEWORKS_METHOD = (  # one line on the page: the page stays short
+    "`python -m bench.retrieval.fetch` once, then `python -m bench.peers.frameworks --pg` (writes "
+    "`bench/results/peers_frameworks.{md,json}`). Each store runs in its own process inside its "
+    "framework's environment (`.venv-frameworks/<framework>`, built by `LTM_FRAMEWORKS=<framework> bash "
+    "scripts/test-frameworks`) and is driven through the framework's own API: LangGraph's `BaseStore` "
+    "(`batch()` of 500 puts, `search(namespace, query=..., limit=10)`), AutoGen's `Memory` (`add` one at "
+    "a time, `query`), CrewAI's `StorageBackend` (`save` of 500 records with their vectors, `search`). "
+    "Every store embeds with the same lookup of precomputed all-MiniLM-L6-v2 vectors (the model costs "
+    "nothing), on the same REALTALK and FriendsQA turns; 2 interleaved rounds of 200 REALTALK questions. "
+    'Recall@10 is against the questions\' labelled evidence turns; "∩ exact dense" is the overlap of the '
+    "top 10 with exact cosine search. The head gives the machine's load average: a busy machine moves the "
+    "absolute times, the ratios within a run are the finding; a load above the 2 cores, as in the run "
+    "below, means other processes shared the machine throughout."
+)
+
+
+def frameworks_section() -> list[str]:
+    body = (
+        FRAMEWORKS_MD.read_text("utf-8").strip()
+        if FRAMEWORKS_MD.exists()
+        else "not in the committed results yet (`python -m bench.peers.frameworks` writes "
+        "`bench/results/peers_frameworks.md`)."
+    )
+    title = "## Inside the frameworks: ltm's adapters against each framework's own stores"
+    return [title, "", FRAMEWORKS_METHOD, "", body, ""]
 
 
 def parse_retrieval(text: str) -> dict[str, dict[str, dict[str, float]]]:
