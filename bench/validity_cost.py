@@ -65,7 +65,7 @@ def _paired(store: MemoryStorage, queries: list[str], mode: str, reps: int) -> t
             store._visible = plain if with_validity else skipped  # type: ignore[method-assign]
             start = time.perf_counter()
             store.search(queries[i % len(queries)], 10, mode=mode)  # type: ignore[arg-type]
-            if i:  # the first round warms the caches
+            if i:  # pass 0 warms the caches and is not measured
                 laps[with_validity].append(time.perf_counter() - start)
     store._visible = plain  # type: ignore[method-assign]
     return statistics.median(laps[True]) * 1e3, statistics.median(laps[False]) * 1e3
