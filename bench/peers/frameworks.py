@@ -51,7 +51,7 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus
-from bench.peers.run import call_worker
+from bench.peers.run import call_worker, start_worker
 from bench.peers.stores import rotations
 
 RESULTS = ROOT / "bench" / "results"
@@ -142,15 +142,7 @@ class Worker:
             CREWAI_DISABLE_TELEMETRY="true",
             OTEL_SDK_DISABLED="true",
         )
-        self._proc = subprocess.Popen(
-            [str(python), "-m", "bench.peers.framework_worker"],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
+        self._proc = start_worker([str(python), "-m", "bench.peers.framework_worker"], env, log, cwd)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         return call_worker(self._proc, self.spec.label, request)

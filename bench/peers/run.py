@@ -64,6 +64,14 @@ def closed_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+def start_worker(argv: list[str], env: dict[str, str], log: IO[str], cwd: Path) -> subprocess.Popen[str]:
+    """A worker process (``argv``, e.g. ``[python, "-m", module]``) that :func:`call_worker` speaks to over its
+    standard input and output; what it prints besides goes to ``log``."""
+    return subprocess.Popen(
+        argv, cwd=str(cwd), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
+    )
+
+
 def call_worker(proc: subprocess.Popen[str], name: str, request: dict[str, Any]) -> dict[str, Any]:
     """One request to a worker process speaking one JSON object per line each way; its death or its error
     ends the run with what it said (the trace is in its answer, the rest in its log)."""
@@ -86,15 +94,7 @@ class Worker:
     def __init__(self, engine: str, python: str, env: dict[str, str], log: IO[str], cwd: Path) -> None:
         self.engine = engine
         kind = MEM0 if engine == MEM0 else "ltm"
-        self._proc = subprocess.Popen(
-            [python, "-m", "bench.peers.worker", kind],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
+        self._proc = start_worker([python, "-m", "bench.peers.worker", kind], env, log, cwd)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         return call_worker(self._proc, self.engine, request)

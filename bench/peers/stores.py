@@ -36,7 +36,7 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus, stores_venv
-from bench.peers.run import baseline_tree, call_worker
+from bench.peers.run import baseline_tree, call_worker, start_worker
 
 RESULTS = ROOT / "bench" / "results"
 LTM = "ltm"
@@ -67,15 +67,7 @@ class Worker:
             PYTHONPATH=path,
             ANONYMIZED_TELEMETRY="False",
         )
-        self._proc = subprocess.Popen(
-            [python, "-m", "bench.peers.embedded", kind],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
+        self._proc = start_worker([python, "-m", "bench.peers.embedded", kind], env, log, cwd)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         return call_worker(self._proc, self.store, request)
