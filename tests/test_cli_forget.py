@@ -56,7 +56,7 @@ def test_forget_a_user_everywhere(tmp_path: Path, backend: str) -> None:
     erased = run(tmp_path, "forget", "--user", "u1", "--yes", "--json")
     assert erased.returncode == 0, erased.stderr
     receipt = json.loads(erased.stdout)
-    assert receipt["removed"] == 3 and {s["kind_namespace"] for s in receipt["stores"]} == {"cli/team", "cli/other"}
+    assert receipt["removed"] == 3 and {s["kind_namespace"] for s in receipt["stores"]} == {"role/team", "role/other"}
     listed = run(tmp_path, "list", "-n", "team", "--json")
     assert MARKER not in listed.stdout and "lunch" in listed.stdout
     if backend == "embedded":
