@@ -51,7 +51,7 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus
-from bench.peers.run import call_worker, start_worker
+from bench.peers.run import call_worker, start_worker, stop_worker
 from bench.peers.stores import rotations
 
 RESULTS = ROOT / "bench" / "results"
@@ -148,14 +148,8 @@ class Worker:
         return call_worker(self._proc, self.spec.label, request)
 
     def stop(self) -> None:
-        if self._proc.poll() is None:
-            try:
-                self.call({"op": "close"})
-                self._proc.wait(timeout=120)
-            except (SystemExit, OSError, subprocess.TimeoutExpired) as exc:
-                print(f"{self.spec.label} did not close cleanly: {exc}", file=sys.stderr)
-                self._proc.kill()
-                self._proc.wait()
+        """Close the store and end the process; one that fails to close is killed (its error is in the log)."""
+        stop_worker(self._proc, self.spec.label)
 
 
 class PostgresServer:

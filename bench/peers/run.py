@@ -72,6 +72,19 @@ def start_worker(argv: list[str], env: dict[str, str], log: IO[str], cwd: Path) 
     )
 
 
+def stop_worker(proc: subprocess.Popen[str], name: str) -> None:
+    """Ask a :func:`start_worker` process to close its store and wait for it to end; one that fails to close is
+    killed (its error is in its log)."""
+    if proc.poll() is None:
+        try:
+            call_worker(proc, name, {"op": "close"})
+            proc.wait(timeout=120)
+        except (SystemExit, OSError, subprocess.TimeoutExpired) as exc:
+            print(f"{name} did not close cleanly: {exc}", file=sys.stderr)
+            proc.kill()
+            proc.wait()
+
+
 def call_worker(proc: subprocess.Popen[str], name: str, request: dict[str, Any]) -> dict[str, Any]:
     """One request to a worker process speaking one JSON object per line each way; its death or its error
     ends the run with what it said (the trace is in its answer, the rest in its log)."""

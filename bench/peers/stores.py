@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus, stores_venv
-from bench.peers.run import baseline_tree, call_worker, start_worker
+from bench.peers.run import baseline_tree, call_worker, start_worker, stop_worker
 
 RESULTS = ROOT / "bench" / "results"
 LTM = "ltm"
@@ -74,14 +73,7 @@ class Worker:
 
     def stop(self) -> None:
         """Close the store and end the process; one that fails to close is killed (its error is in the log)."""
-        if self._proc.poll() is None:
-            try:
-                self.call({"op": "close"})
-                self._proc.wait(timeout=120)
-            except (SystemExit, OSError, subprocess.TimeoutExpired) as exc:
-                print(f"{self.store} did not close cleanly: {exc}", file=sys.stderr)
-                self._proc.kill()
-                self._proc.wait()
+        stop_worker(self._proc, self.store)
 
 
 def rotations(count: int, stores: list[str]) -> Iterator[tuple[int, list[str]]]:
