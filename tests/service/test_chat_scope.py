@@ -16,14 +16,13 @@ import httpx
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp_types import TextContent
 
 from ltm.brain import BrainMemory
 from ltm.config import Settings
 from ltm.kv import open_kv
 from ltm.message import Message
 from ltm.service import KeyStore
-from tests.support.service import ServiceThread
+from tests.support.service import ServiceThread, mcp_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "the merger closes on the 14th; keep it quiet"
@@ -122,12 +121,6 @@ def test_chats_under_the_old_keys_move_to_their_exact_namespace(backend_settings
         service.close()
 
 
-def _text(result: Any) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
-
-
 def test_mcp_summarize_chat_stays_in_the_keys_namespace(settings: Settings) -> None:
     keys = KeyStore(settings)
     alice, _ = keys.create(["alice"])
@@ -154,7 +147,7 @@ def test_mcp_summarize_chat_stays_in_the_keys_namespace(settings: Settings) -> N
         async with Client(params) as client:
             result = await client.call_tool("summarize_chat", {"namespace": "alice", "chat_id": "work:c1"})
             assert not result.is_error, result.content
-            data: dict[str, Any] = json.loads(_text(result))
+            data: dict[str, Any] = json.loads(mcp_text(result))
             return data
 
     assert asyncio.run(run())["summary"] == ""

@@ -4,7 +4,6 @@ each behind a write key, answering the receipt; the HTTP client's ``RemoteStorag
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +11,12 @@ import httpx
 import httpx2
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import TextContent
 
 from ltm.client import RemoteStorage
 from ltm.config import Settings
 from ltm.store import ForgetReceipt
 from tests.store.embedded.test_forget_bytes import files_holding
-from tests.support.service import ServiceThread
+from tests.support.service import ServiceThread, mcp_data, mcp_text
 
 MARKER = "zorblaxquint"
 
@@ -101,7 +99,7 @@ def test_the_mcp_forget_tool(settings: Settings) -> None:
                 Client(streamable_http_client(service.url + "/mcp/", http_client=http)) as client,
             ):
                 added = await client.call_tool("add", {"namespace": "agents/bot", "content": f"pin {MARKER}"})
-                message_id = _json(added)["id"]
+                message_id = mcp_data(added)["id"]
                 forgot = await client.call_tool(
                     "forget", {"namespace": "agents/bot", "ids": [message_id], "reason": "mcp"}
                 )
@@ -109,9 +107,9 @@ def test_the_mcp_forget_tool(settings: Settings) -> None:
                 return [message_id, forgot, searched]
 
         message_id, forgot, searched = asyncio.run(run(key))
-        receipt = _json(forgot)
+        receipt = mcp_data(forgot)
         assert receipt["ids"] == [message_id] and receipt["removed"] == 1 and receipt["reason"] == "mcp"
-        assert _json(searched) == []
+        assert mcp_data(searched) == []
 
         async def refused() -> Any:
             async with (
@@ -121,20 +119,6 @@ def test_the_mcp_forget_tool(settings: Settings) -> None:
                 return await client.call_tool("forget", {"namespace": "agents/bot", "ids": ["x"]})
 
         result = asyncio.run(refused())
-        assert result.is_error and "read-only" in _text(result)
+        assert result.is_error and "read-only" in mcp_text(result)
     finally:
         service.close()
-
-
-def _json(result: Any) -> Any:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        data = result.structured_content
-        return data.get("result", data) if set(data) == {"result"} else data
-    return json.loads(_text(result))
-
-
-def _text(result: Any) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text

@@ -4,61 +4,44 @@ and over stdio (``ltm mcp`` as a subprocess), with the same keys as the HTTP API
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import httpx2
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import TextContent
 
 from ltm.config import Settings
 from ltm.service import KeyStore
-from tests.support.service import ServiceThread
+from tests.support.service import ServiceThread, mcp_data, mcp_text
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"add", "search", "recall_recent", "find_news", "summarize_chat"}
 
 
-def _data(result: Any) -> Any:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        data = result.structured_content
-        return data.get("result", data) if set(data) == {"result"} else data
-    return json.loads(_text(result))
-
-
-def _text(result: Any) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
-
-
 async def _exercise(client: Client, namespace: str) -> None:
     assert {t.name for t in (await client.list_tools()).tools} >= TOOLS
     for text in ("the deploy failed because the disk was full", "lunch is at noon", "rotate the API keys monthly"):
-        added = _data(await client.call_tool("add", {"namespace": namespace, "content": text}))
+        added = mcp_data(await client.call_tool("add", {"namespace": namespace, "content": text}))
         assert added["added"] is True and added["id"]
-    hits = _data(await client.call_tool("search", {"namespace": namespace, "query": "disk full deploy", "k": 2}))
+    hits = mcp_data(await client.call_tool("search", {"namespace": namespace, "query": "disk full deploy", "k": 2}))
     assert hits[0]["content"] == "the deploy failed because the disk was full" and hits[0]["score"] > 0
-    recent = _data(await client.call_tool("recall_recent", {"namespace": namespace, "n": 2}))
+    recent = mcp_data(await client.call_tool("recall_recent", {"namespace": namespace, "n": 2}))
     assert [m["content"] for m in recent] == ["lunch is at noon", "rotate the API keys monthly"]
-    news = _data(
+    news = mcp_data(
         await client.call_tool(
             "find_news", {"namespace": namespace, "texts": ["lunch is at noon", "the office moves in May"]}
         )
     )
     assert news == ["the office moves in May"]
-    summary = _data(await client.call_tool("summarize_chat", {"namespace": namespace, "chat_id": "nothing-yet"}))
+    summary = mcp_data(await client.call_tool("summarize_chat", {"namespace": namespace, "chat_id": "nothing-yet"}))
     assert summary == {"summary": "", "extractive": False}
     refused = await client.call_tool("add", {"namespace": "someone-else", "content": "x"})
-    assert refused.is_error and "Forbidden" in _text(refused)
+    assert refused.is_error and "Forbidden" in mcp_text(refused)
 
 
 def test_mcp_over_streamable_http_with_keys(settings: Settings) -> None:
@@ -79,7 +62,7 @@ def test_mcp_over_streamable_http_with_keys(settings: Settings) -> None:
                 Client(streamable_http_client(service.url + "/mcp/", http_client=http)) as client,
             ):
                 await _exercise(client, "agents/bot")
-                summary = _data(
+                summary = mcp_data(
                     await client.call_tool("summarize_chat", {"namespace": "agents/bot", "chat_id": "standup"})
                 )
                 assert "Friday" in summary["summary"] and summary["extractive"] is True

@@ -17,8 +17,7 @@ from ltm import MemoryStorage, Message, Settings
 from ltm.cli import main
 from ltm.client import RemoteStorage
 from ltm.errors import InvalidInput, NotFound
-from tests.service.test_mcp import _data
-from tests.support.service import ServiceThread
+from tests.support.service import ServiceThread, mcp_data
 
 PARIS, BERLIN = "Alice lives in Paris", "Alice lives in Berlin"
 QUESTION = "where does Alice live"
@@ -85,12 +84,12 @@ def test_versions_over_mcp(settings: Settings) -> None:
                 Client(streamable_http_client(service.url + "/mcp/", http_client=http)) as client,
             ):
                 args = {"namespace": "agents/bot", "old_id": paris.id, "content": BERLIN, "valid_from": 2000}
-                new = _data(await client.call_tool("supersede", {**args, "reason": "moved"}))["id"]
+                new = mcp_data(await client.call_tool("supersede", {**args, "reason": "moved"}))["id"]
                 query = {"namespace": "agents/bot", "query": QUESTION, "mode": "keyword"}
-                now = _data(await client.call_tool("search", query))
-                then = _data(await client.call_tool("search", {**query, "as_of": 1500}))
+                now = mcp_data(await client.call_tool("search", query))
+                then = mcp_data(await client.call_tool("search", {**query, "as_of": 1500}))
                 assert [h["content"] for h in now] == [BERLIN] and [h["content"] for h in then] == [PARIS]
-                chain = _data(await client.call_tool("versions", {"namespace": "agents/bot", "message_id": new}))
+                chain = mcp_data(await client.call_tool("versions", {"namespace": "agents/bot", "message_id": new}))
                 assert [m["id"] for m in chain] == [paris.id, new]
                 assert chain[0]["metadata"]["supersede_reason"] == "moved"
 

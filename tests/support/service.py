@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -61,3 +62,22 @@ class ServiceThread:
         self.server.should_exit = True
         self.thread.join(timeout=30)
         self.sock.close()
+
+
+def mcp_text(result: Any) -> str:
+    """The text of an MCP tool call's first content block."""
+    from mcp.types import TextContent
+
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
+
+
+def mcp_data(result: Any) -> Any:
+    """An MCP tool call's answer as data: its structured content (unwrapped from ``{"result": ...}``) or its text
+    read as JSON; the call must not have failed."""
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if set(data) == {"result"} else data
+    return json.loads(mcp_text(result))
