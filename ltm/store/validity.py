@@ -21,13 +21,15 @@ applied), so rankings there are the same, byte for byte, and the read pays one i
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
 from ltm.errors import InvalidInput
 from ltm.message import Message
+from ltm.store.records import Row
 from ltm.store.scopes import seconds
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "DefaultView",
     "Validity",
     "instant",
+    "kept_record_times",
     "superseded_message",
     "validity_values",
     "visibility",
@@ -88,6 +91,18 @@ def validity_values(message: Message, recorded_at: float | None = None) -> Valid
         )
     superseded = _meta_time(message, SUPERSEDED_AT)
     return start, end, superseded, time.time() if recorded_at is None else recorded_at
+
+
+def kept_record_times(rows: Sequence[Row], recorded: Mapping[str, float | None]) -> list[Row]:
+    """``rows`` written in place of stored messages (``update``, ``replace``), each keeping the record time of the
+    message it replaces (``recorded``: id -> its first record time): the store knew that memory since then, so a
+    ``known_at`` read between the first write and the rewrite still finds it (bitemporal: a correction does not
+    make a memory unknown before it)."""
+    out = []
+    for row in rows:
+        first = recorded.get(row.id)
+        out.append(row if first is None else dataclasses.replace(row, validity=(*row.validity[:3], first)))
+    return out
 
 
 class DefaultView(dict[str, Any]):

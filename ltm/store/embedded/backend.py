@@ -37,7 +37,7 @@ from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
 from ltm.store.embedded.shared import SHARED
-from ltm.store.embedded.validity import has_validity, served
+from ltm.store.embedded.validity import has_validity, hidden_now, served
 from ltm.store.embedded.versions import supersede
 from ltm.store.embedded.writes import delete_matching, insert_groups, replace_rows
 from ltm.store.embedder import Embedder
@@ -408,11 +408,11 @@ class EmbeddedBackend(PooledNamespace):
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> builtins.list[Message]:
         log, mirror = self._synced()
-        return similar(log, mirror, vector, k, threshold, key)
+        return similar(log, mirror, vector, k, threshold, key, hidden_now(log))
 
     def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
         log, mirror = self._synced()
-        return best_similarities(log, mirror, vectors, keys)
+        return best_similarities(log, mirror, vectors, keys, hidden_now(log))
 
     def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
         log, mirror = self._synced()

@@ -12,6 +12,7 @@ import numpy as np
 from ltm.message import Message
 from ltm.store.embedded.log import CandidateRow, MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.validity import Shown, is_shown
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.embedded.when import newest_time
 from ltm.store.records import KeywordSide, MemoryHit, SearchQuery
@@ -106,7 +107,9 @@ def keyword_hits(
         return []
     if not hidden:
         return log.keyword(match, fetch, where, list(params))
-    asked = fetch  # as the dense side does (_search): most searches meet no hidden row in their best ``fetch``
+    # BM25 ranks every matching row whatever the LIMIT: a first ask a few rows deeper than the hidden rows' share
+    # of the namespace would take from the best ``fetch`` spares a second ranking in all but a few searches
+    asked = fetch + min(len(hidden), 8 + 2 * fetch * len(hidden) // max(log.heads()[0], 1))
     while True:
         found = log.keyword(match, asked, where, list(params))
         shown = [(s, v) for s, v in found if s not in hidden]
@@ -302,23 +305,14 @@ def _search(
 ) -> list[tuple[int, float]]:
     """The ``fetch`` best (seq, cosine) (``exact``: see :func:`dense`); with ``lines``, by
     :func:`~ltm.store.search.fusion.line_scores` (over the stored vectors) of the union of the whole query's and
-    each line's nearest ``fetch``. None of ``hidden``: when some are among the best ``fetch``, the index is asked
-    again for more, which keeps the search on the whole index (a selector of every shown row would cost a read of
-    each)."""
-    if hidden:  # most searches find none of them in their best ``fetch``: then one search, as without any
-        asked = fetch
-        while True:
-            found = _search(log, index, vector, asked, allowed, lines, exact=exact)
-            shown = [(s, v) for s, v in found if s not in hidden]
-            if len(shown) >= fetch or len(found) < asked or asked >= fetch + len(hidden):
-                return shown[:fetch]
-            # ask again for more, by twice what was hidden (a quantized graph rescores every candidate it returns)
-            asked = min(asked + 2 * (asked - len(shown)) + 8, fetch + len(hidden))
+    each line's nearest ``fetch``. None of ``hidden``: FAISS leaves them out as it leaves out deleted rows (a
+    selector of the few hidden ones, not of every shown one), so the search stays one search on the whole index."""
     if lines is None or len(lines) < 2:
-        scores, ids = dense(log, index, vector, fetch, allowed, exact=exact)
+        scores, ids = dense(log, index, vector, fetch, allowed, exact=exact, excluded=hidden or None)
         return [(int(s), float(v)) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0]
     whole = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-    _, ids = dense(log, index, np.vstack([whole, np.asarray(lines, dtype=np.float32)]), fetch, allowed)
+    queries = np.vstack([whole, np.asarray(lines, dtype=np.float32)])
+    _, ids = dense(log, index, queries, fetch, allowed, excluded=hidden or None)
     stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
     if not stored:
         return []
@@ -336,14 +330,16 @@ def dense(
     allowed: np.ndarray | None = None,
     *,
     exact: bool = True,
+    excluded: frozenset[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``index.search`` with exact cosines: an index of 8-bit codes (:attr:`VectorIndex.quantized`) is asked
     for :func:`_candidates` of ``k``, rescored with SQLite's stored vectors (the values an unquantized index
     holds), best ``k`` kept. Also mends the ranking the quantization blurs (recall@10 vs exact search). Not
-    ``exact``: the index's own ``k`` best and cosines, for a caller that rescores them from rows it reads anyway."""
+    ``exact``: the index's own ``k`` best and cosines, for a caller that rescores them from rows it reads anyway.
+    ``excluded``: seqs left out (:meth:`VectorIndex.search`)."""
     if not index.quantized or not exact:
-        return index.search(queries, k, allowed)
-    _, ids = index.search(queries, _candidates(k), allowed)
+        return index.search(queries, k, allowed, excluded)
+    _, ids = index.search(queries, _candidates(k), allowed, excluded)
     stored = log.vectors_of(sorted({int(s) for s in ids.ravel() if s >= 0}))
     out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
     out_ids = np.full((len(queries), k), -1, dtype=np.int64)
@@ -368,38 +364,52 @@ def _candidates(k: int) -> int:
 
 
 def similar(
-    log: MessageLog, mirror: IndexMirror, vectors: np.ndarray, k: int, threshold: float, key: bytes
+    log: MessageLog,
+    mirror: IndexMirror,
+    vectors: np.ndarray,
+    k: int,
+    threshold: float,
+    key: bytes,
+    shown: Shown = (None, None),
 ) -> list[Message]:
     """Up to ``k`` messages whose content vector's cosine to ``vectors[0]`` is >= ``threshold``, best first.
 
     Messages holding exactly the query's content (``key``) have cosine 1.0: they come first, even when an
-    approximate (HNSW) search missed them."""
+    approximate (HNSW) search missed them. ``shown``: (seqs left out, seqs kept to) of the default view of
+    versions (:func:`~ltm.store.embedded.validity.hidden_now`)."""
     index = mirror.content
     if index is None or not index.live:
         return []
-    scores, ids = dense(log, index, vectors, k)
+    hidden, allowed = shown
+    scores, ids = dense(log, index, vectors, k, allowed, excluded=hidden)
     found = [int(s) for s, v in zip(ids[0], scores[0], strict=True) if s >= 0 and v >= threshold]
-    exact = log.seqs_by_key([key]).get(key, [])
+    exact = [s for s in log.seqs_by_key([key]).get(key, []) if is_shown(s, shown)]
     seqs = list(dict.fromkeys([*exact, *found]))[:k]
     bodies = log.bodies(seqs)
     return [Message.load(bodies[s]) for s in seqs if s in bodies]
 
 
 def best_similarities(
-    log: MessageLog, mirror: IndexMirror, vectors: np.ndarray, keys: Sequence[bytes] | None
+    log: MessageLog,
+    mirror: IndexMirror,
+    vectors: np.ndarray,
+    keys: Sequence[bytes] | None,
+    shown: Shown = (None, None),
 ) -> np.ndarray:
     """Each row's highest cosine to any stored message (-1.0 when none); 1.0 for rows whose content key
-    (``keys``, same order) is stored verbatim, whatever an approximate search answers."""
+    (``keys``, same order) is stored verbatim, whatever an approximate search answers. ``shown``: as
+    :func:`similar` takes it."""
     if mirror.content is None:
         return np.full(len(vectors), -1.0, dtype=np.float32)
     index, queries = mirror.content, np.asarray(vectors, dtype=np.float32)
-    if index.quantized and index.live and len(queries):
-        scores, ids = dense(log, index, queries, 1)
+    hidden, allowed = shown
+    if (index.quantized or allowed is not None) and index.live and len(queries):
+        scores, ids = dense(log, index, queries, 1, allowed, excluded=hidden)
         best = np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
     else:
-        best = index.best(queries)
+        best = index.best(queries, hidden)
     if keys:
-        stored = log.seqs_by_key(keys)
+        stored = {key for key, seqs in log.seqs_by_key(keys).items() if any(is_shown(s, shown) for s in seqs)}
         best[[i for i, key in enumerate(keys) if key in stored]] = 1.0
     return best
 

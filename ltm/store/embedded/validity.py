@@ -7,19 +7,29 @@ from __future__ import annotations
 import math
 import sqlite3
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ltm.errors import InvalidInput
-from ltm.store.validity import DefaultView, instant
+from ltm.store.embedded.filters import compile_filters
+from ltm.store.validity import DefaultView, instant, visibility
+
+if TYPE_CHECKING:
+    from ltm.store.embedded.log import MessageLog
 
 __all__ = [
     "HIDDEN_MAX",
+    "Shown",
     "VALIDITY_COLUMNS",
     "VALIDITY_DDL",
     "add_validity_columns",
     "has_validity",
+    "hidden_now",
     "hidden_seqs",
+    "is_shown",
+    "record_times",
     "served",
 ]
 
@@ -84,6 +94,20 @@ def has_validity(db: sqlite3.Connection) -> bool:
     return bool(found[0])
 
 
+def record_times(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, float]:
+    """{id: the time the store first recorded it} of those of ``ids`` stored (a row written before the upgrade:
+    its created_at, as a read by record time takes it)."""
+    found: dict[str, float] = {}
+    for start in range(0, len(ids), 500):
+        part = list(ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        for message_id, recorded in db.execute(
+            f"SELECT id, coalesce(recorded_at, created_at) FROM messages WHERE id IN ({marks})", part
+        ):
+            found[str(message_id)] = float(recorded)
+    return found
+
+
 def hidden_seqs(db: sqlite3.Connection, view: DefaultView, owner: object = None) -> frozenset[int] | None:
     """The seqs the default view hides at ``view.now`` (superseded or closed, or valid only from later): two
     range reads of the partial indexes, kept for ``owner`` (the log whose connection ``db`` is) until the file
@@ -111,6 +135,32 @@ def hidden_seqs(db: sqlite3.Connection, view: DefaultView, owner: object = None)
     if owner is not None:
         _HIDDEN[owner] = (state, view.now, until, hidden)
     return hidden
+
+
+# What a read by vector sees of the versions: (seqs it leaves out, seqs it keeps to); (None, None): everything.
+Shown = tuple[frozenset[int] | None, np.ndarray | None]
+
+
+def hidden_now(log: MessageLog) -> Shown:
+    """What a read of what is valid now (``search_similar``, ``find_news``) leaves out: nothing where no row carries
+    validity (one probe), the few hidden rows by seq, or past :data:`HIDDEN_MAX` of them the rows it keeps to."""
+    if not has_validity(log.db):
+        return None, None
+    view = visibility()
+    assert isinstance(view, DefaultView)
+    hidden = hidden_seqs(log.db, view, log)
+    if hidden is not None:
+        return (hidden or None), None
+    where, params = compile_filters(view)
+    return None, log.matching_seqs(where, params)
+
+
+def is_shown(seq: int, shown: Shown) -> bool:
+    """Whether ``seq`` is among what ``shown`` lets a read see."""
+    hidden, allowed = shown
+    if hidden is not None and seq in hidden:
+        return False
+    return allowed is None or bool(np.isin(seq, allowed))
 
 
 # log -> (its state, from, until, hidden seqs): hidden_seqs' answer while it holds

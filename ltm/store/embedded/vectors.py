@@ -203,20 +203,25 @@ class VectorIndex:
         return True
 
     # -- queries -----------------------------------------------------------------------------------------
-    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: frozenset[int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(scores, seqs) of shape (n, k'), best first; seq -1 pads when fewer than k exist. HNSW: the graph's
-        and the fresh segment's results merged."""
+        and the fresh segment's results merged. ``excluded``: seqs left out as ghosts are (the rows the default
+        view of versions hides: one search, however many of them rank high)."""
         fresh = self.fresh if self.fresh is not None and self.fresh.live else None
         with omp_threads(SEARCH_THREADS if len(queries) < BATCH_FROM_QUERIES else ADD_THREADS):
             if fresh is None:
-                return self._search(queries, k, allowed)
+                return self._search(queries, k, allowed, excluded)
             k = max(1, min(k, max(self.live, 1)))
-            found = [fresh.search(queries, k, allowed)]
+            found = [fresh.search(queries, k, allowed, excluded)]
             if int(self.index.ntotal) > len(self.ghosts):
-                found.append(self._search(queries, k, allowed))
+                found.append(self._search(queries, k, allowed, excluded))
         return merge_found(found, k)
 
-    def _search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: frozenset[int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The graph's (or the flat index's) own search."""
         k = max(1, min(k, max(int(self.index.ntotal) - len(self.ghosts), 1)))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
@@ -224,16 +229,21 @@ class VectorIndex:
             faiss.cvar.distance_compute_blas_threshold = BATCH_FROM_QUERIES * self.dim
         if self.halved:
             fetch = min(max(2 * k, k + _FLAT_MARGIN), int(self.index.ntotal) - len(self.ghosts))
-            return self._exact_flat(*self._scan(queries, max(fetch, 1), allowed), k)
-        return self._scan(queries, k, allowed)
+            return self._exact_flat(*self._scan(queries, max(fetch, 1), allowed, excluded), k)
+        return self._scan(queries, k, allowed, excluded)
 
-    def _scan(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _scan(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None, excluded: frozenset[int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """FAISS's own answer: the graph's, or the flat index's inner products (with float16 copies: unscaled)."""
+        if excluded and allowed is not None:
+            allowed = allowed[~np.isin(allowed, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))]
+            excluded = None
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
-        if self.kind == "flat" and allowed is None and self.ghosts:
+        if self.kind == "flat" and allowed is None and self.ghosts and not excluded:
             return self._flat_skipping_ghosts(queries, k)
-        selector = self._selector(allowed)
+        selector = self._selector(allowed, excluded)
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
         else:
@@ -241,7 +251,7 @@ class VectorIndex:
             if selector is not None:
                 params.sel = selector
         if params is not None and not IDMAP_TAKES_PARAMS:
-            return search_by_position(self.index, self.ghosts, queries, k, allowed, params)
+            return search_by_position(self.index, self.ghosts | (excluded or set()), queries, k, allowed, params)
         scores, ids = self.index.search(queries, k, params=params)
         return scores, ids
 
@@ -306,12 +316,13 @@ class VectorIndex:
             out_ids[row, : len(found_ids)], out_scores[row, : len(found_ids)] = found_ids, found_scores
         return out_scores, out_ids
 
-    def _selector(self, allowed: np.ndarray | None) -> Any:
+    def _selector(self, allowed: np.ndarray | None, excluded: frozenset[int] | None = None) -> Any:
         parts: list[Any] = []
         if allowed is not None:
             parts.append(faiss.IDSelectorBatch(allowed.astype(np.int64)))
-        if self.ghosts:
-            parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.array(sorted(self.ghosts), dtype=np.int64))))
+        left_out = self.ghosts | excluded if excluded else self.ghosts
+        if left_out:
+            parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.array(sorted(left_out), dtype=np.int64))))
         if not parts:
             return None
         selector: Any = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
@@ -335,11 +346,11 @@ class VectorIndex:
             found = np.hstack([found, np.full((len(queries), pad), -1, np.int64)])
         return scores.astype(np.float32), found
 
-    def best(self, queries: np.ndarray) -> np.ndarray:
-        """Each query's highest cosine to any live vector; -1.0 when the index is empty."""
+    def best(self, queries: np.ndarray, excluded: frozenset[int] | None = None) -> np.ndarray:
+        """Each query's highest cosine to any live vector (none of ``excluded``); -1.0 when there is none."""
         if self.live == 0 or not len(queries):
             return np.full(len(queries), -1.0, dtype=np.float32)
-        scores, ids = self.search(queries, 1)
+        scores, ids = self.search(queries, 1, None, excluded)
         return np.where(ids[:, 0] >= 0, scores[:, 0], -1.0).astype(np.float32)
 
     # -- snapshot (the file layouts: ltm.store.embedded.snapshot) -----------------------------------------------------

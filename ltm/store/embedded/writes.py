@@ -15,7 +15,9 @@ from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror, Write
+from ltm.store.embedded.validity import record_times
 from ltm.store.records import Event, Row
+from ltm.store.validity import kept_record_times
 
 __all__ = ["delete_matching", "insert_groups", "replace_rows"]
 
@@ -77,13 +79,14 @@ def replace_rows(
         events: builtins.list[tuple[str, Event, str | None]] = []
         if delete is not None:
             events.extend(delete_matching(log, write, *delete))
+        recorded = record_times(log.db, [row.id for row in rows])  # a rewrite keeps when the store first knew it
         for row in rows:
             old = log.body_of(row.id)
             if old is None and update:  # deleted since update() read it: nothing changes
                 raise NotFound(f"no message {row.id!r} in namespace {namespace!r} (deleted meanwhile)")
             write.remove(log.delete(row.id))
             events.append((row.id, "ADD" if old is None else "UPDATE", old))
-        write.insert(log.insert(rows))
+        write.insert(log.insert(kept_record_times(rows, recorded)))
         trail.record(log.db, events, time.time(), history_limit)
     return len(write.removed)
 

@@ -46,6 +46,7 @@ from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, search_sql
 from ltm.store.pg.validity import has_validity, supersede
+from ltm.store.validity import kept_record_times
 from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
@@ -189,11 +190,12 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
             if replace:
                 gone = conn.execute(
                     "DELETE FROM ltm_messages WHERE ns = %s AND id = ANY(%s::text[]) "
-                    "RETURNING id, body, context_embedding IS NOT NULL",
+                    "RETURNING id, body, context_embedding IS NOT NULL, coalesce(recorded_at, created_at)",
                     (self.ns, [r.id for r in rows]),
                 ).fetchall()
-                old = {str(i): str(b) for i, b, _ in gone}
-                old_contexts = sum(1 for *_, c in gone if c)
+                old = {str(i): str(b) for i, b, _, _ in gone}
+                old_contexts = sum(1 for _, _, c, _ in gone if c)
+                rows = kept_record_times(rows, {str(i): float(t) for i, _, _, t in gone})
                 missing = [r.id for r in rows if r.id not in old]
                 if update and missing:  # deleted since update() read it: the transaction rolls back
                     raise NotFound(f"no message {missing[0]!r} in namespace {self.name!r} (deleted meanwhile)")
