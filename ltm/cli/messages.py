@@ -136,8 +136,6 @@ def _search_many(args: argparse.Namespace) -> int:
     """``ltm search -n A --also B --also C``: one search over several namespaces, merged by score."""
     if getattr(args, "url", None) or os.environ.get("LTM_URL"):
         raise InvalidInput("--also searches local namespaces; with --url, search each namespace on its own")
-    if any(v is not None for v in times_from(args).values()):
-        raise InvalidInput("--as-of / --known-at search one namespace; drop --also, or search each on its own")
     from ltm.store import namespace_exists, search_many
 
     settings = settings_from(args)
@@ -147,7 +145,14 @@ def _search_many(args: argparse.Namespace) -> int:
     if missing:
         raise not_found(settings, args.kind, missing)
     hits = search_many(
-        names, args.query, k=args.k, mode=args.mode, filters=filters_from(args), settings=settings, kind=args.kind
+        names,
+        args.query,
+        k=args.k,
+        mode=args.mode,
+        filters=filters_from(args),
+        settings=settings,
+        kind=args.kind,
+        **times_from(args),
     )
     print_messages(
         args,

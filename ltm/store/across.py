@@ -72,11 +72,15 @@ def search_many(
     explain: bool = False,
     settings: Settings | None = None,
     kind: str = "role",
+    as_of: Any = None,
+    known_at: Any = None,
 ) -> list[NamespaceHit]:
     """The ``k`` best messages for ``query`` over several namespaces, best first (see the module docstring
     for how scores compare). ``stores``: open :class:`MemoryStorage` objects, or namespace names of ``kind``
     under ``settings`` (opened for the call; they share the engine of any handle already open on them).
-    ``filters`` apply in every namespace; ``explain`` fills each hit's per-signal scores."""
+    ``filters`` apply in every namespace; ``explain`` fills each hit's per-signal scores. Each namespace is read
+    as :meth:`MemoryStorage.search` reads it: what is valid now, or ``as_of`` a valid time and ``known_at`` a
+    record time (:mod:`ltm.store.validity`)."""
     check_query(query, mode)
     k = check_k(k)
     handles, opened = _handles(stores, settings, kind)
@@ -89,9 +93,10 @@ def search_many(
                 f"search_many needs namespaces of one embedding model (their scores compare), got "
                 f"{models}; search each model's namespaces separately"
             )
+        times = {"as_of": as_of, "known_at": known_at}
         if not all(_term_statistics(h) for h in handles):
-            return _by_own_score(handles, query, k, mode, filters, explain)
-        return _union(handles, query, k, mode, filters, explain)
+            return _by_own_score(handles, query, k, mode, filters, explain, times)
+        return _union(handles, query, k, mode, filters, explain, times)
     finally:
         for handle in opened:
             handle.close()
@@ -160,20 +165,34 @@ def _labelled(
 
 
 def _by_own_score(
-    handles: list[MemoryStorage], query: str, k: int, mode: Mode, filters: Mapping[str, Any] | None, explain: bool
+    handles: list[MemoryStorage],
+    query: str,
+    k: int,
+    mode: Mode,
+    filters: Mapping[str, Any] | None,
+    explain: bool,
+    times: Mapping[str, Any],
 ) -> list[NamespaceHit]:
     vector = handles[0]._embed([_dense_text(handles, query)], QUERY)[0] if mode != "keyword" else None  # once
     found = [
         (hit, order, rank, store)
         for order, store in enumerate(handles)
-        for rank, hit in enumerate(store.search(query, k, mode=mode, filters=filters, explain=explain, vector=vector))
+        for rank, hit in enumerate(
+            store.search(query, k, mode=mode, filters=filters, explain=explain, vector=vector, **times)
+        )
     ]
     found.sort(key=lambda f: (-f[0].score, f[2], f[1]))
     return [_labelled(hit, store, explain=hit.explain) for hit, _, _, store in found[:k]]
 
 
 def _union(
-    handles: list[MemoryStorage], query: str, k: int, mode: Mode, filters: Mapping[str, Any] | None, explain: bool
+    handles: list[MemoryStorage],
+    query: str,
+    k: int,
+    mode: Mode,
+    filters: Mapping[str, Any] | None,
+    explain: bool,
+    times: Mapping[str, Any],
 ) -> list[NamespaceHit]:
     with_vectors = [h for h in handles if h._dim() is not None]
     vector = (
@@ -184,7 +203,7 @@ def _union(
     if mode == "dense":
         found: list[tuple[MemoryHit, int, int, MemoryStorage]] = []
         for order, store in enumerate(with_vectors):
-            hits = store.search(query, k, mode=mode, filters=filters, vector=vector, explain=explain)
+            hits = store.search(query, k, mode=mode, filters=filters, vector=vector, explain=explain, **times)
             found.extend((hit, order, rank, store) for rank, hit in enumerate(hits))
         found.sort(key=lambda f: (-f[0].score, f[2], f[1]))
         return [_labelled(hit, store, explain=hit.explain) for hit, _, _, store in found[:k]]
@@ -194,7 +213,9 @@ def _union(
         given = vector if store in with_vectors else None
         candidates.extend(
             (hit, store)
-            for hit in store.search(query, fetch, mode=mode, filters=filters, vector=given, explain=mode == "hybrid")
+            for hit in store.search(
+                query, fetch, mode=mode, filters=filters, vector=given, explain=mode == "hybrid", **times
+            )
         )
     keyword = union_bm25(handles, candidates, query)
     if mode == "keyword":

@@ -13,8 +13,10 @@ import numpy as np
 
 from ltm.config import Settings
 from ltm.message import Message
+from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.pool import translate
 from ltm.store.pg.search import dense_expr
+from ltm.store.validity import visibility
 
 __all__ = ["NEAREST_EF_SEARCH", "PgNearest", "query_vector"]
 
@@ -35,6 +37,7 @@ class PgNearest:
     if TYPE_CHECKING:  # PgBackend's and PgDocuments'
 
         def dimension(self) -> int | None: ...
+        def has_validity(self) -> bool: ...
         def _index_valid(self) -> bool: ...
         def _rows(self, sql: str, params: Any) -> list[Any]: ...
 
@@ -57,20 +60,31 @@ class PgNearest:
         which could leave fewer than k)."""
         return not filtered and self.dimension() is not None and self._index_valid()
 
+    def _shown(self) -> tuple[str, dict[str, Any]]:
+        """(`` AND clause``, its parameters) of what a read of what is valid now sees: ("", {}) where no row
+        carries validity (one probe); else the default view of versions, read exactly (no graph: pgvector filters
+        a graph's answer after the scan, which could leave fewer than asked)."""
+        if not self.has_validity():
+            return "", {}
+        where, params = pg_filter(visibility())
+        return f" AND ({where})", params
+
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
-        """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first."""
+        """Up to ``k`` messages with cosine >= ``threshold``, best first; exact copies of the text first. Of what is
+        valid now: a superseded version is not similar to anything."""
         if self.dimension() is None or k == 0:
             return []
-        hnsw = self._hnsw(False)
+        shown, params = self._shown()
+        hnsw = self._hnsw(bool(shown))
         expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
         rows = self._read(
             hnsw,
             k,
             f"(SELECT 0 AS o, 1.0::float8 AS s, seq, body FROM ltm_messages m WHERE m.ns = %(ns)s "
-            f"AND m.text_key = %(key)s ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
-            f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            f"AND m.text_key = %(key)s{shown} ORDER BY seq DESC LIMIT %(k)s) UNION ALL "
+            f"(SELECT 1, 1 - ({expr} <=> %(q)s), seq, body FROM ltm_messages m WHERE m.ns = %(ns)s{extra}{shown} "
             f"ORDER BY {expr} <=> %(q)s LIMIT %(k)s) ORDER BY o",
-            {"ns": self.ns, "key": bytes(key), "k": k, "q": query_vector(vector)},
+            {"ns": self.ns, "key": bytes(key), "k": k, "q": query_vector(vector), **params},
         )
         seen: dict[int, str] = {}
         for order, score, seq, body in rows:
@@ -79,11 +93,12 @@ class PgNearest:
         return [Message.load(b) for b in list(seen.values())[:k]]
 
     def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
-        """Each row's highest cosine to a stored message (-1.0 when none), 1.0 where its key is stored."""
+        """Each row's highest cosine to a stored message valid now (-1.0 when none), 1.0 where its key is."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if self.dimension() is None or not len(vectors):
             return np.full(len(vectors), -1.0, dtype=np.float32)
-        hnsw = self._hnsw(False)
+        shown, params = self._shown()
+        hnsw = self._hnsw(bool(shown))
         expr, extra = dense_expr("embedding", self._dim, hnsw, self.ns)
         rows = self._read(
             # ONE statement for the batch: per query vector, its nearest stored row (an HNSW index scan when
@@ -91,9 +106,9 @@ class PgNearest:
             hnsw,
             0,
             f"SELECT v.i, 1 - n.d FROM unnest(%(qs)s::vector[]) WITH ORDINALITY AS v(q, i) CROSS JOIN "
-            f"LATERAL (SELECT {expr} <=> v.q AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra} "
+            f"LATERAL (SELECT {expr} <=> v.q AS d FROM ltm_messages m WHERE m.ns = %(ns)s{extra}{shown} "
             "ORDER BY d LIMIT 1) n",
-            {"ns": self.ns, "qs": [query_vector(v) for v in vectors]},
+            {"ns": self.ns, "qs": [query_vector(v) for v in vectors], **params},
         )
         best = np.full(len(vectors), -1.0, dtype=np.float32)
         for i, score in rows:
@@ -103,8 +118,9 @@ class PgNearest:
             stored = {
                 bytes(r[0])
                 for r in self._rows(
-                    "SELECT DISTINCT text_key FROM ltm_messages WHERE ns = %s AND text_key = ANY(%s)",
-                    (self.ns, [bytes(k) for k in keys]),
+                    f"SELECT DISTINCT text_key FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = ANY(%(keys)s)"
+                    f"{shown}",
+                    {"ns": self.ns, "keys": [bytes(k) for k in keys], **params},
                 )
             }
             best[[i for i, key in enumerate(keys) if bytes(key) in stored]] = 1.0
