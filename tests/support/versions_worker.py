@@ -3,6 +3,8 @@
 
 python -m tests.support.versions_worker supersede DIR NAMESPACE OLD_ID CONTENT
     supersedes OLD_ID with a new version holding CONTENT; prints "ACK <new id>" once it returned
+python -m tests.support.versions_worker forget DIR NAMESPACE ID
+    forgets ID; prints "ACK <how many removed>" once it returned
 python -m tests.support.versions_worker read DIR NAMESPACE
     opens once, prints READY, then answers each stdin line "<mode> <query>" with the JSON list of the ids of
     its default search (k=5), without reopening; "quit" ends it
@@ -22,6 +24,8 @@ def main(argv: list[str]) -> None:
     if command == "supersede":
         new = store.supersede(argv[3], Message(argv[4]), reason="from another process")
         print(f"ACK {new}", flush=True)
+    elif command == "forget":
+        print(f"ACK {store.forget(argv[3], reason='from another process').removed}", flush=True)
     elif command == "read":
         print("READY", flush=True)
         for line in sys.stdin:
