@@ -249,7 +249,7 @@ class EmbeddedBackend(PooledNamespace):
     def has_validity(self) -> bool:
         log = self._require()[0]
         with translate(log.path):
-            return has_validity(log.db)
+            return has_validity(log.db, log)
 
     def index_metadata(self, key: str) -> None:
         name = "messages_meta_" + key.replace(".", "__")

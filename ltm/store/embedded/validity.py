@@ -84,14 +84,30 @@ def _readable(text: str) -> float | None:
         return None
 
 
-def has_validity(db: sqlite3.Connection) -> bool:
+def _state(db: sqlite3.Connection) -> tuple[int, int]:
+    """What changes with every commit to the file: another connection's moves ``PRAGMA data_version``, this
+    connection's own moves its ``total_changes`` (one statement: what a default read pays to reuse an answer)."""
+    return int(db.execute("PRAGMA data_version").fetchone()[0]), db.total_changes
+
+
+def has_validity(db: sqlite3.Connection, owner: object = None) -> bool:
     """Whether any row carries a valid_from or valid_to (a superseded one always has valid_to): two probes of
-    the partial indexes."""
+    the partial indexes, answered again from ``owner``'s last answer (the log whose connection ``db`` is) while the
+    file has not changed."""
+    state = _state(db)
+    kept = None if owner is None else _PROBED.get(owner)
+    if kept is not None and kept[0] == state:
+        return kept[1]
     found = db.execute(
         "SELECT EXISTS(SELECT 1 FROM messages WHERE valid_to IS NOT NULL) "
         "OR EXISTS(SELECT 1 FROM messages WHERE valid_from IS NOT NULL)"
     ).fetchone()
+    if owner is not None:
+        _PROBED[owner] = (state, bool(found[0]))
     return bool(found[0])
+
+
+_PROBED: weakref.WeakKeyDictionary[object, tuple[tuple[int, int], bool]] = weakref.WeakKeyDictionary()
 
 
 def record_times(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, float]:
@@ -111,13 +127,10 @@ def record_times(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, float]
 def hidden_seqs(db: sqlite3.Connection, view: DefaultView, owner: object = None) -> frozenset[int] | None:
     """The seqs the default view hides at ``view.now`` (superseded or closed, or valid only from later): two
     range reads of the partial indexes, kept for ``owner`` (the log whose connection ``db`` is) until the file
-    changes (its heads or another connection's commit) or ``now`` reaches the next valid_from / valid_to. None when
+    changes (a commit of this connection or another's) or ``now`` reaches the next valid_from / valid_to. None when
     more than
     :data:`HIDDEN_MAX`: the search then reads the view as a clause."""
-    state = (
-        tuple(db.execute("SELECT name, seq FROM sqlite_sequence ORDER BY name").fetchall()),
-        int(db.execute("PRAGMA data_version").fetchone()[0]),
-    )
+    state = _state(db)
     kept = None if owner is None else _HIDDEN.get(owner)
     if kept is not None and kept[0] == state and kept[1] <= view.now < kept[2]:
         return kept[3]
@@ -144,7 +157,7 @@ Shown = tuple[frozenset[int] | None, np.ndarray | None]
 def hidden_now(log: MessageLog) -> Shown:
     """What a read of what is valid now (``search_similar``, ``find_news``) leaves out: nothing where no row carries
     validity (one probe), the few hidden rows by seq, or past :data:`HIDDEN_MAX` of them the rows it keeps to."""
-    if not has_validity(log.db):
+    if not has_validity(log.db, log):
         return None, None
     view = visibility()
     assert isinstance(view, DefaultView)

@@ -243,6 +243,10 @@ class VectorIndex:
             return self._exact(queries, k, allowed)
         if self.kind == "flat" and allowed is None and self.ghosts and not excluded:
             return self._flat_skipping_ghosts(queries, k)
+        if self.kind == "flat" and allowed is None and excluded:
+            found = self._flat_skipping(queries, k, excluded)
+            if found is not None:
+                return found
         selector = self._selector(allowed, excluded)
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
@@ -314,6 +318,26 @@ class VectorIndex:
             keep = (ids[row] >= 0) & ~np.isin(ids[row], ghosts)
             found_ids, found_scores = ids[row][keep][:k], scores[row][keep][:k]
             out_ids[row, : len(found_ids)], out_scores[row, : len(found_ids)] = found_ids, found_scores
+        return out_scores, out_ids
+
+    def _flat_skipping(
+        self, queries: np.ndarray, k: int, excluded: frozenset[int]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Flat search without ghosts and ``excluded`` on FAISS's plain scan (a selector leaves its SIMD path: +10%
+        at 10,000 vectors): the best k + the ghosts + a margin past the excluded rows' share of the index, those
+        left out dropped. None when a query then holds fewer than k (excluded rows crowd its best): the caller
+        asks FAISS with a selector instead."""
+        total = int(self.index.ntotal)
+        asked = min(total, k + len(self.ghosts) + min(len(excluded), 4 + 2 * k * len(excluded) // max(total, 1)))
+        scores, ids = self.index.search(queries, asked)
+        skip = self.ghosts | excluded
+        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for row in range(len(queries)):
+            keep = [i for i, s in enumerate(ids[row].tolist()) if s >= 0 and s not in skip][:k]
+            if len(keep) < k and asked < total:
+                return None
+            out_ids[row, : len(keep)], out_scores[row, : len(keep)] = ids[row][keep], scores[row][keep]
         return out_scores, out_ids
 
     def _selector(self, allowed: np.ndarray | None, excluded: frozenset[int] | None = None) -> Any:

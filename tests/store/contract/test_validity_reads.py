@@ -99,3 +99,29 @@ def test_an_update_keeps_the_time_the_store_first_recorded_the_memory(store: Mem
         assert [h.message.id for h in store.search(QUESTION, 3, mode=mode, known_at=between)] == [note.id], mode
     assert [e.event for e in store.history(note.id)] == ["ADD", "UPDATE", "UPDATE"]
     assert store.history(note.id)[1].old is not None and store.history(note.id)[1].old.content == note.content
+
+
+@pytest.mark.embedded_only
+@pytest.mark.parametrize("hnsw_threshold", [10_000, 20])
+def test_hidden_rows_that_crowd_the_best_are_left_out_exactly(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, hnsw_threshold: int
+) -> None:
+    """The superseded versions are the nearest to the query (the common case: old and new versions of one fact):
+    a flat index's search without them, and a graph's, answer what the clause over the visible rows answers."""
+    from ltm.store.embedded import validity
+
+    store = MemoryStorage("crowd", settings=settings.with_(hnsw_threshold=hnsw_threshold))
+    notes = [Message(f"Alice note {i} about her city") for i in range(60)]
+    store.add_batch(notes)
+    hidden = {n.id for n in notes[::2]}
+    for note in notes[::2]:
+        store.supersede(note.id, Message(f"Bob's shopping list number {note.id[:6]}"))
+    query = "Alice note about her city"
+    by_rows = {mode: [(h.message.id, round(h.score, 5)) for h in store.search(query, 10, mode=mode)] for mode in MODES}
+    monkeypatch.setattr(validity, "HIDDEN_MAX", 0)
+    by_clause = {
+        mode: [(h.message.id, round(h.score, 5)) for h in store.search(query, 10, mode=mode)] for mode in MODES
+    }
+    for mode in MODES:
+        assert len(by_rows[mode]) == 10 and not hidden & {i for i, _ in by_rows[mode]}, mode
+        assert sorted(v for _, v in by_rows[mode]) == sorted(v for _, v in by_clause[mode]), mode
