@@ -189,7 +189,8 @@ class LongTermMemory(Memory):
 
     # -- reading -----------------------------------------------------------------------------------------
     def find_news(self, observed: list[Message], k: int = 0) -> list[Message]:
-        """Observed messages that are new to short-term memory and not similar to anything stored."""
+        """Observed messages that are new to short-term memory and not similar to anything stored that is valid
+        now: one equal to a superseded version is news again (docs/time.md)."""
         news, texts = self._candidates(observed, k)
         if not texts:
             return news

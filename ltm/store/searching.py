@@ -148,7 +148,8 @@ class Searching(DocumentStore):
         )
 
     def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
-        """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first."""
+        """Up to ``k`` stored messages whose cosine similarity to ``message`` is >= the threshold, best first; of
+        those valid now (a superseded version is not similar to anything: :mod:`ltm.store.validity`)."""
         text = text_of(message)
         if not text.strip() or self._dim() is None:
             return []

@@ -303,7 +303,8 @@ class MemoryStorage(Searching, Versions):
 
     def best_similarities(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
         """For each row of ``vectors`` (from :meth:`embed_texts`), its highest cosine similarity to any stored
-        message; -1.0 when the namespace is empty. ``find_news`` uses it to test a whole batch at once.
+        message valid now (a superseded version is left out); -1.0 when there is none. ``find_news`` uses it to
+        test a whole batch at once.
 
         With ``texts`` (the contents ``vectors`` were embedded from, same order), a text stored verbatim
         scores 1.0 whatever the index answers: an approximate (HNSW) search can miss even an exact duplicate.
