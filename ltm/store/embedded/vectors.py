@@ -330,7 +330,9 @@ class VectorIndex:
         total = int(self.index.ntotal)
         asked = min(total, k + len(self.ghosts) + min(len(excluded), 4 + 2 * k * len(excluded) // max(total, 1)))
         scores, ids = self.index.search(queries, asked)
-        skip = self.ghosts | excluded
+        skip = self.ghosts | excluded if self.ghosts else excluded
+        if not any(s in skip for s in ids.ravel().tolist()):  # the common case: none of them among the best
+            return scores[:, :k], ids[:, :k]
         out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         out_ids = np.full((len(queries), k), -1, dtype=np.int64)
         for row in range(len(queries)):
