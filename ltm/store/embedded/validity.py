@@ -8,7 +8,7 @@ import math
 import sqlite3
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -16,8 +16,14 @@ from ltm.errors import InvalidInput
 from ltm.store.embedded.filters import compile_filters
 from ltm.store.validity import DefaultView, instant, visibility
 
-if TYPE_CHECKING:
-    from ltm.store.embedded.log import MessageLog
+
+class _Log(Protocol):
+    """What :func:`hidden_now` reads of a :class:`~ltm.store.embedded.log.MessageLog` (which imports this module)."""
+
+    db: sqlite3.Connection
+
+    def matching_seqs(self, where: str, params: Sequence[Any]) -> np.ndarray: ...
+
 
 __all__ = [
     "HIDDEN_MAX",
@@ -154,7 +160,7 @@ def hidden_seqs(db: sqlite3.Connection, view: DefaultView, owner: object = None)
 Shown = tuple[frozenset[int] | None, np.ndarray | None]
 
 
-def hidden_now(log: MessageLog) -> Shown:
+def hidden_now(log: _Log) -> Shown:
     """What a read of what is valid now (``search_similar``, ``find_news``) leaves out: nothing where no row carries
     validity (one probe), the few hidden rows by seq, or past :data:`HIDDEN_MAX` of them the rows it keeps to."""
     if not has_validity(log.db, log):
@@ -165,7 +171,7 @@ def hidden_now(log: MessageLog) -> Shown:
     if hidden is not None:
         return (hidden or None), None
     where, params = compile_filters(view)
-    return None, log.matching_seqs(where, params)
+    return None, log.matching_seqs(where or "1", params)
 
 
 def is_shown(seq: int, shown: Shown) -> bool:

@@ -46,12 +46,12 @@ from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, search_sql
 from ltm.store.pg.validity import has_validity, supersede
-from ltm.store.validity import kept_record_times
 from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
 from ltm.store.validation import held_by_another_model
+from ltm.store.validity import kept_record_times
 
 __all__ = ["HNSW_ROWS", "PgBackend"]
 

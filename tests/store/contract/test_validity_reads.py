@@ -98,7 +98,8 @@ def test_an_update_keeps_the_time_the_store_first_recorded_the_memory(store: Mem
     for mode in MODES:
         assert [h.message.id for h in store.search(QUESTION, 3, mode=mode, known_at=between)] == [note.id], mode
     assert [e.event for e in store.history(note.id)] == ["ADD", "UPDATE", "UPDATE"]
-    assert store.history(note.id)[1].old is not None and store.history(note.id)[1].old.content == note.content
+    before = store.history(note.id)[1].old
+    assert before is not None and before.content == note.content
 
 
 @pytest.mark.embedded_only
