@@ -120,3 +120,13 @@ def test_cli_as_of_and_known_at(settings: Settings, capsys: pytest.CaptureFixtur
     assert main(["list", "-n", "people", "--as-of", "1970-01-01T00:40:00+00:00", *common]) == 0
     out = capsys.readouterr().out
     assert BERLIN in out and PARIS not in out
+    other = MemoryStorage("places", settings=settings, kind="cli")
+    other.add(Message("Alice visited Rome", metadata={"valid_from": 1000.0}))
+    other.close()
+    also = ["search", "-n", "people", "--also", "places", QUESTION, "--mode", "keyword", *common]
+    assert main([*also, "--as-of", "1500"]) == 0  # several namespaces, each read as of then
+    out = capsys.readouterr().out
+    assert PARIS in out and BERLIN not in out
+    assert main([*also, "--known-at", str(before)]) == 0
+    out = capsys.readouterr().out
+    assert PARIS in out and BERLIN not in out
