@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "NO_VECTOR": "ltm.store.rows",
     "NamespaceHit": "ltm.store.across",
     "NamespaceInfo": "ltm.store.catalog",
-    "SearchQuery": "ltm.store.records",
+    "SearchQuery": "ltm.store.embedded.query",
     "StoreStats": "ltm.store.records",
     "database_namespaces": "ltm.store.catalog",
     "database_partitions": "ltm.store.catalog",
@@ -49,12 +49,12 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff
     from ltm.store.catalog import namespace_exists as namespace_exists
     from ltm.store.catalog import namespace_path as namespace_path
     from ltm.store.catalog import namespaces as namespaces
+    from ltm.store.embedded.query import SearchQuery as SearchQuery
     from ltm.store.records import ForgetReceipt as ForgetReceipt
     from ltm.store.records import HistoryEvent as HistoryEvent
     from ltm.store.records import MemoryHit as MemoryHit
     from ltm.store.records import MessagePage as MessagePage
     from ltm.store.records import Mode as Mode
-    from ltm.store.records import SearchQuery as SearchQuery
     from ltm.store.records import StoreStats as StoreStats
     from ltm.store.rows import NO_VECTOR as NO_VECTOR
     from ltm.store.scopes import scoped as scoped

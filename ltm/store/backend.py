@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,17 +35,16 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.handle import Handle
 from ltm.store.records import (
-    Analysis,
     DatabaseNamespace,
     ForgetReceipt,
     HistoryEvent,
-    KeywordAhead,
     KeywordSide,
     MemoryHit,
     NamespaceInfo,
     Row,
     StoreStats,
 )
+from ltm.store.request import SearchContext, SearchRequest
 from ltm.store.search.filters import Filter
 
 __all__ = [
@@ -195,36 +194,21 @@ class DocumentBackend(Protocol):
     def trail_rows(self) -> list[tuple[str, str, str | None, float]]:
         """The namespace's history, oldest first: (id, event, old body, at)."""
 
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
-        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.search.speakers`: a question's names
-        are put in the first person before it is embedded)."""
-
     # -- searches --------------------------------------------------------------------------------------------
-    def search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: str,
-        filters: Mapping[str, Any] | None,
-        exact_key: bytes | None = None,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> list[MemoryHit]:
-        """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
-        whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
-        lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
-        :func:`ltm.store.search.fusion.line_scores`. ``plan``: ``text``'s
-        :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, on an engine
-        that finds the keyword side first (:class:`KeywordFirst`), what it found while the model embedded the
-        query, or the future of its call."""
+    def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
+        """What a search needs before the model embeds its query, in one call
+        (:func:`ltm.store.request.context_of`): whether any row carries validity (when ``validity``: a read adds
+        no visibility clause where none does), the stored vectors' dimension (when ``dimension``) and {word:
+        stored speaker, ``sent_from`` and role names holding it} for the ``words`` (lower case) of a question
+        (:mod:`ltm.store.search.speakers`: its names are put in the first person before it is embedded)."""
 
-    def signal_scores(
-        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
-    ) -> dict[str, dict[str, float]]:
-        """Per-signal scores (dense, context, keyword) of messages ``ids`` for a query, for ``explain``."""
+    def search(self, request: SearchRequest) -> list[MemoryHit]:
+        """The ``request.k`` best hits (:class:`~ltm.store.request.SearchRequest`): the engine deletes what expired
+        first (:func:`ltm.store.request.expire`), compiles the filter tree, gathers, scores and reads its
+        candidates (messages whose content key is ``exact_key`` first; a hybrid search's dense signal over a long
+        query's ``lines`` is :func:`ltm.store.search.fusion.line_scores`; on a :class:`KeywordFirst` engine,
+        ``keyword`` is what its keyword side found while the model embedded the query, or the future of it),
+        and applies ``threshold`` / ``explain`` (:func:`ltm.store.request.answered`)."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""
@@ -269,31 +253,16 @@ class WritesBehind(Protocol):
 @runtime_checkable
 class KeywordFirst(Protocol):
     """An engine whose hybrid search can take its keyword side found beforehand, while the model embeds the
-    query (:meth:`DocumentBackend.search`'s ``keyword``), rather than ranking it inside one statement."""
+    query (the request's ``keyword``), rather than ranking it inside one statement."""
 
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> KeywordSide:
-        """A hybrid search's keyword side for ``text``, with whatever of the candidates' rows the engine can read
-        without the query vector before ``model_done`` is set (what is left, :meth:`DocumentBackend.search` reads
+    def keyword_ahead(
+        self, request: SearchRequest, model_done: threading.Event
+    ) -> tuple[Callable[[], KeywordSide], bool]:
+        """A hybrid search's keyword side for ``request`` (no vector yet) as a call to run on another thread, and
+        whether that call runs without the handle's lock (then the search takes it as a future and does its dense
+        side before it needs it; else the thread takes the lock around it). The call reads ahead whatever of the
+        candidates' rows it can before ``model_done`` is set (what is left, :meth:`DocumentBackend.search` reads
         with the dense candidates' rows). Called under the handle's lock."""
-
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> Callable[[], KeywordSide] | None:
-        """:meth:`keyword_candidates` as a call to run on another thread without the handle's lock (made under
-        it), so that the search can take it as a future and do its dense side before it needs it; None where the
-        keyword side needs the lock (then :meth:`keyword_candidates` runs under it)."""
 
 
 @runtime_checkable

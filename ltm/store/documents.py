@@ -72,11 +72,12 @@ class DocumentStore(OffLoop):
         ``delete``: messages deleted first in the same transaction)."""
 
     @abstractmethod
-    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        """Vectors for texts (stored ones reused by content key: no model call for them)."""
+    def _embed(self, texts: builtins.list[str], purpose: str, *, dim: int | None = None) -> np.ndarray:
+        """Vectors for texts (stored ones reused by content key: no model call for them); ``dim``: the namespace's
+        dimension when the caller knows it already (else it is read from the engine)."""
 
     @abstractmethod
-    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+    async def _aembed(self, texts: builtins.list[str], purpose: str, *, dim: int | None = None) -> np.ndarray:
         """Async twin of :meth:`_embed`."""
 
     @abstractmethod

@@ -314,11 +314,19 @@ class MemoryStorage(Searching, Versions):
             self.purge_expired()
             return self._engine().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
 
-    def _embed(self, texts: builtins.list[str], purpose: str, during: Callable[[], object] | None = None) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), self._vectors_by_key, purpose, during)
+    def _embed(
+        self,
+        texts: builtins.list[str],
+        purpose: str,
+        during: Callable[[], object] | None = None,
+        *,
+        dim: int | None = None,
+    ) -> np.ndarray:
+        known = dim if dim is not None else self._known_dim()
+        return self.embedder.embed(texts, known, self._vectors_by_key, purpose, during)
 
-    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        dim = await self._off(self._known_dim)
+    async def _aembed(self, texts: builtins.list[str], purpose: str, *, dim: int | None = None) -> np.ndarray:
+        dim = dim if dim is not None else await self._off(self._known_dim)
         return await self.embedder.aembed(texts, dim, known=self._vectors_by_key, purpose=purpose, run=self._off)
 
     def _known_dim(self) -> int | None:

@@ -20,6 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,11 @@ from ltm.store.embedded import history as trail
 from ltm.store.embedded.behind import Staging, WriteBehind
 from ltm.store.embedded.erase import erase
 from ltm.store.embedded.explain import sqlite_signals
-from ltm.store.embedded.filters import compile_filters, to_sql
+from ltm.store.embedded.filters import to_sql
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
+from ltm.store.embedded.query import SearchQuery
 from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
 from ltm.store.embedded.shared import SHARED
 from ltm.store.embedded.validity import has_validity, served
@@ -43,22 +45,11 @@ from ltm.store.embedded.writes import delete_matching, insert_groups, replace_ro
 from ltm.store.embedder import Embedder
 from ltm.store.handle import Handle
 from ltm.store.naming import namespace_dir
-from ltm.store.records import (
-    Analysis,
-    ForgetReceipt,
-    HistoryEvent,
-    KeywordAhead,
-    KeywordSide,
-    MemoryHit,
-    Mode,
-    Row,
-    SearchQuery,
-    StoreStats,
-    unpack,
-)
+from ltm.store.records import ForgetReceipt, HistoryEvent, KeywordSide, MemoryHit, Row, StoreStats, unpack
+from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.fusion import DEPTH
-from ltm.store.validity import DefaultView
+from ltm.store.search.query import analyse
 
 __all__ = ["EmbeddedBackend"]
 
@@ -311,85 +302,62 @@ class EmbeddedBackend(PooledNamespace):
             rows = log.db.execute("SELECT id, event, old, at FROM history ORDER BY hseq").fetchall()
         return [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
 
-    def search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: str,
-        filters: Mapping[str, Any] | None,
-        exact_key: bytes | None = None,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> builtins.list[MemoryHit]:
-        if not isinstance(filters, DefaultView):  # the default view is the store's own: nothing to check
-            compile_filters(filters)  # InvalidInput for a bad filter, even with k=0
-        if k == 0:
+    def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
+        return context_of(self, words, dimension, validity)
+
+    def search(self, request: SearchRequest) -> builtins.list[MemoryHit]:
+        expire(self, self.settings.history_limit)
+        return answered(self, request, self._ranked(request))
+
+    def _ranked(self, request: SearchRequest) -> builtins.list[MemoryHit]:
+        if request.k == 0:
             return []
         # keyword search reads SQLite only: the vector indexes stay unloaded
-        log, mirror = self._synced() if mode != "keyword" else self._require()
-        with translate(log.path):
-            rest, hidden = served(log.db, filters, log)
-        where, params = compile_filters(rest)
-        mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
+        log, mirror = self._synced() if request.mode != "keyword" else self._require()
+        where, params, hidden = _clause(log, request)
         return retrieve(
             log,
             mirror,
             SearchQuery(
-                text,
-                vector,
-                k,
-                mode_,
+                request.text,
+                request.vector,
+                request.k,
+                request.mode,
                 where,
                 tuple(params),
-                exact_key=exact_key,
-                lines=lines,
-                analysis=plan,
-                keyword=keyword,
+                exact_key=request.exact_key,
+                lines=request.lines,
+                analysis=request.plan,
+                keyword=request.keyword,
                 hidden=hidden,
             ),
         )
 
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> Callable[[], KeywordSide] | None:
-        """:meth:`keyword_candidates` as a call that needs no store lock, through the log's second connection
-        (:meth:`~ltm.store.embedded.log.MessageLog.keyword_reader`), in a namespace of :data:`READ_BESIDE_FROM` rows
-        or more: there BM25 alone can last as long as the model, and the search's dense side then runs while the
-        keyword side finishes (docs/SEARCH_SPEED.md). None below that size, on read-only storage, or while another
-        search's keyword side holds the reader."""
+    def keyword_ahead(
+        self, request: SearchRequest, model_done: threading.Event
+    ) -> tuple[Callable[[], KeywordSide], bool]:
+        """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
+        the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`). In a namespace of
+        :data:`READ_BESIDE_FROM` rows or more the call needs no store lock: it reads through the log's second
+        connection (:meth:`~ltm.store.embedded.log.MessageLog.keyword_reader`), where BM25 alone can last as long
+        as the model, and the search's dense side then runs while the keyword side finishes (docs/SEARCH_SPEED.md).
+        Below that size, on read-only storage, or while another search's keyword side holds the reader, it reads
+        under the lock through the store's connection."""
         log = self._require()[0]
-        if log.heads()[0] < READ_BESIDE_FROM:
-            return None
-        reader = log.keyword_reader()
+        reader = log.keyword_reader() if log.heads()[0] >= READ_BESIDE_FROM else None
         if reader is None:
-            return None
+            return partial(self._keyword_side, request, model_done), False
 
         def run() -> KeywordSide:
             try:
-                return _keyword_side(reader, text, plan, k, filters, model_done)
+                return _keyword_side(reader, request, model_done)
             finally:
                 log.release_reader()
 
-        return run
+        return run, True
 
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> KeywordSide:
-        """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
-        the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`)."""
-        return _keyword_side(self._require()[0], text, plan, k, filters, model_done)
+    def _keyword_side(self, request: SearchRequest, model_done: threading.Event) -> KeywordSide:
+        return _keyword_side(self._require()[0], request, model_done)
 
     def signal_scores(
         self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
@@ -433,19 +401,25 @@ class EmbeddedBackend(PooledNamespace):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _keyword_side(
-    log: MessageLog,
-    text: str,
-    plan: Analysis,
-    k: int,
-    filters: Mapping[str, Any] | None,
-    model_done: threading.Event | None,
-) -> KeywordSide:
+def _clause(log: MessageLog, request: SearchRequest) -> tuple[str | None, builtins.list[Any], frozenset[int] | None]:
+    """(SQL clause over ``messages m`` or None, its parameters, seqs to leave out) of a request's filter tree: the
+    default view alone is served by leaving out the few rows it hides (:func:`ltm.store.embedded.validity.served`)."""
+    if request.view is not None:
+        with translate(log.path):
+            rest, hidden = served(log.db, request.view, log)
+        if rest is None:
+            return None, [], hidden
+    if request.filters is None:
+        return None, [], None
+    where, params = to_sql(request.filters)
+    return where, params, None
+
+
+def _keyword_side(log: MessageLog, request: SearchRequest, model_done: threading.Event | None) -> KeywordSide:
     """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
-    with translate(log.path):
-        rest, hidden = served(log.db, filters, log)
-    where, params = compile_filters(rest)
-    fetch = max(3 * k, DEPTH)
+    where, params, hidden = _clause(log, request)
+    fetch = max(3 * request.k, DEPTH)
+    plan = request.plan if request.plan is not None else analyse(request.text)
     if hidden:
-        return keyword_side(log, text, plan, fetch, where or "1", params, model_done, hidden=hidden)
-    return keyword_side(log, text, plan, fetch, where or "1", params, model_done)
+        return keyword_side(log, request.text, plan, fetch, where or "1", params, model_done, hidden=hidden)
+    return keyword_side(log, request.text, plan, fetch, where or "1", params, model_done)

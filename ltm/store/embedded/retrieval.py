@@ -12,9 +12,10 @@ import numpy as np
 from ltm.message import Message
 from ltm.store.embedded.log import CandidateRow, MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.query import SearchQuery
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.embedded.when import newest_time
-from ltm.store.records import KeywordSide, MemoryHit, SearchQuery
+from ltm.store.records import KeywordSide, MemoryHit
 from ltm.store.search import query as plans
 from ltm.store.search.fusion import (
     DEPTH,

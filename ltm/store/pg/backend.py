@@ -22,7 +22,7 @@ batch is still one transaction, and readers meanwhile search the namespace exact
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
@@ -36,7 +36,7 @@ from ltm.message import Message
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, as_vector, record
 from ltm.store.pg.erase import erase
-from ltm.store.pg.filters import pg_filter
+from ltm.store.pg.filters import pg_where
 from ltm.store.pg.hnsw import BUILD_LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.keyword import KeywordPlanner
 from ltm.store.pg.nearest import PgNearest, query_vector
@@ -46,7 +46,8 @@ from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.search import candidates_sql, search_sql
 from ltm.store.pg.validity import has_validity, supersede
-from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
+from ltm.store.records import ForgetReceipt, MemoryHit, Row, StoreStats
+from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
@@ -331,26 +332,29 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
 
-    def search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: str,
-        filters: Mapping[str, Any] | None,
-        exact_key: bytes | None = None,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> list[MemoryHit]:
+    def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
+        return context_of(self, words, dimension, validity)
+
+    def search(self, request: SearchRequest) -> list[MemoryHit]:
+        expire(self, self.settings.history_limit)
+        return answered(self, request, self._ranked(request))
+
+    def _ranked(self, request: SearchRequest) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
-        the keyword side itself, so ``plan`` and ``keyword`` are not needed."""
-        del plan, keyword
-        where, params = pg_filter(filters)
+        the keyword side itself, so the request's ``plan`` and ``keyword`` are not needed."""
+        text, vector, k, mode, lines, exact_key = (
+            request.text,
+            request.vector,
+            request.k,
+            request.mode,
+            request.lines,
+            request.exact_key,
+        )
+        where, params = pg_where(request.filters)
         if k == 0:
             return []
         dense = mode != "keyword" and vector is not None and self.dimension() is not None
-        hnsw = dense and self._hnsw(bool(filters))
+        hnsw = dense and self._hnsw(request.filters is not None)
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
         by_lines = hybrid and dense and lines is not None and len(lines) > 1
