@@ -69,7 +69,7 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 
 class KeywordSide(NamedTuple):
     """A hybrid search's keyword side, found on a worker thread while the model embeds the query
-    (:meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`): the candidates, best first, and the engine's
+    (:meth:`~ltm.store.backend.KeywordFirst.keyword_ahead`): the candidates, best first, and the engine's
     rows of them read then too, with the store's ``version`` at that read (the engine reads a row again when the
     store has changed since: a message deleted meanwhile is never returned)."""
 
@@ -79,7 +79,7 @@ class KeywordSide(NamedTuple):
 
 
 # What a hybrid search takes as its keyword side: found, or still being found on a worker thread that needs no store
-# lock (:meth:`~ltm.store.backend.KeywordFirst.keyword_beside`), waited for when the search needs it.
+# lock (:meth:`~ltm.store.backend.KeywordFirst.keyword_ahead`), waited for when the search needs it.
 KeywordAhead: TypeAlias = KeywordSide | Future[KeywordSide | None]
 
 

@@ -1,13 +1,17 @@
 """MemoryStorage's search half: ``search`` / ``asearch`` (hybrid, dense, keyword) and ``search_similar``.
 
-:class:`Searching` is a base class of :class:`~ltm.store.storage.MemoryStorage`. A search by text does what needs
-no query vector while the model embeds the query: the keyword side (the engine's
-:meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`, with the rows of its candidates) runs on a worker
+:class:`Searching` is a base class of :class:`~ltm.store.storage.MemoryStorage`. A search crosses the seam to its
+engine a fixed few times (tests/store/test_seam.py counts them): one
+:meth:`~ltm.store.backend.DocumentBackend.search_context` before the model (validity, dimension, the question's
+speaker names), the keyword side on an engine that finds it first, and one
+:class:`~ltm.store.request.SearchRequest` that the engine compiles, ranks, reads and explains itself.
+
+A search by text does what needs no query vector while the model embeds the query: the keyword side (the
+engine's :meth:`~ltm.store.backend.KeywordFirst.keyword_ahead`, with the rows of its candidates) runs on a worker
 thread, since SQLite and ONNX Runtime both let go of the GIL; the search then pays max(model, keyword side)
-instead of their sum (docs/SEARCH_SPEED.md). Where the engine can run the keyword side without the store's lock
-(:meth:`~ltm.store.backend.KeywordFirst.keyword_beside`: a large embedded namespace, through a second
-connection), the search takes it as a future and does its dense side before it waits for it. A search given its
-vector runs every part in line, with the same hits.
+instead of their sum (docs/SEARCH_SPEED.md). Where the engine can run the keyword side without the store's lock (a
+large embedded namespace, through a second connection), the search takes it as a future and does its dense side
+before it waits for it. A search given its vector runs every part in line, with the same hits.
 """
 
 from __future__ import annotations

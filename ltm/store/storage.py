@@ -31,7 +31,7 @@ from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import forgetting
 from ltm.store import rows as rowplan
-from ltm.store.adding import add_groups
+from ltm.store.adding import Embedded, add_groups
 from ltm.store.backend import DocumentBackend, Engine, StagedAdd, StagedAdds, WritesBehind, backend_for
 from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
@@ -68,7 +68,6 @@ class MemoryStorage(Searching, Versions):
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._engine_type = backend if backend is not None else backend_for(self.settings)
         self._backend: DocumentBackend | None = None  # the open namespace's
-        self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
         if namespace is not None:
             self._open(namespace)
 
@@ -92,7 +91,8 @@ class MemoryStorage(Searching, Versions):
         self._embedding = embedding
         self._embedder: Embedder | None = None
         self._lock = HandleLock()
-        # whole adds (lookups, one embedding call, one commit) of callers that queued while a group was in flight
+        # the adds of callers that queued while a group was in flight, as one (lookups, one embedding call, one
+        # commit): add_batch's whole adds and aadd_batch's, embedded already (adding.Embedded)
         self._adds = GroupCommit(
             threading.RLock(), partial(add_groups, self, max_bytes=self.settings.max_content_bytes)
         )
@@ -257,9 +257,10 @@ class MemoryStorage(Searching, Versions):
     ) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
         how many replaced a stored message (replace). Adds from concurrent threads are committed together
-        (:mod:`ltm.store.group`): one fsync for the group, each caller answered once it is on disk."""
+        (:mod:`ltm.store.group`, the queue :meth:`add_batch` uses): one fsync for the group, each caller answered
+        once it is on disk."""
         if not replace:
-            return self._grouped.submit((pending, vectors))
+            return self._adds.submit(Embedded(pending, vectors))
         with self._lock:
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])

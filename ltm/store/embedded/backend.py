@@ -54,7 +54,7 @@ from ltm.store.search.query import analyse
 __all__ = ["EmbeddedBackend"]
 
 # From this many rows a hybrid search's keyword side reads through the log's second connection, beside the search
-# (keyword_beside): below it BM25 ends well within the model's time (docs/SEARCH_SPEED.md), and a small namespace keeps
+# (keyword_ahead): below it BM25 ends well within the model's time (docs/SEARCH_SPEED.md), and a small namespace keeps
 # to one connection (file descriptors: ltm.store.embedded.pool).
 READ_BESIDE_FROM = 10_000
 
