@@ -12,7 +12,8 @@ one :func:`backend_for` picks from the settings:
   number of processes on any number of hosts.
 
 An engine is a class with the two class methods of :class:`Engine`; what it opens is a :class:`DocumentBackend`,
-the core every engine implements, and any of the capabilities that only some engines have (:class:`StagedAdds`,
+the core every engine implements (with the small roles it hands out, :mod:`ltm.store.roles`: reads, history,
+lifespan, upkeep; a search is one :class:`~ltm.store.request.SearchRequest`), and any of the capabilities that only some engines have (:class:`StagedAdds`,
 :class:`WritesBehind`, :class:`KeywordFirst`, :class:`TermStatistics`): the facade checks for those with
 ``isinstance`` and goes without, so no engine stubs a member it cannot fill.
 A new engine is a package beside ``embedded/`` and ``pg/`` with both, passing the contract suite
@@ -23,8 +24,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -36,15 +36,13 @@ from ltm.store import rows as rowplan
 from ltm.store.handle import Handle
 from ltm.store.records import (
     DatabaseNamespace,
-    ForgetReceipt,
-    HistoryEvent,
     KeywordSide,
     MemoryHit,
     NamespaceInfo,
     Row,
-    StoreStats,
 )
 from ltm.store.request import SearchContext, SearchRequest
+from ltm.store.roles import History, Lifespan, Reads, Upkeep
 from ltm.store.search.filters import Filter
 
 __all__ = [
@@ -138,62 +136,6 @@ class DocumentBackend(Protocol):
     def remove(self, tree: Filter | None, history_limit: int) -> int:
         """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
 
-    def set_expiry(self, expiries: Mapping[str, float]) -> int:
-        """Set ``expires_at`` (unix seconds) of the messages with these ids in one transaction, changing nothing
-        else (no history event, same seq, content and vectors); how many were stored."""
-
-    def forget(
-        self, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
-    ) -> ForgetReceipt:
-        """Erase every copy of the messages with ``ids`` (and matching ``tree``, when given) or, without ids, of
-        those matching ``tree``: rows, keyword index, vectors, history contents (a FORGET event each, with
-        ``reason``), staged rows, and the bytes the engine's files or tables keep after a delete."""
-
-    def supersede(
-        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
-    ) -> None:
-        """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (metadata and validity
-        only), ``rows`` (the new version) are inserted, all recorded in the history; NotFound / InvalidInput as
-        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
-
-    def has_validity(self) -> bool:
-        """Whether any row of the namespace carries validity (:mod:`ltm.store.validity`): when none does, a read
-        adds no visibility clause."""
-
-    def index_metadata(self, key: str) -> None:
-        """Index filters on ``metadata.KEY``."""
-
-    def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
-        """Make ``rows`` the history of the ids they name (replacing theirs)."""
-
-    def bulk(self) -> AbstractContextManager[None]:
-        """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
-
-    # -- reads -----------------------------------------------------------------------------------------------
-    def body_of(self, message_id: str) -> str | None:
-        """The stored message JSON, or None."""
-
-    def count_where(self, tree: Filter | None) -> int:
-        """Messages matching ``tree`` (all when None)."""
-
-    def recent(self, n: int) -> list[str]:
-        """The ``n`` newest bodies by insertion order, oldest first."""
-
-    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
-        """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
-
-    def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
-        """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
-
-    def due(self, now: float) -> bool:
-        """Whether some message's expiry is at or before ``now``."""
-
-    def events(self, message_id: str) -> list[HistoryEvent]:
-        """The message's history, oldest first."""
-
-    def trail_rows(self) -> list[tuple[str, str, str | None, float]]:
-        """The namespace's history, oldest first: (id, event, old body, at)."""
-
     # -- searches --------------------------------------------------------------------------------------------
     def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
         """What a search needs before the model embeds its query, in one call
@@ -216,8 +158,22 @@ class DocumentBackend(Protocol):
     def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
         """Each vector's highest cosine to a stored message (-1.0 when none; 1.0 for stored keys)."""
 
-    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
-        """Counts for health checks."""
+    # -- roles: reads, history, lifespan, upkeep ---------------------------------------------------------------
+    @property
+    def reads(self) -> Reads:
+        """What a handle reads of the rows besides a search."""
+
+    @property
+    def history(self) -> History:
+        """The namespace's history of events."""
+
+    @property
+    def lifespan(self) -> Lifespan:
+        """Expiry, versions and erasure."""
+
+    @property
+    def upkeep(self) -> Upkeep:
+        """A metadata index, a bulk load."""
 
     # -- lifetime --------------------------------------------------------------------------------------------
     def save(self) -> None:

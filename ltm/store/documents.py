@@ -108,7 +108,7 @@ class DocumentStore(OffLoop):
         check_id(message_id)
         with self._lock:
             self.purge_expired()
-            body = self._engine().body_of(message_id)
+            body = self._engine().reads.body_of(message_id)
         if body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
         return Message.load(body)
@@ -123,12 +123,12 @@ class DocumentStore(OffLoop):
         """How many messages are stored, every version included (:meth:`count` counts those valid now)."""
         with self._lock:
             self.purge_expired()
-            return self._engine().count_where(None)
+            return self._engine().reads.count_where(None)
 
     def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
         with self._lock:
-            return [Message.load(b) for b in self._engine().recent(check_k(n))] if n else []
+            return [Message.load(b) for b in self._engine().reads.recent(check_k(n))] if n else []
 
     def list(
         self,
@@ -149,7 +149,7 @@ class DocumentStore(OffLoop):
         tree = checked_filters(self._visible(filters, as_of, known_at))
         with self._lock:
             self.purge_expired()
-            found = self._engine().listed(after, limit + 1, tree)  # one more: is there a next?
+            found = self._engine().reads.listed(after, limit + 1, tree)  # one more: is there a next?
         return MessagePage.of(found, limit)
 
     def iter(self, filters: Mapping[str, Any] | None = None, *, page: int = 1000) -> Iterator[Message]:
@@ -177,7 +177,7 @@ class DocumentStore(OffLoop):
         tree = checked_filters(self._visible(filters, as_of, known_at))
         with self._lock:
             self.purge_expired()
-            return self._engine().count_where(tree)
+            return self._engine().reads.count_where(tree)
 
     def _visible(
         self, filters: Mapping[str, Any] | None, as_of: Any = None, known_at: Any = None
@@ -186,7 +186,7 @@ class DocumentStore(OffLoop):
         itself, at the cost of one index probe, when neither time is given and no row carries validity."""
         if as_of is None and known_at is None:
             with self._lock:
-                if not self._engine().has_validity():
+                if not self._engine().lifespan.has_validity():
                     return filters
         return with_filters(filters, visibility(as_of, known_at))
 
@@ -198,7 +198,7 @@ class DocumentStore(OffLoop):
         after = 0
         while True:
             with self._lock:
-                rows = self._engine().page(after, batch, with_vectors)
+                rows = self._engine().reads.page(after, batch, with_vectors)
             if not rows:
                 return
             for seq, body, vector in rows:
@@ -237,7 +237,7 @@ class DocumentStore(OffLoop):
             raise InvalidInput(f"metadata must be a dict, got {type(metadata).__name__}")
         with self._lock:
             self.purge_expired()
-            old_body = self._engine().body_of(str(message_id))
+            old_body = self._engine().reads.body_of(str(message_id))
         if old_body is None:
             raise NotFound(
                 f"no message {message_id!r} in namespace {self.namespace!r} (deleted, expired or never "
@@ -294,13 +294,13 @@ class DocumentStore(OffLoop):
         if not checked:
             return 0
         with self._lock:
-            return self._engine().set_expiry(checked)
+            return self._engine().lifespan.set_expiry(checked)
 
     def history(self, message_id: str) -> builtins.list[HistoryEvent]:
         """The message's ADD / UPDATE / DELETE events, oldest first, each with old and new values and its time
         (at most ``settings.history_limit`` events are kept per namespace, the oldest dropped first)."""
         with self._lock:
-            return self._engine().events(str(message_id))
+            return self._engine().history.events(str(message_id))
 
     def index_metadata(self, key: str) -> None:
         """Index metadata ``key`` (``a.b`` for a nested one), so that ``metadata.KEY`` filters on it become
@@ -308,7 +308,7 @@ class DocumentStore(OffLoop):
         little on every add, like any index."""
         metadata_path(f"metadata.{key}")  # InvalidInput for a bad key, on every engine
         with self._lock:
-            self._engine().index_metadata(key)
+            self._engine().upkeep.index_metadata(key)
 
     # -- deleting by filter -------------------------------------------------------------------------------
     def delete_where(self, filters: Mapping[str, Any]) -> int:
@@ -337,7 +337,9 @@ class DocumentStore(OffLoop):
         with self._lock:
             engine = self._engine()
             return (
-                engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit) if engine.due(now) else 0
+                engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit)
+                if engine.lifespan.due(now)
+                else 0
             )
 
     # -- export / import ----------------------------------------------------------------------------------
@@ -365,7 +367,7 @@ class DocumentStore(OffLoop):
         """The namespace's whole audit trail, oldest first, as (id, event, old message JSON, unix time): what
         ``ltm migrate`` carries to the other engine (see :meth:`load_history`)."""
         with self._lock:
-            return self._engine().trail_rows()
+            return self._engine().history.trail_rows()
 
     def load_history(self, rows: Iterable[tuple[str, str, str | None, float]]) -> None:
         """Make ``rows`` (from :meth:`history_rows` of another store) the history of the ids they name, in one
@@ -374,7 +376,7 @@ class DocumentStore(OffLoop):
         if any(e not in EVENTS for _, e, _, _ in listed):
             raise InvalidInput(f"history events are one of {EVENTS}")
         with self._lock:
-            self._engine().load_trail(listed, self.settings.history_limit)
+            self._engine().history.load_trail(listed, self.settings.history_limit)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -383,7 +385,7 @@ class DocumentStore(OffLoop):
         (new, or under 1,000 rows) gets the index once when the block ends instead of one graph insert per row
         (readers meanwhile search it exactly); the embedded engine writes as ever."""
         with self._lock:
-            bulk = self._engine().bulk()
+            bulk = self._engine().upkeep.bulk()
         with bulk:
             yield
 

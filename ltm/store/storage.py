@@ -340,7 +340,7 @@ class MemoryStorage(Searching, Versions):
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
             self.purge_expired()
-            return self._engine().stats(self.namespace, self.embedder.model, self.embedder.calls)
+            return self._engine().reads.stats(self.namespace, self.embedder.model, self.embedder.calls)
 
     def forget(
         self,

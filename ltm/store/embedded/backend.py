@@ -47,6 +47,7 @@ from ltm.store.handle import Handle
 from ltm.store.naming import namespace_dir
 from ltm.store.records import ForgetReceipt, HistoryEvent, KeywordSide, MemoryHit, Row, StoreStats, unpack
 from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
+from ltm.store.roles import Roles
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.fusion import DEPTH
 from ltm.store.search.query import analyse
@@ -59,7 +60,7 @@ __all__ = ["EmbeddedBackend"]
 READ_BESIDE_FROM = 10_000
 
 
-class EmbeddedBackend(PooledNamespace):
+class EmbeddedBackend(PooledNamespace, Roles):
     """One handle's open namespace directory. Build it with :meth:`open`; call it under the handle's lock."""
 
     engine_name = "embedded"

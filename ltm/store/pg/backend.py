@@ -48,6 +48,7 @@ from ltm.store.pg.search import candidates_sql, search_sql
 from ltm.store.pg.validity import has_validity, supersede
 from ltm.store.records import ForgetReceipt, MemoryHit, Row, StoreStats
 from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
+from ltm.store.roles import Roles
 from ltm.store.search.filters import Compare, Filter
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
 from ltm.store.search.query import question_stems
@@ -59,7 +60,7 @@ _MIGRATE = "migrate its messages into a namespace of the new model (ltm migrate 
 HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unless hnsw_threshold is lower)
 
 
-class PgBackend(PgDocuments, PgNearest, PgSeam):
+class PgBackend(PgDocuments, PgNearest, PgSeam, Roles):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
