@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "NO_VECTOR": "ltm.store.rows",
     "NamespaceHit": "ltm.store.across",
     "NamespaceInfo": "ltm.store.catalog",
+    # the embedded engine's compiled query, public before engines took one SearchRequest: loaded on use only
     "SearchQuery": "ltm.store.embedded.query",
     "StoreStats": "ltm.store.records",
     "database_namespaces": "ltm.store.catalog",
@@ -49,7 +50,6 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff
     from ltm.store.catalog import namespace_exists as namespace_exists
     from ltm.store.catalog import namespace_path as namespace_path
     from ltm.store.catalog import namespaces as namespaces
-    from ltm.store.embedded.query import SearchQuery as SearchQuery
     from ltm.store.records import ForgetReceipt as ForgetReceipt
     from ltm.store.records import HistoryEvent as HistoryEvent
     from ltm.store.records import MemoryHit as MemoryHit
