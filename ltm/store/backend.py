@@ -13,9 +13,10 @@ one :func:`backend_for` picks from the settings:
 
 An engine is a class with the two class methods of :class:`Engine`; what it opens is a :class:`DocumentBackend`,
 the core every engine implements (with the small roles it hands out, :mod:`ltm.store.roles`: reads, history,
-lifespan, upkeep; a search is one :class:`~ltm.store.request.SearchRequest`), and any of the capabilities that only some engines have (:class:`StagedAdds`,
-:class:`WritesBehind`, :class:`KeywordFirst`, :class:`TermStatistics`): the facade checks for those with
-``isinstance`` and goes without, so no engine stubs a member it cannot fill.
+lifespan, upkeep; a search is one :class:`~ltm.store.request.SearchRequest`), and any of the capabilities that
+only some engines have (:class:`StagedAdds`, :class:`WritesBehind`, :class:`KeywordFirst`,
+:class:`TermStatistics`): the facade checks for those with ``isinstance`` and goes without, so no engine stubs a
+member it cannot fill.
 A new engine is a package beside ``embedded/`` and ``pg/`` with both, passing the contract suite
 (``tests/store/contract``, parametrised over the engines); docs/ARCHITECTURE.md draws where it goes.
 """
