@@ -99,9 +99,9 @@ def _model_watched(store: Any, ended: list[float]) -> Iterator[None]:
     had = vars(store).get("_embed")
     embed = store._embed
 
-    def model(*args: Any) -> Any:
+    def model(*args: Any, **kwargs: Any) -> Any:
         try:
-            return embed(*args)
+            return embed(*args, **kwargs)
         finally:
             ended.append(time.perf_counter())
 

@@ -166,11 +166,11 @@ def test_the_time_after_the_model_is_timed_from_each_searchs_own_model_call(
         calls: list[str] = []
         embed = store._embed
 
-        def counted(texts: list[str], purpose: str, *rest: Any) -> Any:
+        def counted(texts: list[str], purpose: str, *rest: Any, **named: Any) -> Any:
             calls.append(purpose)
-            return embed(texts, purpose, *rest)
+            return embed(texts, purpose, *rest, **named)
 
-        store._embed = counted  # type: ignore[method-assign, assignment]
+        store._embed = counted  # type: ignore[method-assign]
         profile_search.after_model(store, ["who likes sushi?", "pottery?"])
         assert len(calls) == 4  # one model call per search, dense and default for each question
         assert "_embed" in vars(store) and len(calls) == 4  # the model call it found is put back as it was
