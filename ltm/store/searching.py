@@ -202,7 +202,7 @@ class Searching(DocumentStore):
         with self._lock:
             run, beside = backend.keyword_ahead(request, model_done)
         if not beside:
-            return _KEYWORD_SIDE.submit(self._locked, run), False
+            return _KEYWORD_SIDE.submit(self._locked, backend, run), False
         try:
             return _KEYWORD_SIDE.submit(run), True
         except RuntimeError:  # the worker pool is shut down (the interpreter is exiting): run it here
@@ -210,10 +210,11 @@ class Searching(DocumentStore):
             done.set_result(run())
             return done, True
 
-    def _locked(self, run: Callable[[], KeywordSide]) -> KeywordSide:
-        """``run`` under the store's lock (a keyword side that reads through the store's connection)."""
+    def _locked(self, backend: DocumentBackend, run: Callable[[], KeywordSide]) -> KeywordSide | None:
+        """``run`` under the store's lock (a keyword side that reads through the store's connection); None when the
+        handle closed ``backend`` meanwhile (the search then finds its keyword side in line, on the engine it has)."""
         with self._lock:
-            return run()
+            return run() if self._backend is backend else None
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
