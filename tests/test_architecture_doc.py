@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
 
@@ -104,3 +106,16 @@ def _module_exists(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
         return False
+
+
+@pytest.mark.parametrize("name", ["metagpt", "langgraph", "autogen", "crewai", "llama_index"])
+def test_every_framework_has_the_one_layout(name: str) -> None:
+    """Each framework's adapter, page, tests and test leg sit where every other framework's do."""
+    assert (ROOT / "ltm" / "integrations" / f"{name}.py").is_file() or (
+        ROOT / "ltm" / "integrations" / name / "__init__.py"
+    ).is_file()
+    assert (ROOT / "docs" / "frameworks" / f"{name}.md").is_file()
+    tests = ROOT / "tests" / "integrations"
+    assert (tests / f"test_{name}.py").is_file() or (tests / name / "__init__.py").is_file()
+    if name != "llama_index":  # a dependency of the core: its tests run in ltm's own environment
+        assert (ROOT / "scripts" / "frameworks" / name).is_file()
