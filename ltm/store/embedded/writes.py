@@ -77,10 +77,10 @@ def replace_rows(
         events: builtins.list[tuple[str, Event, str | None]] = []
         if delete is not None:
             events.extend(delete_matching(log, write, *delete))
-        # one read tells which ids are stored: a batch of new records (the common save) then costs no lookup per row
-        stored = log.existing_ids([row.id for row in rows])
+        # one read tells a batch which ids are stored: new records (the common save) then cost no lookup per row
+        stored = log.existing_ids([row.id for row in rows]) if len(rows) > 1 else None
         for row in rows:
-            old = log.body_of(row.id) if row.id in stored else None
+            old = log.body_of(row.id) if stored is None or row.id in stored else None
             if old is None and update:  # deleted since update() read it: nothing changes
                 raise NotFound(f"no message {row.id!r} in namespace {namespace!r} (deleted meanwhile)")
             if old is not None:
