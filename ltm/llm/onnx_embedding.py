@@ -83,6 +83,12 @@ class OnnxEmbedding(BaseEmbedding):
         the same vectors as lists."""
         return self._model.vectors(texts, self.embed_batch_size)
 
+    def text_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`vectors` for texts to store: a text longer than the model's window gets the mean of its windows'
+        vectors (:meth:`OnnxModel.text_vectors`); llama-index's text entry points give these, its query ones
+        :meth:`vectors`'."""
+        return self._model.text_vectors(texts, self.embed_batch_size)
+
     def _embed_sorted(self, texts: Sequence[str]) -> np.ndarray:
         return self._model.embed_sorted(texts)
 
@@ -100,15 +106,16 @@ class OnnxEmbedding(BaseEmbedding):
         return _unobserved_dispatch()
 
     def _get_text_embedding(self, text: str) -> list[float]:
-        vector: list[float] = self.vectors([text])[0].tolist()
+        vector: list[float] = self.text_vectors([text])[0].tolist()
         return vector
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        vectors: list[list[float]] = self.vectors(texts).tolist()
+        vectors: list[list[float]] = self.text_vectors(texts).tolist()
         return vectors
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._get_text_embedding(query)
+        vector: list[float] = self.vectors([query])[0].tolist()
+        return vector
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
