@@ -4,10 +4,13 @@ The texts are QMSum's real meeting utterances of 1-4 KB (parliamentary speeches,
 ``bench/data/qmsum.json`` (``python -m bench.retrieval.fetch``). Each round, interleaved:
 
 - the model alone: :meth:`~ltm.llm.onnx_model.OnnxModel.text_vectors` over all the texts (what a store's add
-  asks the model for: every window of a long text), texts/s, and ``vectors`` over them (their first windows
-  only, what a store embedded before), so the windows' cost is a ratio of the same run;
+  asks the model for: every window of a long text), and ``vectors`` over them (their first windows only, what a
+  store embedded before), so the windows' cost is a ratio of the same run;
 - ltm: a new store, ``add_batch`` of the same texts as messages in batches of ``--batch`` (a session's turns),
-  texts/s, and the share of that time spent in the ONNX session itself.
+  and the share of its wall time spent in the ONNX session itself.
+
+Rates are texts per CPU second of the process (every thread): on a shared machine wall time swings with the
+others' load, CPU time far less.
 
     python -m bench.long_turns                      # 200 turns, 3 rounds
     python -m bench.long_turns --turns 100 --rounds 5 --profile
@@ -53,14 +56,16 @@ def long_turns(count: int, path: Path = DATA) -> list[tuple[str, str]]:
 
 
 def _model_rate(model: Any, texts: list[str], first_window: bool = False) -> float:
-    """texts/s of the model on ``texts``: as a store's add asks (every window), or their first windows only."""
-    start = time.perf_counter()
+    """Texts per CPU second of the model on ``texts``: as a store's add asks (every window), or first windows only.
+    CPU seconds of this process, not wall time: on a shared machine the wall time swings with the others' load."""
+    start = time.process_time()
     model.vectors(texts) if first_window or not hasattr(model, "text_vectors") else model.text_vectors(texts)
-    return len(texts) / (time.perf_counter() - start)
+    return len(texts) / (time.process_time() - start)
 
 
-def _ingest(model: Any, turns: list[tuple[str, str]], batch: int, tag: str, tmp: Path) -> tuple[float, float]:
-    """texts/s of add_batch into a new store, and the share of the time the ONNX session ran."""
+def _ingest(model: Any, turns: list[tuple[str, str]], batch: int, tag: str, tmp: Path) -> tuple[float, float, float]:
+    """Texts per CPU second of add_batch into a new store (every thread of the process), wall ms a turn, and the
+    share of the wall time the ONNX session ran."""
     from ltm.store import MemoryStorage
 
     settings = Settings(storage_dir=tmp / tag, embedding="local")
@@ -72,14 +77,14 @@ def _ingest(model: Any, turns: list[tuple[str, str]], batch: int, tag: str, tmp:
             Message(id=f"{tag}-{i}", content=text, role="assistant" if i % 2 else "user", sent_from=speaker)
             for i, (speaker, text) in enumerate(turns)
         ]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for at in range(0, len(messages), batch):
             store.add_batch(messages[at : at + batch])
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         store.close()
     finally:
         model._session = timed.session
-    return len(turns) / seconds, timed.seconds / seconds
+    return len(turns) / cpu, 1e3 * seconds / len(turns), timed.seconds / seconds
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -88,6 +93,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch", type=int, default=50, help="messages per add_batch call")
     p.add_argument("--profile", action="store_true", help="also profile one ingest")
+    p.add_argument(
+        "--write", type=Path, help="also write the result as a paragraph (bench/results/long_turns_ingest.md)"
+    )
     args = p.parse_args(argv)
 
     from tokenizers import Tokenizer
@@ -102,19 +110,20 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     whole.no_truncation()
     tokens = [len(e.ids) for e in whole.encode_batch(texts, add_special_tokens=False)]
     windows = [len(model.windows(t)) if hasattr(model, "windows") else 1 for t in texts]
-    model_rates, ingest_rates, shares, loads, first_rates = [], [], [], [], []
+    model_rates, ingest_rates, shares, loads, first_rates, walls = [], [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="ltm-long-turns-") as tmp:
         for r in range(args.rounds):
             model_rates.append(_model_rate(model, texts))
             first_rates.append(_model_rate(model, texts, first_window=True))
-            rate, share = _ingest(model, turns, args.batch, f"r{r}", Path(tmp))
+            rate, wall, share = _ingest(model, turns, args.batch, f"r{r}", Path(tmp))
             ingest_rates.append(rate)
+            walls.append(wall)
             shares.append(share)
             loads.append(os.getloadavg()[0])
             print(
-                f"round {r + 1}: model {model_rates[-1]:.1f} texts/s, ingest {rate:.1f} texts/s "
-                f"({rate / model_rates[-1]:.2f}), in the model {share:.0%}; first windows only "
-                f"{first_rates[-1]:.1f} texts/s; load {loads[-1]:.2f}",
+                f"round {r + 1}, texts per CPU second: model {model_rates[-1]:.1f}, ingest {rate:.1f} "
+                f"({rate / model_rates[-1]:.2f}), first windows only {first_rates[-1]:.1f}; ingest {wall:.0f} ms a "
+                f"turn (wall), {share:.0%} of it in the model; load {loads[-1]:.2f}",
                 flush=True,
             )
         if args.profile:
@@ -133,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "ingest_texts_per_s": statistics.median(ingest_rates),
         "first_window_texts_per_s": statistics.median(first_rates),
         "window_cost": statistics.median(f / m for f, m in zip(first_rates, model_rates, strict=True)),
-        "ms_per_turn": 1e3 / statistics.median(ingest_rates),
+        "ms_per_turn": statistics.median(walls),
         "ratio": statistics.median(i / m for i, m in zip(ingest_rates, model_rates, strict=True)),
         "in_model_share": statistics.median(shares),
         "load": statistics.median(loads),
@@ -141,11 +150,26 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(
         f"{len(texts)} turns of {LOW}-{HIGH} bytes (median {result['bytes_p50']:.0f} B, {result['tokens_p50']:.0f} "
         f"word pieces, max {result['tokens_max']:.0f}); model windows per turn {result['windows_mean']:.2f}\n"
-        f"median: model {result['model_texts_per_s']:.1f} texts/s, ingest {result['ingest_texts_per_s']:.1f} texts/s "
-        f"({result['ms_per_turn']:.1f} ms a turn), ingest / model {result['ratio']:.2f}, "
-        f"in the model {result['in_model_share']:.0%}; every window costs the model {result['window_cost']:.2f}x "
-        f"its first windows alone ({result['first_window_texts_per_s']:.1f} texts/s); load average {result['load']:.2f}"
+        f"median, texts per CPU second: model {result['model_texts_per_s']:.1f}, ingest "
+        f"{result['ingest_texts_per_s']:.1f} (ingest / model {result['ratio']:.2f}; {result['ms_per_turn']:.1f} ms "
+        f"a turn, {result['in_model_share']:.0%} in the model); every window costs the model "
+        f"{result['window_cost']:.2f}x its first windows alone ({result['first_window_texts_per_s']:.1f}); "
+        f"load average {result['load']:.2f}"
     )
+    if args.write:
+        res, when = result, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        args.write.write_text(
+            f"`python -m bench.long_turns --turns {args.turns} --rounds {args.rounds} --write {args.write}` "
+            f"({when}, load average (1 min) {res['load']:.1f}): {len(texts)} of QMSum's real 1-4 KB utterances "
+            f"(median {res['tokens_p50']:.0f} word pieces, at most {res['tokens_max']:.0f}), "
+            f"{res['windows_mean']:.2f} model windows a turn. `add_batch` of {args.batch} at a time: "
+            f"{res['ingest_texts_per_s']:.2f} turns per CPU second against the model's {res['model_texts_per_s']:.2f} "
+            f"on the same texts (ingest / model {res['ratio']:.2f}; {res['ms_per_turn']:.0f} ms a turn of wall time, "
+            f"{res['in_model_share']:.0%} of it inside the model); every window costs the model "
+            f"{res['window_cost']:.2f}x the first windows alone ({res['first_window_texts_per_s']:.2f} turns per CPU "
+            f"second). CPU seconds of the process, medians of {args.rounds} interleaved rounds: on a shared machine "
+            "the wall time swings with the others' load.\n"
+        )
     return result
 
 

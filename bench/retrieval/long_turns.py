@@ -15,6 +15,7 @@ Dense recall@10 of each comes from exact cosines in numpy; ``first`` and ``mean`
 
     python -m bench.retrieval.long_turns                          # friendsqa, realtalk, qmsum (12 meetings)
     python -m bench.retrieval.long_turns --sets friendsqa --meetings 4
+    python -m bench.retrieval.long_turns --write bench/results/long_turns.md   # the table BENCHMARKS.md shows
 """
 
 from __future__ import annotations
@@ -211,12 +212,42 @@ def _cached_windows(
     return windows, sizes
 
 
+def render(results: list[dict[str, Any]]) -> str:
+    """The before/after table BENCHMARKS.md shows: recall@10 by part, the first window alone -> the windows' mean."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    loads = ", ".join(f"{r['set']} {r['load']:.1f}" for r in results)
+    lines = [
+        f"`python -m bench.retrieval.long_turns --write bench/results/long_turns.md` ({when}; load average (1 min) "
+        f"at the end of each set: {loads}). Recall@10, the first window alone (what ltm stored before) -> the "
+        "windows' mean (now); each set's consecutive turns joined into messages of 1-4 KB, all in one namespace; "
+        "a question is *first* when its evidence turns sit in the model's first window, *later* when all sit "
+        "after it.",
+        "",
+        "| set | messages | windows / message | questions first / later / across | dense first | dense later "
+        "| hybrid first | hybrid later | hybrid all |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        q, table = r["questions"], r["recall@1/5/10"]
+
+        def cell(mode: str, where: str, table: dict[str, Any] = table) -> str:
+            return f"{table[f'store {mode} first'][where][2]:.3f} -> {table[f'store {mode} mean'][where][2]:.3f}"
+
+        lines.append(
+            f"| {r['set']} | {r['messages']} | {r['windows_per_message']:.2f} | {q.get('first', 0)} / "
+            f"{q.get('later', 0)} / {q.get('across', 0)} | {cell('dense', 'first')} | {cell('dense', 'later')} | "
+            f"{cell('hybrid', 'first')} | {cell('hybrid', 'later')} | {cell('hybrid', 'all')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sets", nargs="+", default=["friendsqa", "realtalk", "qmsum"])
     p.add_argument("--meetings", type=int, default=12, help="QMSum meetings used (the first ones with questions)")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--out", type=Path, help="also write the results as JSON")
+    p.add_argument("--write", type=Path, help="also write the before/after table (bench/results/long_turns.md)")
     args = p.parse_args(argv)
 
     from ltm.llm.local import onnx_model
@@ -241,6 +272,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 print(f"| {key} | " + " | ".join(cells) + " |", flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
+    if args.write:
+        args.write.write_text(render(results))
     return results
 
 

@@ -205,7 +205,7 @@ class OnnxModel:
         for (i, encoding), vector in zip(rest, extra, strict=True):
             total[i] += len(encoding.ids) * vector
         long = sorted({i for i, _ in rest})
-        out = first.copy()
+        out: np.ndarray = np.array(first, dtype=np.float32)
         out[long] = total[long] / np.linalg.norm(total[long], axis=1, keepdims=True)
         return out
 
