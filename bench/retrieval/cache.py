@@ -33,7 +33,7 @@ class CachedEmbedding(BaseEmbedding):
     def _kinds(self, kind: str, texts: list[str]) -> list[str]:
         """``kind`` per text, but ``text-windows`` for a text ltm's local model embeds window by window (longer
         than its window): a vector cached before it did so holds the first window only, and is not reused."""
-        model = getattr(self._inner, "model", None)
+        model: Any = getattr(self._inner, "model", None)
         if kind != "text" or not hasattr(model, "windows"):
             return [kind] * len(texts)
         encodings = model._tokenizer.encode_batch(texts)
