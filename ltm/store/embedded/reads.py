@@ -20,7 +20,8 @@ from ltm.store.embedded.explain import sqlite_signals
 from ltm.store.embedded.filters import to_sql
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
-from ltm.store.embedded.retrieval import best_similarities, keyword_match, similar
+from ltm.store.embedded.nearest import best_similarities, similar
+from ltm.store.embedded.retrieval import keyword_match
 from ltm.store.records import HistoryEvent, StoreStats, unpack
 from ltm.store.search.filters import Filter
 
