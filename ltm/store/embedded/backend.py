@@ -8,7 +8,8 @@ copy of the indexes: :mod:`ltm.store.embedded.shared`), parked by the pool when 
 
 A :class:`EmbeddedBackend` is one handle's view of its open namespace (the handle is the
 :class:`~ltm.store.storage.MemoryStorage` that opened it); the handle calls it under its lock, which is the shared
-engine's lock once the namespace is open.
+engine's lock once the namespace is open. Its reads other than search (rows by id, pages, the trail, vectors'
+neighbours, stats) are its base :class:`~ltm.store.embedded.reads.EmbeddedReads`'s.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.behind import Staging, WriteBehind
 from ltm.store.embedded.erase import erase
-from ltm.store.embedded.explain import sqlite_signals
 from ltm.store.embedded.filters import to_sql
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
 from ltm.store.embedded.query import SearchQuery
-from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
+from ltm.store.embedded.reads import EmbeddedReads
+from ltm.store.embedded.retrieval import keyword_side, retrieve
 from ltm.store.embedded.shared import SHARED
 from ltm.store.embedded.validity import has_validity, served
 from ltm.store.embedded.versions import supersede
@@ -45,7 +46,7 @@ from ltm.store.embedded.writes import delete_matching, insert_groups, replace_ro
 from ltm.store.embedder import Embedder
 from ltm.store.handle import Handle
 from ltm.store.naming import namespace_dir
-from ltm.store.records import ForgetReceipt, HistoryEvent, KeywordSide, MemoryHit, Row, StoreStats, unpack
+from ltm.store.records import ForgetReceipt, KeywordSide, MemoryHit, Row
 from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
 from ltm.store.roles import Roles
 from ltm.store.search.filters import Compare, Filter, metadata_path
@@ -60,7 +61,7 @@ __all__ = ["EmbeddedBackend"]
 READ_BESIDE_FROM = 10_000
 
 
-class EmbeddedBackend(PooledNamespace, Roles):
+class EmbeddedBackend(PooledNamespace, EmbeddedReads, Roles):
     """One handle's open namespace directory. Build it with :meth:`open`; call it under the handle's lock."""
 
     engine_name = "embedded"
@@ -260,49 +261,7 @@ class EmbeddedBackend(PooledNamespace, Roles):
         """Nothing to defer: the embedded engine writes each batch as ever."""
         return contextlib.nullcontext()
 
-    # -- reads -----------------------------------------------------------------------------------------------
-    def body_of(self, message_id: str) -> str | None:
-        return self._require()[0].body_of(message_id)
-
-    def count(self) -> int:
-        return self._require()[0].count()
-
-    def count_where(self, tree: Filter | None) -> int:
-        log = self._require()[0]
-        return log.count() if tree is None else len(log.matching_seqs(*to_sql(tree)))
-
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        return self._require()[0].speaker_names(words)
-
-    def recent(self, n: int) -> builtins.list[str]:
-        return self._require()[0].recent(n)
-
-    def page(self, after: int, limit: int, with_vectors: bool) -> builtins.list[tuple[int, str, np.ndarray | None]]:
-        return [
-            (seq, body, None if blob is None else unpack(blob))
-            for seq, body, blob in self._require()[0].page(after, limit, with_vectors)
-        ]
-
-    def listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:
-        where, params = to_sql(tree) if tree is not None else ("1", [])
-        return self._require()[0].listed(after, limit, where, params)
-
-    def events(self, message_id: str) -> builtins.list[HistoryEvent]:
-        log = self._require()[0]
-        with translate(log.path), log.transaction(write=False):
-            return trail.events_of(log.db, message_id, log.body_of(message_id))
-
-    def due(self, now: float) -> bool:
-        log = self._require()[0]
-        with translate(log.path):
-            return log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() is not None
-
-    def trail_rows(self) -> builtins.list[tuple[str, str, str | None, float]]:
-        log = self._require()[0]
-        with translate(log.path):
-            rows = log.db.execute("SELECT id, event, old, at FROM history ORDER BY hseq").fetchall()
-        return [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
-
+    # -- search (the other reads: ltm.store.embedded.reads) ----------------------------------------------
     def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
         return context_of(self, words, dimension, validity)
 
@@ -359,33 +318,6 @@ class EmbeddedBackend(PooledNamespace, Roles):
 
     def _keyword_side(self, request: SearchRequest, model_done: threading.Event) -> KeywordSide:
         return _keyword_side(self._require()[0], request, model_done)
-
-    def signal_scores(
-        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
-    ) -> dict[str, dict[str, float]]:
-        log = self._require()[0]
-        match = keyword_match(log, text) if text and text.strip() else None
-        return sqlite_signals(log, vector, match)(list(ids))
-
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The keyword index's rows and each term's document frequency (:mod:`ltm.store.embedded.keywords`)."""
-        return self._require()[0].term_stats(terms)
-
-    def term_scores(self, term: str, ids: Sequence[str]) -> builtins.list[tuple[str, float]]:
-        """``-bm25`` of ``term`` alone for the messages ``ids`` that hold it."""
-        return self._require()[0].term_scores(term, ids)
-
-    def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> builtins.list[Message]:
-        log, mirror = self._synced()
-        return similar(log, mirror, vector, k, threshold, key)
-
-    def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
-        log, mirror = self._synced()
-        return best_similarities(log, mirror, vectors, keys)
-
-    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
-        log, mirror = self._synced()
-        return mirror.stats(namespace, log, model, embedding_calls)
 
     # -- lifetime --------------------------------------------------------------------------------------------
     def save(self) -> None:
