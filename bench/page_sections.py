@@ -15,6 +15,7 @@ PAGE = ROOT / "BENCHMARKS.md"
 RETRIEVAL_MD = RESULTS / "retrieval.md"
 EMBEDDED_STORES_MD = RESULTS / "peers_stores.md"
 FRAMEWORKS_MD = RESULTS / "peers_frameworks.md"
+LONG_TURNS_MD = (RESULTS / "long_turns.md", RESULTS / "long_turns_ingest.md")
 PG_RUN = "backends-10000-100000-pg17.json"
 PG_1M = ("backends-1000000-pg17-postgres.json", "backends-1000000-pg17-embedded.json")
 EMBEDDED_START, EMBEDDED_END = "<!-- embedded-stores:start -->", "<!-- embedded-stores:end -->"
@@ -151,6 +152,15 @@ def frameworks_section() -> list[str]:
     )
     title = "## Inside the frameworks: ltm's adapters against each framework's own stores"
     return [title, "", FRAMEWORKS_METHOD, "", body, ""]
+
+
+def long_turns_section() -> list[str]:
+    """Messages longer than the model's window: recall by the part a question is about, and their ingest."""
+    parts = [path.read_text("utf-8").strip() for path in LONG_TURNS_MD if path.exists()]
+    body = parts or [
+        "not in the committed results yet (`python -m bench.retrieval.long_turns`, `python -m bench.long_turns`)."
+    ]
+    return ["## Long turns: found by any part, ingested at the model's speed", "", *"\n\n".join(body).split("\n"), ""]
 
 
 def parse_retrieval(text: str) -> dict[str, dict[str, dict[str, float]]]:

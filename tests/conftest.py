@@ -21,10 +21,10 @@ from tests.support.postgres import PostgresServer
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
 
-# The tests that need a real MetaGPT run in scripts/test-metagpt's MetaGPT 0.8.2 environment, not here.
+# The tests that need a real MetaGPT run in scripts/frameworks/metagpt's MetaGPT 0.8.2 environment, not here.
 # (A folder named metagpt on the path is a namespace package, not MetaGPT: its spec has no origin.)
 _metagpt = importlib.util.find_spec("metagpt")
-collect_ignore = [] if _metagpt is not None and _metagpt.origin is not None else ["metagpt_env"]
+collect_ignore = [] if _metagpt is not None and _metagpt.origin is not None else ["integrations/metagpt"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

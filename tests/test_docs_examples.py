@@ -143,5 +143,12 @@ def test_the_rules_see_every_kind_of_block() -> None:
 
 def test_the_readme_links_the_guides() -> None:
     readme = (ROOT / "README.md").read_text()
-    for page in ("quickstart.md", "store_api.md", "llama_index.md", "search.md", "service.md", "metagpt.md"):
+    for page in (
+        "quickstart.md",
+        "store_api.md",
+        "frameworks/llama_index.md",
+        "search.md",
+        "service.md",
+        "frameworks/metagpt.md",
+    ):
         assert f"docs/{page}" in readme

@@ -8,8 +8,14 @@ whose vector is the normalised sum of the two real vectors (so the blend sits am
 ~45 texts/s on 2 cores, which would take over half an hour per 100,000). The queries are REALTALK's questions
 (one line each), shuffled with a fixed seed; their vectors come from the same cache.
 
+Two shapes of fill past the real turns (``--shape``): ``blend`` (the halves above) and ``chat``, whose texts are
+drawn from the real turns' most frequent words (Zipf-weighted, stopwords kept), as a long chat repeats "yeah",
+"really", "going", "today": its common terms have posting lists of tens of thousands of rows at 100,000, the case
+that decides whether the keyword side's cost stays bounded. A chat-shaped store is a tenth real turns (the first
+ones) and nine tenths fill at every size; the fill's vectors are blends as in the other shape.
+
 Written to ``bench/data/peers/<n>.npz`` (``vectors``, ``queries``) and ``<n>.json`` (texts, speakers, times, query
-texts) for the workers, which run in other interpreters and read nothing of ltm.
+texts; ``<n>-chat.*`` for the chat shape) for the workers, which run in other interpreters and read nothing of ltm.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from bench import ROOT
 DATA = ROOT / "bench" / "data"
 OUT = DATA / "peers"
 SETS = ("realtalk", "friendsqa")
+SHAPES = ("blend", "chat")
+CHAT_WORDS = 300  # the chat fill's vocabulary: the real turns' most frequent words
 
 
 def real_turns() -> tuple[list[dict[str, Any]], list[str]]:
@@ -49,8 +57,11 @@ def real_turns() -> tuple[list[dict[str, Any]], list[str]]:
     return turns, questions
 
 
-def blended(turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """``n`` turns: the real ones first, then blends of two random real turns (text halves, summed vectors)."""
+def blended(
+    turns: list[dict[str, Any]], vectors: np.ndarray, n: int, shape: str = "blend"
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """``n`` turns: the real ones first, then blends of two random real turns (summed vectors; the text halves,
+    or for the ``chat`` shape words of the real turns' common vocabulary: :func:`chat_text`)."""
     if n <= len(turns):
         return turns[:n], vectors[:n]
     rng = np.random.default_rng(13)
@@ -60,11 +71,33 @@ def blended(turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> tuple[l
     mixed /= np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
     start = max(t["time"] for t in turns)
     out = list(turns)
+    chat = chat_text(turns) if shape == "chat" else None
     for row, (i, j) in enumerate(pairs.tolist()):
         a, b = turns[i]["text"].split(), turns[j]["text"].split()
-        text = " ".join(a[: max(1, len(a) // 2)] + b[len(b) // 2 :])
+        text = chat(row) if chat is not None else " ".join(a[: max(1, len(a) // 2)] + b[len(b) // 2 :])
         out.append({"text": text, "speaker": turns[i]["speaker"], "time": start + 60.0 * (row + 1)})
     return out, np.vstack([vectors, mixed.astype(np.float32)])
+
+
+def chat_text(turns: list[dict[str, Any]]) -> Any:
+    """row -> a chat-like text of 4-20 words drawn from the real turns' :data:`CHAT_WORDS` most frequent words with
+    Zipf weights (rank r drawn ~1/r): what makes a handful of terms hold a large share of every posting list."""
+    counts: dict[str, int] = {}
+    for turn in turns:
+        for word in turn["text"].lower().split():
+            word = word.strip(".,!?\"'()")
+            if word.isalpha():
+                counts[word] = counts.get(word, 0) + 1
+    vocabulary = sorted(counts, key=lambda w: (-counts[w], w))[:CHAT_WORDS]
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    weights /= weights.sum()
+    rng = np.random.default_rng(17)
+
+    def text(row: int) -> str:
+        del row  # the draws follow the rows' order
+        return " ".join(rng.choice(vocabulary, size=int(rng.integers(4, 21)), p=weights).tolist())
+
+    return text
 
 
 def fill(store: Any, turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -> None:
@@ -89,10 +122,14 @@ def fill(store: Any, turns: list[dict[str, Any]], vectors: np.ndarray, n: int) -
         )
 
 
-def build(n: int, questions_wanted: int) -> Path:
-    """Write (or reuse) ``bench/data/peers/<n>.npz`` and ``.json``; returns the .json's path."""
-    target = OUT / f"{n}.json"
-    if target.exists() and (OUT / f"{n}.npz").exists():
+def build(n: int, questions_wanted: int, shape: str = "blend") -> Path:
+    """Write (or reuse) ``bench/data/peers/<n>.npz`` and ``.json`` (``<n>-chat.*`` for the ``chat`` shape);
+    returns the .json's path."""
+    if shape not in SHAPES:
+        raise SystemExit(f"unknown corpus shape {shape!r}: use one of {', '.join(SHAPES)}")
+    stem = f"{n}" if shape == "blend" else f"{n}-{shape}"
+    target = OUT / f"{stem}.json"
+    if target.exists() and (OUT / f"{stem}.npz").exists():
         return target
     from bench.retrieval.cache import local_model
 
@@ -103,14 +140,17 @@ def build(n: int, questions_wanted: int) -> Path:
         model.get_text_embedding_batch([t["text"] for t in turns], show_progress=False), dtype=np.float32
     )
     queries = np.asarray([model.get_query_embedding(q) for q in questions], dtype=np.float32)
-    rows, stacked = blended(turns, vectors, n)
+    if shape == "chat":  # a tenth real, the rest chat-like fill, at every size (10,000 included)
+        turns, vectors = turns[: max(1, n // 10)], vectors[: max(1, n // 10)]
+    rows, stacked = blended(turns, vectors, n, shape)
     OUT.mkdir(parents=True, exist_ok=True)
-    np.savez(OUT / f"{n}.npz", vectors=stacked, queries=queries)
+    np.savez(OUT / f"{stem}.npz", vectors=stacked, queries=queries)
     real = min(n, len(turns))
     target.write_text(
         json.dumps(
             {
-                "name": f"{real:,} real turns (REALTALK, FriendsQA)" + (f" + {n - real:,} blended" if n > real else ""),
+                "name": f"{real:,} real turns (REALTALK, FriendsQA)"
+                + (f" + {n - real:,} {'chat-like' if shape == 'chat' else 'blended'}" if n > real else ""),
                 "turns": rows,
                 "questions": questions,
             }
@@ -122,5 +162,8 @@ def build(n: int, questions_wanted: int) -> Path:
 if __name__ == "__main__":
     import sys
 
-    for size in sys.argv[1:] or ["10000", "100000"]:
-        print(build(int(size), 200))
+    args = sys.argv[1:]
+    shape = args.pop(args.index("--shape") + 1) if "--shape" in args else "blend"
+    args = [a for a in args if a != "--shape"]
+    for size in args or ["10000", "100000"]:
+        print(build(int(size), 200, shape))

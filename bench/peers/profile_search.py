@@ -99,9 +99,9 @@ def _model_watched(store: Any, ended: list[float]) -> Iterator[None]:
     had = vars(store).get("_embed")
     embed = store._embed
 
-    def model(*args: Any) -> Any:
+    def model(*args: Any, **kwargs: Any) -> Any:
         try:
-            return embed(*args)
+            return embed(*args, **kwargs)
         finally:
             ended.append(time.perf_counter())
 
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--shape", default="blend", choices=corpus.SHAPES, help="the fill's shape (bench.peers.corpus)")
     parser.add_argument("--top", type=int, default=30, help="functions printed from the profile")
     args = parser.parse_args(argv)
     import json
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     from ltm.config import Settings
     from ltm.store import MemoryStorage
 
-    path = corpus.build(args.size + 1200, 200)
+    path = corpus.build(args.size + 1200, 200, args.shape)
     data = json.loads(path.read_text("utf-8"))
     arrays = np.load(path.with_suffix(".npz"))
     turns, questions, vectors, queries = data["turns"], data["questions"], arrays["vectors"], arrays["queries"]

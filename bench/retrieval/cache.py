@@ -30,8 +30,17 @@ class CachedEmbedding(BaseEmbedding):
     def _key(self, kind: str, text: str) -> bytes:
         return hashlib.sha256(f"{self.model_name}\x00{kind}\x00{text}".encode("utf-8", "surrogatepass")).digest()
 
+    def _kinds(self, kind: str, texts: list[str]) -> list[str]:
+        """``kind`` per text, but ``text-windows`` for a text ltm's local model embeds window by window (longer
+        than its window): a vector cached before it did so holds the first window only, and is not reused."""
+        model: Any = getattr(self._inner, "model", None)
+        if kind != "text" or not hasattr(model, "windows"):
+            return [kind] * len(texts)
+        encodings = model._tokenizer.encode_batch(texts)
+        return [f"{kind}-windows" if e.overflowing else kind for e in encodings]
+
     def _many(self, kind: str, texts: list[str]) -> list[list[float]]:
-        keys = [self._key(kind, t) for t in texts]
+        keys = [self._key(k, t) for k, t in zip(self._kinds(kind, texts), texts, strict=True)]
         found: dict[bytes, list[float]] = {}
         for start in range(0, len(keys), 500):
             part = keys[start : start + 500]

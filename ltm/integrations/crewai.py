@@ -16,6 +16,7 @@ A scope prefix is a path prefix: ``/crew`` matches ``/crew`` and ``/crew/sales``
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -45,6 +46,7 @@ _ID_ESCAPE = "~"  # a stored id starting with it is the record's id after it (""
 _ROLE = "crewai"  # the role of a record stored with its vector
 _UNEMBEDDED = "crewai-unembedded"  # a record stored without one: listed, counted, deleted, never found by search
 _PAGE = 10_000
+_MAX_K = 100_000  # the most results one store search returns (ltm.store.validation.MAX_K)
 
 
 class GivenVectors(BaseEmbedding):
@@ -153,14 +155,25 @@ class LtmStorage:
         """The ``limit`` records nearest to ``query_embedding`` among those matching the filters, with their
         cosine similarity (at least ``min_score``), best first."""
         _vector(query_embedding)
-        filters = _filters(scope_prefix, categories, metadata_filter, embedded_only=True)
+        least = _min_score(min_score)
+        filters = _filters(scope_prefix, categories, metadata_filter)
         dim = self._stored_dim()
         if dim is not None and len(query_embedding) != dim:
             raise EmbeddingDimensionMismatchError(dim, len(query_embedding))
         if dim is None or limit <= 0:
             return []
-        hits = self._store.search("", limit, mode="dense", vector=query_embedding, filters=filters, threshold=min_score)
-        return [(_to_record(hit.message), float(hit.score)) for hit in hits]
+        # A record stored without a vector holds the store's placeholder: it is dropped from the hits here rather
+        # than filtered by role in the store, which would read the seq of every embedded record on each search
+        # (most of a search's time). When some are among the best, the store is asked again for more.
+        asked = limit
+        while True:
+            hits = self._store.search("", asked, mode="dense", vector=query_embedding, filters=filters)
+            found = [hit for hit in hits if hit.message.role == _ROLE]
+            if len(found) >= limit or len(hits) < asked or asked >= _MAX_K:
+                break
+            asked = min(asked + 2 * (len(hits) - len(found)) + 8, _MAX_K)
+        # a dense hit's score is its cosine: min_score bounds it here, with no second read of the hits' vectors
+        return [(_to_record(hit.message), float(hit.score)) for hit in found[:limit] if hit.score >= least]
 
     def get_record(self, record_id: str) -> MemoryRecord | None:
         """The record with this id, or None."""
@@ -303,12 +316,10 @@ def _filters(
     metadata_filter: Mapping[str, Any] | None = None,
     record_ids: list[str] | None = None,
     older_than: datetime | None = None,
-    *,
-    embedded_only: bool = False,
 ) -> dict[str, Any] | None:
     """The criteria as one filter of the store's language (None when there is none). A criterion naming a string
     with NUL, which no record holds, matches nothing (``NEVER``), on either engine."""
-    parts: list[dict[str, Any]] = [{"role": _ROLE}] if embedded_only else []
+    parts: list[dict[str, Any]] = []
     scope = _scope(scope_prefix, "scope_prefix")
     if scope:
         parts.append({f"metadata.{_KEY}.scopes": {"contains": scope}} if not has_nul(scope) else NEVER)
@@ -376,6 +387,15 @@ def _vector(query_embedding: Any) -> None:
             f"query_embedding is the query's vector (a list of float), got {type(query_embedding).__name__}; "
             "CrewAI's Memory.recall embeds the query text"
         )
+
+
+def _min_score(min_score: Any) -> float:
+    """``min_score`` as a float (None: no bound); InvalidInput unless a finite number."""
+    if min_score is None:
+        return -math.inf
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
+        raise InvalidInput(f"min_score is a finite minimum cosine similarity (e.g. 0.0), got {min_score!r:.40}")
+    return float(min_score)
 
 
 def _utc(moment: datetime) -> datetime:

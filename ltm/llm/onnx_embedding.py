@@ -79,9 +79,14 @@ class OnnxEmbedding(BaseEmbedding):
         llama-index's dispatch around it (span ids, events, callbacks, batching: ~0.5 ms a call on this
         machine, as much as tokenising), sorted by length in windows of ``embed_batch_size`` texts, the ones
         llama-index's batching hands over (see :meth:`OnnxModel.vectors`). ltm's store calls it when nothing
-        listens to those (:meth:`unobserved`); the llama-index entry points (``get_text_embedding_batch`` ...) give
-        the same vectors as lists."""
+        listens to those (:meth:`unobserved`); llama-index's query entry points (``get_query_embedding`` ...) give
+        the same vectors as lists, its text ones (``get_text_embedding_batch`` ...) :meth:`text_vectors`'."""
         return self._model.vectors(texts, self.embed_batch_size)
+
+    def text_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`vectors` for texts to store: a text longer than the model's window gets the mean of its windows'
+        vectors (:meth:`OnnxModel.text_vectors`)."""
+        return self._model.text_vectors(texts, self.embed_batch_size)
 
     def _embed_sorted(self, texts: Sequence[str]) -> np.ndarray:
         return self._model.embed_sorted(texts)
@@ -100,15 +105,16 @@ class OnnxEmbedding(BaseEmbedding):
         return _unobserved_dispatch()
 
     def _get_text_embedding(self, text: str) -> list[float]:
-        vector: list[float] = self.vectors([text])[0].tolist()
+        vector: list[float] = self.text_vectors([text])[0].tolist()
         return vector
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        vectors: list[list[float]] = self.vectors(texts).tolist()
+        vectors: list[list[float]] = self.text_vectors(texts).tolist()
         return vectors
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._get_text_embedding(query)
+        vector: list[float] = self.vectors([query])[0].tolist()
+        return vector
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)

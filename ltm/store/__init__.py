@@ -26,7 +26,8 @@ _EXPORTS: dict[str, str] = {
     "NO_VECTOR": "ltm.store.rows",
     "NamespaceHit": "ltm.store.across",
     "NamespaceInfo": "ltm.store.catalog",
-    "SearchQuery": "ltm.store.records",
+    # the embedded engine's compiled query, public before engines took one SearchRequest: loaded on use only
+    "SearchQuery": "ltm.store.embedded.query",
     "StoreStats": "ltm.store.records",
     "database_namespaces": "ltm.store.catalog",
     "database_partitions": "ltm.store.catalog",
@@ -54,7 +55,6 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for mypy and ruff
     from ltm.store.records import MemoryHit as MemoryHit
     from ltm.store.records import MessagePage as MessagePage
     from ltm.store.records import Mode as Mode
-    from ltm.store.records import SearchQuery as SearchQuery
     from ltm.store.records import StoreStats as StoreStats
     from ltm.store.rows import NO_VECTOR as NO_VECTOR
     from ltm.store.scopes import scoped as scoped

@@ -1,8 +1,8 @@
 """An add, from the callers' messages to the engine's one write: the whole add of several callers as one.
 
-:func:`add_groups` is what :meth:`~ltm.store.storage.MemoryStorage.add_batch` queues into
-(:class:`~ltm.store.group.GroupCommit`): the ids already stored (one lookup), ONE embedding call for every text
-none of the callers has stored yet, then ONE write of the engine for all of them
+:func:`add_groups` is what :meth:`~ltm.store.storage.MemoryStorage.add_batch` and its async twin queue into
+(one :class:`~ltm.store.group.GroupCommit` for both): the ids already stored (one lookup), ONE embedding call
+for every text none of the callers has stored yet, then ONE write of the engine for all of them
 (:meth:`~ltm.store.backend.DocumentBackend.write_groups`). It is the same on every engine; an engine that can
 commit an add's messages while the model embeds them (:class:`~ltm.store.backend.StagedAdd`, the embedded
 engine's) lets the write after the model go without an fsync of its own.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ltm.store import rows as rowplan
 from ltm.store.backend import StagedAdd
 from ltm.store.embedder import TEXT, Embedder
 
-__all__ = ["STAGE_MAX", "Adding", "Given", "add_groups"]
+__all__ = ["STAGE_MAX", "Adding", "Embedded", "Given", "add_groups"]
 
 Given = dict[str, np.ndarray] | None  # vectors a caller passed for its messages' content, by message id
 STAGE_MAX = 64  # adds of up to this many new messages commit them while the model runs (add_groups)
@@ -51,8 +51,16 @@ class Adding(Protocol):
     ) -> builtins.list[int]: ...
 
 
+class Embedded(NamedTuple):
+    """An add planned and embedded already (the async twin awaits its model call before it queues): only its
+    write is left, which joins the group's one write."""
+
+    pending: rowplan.Pending
+    vectors: np.ndarray
+
+
 def add_groups(
-    store: Adding, items: Sequence[tuple[builtins.list[Message], Given]], max_bytes: int
+    store: Adding, queued: Sequence[tuple[builtins.list[Message], Given] | Embedded], max_bytes: int
 ) -> builtins.list[int]:
     """The whole add of several callers' ``(messages, given vectors)`` as one: which ids are stored (one
     query), ONE embedding call for every text none of them has stored yet, then ONE write (the engine's
@@ -63,8 +71,28 @@ def add_groups(
     While the model runs, the engine's staged add (:class:`~ltm.store.backend.StagedAdd`, where it has one)
     commits up to STAGE_MAX new messages durably on a helper thread, so the write after the model needs no fsync
     of its own; should that write fail, or the model, the staged rows are taken back and the add raises with
-    nothing stored."""
-    known = store._existing_ids([m.id for messages, _ in items for m in messages])
+    nothing stored.
+
+    An :class:`Embedded` item (an async add, whose model call was awaited before it queued) has only its rows to
+    write: they join the group's one write, which is then never staged (a staged write skips the fsync its rows
+    would need)."""
+    ready = [item for item in queued if isinstance(item, Embedded)]
+    items = [item for item in queued if not isinstance(item, Embedded)]
+    found = _add(store, items, ready, max_bytes)
+    whole, done = iter(found[: len(items)]), iter(found[len(items) :])
+    return [next(done) if isinstance(item, Embedded) else next(whole) for item in queued]
+
+
+def _add(
+    store: Adding,
+    items: Sequence[tuple[builtins.list[Message], Given]],
+    ready: Sequence[Embedded],
+    max_bytes: int,
+) -> builtins.list[int]:
+    """:func:`add_groups` of the whole adds ``items`` and the embedded ones ``ready``: how many messages of each
+    were new, the items' counts first."""
+    ids = [m.id for messages, _ in items for m in messages]
+    known = store._existing_ids(ids) if ids else set()
     # every item comes from add_batch, which checked its messages before queueing them
     pendings = [
         rowplan.prepare(messages, max_bytes, lambda ids: known & set(ids), checked=True) for messages, _ in items
@@ -72,17 +100,18 @@ def add_groups(
     texts = [rowplan.texts_to_embed(p, given) for p, (_, given) in zip(pendings, items, strict=True)]
     flat = [t for part in texts for t in part]
     if not flat:
-        return _write_groups(store, items, pendings, texts, np.zeros((0, 0), dtype=np.float32), None)
+        return _write_groups(store, items, pendings, texts, np.zeros((0, 0), dtype=np.float32), None, ready)
     # given vectors are not staged (a crash's recovery would embed their content with the model instead), nor
     # big groups: they pay one fsync for many model runs, and staging would write every body twice; nor adds
     # to a model that answers in microseconds: there is nothing for the staged commit to overlap
     fresh = [m for p in pendings for m in p.messages]
-    stage = len(fresh) <= STAGE_MAX and all(g is None for _, g in items) and _stages(store)
+    stage = len(fresh) <= STAGE_MAX and all(g is None for _, g in items) and not ready and _stages(store)
     staging = store._staging(fresh) if stage else None
     during = None if staging is None else partial(_beside_the_model, store.embedder.keys, pendings, staging)
     try:
         embedded = store._embed(flat, TEXT, during=during)
-        return _write_groups(store, items, pendings, texts, embedded, staging if staging and staging.sids else None)
+        staged = staging if staging and staging.sids else None
+        return _write_groups(store, items, pendings, texts, embedded, staged, ready)
     except BaseException:
         if staging is not None:
             staging.undo()
@@ -115,8 +144,10 @@ def _write_groups(
     texts: builtins.list[builtins.list[str]],
     embedded: np.ndarray,
     staging: StagedAdd | None,
+    ready: Sequence[Embedded] = (),
 ) -> builtins.list[int]:
-    """:func:`add_groups`' write, once the vectors are known; ``staging`` holds the messages committed already."""
+    """:func:`add_groups`' write, once the vectors are known; ``staging`` holds the messages committed already;
+    ``ready``'s rows are written in the same transaction (their counts after the items')."""
     planned: builtins.list[tuple[rowplan.Pending, np.ndarray]] = []
     start = 0
     for pending, part, (_, given) in zip(pendings, texts, items, strict=True):
@@ -125,8 +156,9 @@ def _write_groups(
         else:
             planned.append((pending, embedded[:0]))
         start += len(part)
+    planned.extend((item.pending, item.vectors) for item in ready)
     fresh = [i for i, (pending, _) in enumerate(planned) if pending.messages]
-    counts = [0] * len(items)
+    counts = [0] * len(planned)
     if fresh:
         written = store._insert_groups([planned[i] for i in fresh], staging)
         for i, count in zip(fresh, written, strict=True):

@@ -12,9 +12,11 @@ one :func:`backend_for` picks from the settings:
   number of processes on any number of hosts.
 
 An engine is a class with the two class methods of :class:`Engine`; what it opens is a :class:`DocumentBackend`,
-the core every engine implements, and any of the capabilities that only some engines have (:class:`StagedAdds`,
-:class:`WritesBehind`, :class:`KeywordFirst`, :class:`TermStatistics`): the facade checks for those with
-``isinstance`` and goes without, so no engine stubs a member it cannot fill.
+the core every engine implements (with the small roles it hands out, :mod:`ltm.store.roles`: reads, history,
+lifespan, upkeep; a search is one :class:`~ltm.store.request.SearchRequest`), and any of the capabilities that
+only some engines have (:class:`StagedAdds`, :class:`WritesBehind`, :class:`KeywordFirst`,
+:class:`TermStatistics`): the facade checks for those with ``isinstance`` and goes without, so no engine stubs a
+member it cannot fill.
 A new engine is a package beside ``embedded/`` and ``pg/`` with both, passing the contract suite
 (``tests/store/contract``, parametrised over the engines); docs/ARCHITECTURE.md draws where it goes.
 """
@@ -23,10 +25,9 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,17 +36,14 @@ from ltm.message import Message
 from ltm.store import rows as rowplan
 from ltm.store.handle import Handle
 from ltm.store.records import (
-    Analysis,
     DatabaseNamespace,
-    ForgetReceipt,
-    HistoryEvent,
-    KeywordAhead,
     KeywordSide,
     MemoryHit,
     NamespaceInfo,
     Row,
-    StoreStats,
 )
+from ltm.store.request import SearchContext, SearchRequest
+from ltm.store.roles import History, Lifespan, Reads, Upkeep
 from ltm.store.search.filters import Filter
 
 __all__ = [
@@ -139,92 +137,21 @@ class DocumentBackend(Protocol):
     def remove(self, tree: Filter | None, history_limit: int) -> int:
         """Delete every message matching ``tree`` (all when None) in one transaction, with DELETE events."""
 
-    def set_expiry(self, expiries: Mapping[str, float]) -> int:
-        """Set ``expires_at`` (unix seconds) of the messages with these ids in one transaction, changing nothing
-        else (no history event, same seq, content and vectors); how many were stored."""
-
-    def forget(
-        self, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int
-    ) -> ForgetReceipt:
-        """Erase every copy of the messages with ``ids`` (and matching ``tree``, when given) or, without ids, of
-        those matching ``tree``: rows, keyword index, vectors, history contents (a FORGET event each, with
-        ``reason``), staged rows, and the bytes the engine's files or tables keep after a delete."""
-
-    def supersede(
-        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
-    ) -> None:
-        """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (metadata and validity
-        only), ``rows`` (the new version) are inserted, all recorded in the history; NotFound / InvalidInput as
-        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
-
-    def has_validity(self) -> bool:
-        """Whether any row of the namespace carries validity (:mod:`ltm.store.validity`): when none does, a read
-        adds no visibility clause."""
-
-    def index_metadata(self, key: str) -> None:
-        """Index filters on ``metadata.KEY``."""
-
-    def load_trail(self, rows: Sequence[tuple[str, str, str | None, float]], history_limit: int) -> None:
-        """Make ``rows`` the history of the ids they name (replacing theirs)."""
-
-    def bulk(self) -> AbstractContextManager[None]:
-        """A load of many batches (each still one transaction): the engine may defer index upkeep to its end."""
-
-    # -- reads -----------------------------------------------------------------------------------------------
-    def body_of(self, message_id: str) -> str | None:
-        """The stored message JSON, or None."""
-
-    def count_where(self, tree: Filter | None) -> int:
-        """Messages matching ``tree`` (all when None)."""
-
-    def recent(self, n: int) -> list[str]:
-        """The ``n`` newest bodies by insertion order, oldest first."""
-
-    def page(self, after: int, limit: int, with_vectors: bool) -> list[tuple[int, str, np.ndarray | None]]:
-        """(seq, body, content vector) of up to ``limit`` messages after seq ``after``, in insertion order."""
-
-    def listed(self, after: int, limit: int, tree: Filter | None) -> list[tuple[int, str]]:
-        """(seq, body) of up to ``limit`` messages matching ``tree`` after seq ``after``, in order."""
-
-    def due(self, now: float) -> bool:
-        """Whether some message's expiry is at or before ``now``."""
-
-    def events(self, message_id: str) -> list[HistoryEvent]:
-        """The message's history, oldest first."""
-
-    def trail_rows(self) -> list[tuple[str, str, str | None, float]]:
-        """The namespace's history, oldest first: (id, event, old body, at)."""
-
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        """{word: stored speaker, ``sent_from`` and role names holding it (of a bounded sample of messages)} for
-        the ``words`` (lower case) a stored message's names hold (:mod:`ltm.store.search.speakers`: a question's names
-        are put in the first person before it is embedded)."""
-
     # -- searches --------------------------------------------------------------------------------------------
-    def search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: str,
-        filters: Mapping[str, Any] | None,
-        exact_key: bytes | None = None,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> list[MemoryHit]:
-        """The ``k`` best hits for ``text`` (embedded as ``vector``; None in keyword mode) in ``mode``; messages
-        whose content key is ``exact_key`` (the query verbatim) first. ``lines``: hybrid only, a long query's
-        lines embedded one by one (:func:`ltm.store.search.query.query_lines`): its dense signal is then
-        :func:`ltm.store.search.fusion.line_scores`. ``plan``: ``text``'s
-        :func:`~ltm.store.search.query.analyse`, when the caller made it; ``keyword``: hybrid only, on an engine
-        that finds the keyword side first (:class:`KeywordFirst`), what it found while the model embedded the
-        query, or the future of its call."""
+    def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
+        """What a search needs before the model embeds its query, in one call
+        (:func:`ltm.store.request.context_of`): whether any row carries validity (when ``validity``: a read adds
+        no visibility clause where none does), the stored vectors' dimension (when ``dimension``) and {word:
+        stored speaker, ``sent_from`` and role names holding it} for the ``words`` (lower case) of a question
+        (:mod:`ltm.store.search.speakers`: its names are put in the first person before it is embedded)."""
 
-    def signal_scores(
-        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
-    ) -> dict[str, dict[str, float]]:
-        """Per-signal scores (dense, context, keyword) of messages ``ids`` for a query, for ``explain``."""
+    def search(self, request: SearchRequest) -> list[MemoryHit]:
+        """The ``request.k`` best hits (:class:`~ltm.store.request.SearchRequest`): the engine deletes what expired
+        first (:func:`ltm.store.request.expire`), compiles the filter tree, gathers, scores and reads its
+        candidates (messages whose content key is ``exact_key`` first; a hybrid search's dense signal over a long
+        query's ``lines`` is :func:`ltm.store.search.fusion.line_scores`; on a :class:`KeywordFirst` engine,
+        ``keyword`` is what its keyword side found while the model embedded the query, or the future of it),
+        and applies ``threshold`` / ``explain`` (:func:`ltm.store.request.answered`)."""
 
     def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> list[Message]:
         """Up to ``k`` messages with cosine >= ``threshold`` to ``vector``; exact copies (``key``) first."""
@@ -232,8 +159,22 @@ class DocumentBackend(Protocol):
     def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
         """Each vector's highest cosine to a stored message (-1.0 when none; 1.0 for stored keys)."""
 
-    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
-        """Counts for health checks."""
+    # -- roles: reads, history, lifespan, upkeep ---------------------------------------------------------------
+    @property
+    def reads(self) -> Reads:
+        """What a handle reads of the rows besides a search."""
+
+    @property
+    def history(self) -> History:
+        """The namespace's history of events."""
+
+    @property
+    def lifespan(self) -> Lifespan:
+        """Expiry, versions and erasure."""
+
+    @property
+    def upkeep(self) -> Upkeep:
+        """A metadata index, a bulk load."""
 
     # -- lifetime --------------------------------------------------------------------------------------------
     def save(self) -> None:
@@ -269,31 +210,16 @@ class WritesBehind(Protocol):
 @runtime_checkable
 class KeywordFirst(Protocol):
     """An engine whose hybrid search can take its keyword side found beforehand, while the model embeds the
-    query (:meth:`DocumentBackend.search`'s ``keyword``), rather than ranking it inside one statement."""
+    query (the request's ``keyword``), rather than ranking it inside one statement."""
 
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> KeywordSide:
-        """A hybrid search's keyword side for ``text``, with whatever of the candidates' rows the engine can read
-        without the query vector before ``model_done`` is set (what is left, :meth:`DocumentBackend.search` reads
+    def keyword_ahead(
+        self, request: SearchRequest, model_done: threading.Event
+    ) -> tuple[Callable[[], KeywordSide], bool]:
+        """A hybrid search's keyword side for ``request`` (no vector yet) as a call to run on another thread, and
+        whether that call runs without the handle's lock (then the search takes it as a future and does its dense
+        side before it needs it; else the thread takes the lock around it). The call reads ahead whatever of the
+        candidates' rows it can before ``model_done`` is set (what is left, :meth:`DocumentBackend.search` reads
         with the dense candidates' rows). Called under the handle's lock."""
-
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> Callable[[], KeywordSide] | None:
-        """:meth:`keyword_candidates` as a call to run on another thread without the handle's lock (made under
-        it), so that the search can take it as a future and do its dense side before it needs it; None where the
-        keyword side needs the lock (then :meth:`keyword_candidates` runs under it)."""
 
 
 @runtime_checkable

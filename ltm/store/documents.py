@@ -1,5 +1,5 @@
 """MemoryStorage's document-store half: list, count, export, update, history, delete_where / delete_all,
-expiry, JSONL transfer.
+expiry, JSONL transfer (its base :class:`~ltm.store.transfer.Transfers`).
 
 :class:`DocumentStore` is a base class of :class:`~ltm.store.storage.MemoryStorage`; it holds the logic of
 these operations once, for every engine: checking, parsing the filter (one tree, :mod:`ltm.store.search.filters`),
@@ -17,9 +17,7 @@ import math
 import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
@@ -27,22 +25,22 @@ from ltm.config import Settings
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.store import rows as rowplan
-from ltm.store import transfer
 from ltm.store.backend import DocumentBackend
 from ltm.store.embedder import TEXT, Embedder
 from ltm.store.locks import HandleLock
 from ltm.store.offloop import OffLoop
-from ltm.store.records import EVENTS, LIST_MAX, HistoryEvent, MessagePage, check_limit, decode_cursor
+from ltm.store.records import LIST_MAX, HistoryEvent, MessagePage, check_limit, decode_cursor
 from ltm.store.scopes import SCOPES
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.query import checked_filters
+from ltm.store.transfer import Transfers
 from ltm.store.validation import check_id, check_k
 from ltm.store.validity import visibility, with_filters
 
 __all__ = ["DocumentStore"]
 
 
-class DocumentStore(OffLoop):
+class DocumentStore(Transfers, OffLoop):
     """list / iter / count / export, update / history / delete_where / delete_all / purge_expired, JSONL transfer."""
 
     settings: Settings
@@ -72,11 +70,12 @@ class DocumentStore(OffLoop):
         ``delete``: messages deleted first in the same transaction)."""
 
     @abstractmethod
-    def _embed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        """Vectors for texts (stored ones reused by content key: no model call for them)."""
+    def _embed(self, texts: builtins.list[str], purpose: str, *, dim: int | None = None) -> np.ndarray:
+        """Vectors for texts (stored ones reused by content key: no model call for them); ``dim``: the namespace's
+        dimension when the caller knows it already (else it is read from the engine)."""
 
     @abstractmethod
-    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
+    async def _aembed(self, texts: builtins.list[str], purpose: str, *, dim: int | None = None) -> np.ndarray:
         """Async twin of :meth:`_embed`."""
 
     @abstractmethod
@@ -107,7 +106,7 @@ class DocumentStore(OffLoop):
         check_id(message_id)
         with self._lock:
             self.purge_expired()
-            body = self._engine().body_of(message_id)
+            body = self._engine().reads.body_of(message_id)
         if body is None:
             raise NotFound(f"no message {message_id!r} in namespace {self.namespace!r}")
         return Message.load(body)
@@ -122,12 +121,12 @@ class DocumentStore(OffLoop):
         """How many messages are stored, every version included (:meth:`count` counts those valid now)."""
         with self._lock:
             self.purge_expired()
-            return self._engine().count_where(None)
+            return self._engine().reads.count_where(None)
 
     def recent(self, n: int) -> builtins.list[Message]:
         """The ``n`` most recently added messages, oldest first."""
         with self._lock:
-            return [Message.load(b) for b in self._engine().recent(check_k(n))] if n else []
+            return [Message.load(b) for b in self._engine().reads.recent(check_k(n))] if n else []
 
     def list(
         self,
@@ -148,7 +147,7 @@ class DocumentStore(OffLoop):
         tree = checked_filters(self._visible(filters, as_of, known_at))
         with self._lock:
             self.purge_expired()
-            found = self._engine().listed(after, limit + 1, tree)  # one more: is there a next?
+            found = self._engine().reads.listed(after, limit + 1, tree)  # one more: is there a next?
         return MessagePage.of(found, limit)
 
     def iter(self, filters: Mapping[str, Any] | None = None, *, page: int = 1000) -> Iterator[Message]:
@@ -176,7 +175,7 @@ class DocumentStore(OffLoop):
         tree = checked_filters(self._visible(filters, as_of, known_at))
         with self._lock:
             self.purge_expired()
-            return self._engine().count_where(tree)
+            return self._engine().reads.count_where(tree)
 
     def _visible(
         self, filters: Mapping[str, Any] | None, as_of: Any = None, known_at: Any = None
@@ -185,7 +184,7 @@ class DocumentStore(OffLoop):
         itself, at the cost of one index probe, when neither time is given and no row carries validity."""
         if as_of is None and known_at is None:
             with self._lock:
-                if not self._engine().has_validity():
+                if not self._engine().lifespan.has_validity():
                     return filters
         return with_filters(filters, visibility(as_of, known_at))
 
@@ -197,7 +196,7 @@ class DocumentStore(OffLoop):
         after = 0
         while True:
             with self._lock:
-                rows = self._engine().page(after, batch, with_vectors)
+                rows = self._engine().reads.page(after, batch, with_vectors)
             if not rows:
                 return
             for seq, body, vector in rows:
@@ -236,7 +235,7 @@ class DocumentStore(OffLoop):
             raise InvalidInput(f"metadata must be a dict, got {type(metadata).__name__}")
         with self._lock:
             self.purge_expired()
-            old_body = self._engine().body_of(str(message_id))
+            old_body = self._engine().reads.body_of(str(message_id))
         if old_body is None:
             raise NotFound(
                 f"no message {message_id!r} in namespace {self.namespace!r} (deleted, expired or never "
@@ -293,13 +292,13 @@ class DocumentStore(OffLoop):
         if not checked:
             return 0
         with self._lock:
-            return self._engine().set_expiry(checked)
+            return self._engine().lifespan.set_expiry(checked)
 
     def history(self, message_id: str) -> builtins.list[HistoryEvent]:
         """The message's ADD / UPDATE / DELETE events, oldest first, each with old and new values and its time
         (at most ``settings.history_limit`` events are kept per namespace, the oldest dropped first)."""
         with self._lock:
-            return self._engine().events(str(message_id))
+            return self._engine().history.events(str(message_id))
 
     def index_metadata(self, key: str) -> None:
         """Index metadata ``key`` (``a.b`` for a nested one), so that ``metadata.KEY`` filters on it become
@@ -307,7 +306,7 @@ class DocumentStore(OffLoop):
         little on every add, like any index."""
         metadata_path(f"metadata.{key}")  # InvalidInput for a bad key, on every engine
         with self._lock:
-            self._engine().index_metadata(key)
+            self._engine().upkeep.index_metadata(key)
 
     # -- deleting by filter -------------------------------------------------------------------------------
     def delete_where(self, filters: Mapping[str, Any]) -> int:
@@ -336,81 +335,7 @@ class DocumentStore(OffLoop):
         with self._lock:
             engine = self._engine()
             return (
-                engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit) if engine.due(now) else 0
+                engine.remove(Compare("expires_at", "lte", now), self.settings.history_limit)
+                if engine.lifespan.due(now)
+                else 0
             )
-
-    # -- export / import ----------------------------------------------------------------------------------
-    def export_jsonl(
-        self, target: str | Path | TextIO, *, with_vectors: bool = False, filters: Mapping[str, Any] | None = None
-    ) -> int:
-        """Write the namespace (or the messages matching ``filters``) as JSON Lines, oldest first; how many.
-
-        ``target`` is a path or an open text file. With ``with_vectors`` each line carries its stored vector
-        and model name, so :meth:`import_jsonl` into a store of the same model embeds nothing."""
-        wanted: set[str] | None = None
-        if filters:
-            wanted = set()
-            cursor: str | None = None
-            while True:
-                page = self.list(filters, limit=10_000, cursor=cursor)
-                wanted.update(m.id for m in page.messages)
-                if (cursor := page.next_cursor) is None:
-                    break
-        items = ((m, v) for m, v in self.export(with_vectors=with_vectors) if wanted is None or m.id in wanted)
-        with _opened(target, "w") as out:
-            return transfer.write_lines(items, out, self.model)
-
-    def history_rows(self) -> builtins.list[tuple[str, str, str | None, float]]:
-        """The namespace's whole audit trail, oldest first, as (id, event, old message JSON, unix time): what
-        ``ltm migrate`` carries to the other engine (see :meth:`load_history`)."""
-        with self._lock:
-            return self._engine().trail_rows()
-
-    def load_history(self, rows: Iterable[tuple[str, str, str | None, float]]) -> None:
-        """Make ``rows`` (from :meth:`history_rows` of another store) the history of the ids they name, in one
-        transaction, replacing what those ids had (so loading twice leaves one copy); bounded as ever."""
-        listed = [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
-        if any(e not in EVENTS for _, e, _, _ in listed):
-            raise InvalidInput(f"history events are one of {EVENTS}")
-        with self._lock:
-            self._engine().load_trail(listed, self.settings.history_limit)
-
-    @contextmanager
-    def bulk_load(self) -> Iterator[None]:
-        """A load of many :meth:`add_batch` calls: ``with store.bulk_load(): ...``. Each batch is still one
-        transaction, visible to readers when it returns. On PostgreSQL, a namespace without its HNSW index yet
-        (new, or under 1,000 rows) gets the index once when the block ends instead of one graph insert per row
-        (readers meanwhile search it exactly); the embedded engine writes as ever."""
-        with self._lock:
-            bulk = self._engine().bulk()
-        with bulk:
-            yield
-
-    def import_jsonl(self, source: str | Path | TextIO, *, batch: int = 1000) -> int:
-        """Add the messages of a JSON Lines export (see :meth:`export_jsonl`); how many were new (ids already
-        stored are skipped). The whole file is checked before anything is written; then written in batches
-        under :meth:`bulk_load`."""
-        with _opened(source, "r") as stream:
-            items = list(transfer.read_lines(stream, self.model))
-        with self.bulk_load():
-            return self._import_items(items, batch)
-
-    def _import_items(self, items: builtins.list[tuple[Message, builtins.list[float] | None]], batch: int) -> int:
-        added = 0
-        for start in range(0, len(items), batch):
-            part = items[start : start + batch]
-            messages = [m for m, _ in part]
-            if all(v is not None for _, v in part):
-                added += self.add_batch(messages, vectors=np.array([v for _, v in part], dtype=np.float32))
-            else:
-                added += self.add_batch(messages)
-        return added
-
-
-@contextmanager
-def _opened(target: str | Path | TextIO, mode: str) -> Iterator[TextIO]:
-    if isinstance(target, str | Path):
-        with open(target, mode, encoding="utf-8") as handle:
-            yield handle  # type: ignore[misc]
-    else:
-        yield target

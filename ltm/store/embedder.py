@@ -96,6 +96,14 @@ def _plain_onnx(loaded: object) -> OnnxModel | None:
     return loaded if plain is not None and type(loaded) is plain.OnnxModel else None  # type: ignore[return-value]
 
 
+def _own_vectors(model: OnnxModel | OnnxEmbedding, purpose: str, texts: list[str]) -> np.ndarray:
+    """ltm's own model's vectors for ``texts``: a text to store longer than the model's window is embedded window
+    by window (``text_vectors``), so any part of a long turn can find it; a query keeps its first window, as every
+    query did, so rankings of short stored texts do not move."""
+    vectors = model.text_vectors(texts) if purpose != QUERY else model.vectors(texts)
+    return vectors.view(_OwnVectors)
+
+
 class Embedder:
     """Wraps a llama-index ``BaseEmbedding``: batches, L2-normalises, validates and caches its vectors.
 
@@ -298,9 +306,10 @@ class Embedder:
                 direct = own if own is not None and own.unobserved() else None
             start = time.perf_counter()
             if direct is not None:
-                out: list[list[float]] | np.ndarray = direct.vectors(texts).view(_OwnVectors)
-            elif purpose == QUERY and len(texts) == 1:
-                out = [embedding.get_query_embedding(texts[0])]
+                out: list[list[float]] | np.ndarray = _own_vectors(direct, purpose, texts)
+            elif purpose == QUERY and (len(texts) == 1 or own is not None):
+                # ltm's own model embeds a query's lines as queries (first window), stored texts window by window
+                out = [embedding.get_query_embedding(text) for text in texts]
             else:
                 out = embedding.get_text_embedding_batch(texts)
         except LTMError:
@@ -319,9 +328,10 @@ class Embedder:
             plain = self._model()
             start = time.perf_counter()
             if plain is not None:  # as in _call: the model alone (llama-index's async calls run it in line too)
-                out: list[list[float]] | np.ndarray = plain.vectors(texts).view(_OwnVectors)
-            elif purpose == QUERY and len(texts) == 1:
-                out = [await self.embedding.aget_query_embedding(texts[0])]
+                out: list[list[float]] | np.ndarray = _own_vectors(plain, purpose, texts)
+            elif purpose == QUERY and (len(texts) == 1 or self._own is not None):
+                embedding = self.embedding
+                out = [await embedding.aget_query_embedding(text) for text in texts]
             else:
                 out = await self.embedding.aget_text_embedding_batch(texts)
         except LTMError:

@@ -42,7 +42,7 @@ def forget(
         )
     reason = check_reason(reason)
     with store._lock:
-        receipt: ForgetReceipt = store._engine().forget(listed, tree, reason, store.settings.history_limit)
+        receipt: ForgetReceipt = store._engine().lifespan.forget(listed, tree, reason, store.settings.history_limit)
     return dataclasses.replace(receipt, caches=receipt.caches + _drop_caches(store))
 
 

@@ -1,4 +1,4 @@
-"""The store's records, shared by every engine: a search's query and hits (:class:`SearchQuery`, :class:`MemoryHit`),
+"""The store's records, shared by every engine: a search's hits (:class:`MemoryHit`) and keyword side,
 a row ready to be written (:class:`Row`, its vectors' stored encoding), a message's history events, a page of
 :meth:`MemoryStorage.list`, :meth:`MemoryStorage.stats`, and what the catalog lists (:class:`NamespaceInfo` of a
 data root, :class:`DatabaseNamespace` of a database).
@@ -42,7 +42,6 @@ __all__ = [
     "Mode",
     "NamespaceInfo",
     "Row",
-    "SearchQuery",
     "StoreStats",
     "assemble",
     "check_limit",
@@ -70,7 +69,7 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 
 class KeywordSide(NamedTuple):
     """A hybrid search's keyword side, found on a worker thread while the model embeds the query
-    (:meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`): the candidates, best first, and the engine's
+    (:meth:`~ltm.store.backend.KeywordFirst.keyword_ahead`): the candidates, best first, and the engine's
     rows of them read then too, with the store's ``version`` at that read (the engine reads a row again when the
     store has changed since: a message deleted meanwhile is never returned)."""
 
@@ -80,7 +79,7 @@ class KeywordSide(NamedTuple):
 
 
 # What a hybrid search takes as its keyword side: found, or still being found on a worker thread that needs no store
-# lock (:meth:`~ltm.store.backend.KeywordFirst.keyword_beside`), waited for when the search needs it.
+# lock (:meth:`~ltm.store.backend.KeywordFirst.keyword_ahead`), waited for when the search needs it.
 KeywordAhead: TypeAlias = KeywordSide | Future[KeywordSide | None]
 
 
@@ -95,30 +94,6 @@ class Analysis:
     long: bool
     stems: frozenset[str] | None
     lines: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SearchQuery:
-    """One search's inputs (modelled on llama-index's ``VectorStoreQuery``).
-
-    ``vector`` is the embedded ``text`` (shape (1, dim); None in keyword mode or before any vector is
-    stored); ``where`` a filter clause over ``messages m`` with its ``params`` (None: unfiltered).
-    """
-
-    text: str
-    vector: np.ndarray | None
-    k: int
-    mode: Mode = "hybrid"
-    where: str | None = None
-    params: tuple[Any, ...] = ()
-    exact_key: bytes | None = None  # the query text's content key: messages holding it verbatim come first
-    now: float | None = None  # what "yesterday" / "last week" count from (None: the newest message's time)
-    lines: np.ndarray | None = None  # hybrid: a long query's lines embedded one by one (query.query_lines), (n, dim)
-    analysis: Analysis | None = None  # the text's search.query.analyse, when the caller made it (else retrieve does)
-    # hybrid: the keyword side, when the caller found it beside the model (a future while it may still be running)
-    keyword: KeywordAhead | None = None
-    # seqs the search leaves out beside ``where`` (the few versions the default view hides: ltm.store.validity)
-    hidden: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)

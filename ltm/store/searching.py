@@ -1,13 +1,17 @@
 """MemoryStorage's search half: ``search`` / ``asearch`` (hybrid, dense, keyword) and ``search_similar``.
 
-:class:`Searching` is a base class of :class:`~ltm.store.storage.MemoryStorage`. A search by text does what needs
-no query vector while the model embeds the query: the keyword side (the engine's
-:meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`, with the rows of its candidates) runs on a worker
+:class:`Searching` is a base class of :class:`~ltm.store.storage.MemoryStorage`. A search crosses the seam to its
+engine a fixed few times (tests/store/test_seam.py counts them): one
+:meth:`~ltm.store.backend.DocumentBackend.search_context` before the model (validity, dimension, the question's
+speaker names), the keyword side on an engine that finds it first, and one
+:class:`~ltm.store.request.SearchRequest` that the engine compiles, ranks, reads and explains itself.
+
+A search by text does what needs no query vector while the model embeds the query: the keyword side (the
+engine's :meth:`~ltm.store.backend.KeywordFirst.keyword_ahead`, with the rows of its candidates) runs on a worker
 thread, since SQLite and ONNX Runtime both let go of the GIL; the search then pays max(model, keyword side)
-instead of their sum (docs/SEARCH_SPEED.md). Where the engine can run the keyword side without the store's lock
-(:meth:`~ltm.store.backend.KeywordFirst.keyword_beside`: a large embedded namespace, through a second
-connection), the search takes it as a future and does its dense side before it waits for it. A search given its
-vector runs every part in line, with the same hits.
+instead of their sum (docs/SEARCH_SPEED.md). Where the engine can run the keyword side without the store's lock (a
+large embedded namespace, through a second connection), the search takes it as a future and does its dense side
+before it waits for it. A search given its vector runs every part in line, with the same hits.
 """
 
 from __future__ import annotations
@@ -16,22 +20,24 @@ import asyncio
 import builtins
 import threading
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ltm.message import Message
-from ltm.store.backend import KeywordFirst
+from ltm.store.backend import DocumentBackend, KeywordFirst
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import QUERY, TEXT
-from ltm.store.records import Analysis, KeywordAhead, KeywordSide, MemoryHit, Mode
-from ltm.store.search.explain import check_threshold, explained, given_query_vector
-from ltm.store.search.query import analyse
-from ltm.store.search.speakers import dense_query
-from ltm.store.validation import check_k, text_of
+from ltm.store.records import KeywordAhead, KeywordSide, MemoryHit, Mode
+from ltm.store.request import SearchRequest
+from ltm.store.search.explain import check_threshold
+from ltm.store.search.query import analyse, check_query, checked_filters
+from ltm.store.search.speakers import dense_query, name_candidates
+from ltm.store.validation import check_k, normalise, text_of
+from ltm.store.validity import DefaultView, visibility, with_filters
 
 __all__ = ["Searching"]
 
@@ -43,6 +49,7 @@ class Searching(DocumentStore):
     """search / asearch / search_similar / asearch_similar over the handle's engine."""
 
     threshold: float
+    _backend: DocumentBackend | None  # the open namespace's engine (None: closed)
 
     @abstractmethod
     def _dim(self) -> int | None:
@@ -71,34 +78,22 @@ class Searching(DocumentStore):
         found (a superseded version, or one whose ``valid_from`` is ahead, is not); ``as_of``: those valid at that
         time; ``known_at``: what the store had recorded by then, as it stood (:mod:`ltm.store.validity`).
         """
-        filters = self._visible(filters, as_of, known_at)
-        query_vector = given_query_vector(query, mode, vector, self._dim)
-        plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
+        backend, request, text, dim = self._begin(query, k, mode, filters, threshold, explain, vector, as_of, known_at)
+        vector_ = request.vector
         ahead: Future[KeywordSide | None] | None = None
         beside = False
-        if query_vector is None and mode != "keyword" and self._dim() is not None:
-            text = self._dense_text(query)
+        if text is not None:
             model_done = threading.Event()
             if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
-                ahead, beside = self._keyword_ahead(query, plan, check_k(k), filters, model_done)
+                ahead, beside = self._keyword_ahead(backend, request, model_done)
             try:
-                query_vector = self._embed([text], QUERY)
+                vector_ = self._embed([text], QUERY, dim=dim)
             finally:
                 model_done.set()
-        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
-        line_vectors = self._embed(lines, QUERY) if lines else None
-        return self._search(
-            query,
-            query_vector,
-            check_k(k),
-            mode,
-            filters,
-            check_threshold(threshold),
-            explain,
-            line_vectors,
-            plan,
-            None if ahead is None else ahead if beside else ahead.result(),
-        )
+        lines = list(request.plan.lines) if request.plan and mode == "hybrid" and vector_ is not None else []
+        line_vectors = self._embed(lines, QUERY, dim=dim) if lines else None
+        keyword = None if ahead is None else ahead if beside else ahead.result()
+        return self._finish(backend, replace(request, vector=vector_, lines=line_vectors, keyword=keyword))
 
     async def asearch(
         self,
@@ -114,37 +109,27 @@ class Searching(DocumentStore):
         known_at: Any = None,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search` (blocking work off the event loop; the keyword side beside the model)."""
-        filters = await self._off(self._visible, filters, as_of, known_at)
-        query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
-        plan = analyse(query)
+        backend, request, text, dim = await self._off(
+            self._begin, query, k, mode, filters, threshold, explain, vector, as_of, known_at
+        )
+        vector_ = request.vector
         ahead: Future[KeywordSide | None] | None = None
         beside = False
-        if query_vector is None and mode != "keyword" and (await self._off(self._dim)) is not None:
-            text = await self._off(self._dense_text, query)
+        if text is not None:
             model_done = threading.Event()
             if mode == "hybrid":
-                ahead, beside = await self._off(self._keyword_ahead, query, plan, check_k(k), filters, model_done)
+                ahead, beside = await self._off(self._keyword_ahead, backend, request, model_done)
             try:
-                query_vector = await self._aembed([text], QUERY)
+                vector_ = await self._aembed([text], QUERY, dim=dim)
             finally:
                 model_done.set()
-        lines = list(plan.lines) if mode == "hybrid" and query_vector is not None else []
-        line_vectors = await self._aembed(lines, QUERY) if lines else None
+        lines = list(request.plan.lines) if request.plan and mode == "hybrid" and vector_ is not None else []
+        line_vectors = await self._aembed(lines, QUERY, dim=dim) if lines else None
         keyword: KeywordAhead | None = ahead  # a future the search may wait for
         if ahead is not None and not beside:
             keyword = await asyncio.wrap_future(ahead)
         return await self._off(
-            self._search,
-            query,
-            query_vector,
-            check_k(k),
-            mode,
-            filters,
-            check_threshold(threshold),
-            explain,
-            line_vectors,
-            plan,
-            keyword,
+            self._finish, backend, replace(request, vector=vector_, lines=line_vectors, keyword=keyword)
         )
 
     def search_similar(self, message: Message | str, k: int = 4) -> builtins.list[Message]:
@@ -162,19 +147,63 @@ class Searching(DocumentStore):
             return []
         return await self._off(self._similar, await self._aembed([text], TEXT), check_k(k), text)
 
+    def _begin(
+        self,
+        query: str,
+        k: int,
+        mode: Mode,
+        filters: Mapping[str, Any] | None,
+        threshold: float | None,
+        explain: bool,
+        vector: Any,
+        as_of: Any,
+        known_at: Any,
+    ) -> tuple[DocumentBackend, SearchRequest, str | None, int | None]:
+        """A search's input checked (InvalidInput) and what it needs of the engine asked in one call
+        (:meth:`~ltm.store.backend.DocumentBackend.search_context`): (the engine, the request with the caller's
+        vector when given, the text to embed as the query (None when the search calls no model), the
+        namespace's dimension)."""
+        view = visibility(as_of, known_at)  # the versions a read sees (InvalidInput for a bad time)
+        check_query(query if vector is None or mode != "dense" else query or "-", mode)
+        given = vector is not None and mode != "keyword"
+        words = name_candidates(query)[0] if not given and mode != "keyword" else []
+        with self._lock:
+            backend = self._engine()
+            context = backend.search_context(words, dimension=mode != "keyword", validity=isinstance(view, DefaultView))
+        query_vector = None
+        if given:
+            query_vector = normalise(
+                np.asarray(vector, dtype=np.float32).reshape(1, -1), context.dimension, "the query vector"
+            )
+        k = check_k(k)
+        spec = filters if isinstance(view, DefaultView) and not context.validity else with_filters(filters, view)
+        request = SearchRequest(
+            query,
+            k,
+            mode,
+            checked_filters(spec),
+            spec if isinstance(spec, DefaultView) else None,
+            query_vector,
+            plan=analyse(query),  # read once: the lines here, the terms, stems and names in the engine
+            threshold=check_threshold(threshold),
+            explain=explain,
+        )
+        dense = query_vector is None and mode != "keyword" and context.dimension is not None
+        text = dense_query(query, lambda _: context.names) if dense else None
+        return backend, request, text, context.dimension
+
     def _keyword_ahead(
-        self, text: str, plan: Analysis, k: int, filters: Mapping[str, Any] | None, model_done: threading.Event
+        self, backend: DocumentBackend, request: SearchRequest, model_done: threading.Event
     ) -> tuple[Future[KeywordSide | None] | None, bool]:
         """Start a hybrid search's keyword side on a worker thread: (its future, whether it runs without the store's
         lock, so that the search may hold the lock while it waits for it); (None, False) on an engine that ranks
         the keyword side inside its search (no :class:`~ltm.store.backend.KeywordFirst`)."""
+        if not isinstance(backend, KeywordFirst):
+            return None, False
         with self._lock:
-            backend = self._engine()
-            if not isinstance(backend, KeywordFirst):
-                return None, False
-            run = backend.keyword_beside(text, plan, k, filters, model_done)
-        if run is None:
-            return _KEYWORD_SIDE.submit(self._keyword_side, text, plan, k, filters, model_done), False
+            run, beside = backend.keyword_ahead(request, model_done)
+        if not beside:
+            return _KEYWORD_SIDE.submit(self._locked, backend, run), False
         try:
             return _KEYWORD_SIDE.submit(run), True
         except RuntimeError:  # the worker pool is shut down (the interpreter is exiting): run it here
@@ -182,24 +211,11 @@ class Searching(DocumentStore):
             done.set_result(run())
             return done, True
 
-    def _keyword_side(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> KeywordSide | None:
-        """A hybrid search's keyword side, found on a worker thread while the model embeds the query (the
-        engine's :meth:`~ltm.store.backend.KeywordFirst.keyword_candidates`; None where its search ranks it);
-        it reads ahead only until ``model_done`` is set."""
+    def _locked(self, backend: DocumentBackend, run: Callable[[], KeywordSide]) -> KeywordSide | None:
+        """``run`` under the store's lock (a keyword side that reads through the store's connection); None when the
+        handle closed ``backend`` meanwhile (the search then finds its keyword side in line, on the engine it has)."""
         with self._lock:
-            backend = self._engine()
-            return (
-                backend.keyword_candidates(text, plan, k, filters, model_done)
-                if isinstance(backend, KeywordFirst)
-                else None
-            )
+            return run() if self._backend is backend else None
 
     def _dense_text(self, query: str) -> str:
         """What a question's vector is computed from: the names of people who spoke in this namespace in the first
@@ -210,27 +226,15 @@ class Searching(DocumentStore):
         """{word: stored names holding it} for those of ``words`` a stored message's speaker, ``sent_from`` or role
         holds."""
         with self._lock:
-            return self._engine().speaker_names(words)
+            return self._engine().search_context(words, dimension=False, validity=False).names
 
-    def _search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: Mode,
-        filters: Mapping[str, Any] | None,
-        threshold: float | None = None,
-        explain: bool = False,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> builtins.list[MemoryHit]:
+    def _finish(self, backend: DocumentBackend, request: SearchRequest) -> builtins.list[MemoryHit]:
+        """The engine's hits for the request (one call: the engine purges what expired, ranks, and explains)."""
         with self._lock:
-            self.purge_expired()
-            backend = self._engine()
-            exact_key = self.embedder.keys([text])[0] if mode == "hybrid" else None
-            hits = backend.search(text, vector, k, mode, filters, exact_key, lines, plan, keyword)
-            return explained(hits, mode, partial(backend.signal_scores, vector=vector, text=text), threshold, explain)
+            if self._backend is not backend:  # closed meanwhile: the handle's engine now
+                backend = self._engine()
+            exact_key = self.embedder.keys([request.text])[0] if request.mode == "hybrid" else None
+            return backend.search(replace(request, exact_key=exact_key))
 
     def _similar(self, vectors: np.ndarray, k: int, text: str) -> builtins.list[Message]:
         if k == 0:

@@ -31,7 +31,7 @@ from ltm.llm.names import configured_dim
 from ltm.message import Message
 from ltm.store import forgetting
 from ltm.store import rows as rowplan
-from ltm.store.adding import add_groups
+from ltm.store.adding import Embedded, add_groups
 from ltm.store.backend import DocumentBackend, Engine, StagedAdd, StagedAdds, WritesBehind, backend_for
 from ltm.store.embedder import TEXT, Embedder, make_embedder
 from ltm.store.group import GroupCommit
@@ -68,7 +68,6 @@ class MemoryStorage(Searching, Versions):
         self._configure(namespace, kind, settings, embedding, similarity_threshold)
         self._engine_type = backend if backend is not None else backend_for(self.settings)
         self._backend: DocumentBackend | None = None  # the open namespace's
-        self._grouped = GroupCommit(self._lock, self._insert_groups)  # commits queued while one is in flight
         if namespace is not None:
             self._open(namespace)
 
@@ -92,7 +91,8 @@ class MemoryStorage(Searching, Versions):
         self._embedding = embedding
         self._embedder: Embedder | None = None
         self._lock = HandleLock()
-        # whole adds (lookups, one embedding call, one commit) of callers that queued while a group was in flight
+        # the adds of callers that queued while a group was in flight, as one (lookups, one embedding call, one
+        # commit): add_batch's whole adds and aadd_batch's, embedded already (adding.Embedded)
         self._adds = GroupCommit(
             threading.RLock(), partial(add_groups, self, max_bytes=self.settings.max_content_bytes)
         )
@@ -257,9 +257,10 @@ class MemoryStorage(Searching, Versions):
     ) -> int:
         """Write the pending rows in one transaction the mirror follows; how many were inserted (add) or
         how many replaced a stored message (replace). Adds from concurrent threads are committed together
-        (:mod:`ltm.store.group`): one fsync for the group, each caller answered once it is on disk."""
+        (:mod:`ltm.store.group`, the queue :meth:`add_batch` uses): one fsync for the group, each caller answered
+        once it is on disk."""
         if not replace:
-            return self._grouped.submit((pending, vectors))
+            return self._adds.submit(Embedded(pending, vectors))
         with self._lock:
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
@@ -315,11 +316,19 @@ class MemoryStorage(Searching, Versions):
             self.purge_expired()
             return self._engine().best_similarities(vectors, self.embedder.keys(list(texts)) if texts else None)
 
-    def _embed(self, texts: builtins.list[str], purpose: str, during: Callable[[], object] | None = None) -> np.ndarray:
-        return self.embedder.embed(texts, self._known_dim(), self._vectors_by_key, purpose, during)
+    def _embed(
+        self,
+        texts: builtins.list[str],
+        purpose: str,
+        during: Callable[[], object] | None = None,
+        *,
+        dim: int | None = None,
+    ) -> np.ndarray:
+        known = dim if dim is not None else self._known_dim()
+        return self.embedder.embed(texts, known, self._vectors_by_key, purpose, during)
 
-    async def _aembed(self, texts: builtins.list[str], purpose: str) -> np.ndarray:
-        dim = await self._off(self._known_dim)
+    async def _aembed(self, texts: builtins.list[str], purpose: str, *, dim: int | None = None) -> np.ndarray:
+        dim = dim if dim is not None else await self._off(self._known_dim)
         return await self.embedder.aembed(texts, dim, known=self._vectors_by_key, purpose=purpose, run=self._off)
 
     def _known_dim(self) -> int | None:
@@ -332,7 +341,7 @@ class MemoryStorage(Searching, Versions):
         """Counts for health checks (see :class:`~ltm.store.records.StoreStats`), after catching up."""
         with self._lock:
             self.purge_expired()
-            return self._engine().stats(self.namespace, self.embedder.model, self.embedder.calls)
+            return self._engine().reads.stats(self.namespace, self.embedder.model, self.embedder.calls)
 
     def forget(
         self,

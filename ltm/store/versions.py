@@ -159,7 +159,7 @@ class Versions(DocumentStore):
     # -- helpers -------------------------------------------------------------------------------------------
     def _version(self, message_id: str) -> Message | None:
         with self._lock:
-            body = self._engine().body_of(message_id)
+            body = self._engine().reads.body_of(message_id)
         return None if body is None else Message.load(body)
 
     def _next_version(
@@ -218,4 +218,4 @@ class Versions(DocumentStore):
             backend = self._engine()
             backend.ensure_dim(vectors.shape[1])
             rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), vectors)
-            backend.supersede(olds, close, rows, self.settings.history_limit)
+            backend.lifespan.supersede(olds, close, rows, self.settings.history_limit)

@@ -37,6 +37,24 @@ def test_blends_come_after_the_real_turns_as_unit_vectors_of_two_halves() -> Non
         assert row["time"] > 104.0  # after every real turn
 
 
+def test_the_chat_shape_fills_with_the_real_turns_most_frequent_words_zipf_weighted() -> None:
+    common = ["yeah", "really", "going", "today"]
+    turns = [
+        {"text": " ".join(common[: 1 + i % 4] + [f"rare{i}"]), "speaker": f"s{i % 2}", "time": 100.0 + i}
+        for i in range(40)
+    ]
+    rows, vectors = corpus.blended(turns, _unit(40, 8, 2), 2000, shape="chat")
+    assert rows[:40] == turns and len(rows) == 2000 and vectors.shape == (2000, 8)
+    fill = [w for row in rows[40:] for w in row["text"].split()]
+    assert 4 <= min(len(row["text"].split()) for row in rows[40:]) <= max(len(row["text"].split()) for row in rows[40:])
+    counts = {w: fill.count(w) for w in set(fill)}
+    assert max(counts, key=counts.__getitem__) == "yeah"  # the most frequent real word, drawn most
+    assert counts["yeah"] > 3 * counts.get("today", 0) > 0  # ranks 1 and 4 of the vocabulary: ~1/r
+    assert all(row["speaker"] in ("s0", "s1") and row["time"] > 139.0 for row in rows[40:])
+    with pytest.raises(SystemExit, match="unknown corpus shape"):
+        corpus.build(10, 1, shape="poem")
+
+
 def test_the_table_is_of_medians_and_rates_with_ltm_over_chroma() -> None:
     run = stores.Run()
     run.add("dense search end to end (at 10)", "ltm", [0.004, 0.005, 0.100], 3)
@@ -166,11 +184,11 @@ def test_the_time_after_the_model_is_timed_from_each_searchs_own_model_call(
         calls: list[str] = []
         embed = store._embed
 
-        def counted(texts: list[str], purpose: str, *rest: Any) -> Any:
+        def counted(texts: list[str], purpose: str, *rest: Any, **named: Any) -> Any:
             calls.append(purpose)
-            return embed(texts, purpose, *rest)
+            return embed(texts, purpose, *rest, **named)
 
-        store._embed = counted  # type: ignore[method-assign, assignment]
+        store._embed = counted  # type: ignore[method-assign]
         profile_search.after_model(store, ["who likes sushi?", "pottery?"])
         assert len(calls) == 4  # one model call per search, dense and default for each question
         assert "_embed" in vars(store) and len(calls) == 4  # the model call it found is put back as it was

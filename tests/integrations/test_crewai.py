@@ -89,6 +89,21 @@ def test_records_without_a_vector_are_kept_but_never_found(storage: LtmStorage) 
     assert [r.content for r, _ in storage.search([0.5] * (DIM * 2))] == ["a new embedder"]
 
 
+def test_records_without_a_vector_are_never_found_even_where_they_would_rank_first(storage: LtmStorage) -> None:
+    """Such a record holds the store's placeholder vector (the first unit vector): a query along it would rank every
+    one of them first, yet the search still returns the ``limit`` best records that have a vector."""
+    storage.save([record(text) for text in ("Orders live in PostgreSQL", "Discount codes apply twice", "Launch")])
+    storage.save([MemoryRecord(content=f"unembedded {i}", embedding=[0.0] * DIM) for i in range(30)])
+    along = [1.0] + [0.0] * (DIM - 1)
+    found = storage.search(along, limit=2, min_score=-1)
+    assert len(found) == 2 and not any(r.content.startswith("unembedded") for r, _ in found)
+    assert found[0][1] >= found[1][1]
+    assert len(storage.search(along, limit=10, min_score=-1)) == 3
+    for bad in (float("nan"), "0.5", True):
+        with pytest.raises(InvalidInput, match="min_score is a finite"):
+            storage.search(along, min_score=bad)  # type: ignore[arg-type]
+
+
 def test_a_first_save_of_zero_vectors_alone_fixes_the_dimension(storage: LtmStorage) -> None:
     storage.save([MemoryRecord(content="zero vector", embedding=[0.0] * DIM)])  # its length: the dimension
     assert storage.count() == 1 and storage.store.dimension() == DIM

@@ -19,7 +19,7 @@ TEXTS = [
     "Write a CLI snake game that saves high scores in SQLite",
     "where are the scores stored?",
     "Übersetzung ins Deutsche: ein kurzer Satz mit Umlauten, émigré café 東京",
-    "word " * 400,  # past the 256-token window: truncated the same way
+    "word " * 400,  # past the 256-token window: its first window is what both runtimes embed for a query
     "a",
 ]
 
@@ -33,7 +33,7 @@ def test_onnx_vectors_equal_torch_vectors(cache: Path) -> None:
     onnx = resolve_embedding(Settings(embedding="local", local_runtime="onnx", model_cache_dir=cache))
     torch = resolve_embedding(Settings(embedding="local", local_runtime="torch"))
     assert isinstance(onnx, OnnxEmbedding) and type(torch).__name__ == "HuggingFaceEmbedding"
-    a = np.array(onnx.get_text_embedding_batch(TEXTS))
+    a = onnx.vectors(TEXTS)  # the model's vectors (a text to store past the window is embedded window by window)
     b = np.array(torch.get_text_embedding_batch(TEXTS))
     cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     assert cosine.min() >= 0.9999, cosine
@@ -108,7 +108,10 @@ def test_one_text_runs_unpadded_and_gives_the_vector_of_a_run_of_one(cache: Path
         assert alone.shape == (1, 384) and alone.dtype == np.float32
         assert np.array_equal(alone, onnx._embed_sorted([text]))  # the planned path for one text: same input
         assert float(alone[0] @ together[row]) >= 0.99999  # beside other texts only the padding differs
-        assert onnx.get_text_embedding(text) == alone[0].tolist() == onnx.get_query_embedding(text)
+        assert onnx.get_query_embedding(text) == alone[0].tolist()  # a query: its first window, always
+        stored = onnx.text_vectors([text])  # a text to store: window by window when it is longer than one
+        assert onnx.get_text_embedding(text) == stored[0].tolist()
+        assert np.array_equal(stored, alone) == (len(onnx.model.windows(text)) == 1)
 
 
 def test_vectors_are_what_llama_index_batching_returns(cache: Path) -> None:
@@ -116,7 +119,8 @@ def test_vectors_are_what_llama_index_batching_returns(cache: Path) -> None:
     assert isinstance(onnx, OnnxEmbedding)
     onnx.embed_batch_size = 2  # llama-index hands over windows of 2, 2 and 1: vectors() sorts the same windows
     try:
-        assert np.array_equal(onnx.vectors(TEXTS), np.array(onnx.get_text_embedding_batch(TEXTS), dtype=np.float32))
+        batched = np.array(onnx.get_text_embedding_batch(TEXTS), dtype=np.float32)
+        assert np.array_equal(onnx.text_vectors(TEXTS), batched)
     finally:
         onnx.embed_batch_size = 512
 
@@ -181,5 +185,5 @@ def test_the_graph_is_written_without_torch(tmp_path: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
     expected = SentenceTransformer(local_model_path(), device="cpu").encode(TEXTS, normalize_embeddings=True)
-    got = OnnxEmbedding(local_model_path(), str(tmp_path)).get_text_embedding_batch(TEXTS)
+    got = OnnxEmbedding(local_model_path(), str(tmp_path)).vectors(TEXTS)
     assert np.min(np.sum(np.asarray(got) * expected, axis=1)) >= 0.9999

@@ -18,7 +18,7 @@ import pytest
 from ltm.config import Settings
 from tests.support.postgres import PARTITIONS
 
-# LTM_TEST_BACKENDS narrows the engines (scripts/test-metagpt runs the contract at MetaGPT's pins, where the
+# LTM_TEST_BACKENDS narrows the engines (scripts/frameworks/metagpt runs the contract at MetaGPT's pins, where the
 # PostgreSQL client is not installed); CI's main run always has both.
 BACKENDS = os.environ.get("LTM_TEST_BACKENDS", "embedded,postgres,partitioned").split(",")
 

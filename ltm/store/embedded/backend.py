@@ -8,7 +8,8 @@ copy of the indexes: :mod:`ltm.store.embedded.shared`), parked by the pool when 
 
 A :class:`EmbeddedBackend` is one handle's view of its open namespace (the handle is the
 :class:`~ltm.store.storage.MemoryStorage` that opened it); the handle calls it under its lock, which is the shared
-engine's lock once the namespace is open.
+engine's lock once the namespace is open. Its reads other than search (rows by id, pages, the trail, vectors'
+neighbours, stats) are its base :class:`~ltm.store.embedded.reads.EmbeddedReads`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,45 +32,36 @@ from ltm.store import rows as rowplan
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.behind import Staging, WriteBehind
 from ltm.store.embedded.erase import erase
-from ltm.store.embedded.explain import sqlite_signals
-from ltm.store.embedded.filters import compile_filters, to_sql
+from ltm.store.embedded.filters import to_sql
 from ltm.store.embedded.log import MessageLog, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.pool import POOL, PooledNamespace
-from ltm.store.embedded.retrieval import best_similarities, keyword_match, keyword_side, retrieve, similar
+from ltm.store.embedded.query import SearchQuery
+from ltm.store.embedded.reads import EmbeddedReads
+from ltm.store.embedded.retrieval import keyword_side, retrieve
 from ltm.store.embedded.shared import SHARED
-from ltm.store.embedded.validity import has_validity, hidden_now, served
+from ltm.store.embedded.validity import has_validity, served
 from ltm.store.embedded.versions import supersede
 from ltm.store.embedded.writes import delete_matching, insert_groups, replace_rows
 from ltm.store.embedder import Embedder
 from ltm.store.handle import Handle
 from ltm.store.naming import namespace_dir
-from ltm.store.records import (
-    Analysis,
-    ForgetReceipt,
-    HistoryEvent,
-    KeywordAhead,
-    KeywordSide,
-    MemoryHit,
-    Mode,
-    Row,
-    SearchQuery,
-    StoreStats,
-    unpack,
-)
+from ltm.store.records import ForgetReceipt, KeywordSide, MemoryHit, Row
+from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
+from ltm.store.roles import Roles
 from ltm.store.search.filters import Compare, Filter, metadata_path
 from ltm.store.search.fusion import DEPTH
-from ltm.store.validity import DefaultView
+from ltm.store.search.query import analyse
 
 __all__ = ["EmbeddedBackend"]
 
 # From this many rows a hybrid search's keyword side reads through the log's second connection, beside the search
-# (keyword_beside): below it BM25 ends well within the model's time (docs/SEARCH_SPEED.md), and a small namespace keeps
+# (keyword_ahead): below it BM25 ends well within the model's time (docs/SEARCH_SPEED.md), and a small namespace keeps
 # to one connection (file descriptors: ltm.store.embedded.pool).
 READ_BESIDE_FROM = 10_000
 
 
-class EmbeddedBackend(PooledNamespace):
+class EmbeddedBackend(PooledNamespace, EmbeddedReads, Roles):
     """One handle's open namespace directory. Build it with :meth:`open`; call it under the handle's lock."""
 
     engine_name = "embedded"
@@ -268,155 +261,63 @@ class EmbeddedBackend(PooledNamespace):
         """Nothing to defer: the embedded engine writes each batch as ever."""
         return contextlib.nullcontext()
 
-    # -- reads -----------------------------------------------------------------------------------------------
-    def body_of(self, message_id: str) -> str | None:
-        return self._require()[0].body_of(message_id)
+    # -- search (the other reads: ltm.store.embedded.reads) ----------------------------------------------
+    def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
+        return context_of(self, words, dimension, validity)
 
-    def count(self) -> int:
-        return self._require()[0].count()
+    def search(self, request: SearchRequest) -> builtins.list[MemoryHit]:
+        expire(self, self.settings.history_limit)
+        return answered(self, request, self._ranked(request))
 
-    def count_where(self, tree: Filter | None) -> int:
-        log = self._require()[0]
-        return log.count() if tree is None else len(log.matching_seqs(*to_sql(tree)))
-
-    def speaker_names(self, words: Sequence[str]) -> dict[str, set[str]]:
-        return self._require()[0].speaker_names(words)
-
-    def recent(self, n: int) -> builtins.list[str]:
-        return self._require()[0].recent(n)
-
-    def page(self, after: int, limit: int, with_vectors: bool) -> builtins.list[tuple[int, str, np.ndarray | None]]:
-        return [
-            (seq, body, None if blob is None else unpack(blob))
-            for seq, body, blob in self._require()[0].page(after, limit, with_vectors)
-        ]
-
-    def listed(self, after: int, limit: int, tree: Filter | None) -> builtins.list[tuple[int, str]]:
-        where, params = to_sql(tree) if tree is not None else ("1", [])
-        return self._require()[0].listed(after, limit, where, params)
-
-    def events(self, message_id: str) -> builtins.list[HistoryEvent]:
-        log = self._require()[0]
-        with translate(log.path), log.transaction(write=False):
-            return trail.events_of(log.db, message_id, log.body_of(message_id))
-
-    def due(self, now: float) -> bool:
-        log = self._require()[0]
-        with translate(log.path):
-            return log.db.execute("SELECT 1 FROM messages WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() is not None
-
-    def trail_rows(self) -> builtins.list[tuple[str, str, str | None, float]]:
-        log = self._require()[0]
-        with translate(log.path):
-            rows = log.db.execute("SELECT id, event, old, at FROM history ORDER BY hseq").fetchall()
-        return [(str(i), str(e), o, float(a)) for i, e, o, a in rows]
-
-    def search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: str,
-        filters: Mapping[str, Any] | None,
-        exact_key: bytes | None = None,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> builtins.list[MemoryHit]:
-        if not isinstance(filters, DefaultView):  # the default view is the store's own: nothing to check
-            compile_filters(filters)  # InvalidInput for a bad filter, even with k=0
-        if k == 0:
+    def _ranked(self, request: SearchRequest) -> builtins.list[MemoryHit]:
+        if request.k == 0:
             return []
         # keyword search reads SQLite only: the vector indexes stay unloaded
-        log, mirror = self._synced() if mode != "keyword" else self._require()
-        with translate(log.path):
-            rest, hidden = served(log.db, filters, log)
-        where, params = compile_filters(rest)
-        mode_: Mode = mode  # type: ignore[assignment]  # checked by the facade (check_query)
+        log, mirror = self._synced() if request.mode != "keyword" else self._require()
+        where, params, hidden = _clause(log, request)
         return retrieve(
             log,
             mirror,
             SearchQuery(
-                text,
-                vector,
-                k,
-                mode_,
+                request.text,
+                request.vector,
+                request.k,
+                request.mode,
                 where,
                 tuple(params),
-                exact_key=exact_key,
-                lines=lines,
-                analysis=plan,
-                keyword=keyword,
+                exact_key=request.exact_key,
+                lines=request.lines,
+                analysis=request.plan,
+                keyword=request.keyword,
                 hidden=hidden,
             ),
         )
 
-    def keyword_beside(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> Callable[[], KeywordSide] | None:
-        """:meth:`keyword_candidates` as a call that needs no store lock, through the log's second connection
-        (:meth:`~ltm.store.embedded.log.MessageLog.keyword_reader`), in a namespace of :data:`READ_BESIDE_FROM` rows
-        or more: there BM25 alone can last as long as the model, and the search's dense side then runs while the
-        keyword side finishes (docs/SEARCH_SPEED.md). None below that size, on read-only storage, or while another
-        search's keyword side holds the reader."""
+    def keyword_ahead(
+        self, request: SearchRequest, model_done: threading.Event
+    ) -> tuple[Callable[[], KeywordSide], bool]:
+        """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
+        the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`). In a namespace of
+        :data:`READ_BESIDE_FROM` rows or more the call needs no store lock: it reads through the log's second
+        connection (:meth:`~ltm.store.embedded.log.MessageLog.keyword_reader`), where BM25 alone can last as long
+        as the model, and the search's dense side then runs while the keyword side finishes (docs/SEARCH_SPEED.md).
+        Below that size, on read-only storage, or while another search's keyword side holds the reader, it reads
+        under the lock through the store's connection."""
         log = self._require()[0]
-        if log.heads()[0] < READ_BESIDE_FROM:
-            return None
-        reader = log.keyword_reader()
+        reader = log.keyword_reader() if log.heads()[0] >= READ_BESIDE_FROM else None
         if reader is None:
-            return None
+            return partial(self._keyword_side, request, model_done), False
 
         def run() -> KeywordSide:
             try:
-                return _keyword_side(reader, text, plan, k, filters, model_done)
+                return _keyword_side(reader, request, model_done)
             finally:
                 log.release_reader()
 
-        return run
+        return run, True
 
-    def keyword_candidates(
-        self,
-        text: str,
-        plan: Analysis,
-        k: int,
-        filters: Mapping[str, Any] | None,
-        model_done: threading.Event | None = None,
-    ) -> KeywordSide:
-        """FTS5's candidates and their rows (SQLite lets go of the GIL while it ranks and reads, so this overlaps
-        the model's work; :func:`~ltm.store.embedded.retrieval.keyword_side`)."""
-        return _keyword_side(self._require()[0], text, plan, k, filters, model_done)
-
-    def signal_scores(
-        self, ids: Sequence[str], vector: np.ndarray | None, text: str | None
-    ) -> dict[str, dict[str, float]]:
-        log = self._require()[0]
-        match = keyword_match(log, text) if text and text.strip() else None
-        return sqlite_signals(log, vector, match)(list(ids))
-
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The keyword index's rows and each term's document frequency (:mod:`ltm.store.embedded.keywords`)."""
-        return self._require()[0].term_stats(terms)
-
-    def term_scores(self, term: str, ids: Sequence[str]) -> builtins.list[tuple[str, float]]:
-        """``-bm25`` of ``term`` alone for the messages ``ids`` that hold it."""
-        return self._require()[0].term_scores(term, ids)
-
-    def similar(self, vector: np.ndarray, k: int, threshold: float, key: bytes) -> builtins.list[Message]:
-        log, mirror = self._synced()
-        return similar(log, mirror, vector, k, threshold, key, hidden_now(log))
-
-    def best_similarities(self, vectors: np.ndarray, keys: Sequence[bytes] | None) -> np.ndarray:
-        log, mirror = self._synced()
-        return best_similarities(log, mirror, vectors, keys, hidden_now(log))
-
-    def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
-        log, mirror = self._synced()
-        return mirror.stats(namespace, log, model, embedding_calls)
+    def _keyword_side(self, request: SearchRequest, model_done: threading.Event) -> KeywordSide:
+        return _keyword_side(self._require()[0], request, model_done)
 
     # -- lifetime --------------------------------------------------------------------------------------------
     def save(self) -> None:
@@ -433,19 +334,25 @@ class EmbeddedBackend(PooledNamespace):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _keyword_side(
-    log: MessageLog,
-    text: str,
-    plan: Analysis,
-    k: int,
-    filters: Mapping[str, Any] | None,
-    model_done: threading.Event | None,
-) -> KeywordSide:
+def _clause(log: MessageLog, request: SearchRequest) -> tuple[str | None, builtins.list[Any], frozenset[int] | None]:
+    """(SQL clause over ``messages m`` or None, its parameters, seqs to leave out) of a request's filter tree: the
+    default view alone is served by leaving out the few rows it hides (:func:`ltm.store.embedded.validity.served`)."""
+    if request.view is not None:
+        with translate(log.path):
+            rest, hidden = served(log.db, request.view, log)
+        if rest is None:
+            return None, [], hidden
+    if request.filters is None:
+        return None, [], None
+    where, params = to_sql(request.filters)
+    return where, params, None
+
+
+def _keyword_side(log: MessageLog, request: SearchRequest, model_done: threading.Event | None) -> KeywordSide:
     """A top-``k`` hybrid search's keyword side over ``log`` (the store's connection or its keyword reader)."""
-    with translate(log.path):
-        rest, hidden = served(log.db, filters, log)
-    where, params = compile_filters(rest)
-    fetch = max(3 * k, DEPTH)
+    where, params, hidden = _clause(log, request)
+    fetch = max(3 * request.k, DEPTH)
+    plan = request.plan if request.plan is not None else analyse(request.text)
     if hidden:
-        return keyword_side(log, text, plan, fetch, where or "1", params, model_done, hidden=hidden)
-    return keyword_side(log, text, plan, fetch, where or "1", params, model_done)
+        return keyword_side(log, request.text, plan, fetch, where or "1", params, model_done, hidden=hidden)
+    return keyword_side(log, request.text, plan, fetch, where or "1", params, model_done)

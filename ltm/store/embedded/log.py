@@ -6,7 +6,8 @@ embeddings as float16 blobs keyed by content hash (half the bytes of float32; FA
 tombstones (so a FAISS snapshot older than a delete can be replayed forward) and an FTS5 table for BM25
 keyword search, all in WAL mode with ``synchronous=FULL`` by default: a write returns only after its
 transaction is on disk (``Settings.sqlite_synchronous="normal"`` trades the last commits on an OS crash or
-power loss for cheaper writes; a kill -9 loses nothing either way). Errors: :mod:`ltm.store.embedded.sqlite_errors`.
+power loss for cheaper writes; a kill -9 loses nothing either way). Errors: :mod:`ltm.store.embedded.sqlite_errors`;
+the reads of the stored vectors: :mod:`ltm.store.embedded.vector_reads`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ltm.store.embedded.locks import FairLock, namespace_lock
 from ltm.store.embedded.scopes import SCOPE_DDL, add_scope_columns
 from ltm.store.embedded.sqlite_errors import corrupted, translate
 from ltm.store.embedded.validity import VALIDITY_DDL, add_validity_columns
+from ltm.store.embedded.vector_reads import CONTENT, CONTEXT, VectorReads
 from ltm.store.records import VECTOR_DTYPE, Row, decode, pack, unpack
 from ltm.store.search.filters import casefold, text_number
 
@@ -44,9 +46,6 @@ __all__ = [
     "translate",
     "unpack",
 ]
-
-CONTENT, CONTEXT = "embedding", "context_embedding"  # the two vector columns
-
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS messages(
@@ -90,7 +89,7 @@ _INSERT = (
 _CHUNK = 500  # host parameters per IN (...) list, below SQLite's limit
 
 
-class MessageLog(KeywordReads):
+class MessageLog(KeywordReads, VectorReads):
     """The SQLite file of one namespace. Not thread-safe by itself: the store serialises calls."""
 
     def __init__(
@@ -250,23 +249,6 @@ class MessageLog(KeywordReads):
         return seq
 
     # -- reads -------------------------------------------------------------------------------------------
-    def vectors_after(self, seq: int, column: str = CONTENT) -> tuple[np.ndarray, np.ndarray]:
-        """(seqs, vectors) of live rows with seq > ``seq`` and a vector in ``column``, in seq order."""
-        if column not in (CONTENT, CONTEXT):
-            raise ValueError(f"no vector column {column!r}")
-        return self._vectors(
-            f"SELECT seq, {column} FROM messages WHERE seq > ? AND {column} IS NOT NULL ORDER BY seq", (seq,)
-        )
-
-    def tombstones_after(self, tseq: int) -> np.ndarray:
-        with translate(self.path):
-            rows = self.db.execute("SELECT seq FROM tombstones WHERE tseq > ?", (tseq,)).fetchall()
-        return np.array([r[0] for r in rows], dtype=np.int64)
-
-    def _vectors(self, sql: str, params: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
-        with translate(self.path):
-            return _stacked(self.db.execute(sql, params).fetchall())
-
     def where_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
         """Rows of ``sql``, whose ``{marks}`` is an ``IN (...)`` list, over ``values`` in chunks below SQLite's
         host-parameter limit."""
@@ -275,19 +257,6 @@ class MessageLog(KeywordReads):
                 part = list(values[start : start + _CHUNK])
                 yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
 
-    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        """Stored embeddings by content key (the store's embedding cache)."""
-        rows = self.where_in("SELECT text_key, embedding FROM messages WHERE text_key IN ({marks})", keys)
-        return {bytes(key): unpack(blob) for key, blob in rows}
-
-    def seqs_by_key(self, keys: Sequence[bytes]) -> dict[bytes, list[int]]:
-        """Seqs of the live messages whose content key is in ``keys`` (exact stored content), by key."""
-        found: dict[bytes, list[int]] = {}
-        sql = "SELECT text_key, seq FROM messages WHERE text_key IN ({marks}) ORDER BY seq DESC"
-        for key, seq in self.where_in(sql, keys):
-            found.setdefault(bytes(key), []).append(int(seq))
-        return found
-
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         return {r[0] for r in self.where_in("SELECT id FROM messages WHERE id IN ({marks})", ids)}
 
@@ -295,15 +264,6 @@ class MessageLog(KeywordReads):
         """Message JSON by seq (absent seqs were deleted meanwhile)."""
         rows = self.where_in("SELECT seq, body FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs])
         return dict(rows)
-
-    def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
-        """Content vectors by seq as an unquantized index holds them (absent seqs were deleted meanwhile)."""
-        # decoded together: one pass instead of one numpy round per vector (~10 us each; a dense search at 1M
-        # rescores 20, find_news hundreds), the same float32 rows as vectors_after gives the index
-        found, matrix = _stacked(
-            list(self.where_in("SELECT seq, embedding FROM messages WHERE seq IN ({marks})", [int(s) for s in seqs]))
-        )
-        return {int(seq): row for seq, row in zip(found, matrix, strict=True)}
 
     def candidates(self, seqs: Sequence[int], *, bodies: bool = False) -> list[CandidateRow]:
         """What a hybrid search reads of its candidates, one row each in one read (absent seqs were deleted
@@ -395,12 +355,3 @@ def _names_of(speaker: object, sent_from: object, role: object) -> tuple[str, ..
     """A row's names (metadata speaker, ``sent_from``, role) as the fusion compares them: one tuple per distinct
     triple, since a namespace's messages share a few speakers."""
     return tuple([str(v) for v in (speaker, sent_from, role) if v])
-
-
-def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(seqs, float32 unit vectors) of ``(seq, blob)`` rows, decoded in one pass."""
-    seqs = np.array([r[0] for r in rows], dtype=np.int64)
-    if not rows:
-        return seqs, np.zeros((0, 0), dtype=np.float32)
-    blob = b"".join(r[1] for r in rows)
-    return seqs, decode(np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(len(rows), -1))

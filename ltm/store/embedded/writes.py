@@ -80,11 +80,14 @@ def replace_rows(
         if delete is not None:
             events.extend(delete_matching(log, write, *delete))
         recorded = record_times(log.db, [row.id for row in rows])  # a rewrite keeps when the store first knew it
+        # one read tells a batch which ids are stored: new records (the common save) then cost no lookup per row
+        stored = log.existing_ids([row.id for row in rows]) if len(rows) > 1 else None
         for row in rows:
-            old = log.body_of(row.id)
+            old = log.body_of(row.id) if stored is None or row.id in stored else None
             if old is None and update:  # deleted since update() read it: nothing changes
                 raise NotFound(f"no message {row.id!r} in namespace {namespace!r} (deleted meanwhile)")
-            write.remove(log.delete(row.id))
+            if old is not None:
+                write.remove(log.delete(row.id))
             events.append((row.id, "ADD" if old is None else "UPDATE", old))
         write.insert(log.insert(kept_record_times(rows, recorded)))
         trail.record(log.db, events, time.time(), history_limit)

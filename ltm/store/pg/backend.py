@@ -17,14 +17,14 @@ the server's exact scan 1-2 microseconds (measured: bench/backends.py, BENCHMARK
 Bulk loads (:meth:`PgBackend.bulk`): a namespace that has no HNSW index yet gets it once, after the load, instead
 of one graph insert per row (the insert is ~90% of a batch's server time at 100k rows: BENCHMARKS.md); each
 batch is still one transaction, and readers meanwhile search the namespace exactly.
+
+How a search is ranked, in the server and then in Python: its base :class:`~ltm.store.pg.searches.PgSearches`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,20 +36,18 @@ from ltm.message import Message
 from ltm.store.pg.bulk import insert_rows
 from ltm.store.pg.documents import Event, PgDocuments, as_vector, record
 from ltm.store.pg.erase import erase
-from ltm.store.pg.filters import pg_filter
 from ltm.store.pg.hnsw import BUILD_LOCK_CLASS, drop_hnsw, ensure_hnsw, hnsw_index
 from ltm.store.pg.keyword import KeywordPlanner
-from ltm.store.pg.nearest import PgNearest, query_vector
+from ltm.store.pg.nearest import PgNearest
 from ltm.store.pg.pool import pool_for, redact, translate
-from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
-from ltm.store.pg.search import candidates_sql, search_sql
+from ltm.store.pg.searches import PgSearches
 from ltm.store.pg.validity import has_validity, supersede
-from ltm.store.records import Analysis, ForgetReceipt, KeywordAhead, MemoryHit, Row, StoreStats
+from ltm.store.records import ForgetReceipt, MemoryHit, Row, StoreStats
+from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
+from ltm.store.roles import Roles
 from ltm.store.search.filters import Compare, Filter
-from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
-from ltm.store.search.query import question_stems
 from ltm.store.validation import held_by_another_model
 from ltm.store.validity import kept_record_times
 
@@ -59,7 +57,7 @@ _MIGRATE = "migrate its messages into a namespace of the new model (ltm migrate 
 HNSW_ROWS = 1_000  # live rows from which a namespace gets its HNSW index (unless hnsw_threshold is lower)
 
 
-class PgBackend(PgDocuments, PgNearest, PgSeam):
+class PgBackend(PgDocuments, PgNearest, PgSearches, PgSeam, Roles):
     """The rows of namespace ``(kind, name)`` in the database at ``url``; created on first open."""
 
     def __init__(self, url: str, kind: str, name: str, model: str, settings: Settings) -> None:
@@ -333,99 +331,12 @@ class PgBackend(PgDocuments, PgNearest, PgSeam):
         """The namespace's row counter (kept in each write transaction: no scan)."""
         return int(self._rows("SELECT live FROM ltm_namespaces WHERE id = %s", (self.ns,))[0][0])
 
-    def search(
-        self,
-        text: str,
-        vector: np.ndarray | None,
-        k: int,
-        mode: str,
-        filters: Mapping[str, Any] | None,
-        exact_key: bytes | None = None,
-        lines: np.ndarray | None = None,
-        plan: Analysis | None = None,
-        keyword: KeywordAhead | None = None,
-    ) -> list[MemoryHit]:
-        """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
-        the keyword side itself, so ``plan`` and ``keyword`` are not needed."""
-        del plan, keyword
-        where, params = pg_filter(filters)
-        if k == 0:
-            return []
-        dense = mode != "keyword" and vector is not None and self.dimension() is not None
-        hnsw = dense and self._hnsw(bool(filters))
-        hybrid = mode == "hybrid"
-        fetch = max(3 * k, DEPTH) if hybrid else k
-        by_lines = hybrid and dense and lines is not None and len(lines) > 1
-        build = partial(candidates_sql, lines=by_lines) if hybrid else partial(search_sql, mode)
-        with translate(self.url), self.pool.connection() as conn, conn.transaction():
-            tsq = self.keywords.tsquery(conn, text) if mode != "dense" else None
-            sql = build(
-                where,
-                dense=dense,
-                context=dense and hybrid,
-                keyword=tsq is not None,
-                dim=self._dim,
-                hnsw=hnsw,
-                ns=self.ns,
-            )
-            params.update(
-                ns=self.ns,
-                k=k,
-                fetch=fetch,
-                tsq=tsq,
-                q=query_vector(vector) if dense else None,
-                lines=[query_vector(v) for v in lines] if by_lines and lines is not None else None,
-            )
-            if hnsw:
-                self._ef_search(conn, fetch)
-            rows = conn.execute(sql, params).fetchall() if sql else []
-            one_vector = hybrid and dense and not by_lines
-            terms = question_stems(text) if one_vector else None  # a question's: the prior's
-            if one_vector and FEEDBACK_WEIGHT and terms is None:
-                # a question gets the prior instead (the embedded engine's retrieval._feedback)
-                rows = self._with_feedback(conn, text, rows, where, params, hnsw)
-            exact = (
-                []
-                if exact_key is None or not hybrid
-                else conn.execute(
-                    "SELECT m.seq, m.body FROM ltm_messages m WHERE m.ns = %(ns)s AND m.text_key = %(key)s "
-                    f"AND ({where}) "
-                    "ORDER BY m.seq DESC LIMIT %(k)s",
-                    {**params, "key": bytes(exact_key)},
-                ).fetchall()
-            )
-            cosines = None
-            if terms is not None:  # the prior's cosines
-                cosines = dict(
-                    conn.execute(
-                        "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages "
-                        "WHERE ns = %(ns)s AND seq = ANY(%(seqs)s) AND embedding IS NOT NULL",
-                        {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})},
-                    ).fetchall()
-                )
-        if not hybrid:
-            return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
-        return fused(text, k, fetch, rows, exact, terms, cosines)
+    def search_context(self, words: Sequence[str], *, dimension: bool, validity: bool) -> SearchContext:
+        return context_of(self, words, dimension, validity)
 
-    def _with_feedback(
-        self, conn: Any, text: str, rows: list[Any], where: str, params: dict[str, Any], hnsw: bool
-    ) -> list[Any]:
-        """The hybrid candidates with the dense ones searched again by the Rocchio vector, as the embedded engine
-        does (:func:`ltm.store.search.fusion.feedback_vector` over the first fusion's best)."""
-        signals, bodies = candidates(rows)
-        if not signals.get("dense"):
-            return rows
-        times = {seq: float(json.loads(body)["created_at"]) for seq, body in bodies.items()}
-        seeds = fuse(signals, FEEDBACK_SEEDS, depth=params["fetch"], weights=weights_for(text), times=times)
-        found = conn.execute(
-            "SELECT embedding FROM ltm_messages WHERE ns = %s AND seq = ANY(%s)", (self.ns, [s for s, _, _ in seeds])
-        ).fetchall()
-        if not found:
-            return rows
-        moved = feedback_vector(params["q"], np.stack([as_vector(e) for (e,) in found]))
-        sql = candidates_sql(where, dense=True, context=False, keyword=False, dim=self._dim, hnsw=hnsw, ns=self.ns)
-        again = conn.execute(sql, {**params, "q": query_vector(moved)}).fetchall()
-        return [*again, *(row for row in rows if row[0] != "dense")]
+    def search(self, request: SearchRequest) -> list[MemoryHit]:
+        expire(self, self.settings.history_limit)
+        return answered(self, request, self._ranked(request))
 
     def stats(self, namespace: str | None, model: str, embedding_calls: int) -> StoreStats:
         """Counts for health checks, read from the namespace's counters (kept in each write transaction) and

@@ -323,9 +323,9 @@ def test_feedback_brings_what_the_best_hits_share(settings: Settings, monkeypatc
         assert dense.index("thunder") > dense.index(f"medal {chatter}")
         engines: list[object] = [retrieval]
         try:  # the PostgreSQL engine's copy of the names, where its driver is installed (not at MetaGPT's pins)
-            from ltm.store.pg import backend
+            from ltm.store.pg import searches
 
-            engines.append(backend)
+            engines.append(searches)
         except ImportError:
             pass
         for engine in engines:

@@ -13,22 +13,24 @@ import pytest
 
 from ltm import MemoryStorage, Message, Settings
 from ltm.errors import LTMError, NotFound
+from ltm.store.adding import Embedded
 from tests.support.embeddings import CountingEmbedding
 
 pytestmark = pytest.mark.embedded_only
 
 
-def _planned(store: MemoryStorage, message: Message, vector: Any = None) -> tuple[Any, np.ndarray]:
-    """What ``add`` hands to the commit step: the checked message and its vectors."""
+def _planned(store: MemoryStorage, message: Message, vector: Any = None) -> Embedded:
+    """What ``aadd`` hands to the commit step: the checked message and its vectors."""
     pending = store._prepare([message], fresh_only=False)
     vectors = store._embed(pending.texts, "text") if vector is None else vector
-    return pending, vectors
+    return Embedded(pending, vectors)
 
 
-def _queued_then_released(store: MemoryStorage, items: list[tuple[Any, np.ndarray]]) -> list[Any]:
-    """Submit ``items`` from one thread each while the test holds the store's lock, so all of them are queued
-    before any commits; then let them go. Returns each caller's result or the exception it got."""
-    grouped = store._grouped
+def _queued_then_released(store: MemoryStorage, items: list[Embedded]) -> list[Any]:
+    """Submit ``items`` from one thread each while the test holds the add queue's lock (a group in flight), so all
+    of them are queued before any commits; then let them go. Returns each caller's result or the exception it
+    got."""
+    grouped = store._adds
     results: list[Any] = [None] * len(items)
 
     def submit(i: int) -> None:
@@ -37,7 +39,7 @@ def _queued_then_released(store: MemoryStorage, items: list[tuple[Any, np.ndarra
         except LTMError as exc:
             results[i] = exc
 
-    with store._lock:
+    with grouped._lock:
         threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(items))]
         for thread in threads:
             thread.start()
@@ -56,10 +58,10 @@ def test_queued_adds_share_one_transaction_and_each_gets_its_answer(settings: Se
     messages = [Message(f"concurrent add {i} about topic{i}", id=f"g{i}") for i in range(8)]
     items = [_planned(store, m) for m in messages]
     items.append(_planned(store, Message("a second copy of g0", id="g0")))  # same id as the first: not new
-    before_groups = store._grouped.groups
+    before_groups = store._adds.groups
     results = _queued_then_released(store, items)
     assert results == [1] * 8 + [0]
-    assert store._grouped.groups - before_groups == 1  # ONE transaction for all nine callers
+    assert store._adds.groups - before_groups == 1  # ONE transaction for all nine callers
     assert store.count() == 9
     assert store.get("g0").content == "concurrent add 0 about topic0"
     for message in messages:  # the FAISS mirror follows the group's commit
@@ -77,7 +79,7 @@ def test_a_bad_add_in_a_group_fails_alone(settings: Settings) -> None:
     store.add(Message("fixes the dimension"))
     good = [_planned(store, Message(f"good add {i}", id=f"ok{i}")) for i in range(3)]
     bad_pending, _ = _planned(store, Message("wrong dimension", id="bad"))
-    bad = (bad_pending, np.ones((1, 7), dtype=np.float32) / np.sqrt(7))
+    bad = Embedded(bad_pending, np.ones((1, 7), dtype=np.float32) / np.sqrt(7))
     results = _queued_then_released(store, [good[0], bad, good[1], good[2]])
     assert results[0] == results[2] == results[3] == 1
     assert isinstance(results[1], LTMError) and "dimension" in str(results[1])

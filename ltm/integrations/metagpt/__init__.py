@@ -6,13 +6,15 @@ MetaGPT environment)::
     from ltm.integrations.metagpt import BrainMemory, LongTermMemory, Memory, MemoryStorage
 
 They take and return ``metagpt.schema.Message`` objects (``UserMessage``, ``AIMessage``, ...); the conversion
-to ltm's messages for the persistent store lives in one place, :mod:`ltm.integrations.metagpt_messages`.
+to ltm's messages for the persistent store lives in one place, :mod:`ltm.integrations.metagpt.messages`.
 Shapes follow MetaGPT 0.8.2: ``LongTermMemory.find_news`` and ``MemoryStorage.search_similar`` may be awaited
 (MetaGPT's tests do) or called plainly (``Role._observe`` does): they return an :class:`AwaitableList`;
 ``BrainMemory.loads`` is a staticmethod coroutine. Cause strings are MetaGPT's own
 (``metagpt.actions.add_requirement.UserRequirement``).
 
-For roles that remember across restarts (and do not redo handled work) see :mod:`ltm.integrations.metagpt_role`.
+For roles that remember across restarts (and do not redo handled work) see :mod:`ltm.integrations.metagpt.role`
+(``from ltm.integrations.metagpt.role import RememberingRole``; the older path ``ltm.integrations.metagpt.role``
+still works).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pydantic import Field
 
 from ltm.brain import BrainMemory as _CoreBrainMemory
 from ltm.config import Settings
-from ltm.integrations.metagpt_messages import (
+from ltm.integrations.metagpt.messages import (
     METAGPT_USER_REQUIREMENT,
     AwaitableList,
     adapt_llm,

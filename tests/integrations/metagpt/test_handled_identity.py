@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("metagpt")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SNAKE = "a snake game in the terminal"
 PUZZLE = "a 2048 puzzle game in the browser with an undo button"
 
@@ -32,7 +32,7 @@ def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _team(env: dict[str, str], idea: str) -> None:
-    done = _run(env, "-m", "tests.metagpt_env.prd_team", idea)
+    done = _run(env, "-m", "tests.integrations.metagpt.prd_team", idea)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -46,7 +46,7 @@ def test_prds_that_look_alike_are_both_designed_and_a_resent_one_is_not_stored_a
 ) -> None:
     acts = tmp_path / "acts.log"
     env = {**metagpt_home, "TEAM_ACTS": str(acts)}
-    alike = _run(env, "-m", "tests.metagpt_env.prd_team", "--similarity", SNAKE, PUZZLE)
+    alike = _run(env, "-m", "tests.integrations.metagpt.prd_team", "--similarity", SNAKE, PUZZLE)
     assert alike.returncode == 0, alike.stderr[-2000:]
     assert json.loads(alike.stdout.strip().splitlines()[-1]) >= 0.95  # the two PRDs look alike to the model
 

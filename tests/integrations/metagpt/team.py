@@ -1,8 +1,8 @@
 """A two-role MetaGPT team whose actions call no LLM, run as a process that a test can kill -9 and restart.
 
-    python -m tests.metagpt_env.team IDEA        # one team run; prints nothing, appends to $TEAM_ACTS
+    python -m tests.integrations.metagpt.team IDEA        # one team run; prints nothing, appends to $TEAM_ACTS
     TEAM_CRASH_IN=reviewer python -m ...         # the reviewer's action kills the process (SIGKILL) mid-work
-    python -m tests.metagpt_env.team --reload DIR  # Team.serialize to DIR, Team.deserialize, print memory facts
+    python -m tests.integrations.metagpt.team --reload DIR  # Team.serialize to DIR, Team.deserialize, print facts
 
 Writer watches the user's requirement and writes a draft; Reviewer watches drafts and reviews them. Each
 action appends "<role>:<content>" to the file $TEAM_ACTS before finishing, so a test counts who acted on what.
@@ -25,7 +25,7 @@ from metagpt.roles import Role
 from metagpt.team import Team
 from metagpt.utils.common import any_to_str
 
-from ltm.integrations.metagpt_role import RememberingRole
+from ltm.integrations.metagpt.role import RememberingRole
 
 
 def _record(line: str) -> None:

@@ -1,4 +1,5 @@
-"""The example of docs/metagpt.md runs, in a fresh process, against the real MetaGPT and the local OpenAI server."""
+"""The example of docs/frameworks/metagpt.md runs, in a fresh process, against the real MetaGPT and the local OpenAI
+server."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 
 pytest.importorskip("metagpt")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_readme_metagpt_example_runs(metagpt_home: dict[str, str], tmp_path: Path) -> None:
-    page = (ROOT / "docs" / "metagpt.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "frameworks" / "metagpt.md").read_text(encoding="utf-8")
     section = page[page.index("# MetaGPT") :]
     assert 'pip install ".[metagpt]"' in section  # the line scripts/metagpt-env runs
     code = re.search(r"```python\n(.*?)```", section, re.S)

@@ -1,7 +1,7 @@
 """A MetaGPT product manager and architect (RememberingRoles, no LLM), run as one process per requirement.
 
-    python -m tests.metagpt_env.prd_team IDEA      # one Team run; appends "<role>:<requirement>" to $TEAM_ACTS
-    python -m tests.metagpt_env.prd_team --similarity IDEA1 IDEA2   # cosine of the two PRDs, as the roles embed
+    python -m tests.integrations.metagpt.prd_team IDEA  # one Team run; appends "<role>:<requirement>" to $TEAM_ACTS
+    python -m tests.integrations.metagpt.prd_team --similarity IDEA1 IDEA2  # the two PRDs' cosine, as the roles embed
 
 The product manager writes every PRD from one template, so two PRDs for different products differ in one line
 and look alike to an embedding model; the architect must still design each.
@@ -21,8 +21,8 @@ from metagpt.roles import Role
 from metagpt.team import Team
 from metagpt.utils.common import any_to_str
 
-from ltm.integrations.metagpt_messages import metagpt_embedding
-from ltm.integrations.metagpt_role import RememberingRole
+from ltm.integrations.metagpt.messages import metagpt_embedding
+from ltm.integrations.metagpt.role import RememberingRole
 
 PRD_TEMPLATE = (
     "Product Requirement Document.\n## Product Goals\n- Deliver an engaging, polished game that players enjoy\n"

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("metagpt")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _team(env: dict[str, str], *args: str, crash_in: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -25,7 +25,7 @@ def _team(env: dict[str, str], *args: str, crash_in: str | None = None) -> subpr
     if crash_in:
         full["TEAM_CRASH_IN"] = crash_in
     return subprocess.run(
-        [sys.executable, "-m", "tests.metagpt_env.team", *args],
+        [sys.executable, "-m", "tests.integrations.metagpt.team", *args],
         cwd=env["METAGPT_PROJECT_ROOT"],
         env=full,
         capture_output=True,

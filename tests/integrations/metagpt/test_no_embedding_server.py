@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("metagpt")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_metagpt_example_fails_fast_without_an_embedding_server(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_the_metagpt_example_fails_fast_without_an_embedding_server(tmp_path: Pa
         encoding="utf-8",
     )
     (tmp_path / "project").mkdir()
-    guide = (ROOT / "docs" / "metagpt.md").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "frameworks" / "metagpt.md").read_text(encoding="utf-8")
     code = re.search(r"```python\n(.*?)```", guide, re.S)
     assert code
     script = tmp_path / "example.py"
@@ -52,7 +52,7 @@ def test_the_metagpt_example_fails_fast_without_an_embedding_server(tmp_path: Pa
     # depending on the machine's load, the example's failure must not.
     timed = (
         "import runpy, sys, time\n"
-        "import metagpt.roles, ltm.integrations.metagpt_role\n"
+        "import metagpt.roles, ltm.integrations.metagpt.role\n"
         "started = time.monotonic()\n"
         "try:\n"
         "    runpy.run_path(sys.argv[1], run_name='__main__')\n"

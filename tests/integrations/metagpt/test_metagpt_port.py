@@ -1,6 +1,6 @@
 """MetaGPT 0.8.2's memory tests, re-stated in ltm's words (shared/METAGPT_COMPAT.md, "The tests to port") and run
 against the real MetaGPT with ltm.integrations.metagpt: MetaGPT's messages, actions, ActionNode models and
-RoleContext, ltm's memory classes. scripts/test-metagpt also runs MetaGPT's own files when it can get them
+RoleContext, ltm's memory classes. scripts/frameworks/metagpt also runs MetaGPT's own files when it can get them
 (METAGPT_GIT); their PyPI sdist holds no tests, so this port is what runs everywhere (CI included).
 
 Same fixture as MetaGPT's: seven texts, 0 1 4 5 on one vector and 2 3 6 on another orthogonal one.

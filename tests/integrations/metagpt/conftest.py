@@ -1,4 +1,4 @@
-"""Fixtures for the tests that need a real MetaGPT (run by scripts/test-metagpt in its MetaGPT 0.8.2 env)."""
+"""Fixtures for the tests that need a real MetaGPT (run by scripts/frameworks/metagpt in its MetaGPT 0.8.2 env)."""
 
 from __future__ import annotations
 
