@@ -33,6 +33,7 @@ import faiss
 import numpy as np
 
 from ltm.store.embedded import snapshot
+from ltm.store.embedded.excluding import plain_without, selector_of, without_ghosts
 from ltm.store.embedded.hnsw import (
     ADD_THREADS,
     BATCH_FROM_QUERIES,
@@ -92,7 +93,6 @@ class VectorIndex:
         self.halved = False
         # then: the seqs held, ascending, and 1 / the norm of each one's copy (None: to be worked out from the index)
         self._scales: tuple[np.ndarray, np.ndarray] | None = None
-        self._excluding: tuple[frozenset[int], Any] | None = None  # the last excluded rows and their selector
 
     # -- size --------------------------------------------------------------------------------------------
     @property
@@ -243,12 +243,12 @@ class VectorIndex:
         if self.kind == "hnsw" and allowed is not None and len(allowed) <= _EXACT_FILTER_MAX:
             return self._exact(queries, k, allowed)
         if self.kind == "flat" and allowed is None and self.ghosts and not excluded:
-            return self._flat_skipping_ghosts(queries, k)
+            return without_ghosts(self.index, self.ghosts, queries, k)
         if allowed is None and excluded:
-            found = self._skipping(queries, k, excluded)
+            found = plain_without(self, queries, k, excluded)
             if found is not None:
                 return found
-        selector = self._selector(allowed, excluded)
+        selector = selector_of(allowed, self.ghosts, excluded)
         if self.kind == "flat":
             params = _faiss.SearchParameters(sel=selector) if selector is not None else None
         else:
@@ -308,57 +308,6 @@ class VectorIndex:
         order = np.argsort(held, kind="stable")
         self._scales = (held[order], inverse[order])
         return self._scales
-
-    def _flat_skipping_ghosts(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Flat search for k + len(ghosts), ghosts dropped: the result of searching without them."""
-        scores, ids = self.index.search(queries, min(k + len(self.ghosts), int(self.index.ntotal)))
-        ghosts = np.fromiter(self.ghosts, dtype=np.int64, count=len(self.ghosts))
-        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
-        for row in range(len(queries)):
-            keep = (ids[row] >= 0) & ~np.isin(ids[row], ghosts)
-            found_ids, found_scores = ids[row][keep][:k], scores[row][keep][:k]
-            out_ids[row, : len(found_ids)], out_scores[row, : len(found_ids)] = found_ids, found_scores
-        return out_scores, out_ids
-
-    def _skipping(self, queries: np.ndarray, k: int, excluded: frozenset[int]) -> tuple[np.ndarray, np.ndarray] | None:
-        """The search without ``excluded`` on FAISS's plain search (a selector leaves a flat scan's SIMD path and
-        slows a graph's walk: +5-10% at 10,000-30,000 vectors): the best k + a margin past the excluded rows'
-        share of the index, those left out dropped. None when a query then holds fewer than k (excluded rows
-        crowd its best): the caller asks FAISS with a selector of them instead."""
-        total = int(self.index.ntotal)
-        asked = min(total, k + min(len(excluded), 4 + 2 * k * len(excluded) // max(total, 1)))
-        scores, ids = self._scan(queries, asked, None)
-        if not any(s in excluded for s in ids.ravel().tolist()):  # the common case: none of them among the best
-            return scores[:, :k], ids[:, :k]
-        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
-        for row in range(len(queries)):
-            keep = [i for i, s in enumerate(ids[row].tolist()) if s >= 0 and s not in excluded][:k]
-            if len(keep) < k and asked < total - len(self.ghosts):
-                return None
-            out_ids[row, : len(keep)], out_scores[row, : len(keep)] = ids[row][keep], scores[row][keep]
-        return out_scores, out_ids
-
-    def _selector(self, allowed: np.ndarray | None, excluded: frozenset[int] | None = None) -> Any:
-        parts: list[Any] = []
-        if allowed is not None:
-            parts.append(faiss.IDSelectorBatch(allowed.astype(np.int64)))
-        if self.ghosts:
-            parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.array(sorted(self.ghosts), dtype=np.int64))))
-        if excluded:  # the same hidden rows search after search (kept while the file is unchanged): built once
-            if self._excluding is None or self._excluding[0] is not excluded:
-                batch = faiss.IDSelectorBatch(np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
-                self._excluding = (excluded, faiss.IDSelectorNot(batch))  # faiss's wrapper keeps batch alive
-            parts.append(self._excluding[1])
-        if not parts:
-            return None
-        selector: Any = parts[0]
-        for part in parts[1:]:
-            selector = faiss.IDSelectorAnd(selector, part)
-        if len(parts) > 1:
-            selector.referenced = parts  # keep the SWIG objects alive as long as the selector
-        return selector
 
     def _exact(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.array([s for s in allowed.tolist() if s not in self.ghosts], dtype=np.int64)
