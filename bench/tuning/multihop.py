@@ -132,9 +132,40 @@ def alternate(q: Question) -> list[int]:
 
 LEAD = frozenset(
     (
-        "what which who whom whose when where why how do does did is are was were has have had can could would "
-        "should will kind type sort of the a an any some"
-    ).split()
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "kind",
+        "type",
+        "sort",
+        "of",
+        "the",
+        "a",
+        "an",
+        "any",
+        "some",
+    )
 )
 
 
