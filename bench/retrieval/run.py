@@ -219,7 +219,7 @@ def type_table(name: str, summary: dict[str, Any], result: dict[str, Any]) -> st
     p50, p95 = result["search_ms_p50"].get("hybrid", 0.0), result.get("search_ms_p95", {}).get("hybrid", 0.0)
     tokens = result.get("context_tokens", {})
     lines = [
-        f"**{name}**, ltm hybrid by question type: search p50 {p50:.1f} ms, p95 {p95:.1f} ms (a cached query vector "
+        f"*{name}, ltm hybrid by question type*: search p50 {p50:.1f} ms, p95 {p95:.1f} ms (a cached query vector "
         "is looked up, not embedded); "
         f"context tokens of the top 5 / top 10 (median): {tokens.get('top5', 0):.0f} / {tokens.get('top10', 0):.0f}",
         "",
