@@ -207,27 +207,23 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def type_table(name: str, summary: dict[str, Any], result: dict[str, Any]) -> str:
-    """Markdown: the hybrid's recall@5 / @10 per question type and evidence shape, with its search latency and the
-    context tokens its top 5 / top 10 hold (medians). With the vector cache (the default) a question's vector is
-    embedded on its first run only: the latency is the store's work then, and ``bench.retrieval.latency`` times
-    the model."""
+def type_table(summary: dict[str, Any], result: dict[str, Any]) -> str:
+    """One sentence (:func:`with_types` puts it on the set's title line, so the page grows no longer): the hybrid's
+    recall@5 / @10 overall, per question type and per evidence shape, its search latency and the context tokens
+    its top 5 / top 10 hold (medians). With the vector cache (the default) a question's vector is embedded on its
+    first run only: the latency is the store's work then, and ``bench.retrieval.latency`` times the model."""
     hybrid = summary["systems"]["ltm hybrid"]
     rows = [("all", summary["n"], hybrid["all"])]
     rows += [(c, n, hybrid["by_category"][c]) for c, n in summary["categories"].items()]
     rows += [(s, n, hybrid["by_shape"][s]) for s, n in summary.get("shapes", {}).items()]
     p50, p95 = result["search_ms_p50"].get("hybrid", 0.0), result.get("search_ms_p95", {}).get("hybrid", 0.0)
     tokens = result.get("context_tokens", {})
-    lines = [
-        f"*{name}, ltm hybrid by question type*: search p50 {p50:.1f} ms, p95 {p95:.1f} ms (a cached query vector "
-        "is looked up, not embedded); "
-        f"context tokens of the top 5 / top 10 (median): {tokens.get('top5', 0):.0f} / {tokens.get('top10', 0):.0f}",
-        "",
-        "| questions | n | recall@5 | recall@10 |",
-        "|---|---:|---:|---:|",
-    ]
-    lines += [f"| {label} | {n} | {m['recall@5']:.3f} | {m['recall@10']:.3f} |" for label, n, m in rows]
-    return "\n".join(lines)
+    cells = ", ".join(f"{label} ({n}) {m['recall@5']:.3f} / {m['recall@10']:.3f}" for label, n, m in rows)
+    return (
+        f"ltm hybrid, recall@5 / recall@10 by question type: {cells}; search p50 {p50:.1f} ms, p95 "
+        f"{p95:.1f} ms; context tokens of the top 5 / top 10 (median) {tokens.get('top5', 0):.0f} / "
+        f"{tokens.get('top10', 0):.0f}"
+    )
 
 
 def table(name: str, summary: dict[str, Any], extra: str = "") -> str:
@@ -246,6 +242,12 @@ def table(name: str, summary: dict[str, Any], extra: str = "") -> str:
         bold = "**" if system == "ltm hybrid" else ""
         lines.append(f"| {bold}{system}{bold} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def with_types(table_text: str, types: str) -> str:
+    """``table_text`` (:func:`table`) with ``types`` (:func:`type_table`) at the end of its title line."""
+    title, rest = table_text.split("\n", 1)
+    return f"{title}. {types}.\n{rest}"
 
 
 def write_section(path: Path, text: str) -> None:
@@ -324,8 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = []
     for name, r in results.items():
         extra = f", {r['turns']} turns; ingest {r['ingest_seconds']:.1f} s"
-        tables.append(table(name, r["summary"], extra))
-        tables.append(type_table(name, r["summary"], r))
+        tables.append(with_types(table(name, r["summary"], extra), type_table(r["summary"], r)))
     text = "\n\n".join(tables)
     print(text)
     if args.json:

@@ -86,9 +86,11 @@ def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
     assert set(hybrid["by_shape"]) == set(shapes)
     assert out["search_ms_p95"]["hybrid"] >= out["search_ms_p50"]["hybrid"] > 0.0
     assert 0 < out["context_tokens"]["top5"] <= out["context_tokens"]["top10"]
-    by_type = run.type_table("fixture", out["summary"], out)
-    assert f"| all | 9 | {hybrid['all']['recall@5']:.3f} | {hybrid['all']['recall@10']:.3f} |" in by_type
-    assert "| date | 3 |" in by_type and "p95" in by_type
+    by_type = run.type_table(out["summary"], out)
+    assert f"all (9) {hybrid['all']['recall@5']:.3f} / {hybrid['all']['recall@10']:.3f}, date (3) " in by_type
+    assert "\n" not in by_type and "p95" in by_type
+    titled = run.with_types(text, by_type)
+    assert titled.count("\n") == text.count("\n") and titled.startswith("**fixture** (9 questions).")
 
     doc = tmp_path / "B.md"
     doc.write_text("# B\n\nbefore\n", "utf-8")
