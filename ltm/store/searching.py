@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store.backend import KeywordFirst
 from ltm.store.documents import DocumentStore
@@ -30,6 +31,7 @@ from ltm.store.embedder import QUERY, TEXT
 from ltm.store.records import Analysis, KeywordAhead, KeywordSide, MemoryHit, Mode
 from ltm.store.search.explain import check_threshold, explained, given_query_vector
 from ltm.store.search.query import analyse
+from ltm.store.search.rewrite import rewritten_search
 from ltm.store.search.speakers import dense_query
 from ltm.store.validation import check_k, text_of
 
@@ -60,6 +62,7 @@ class Searching(DocumentStore):
         vector: Any = None,
         as_of: Any = None,
         known_at: Any = None,
+        rewrite: bool = False,
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
@@ -70,7 +73,25 @@ class Searching(DocumentStore):
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode. Only memories valid now are
         found (a superseded version, or one whose ``valid_from`` is ahead, is not); ``as_of``: those valid at that
         time; ``known_at``: what the store had recorded by then, as it stood (:mod:`ltm.store.validity`).
+        ``rewrite``: also search the queries the configured LLM writes for ``query`` (off by default; its cost in
+        ``explain``: :mod:`ltm.store.search.rewrite`).
         """
+        if rewrite:
+            if vector is not None:
+                raise InvalidInput("search(rewrite=True) embeds each query it searches: pass vector=None")
+            one = partial(
+                self.search,
+                k=k,
+                mode=mode,
+                filters=filters,
+                threshold=threshold,
+                explain=explain,
+                as_of=as_of,
+                known_at=known_at,
+            )
+            from ltm.llm.base import resolve_llm  # loaded only when asked: the default search needs no LLM
+
+            return rewritten_search(self.settings.llm, partial(resolve_llm, self.settings), query, k, one, explain)
         filters = self._visible(filters, as_of, known_at)
         query_vector = given_query_vector(query, mode, vector, self._dim)
         plan = analyse(query)  # read once: the lines here, the terms, stems and names in retrieve
@@ -112,8 +133,25 @@ class Searching(DocumentStore):
         vector: Any = None,
         as_of: Any = None,
         known_at: Any = None,
+        rewrite: bool = False,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search` (blocking work off the event loop; the keyword side beside the model)."""
+        if rewrite:
+            return await self._off(
+                partial(
+                    self.search,
+                    query,
+                    k,
+                    mode=mode,
+                    filters=filters,
+                    threshold=threshold,
+                    explain=explain,
+                    vector=vector,
+                    as_of=as_of,
+                    known_at=known_at,
+                    rewrite=True,
+                )
+            )
         filters = await self._off(self._visible, filters, as_of, known_at)
         query_vector = await self._off(given_query_vector, query, mode, vector, self._dim)
         plan = analyse(query)
