@@ -151,11 +151,17 @@ class DocumentBackend(Protocol):
         ``reason``), staged rows, and the bytes the engine's files or tables keep after a delete."""
 
     def supersede(
-        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self,
+        old_ids: Sequence[str],
+        close: Callable[[Message], Message],
+        rows: Sequence[Row],
+        history_limit: int,
+        delete: Filter | None = None,
     ) -> None:
         """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (metadata and validity
         only), ``rows`` (the new version) are inserted, all recorded in the history; NotFound / InvalidInput as
-        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
+        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says. ``delete``: the messages
+        matching it are deleted first, in the same transaction, each with its DELETE event."""
 
     def has_validity(self) -> bool:
         """Whether any row of the namespace carries validity (:mod:`ltm.store.validity`): when none does, a read

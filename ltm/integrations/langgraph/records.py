@@ -8,6 +8,11 @@ each field an ``IndexConfig``'s ``fields`` names, and an item scores as its best
   placeholder, ``NO_VECTOR``) and kept out of every search;
 - parts 1.., ids ``lg-<hash>.<i>``: the other indexed texts.
 
+A put on a stored key writes a new **version** of the item: the store supersedes the old version's messages with
+the new one's (:meth:`MemoryStorage.supersede_batch`), so reads ``as_of`` a past time see the old value. The
+first version's ids are the ones above; a later version's carry a token of their own (``lg_v``), ids
+``lg-<hash>.<token>.<i>``, since the versions before stay stored.
+
 The head carries the item's value (``lg_value``) once, whatever the number of parts; every part carries what
 places it (``lg_item``, ``lg_key``, the namespace and its prefixes, ``lg_created`` / ``lg_updated`` as unix
 seconds, the item's TTL in minutes), so a search hit on any part leads to its head by id. A value whose dict
@@ -42,13 +47,16 @@ __all__ = [
     "check_value",
     "Part",
     "head_id",
+    "head_of",
     "is_head",
     "item_filter",
+    "item_key",
     "item_of",
     "item_parts",
     "matches",
     "namespace_filter",
     "namespace_label",
+    "part_id",
     "search_item_of",
     "texts_of",
     "value_filter",
@@ -77,8 +85,18 @@ def item_key(namespace: Sequence[str], key: str) -> str:
 
 
 def head_id(namespace: Sequence[str], key: str) -> str:
-    """The id of the item's head message (part 0)."""
+    """The id of the item's first version's head message (part 0)."""
     return item_key(namespace, key) + ".0"
+
+
+def part_id(stem: str, version: str, part: int) -> str:
+    """The id of part ``part`` of the item ``stem``'s version ``version`` ("" for its first)."""
+    return f"{stem}.{version}.{part}" if version else f"{stem}.{part}"
+
+
+def head_of(message: Message) -> str:
+    """The id of the head of the version ``message`` (any of its parts) belongs to."""
+    return part_id(message.metadata["lg_item"], str(message.metadata.get("lg_v", "")), 0)
 
 
 def check_value(value: object) -> dict[str, Any]:
@@ -159,8 +177,9 @@ def item_parts(
     created: float,
     updated: float,
     ttl_minutes: float | None,
+    version: str = "",
 ) -> list[Part]:
-    """The messages that store the item (see the module docstring)."""
+    """The messages that store the item's version ``version`` ("" for its first; see the module docstring)."""
     stem = item_key(namespace, key)
     metadata: dict[str, Any] = {
         "lg_item": stem,
@@ -172,6 +191,8 @@ def item_parts(
         "lg_parts": max(len(texts), 1),
         "lg_indexed": bool(texts),
     }
+    if version:
+        metadata["lg_v"] = version
     if ttl_minutes is not None:
         metadata["lg_ttl"] = ttl_minutes
         metadata["expires_at"] = updated + ttl_minutes * 60.0
@@ -184,7 +205,7 @@ def item_parts(
         Part(
             Message(
                 text,
-                id=f"{stem}.{i}",
+                id=part_id(stem, version, i),
                 role=ROLE,
                 created_at=updated,
                 metadata={**metadata, **(head if i == 0 else {}), "lg_part": i},

@@ -1,10 +1,10 @@
 """``LtmStore``: LangGraph's ``BaseStore`` over one ltm namespace (see :mod:`.records` for the layout).
 
 A batch reads first (gets, searches, namespace listings see the store as it was before the batch), then writes
-all its puts and deletes. Every value is checked and every text embedded before anything is written; then the
-deleted items, the parts re-put items no longer have and every new part go in ONE transaction
-(:meth:`MemoryStorage.replace_batch` with ``delete``): a refused value, a failed model call or a crash leaves
-the batch's writes all done or none. A TTL refresh on read moves the items' expiry only
+all its puts and deletes in ONE transaction (:mod:`.writes`): a put on a stored key supersedes the item's
+version, a delete removes the item with its versions, and a refused value, a failed model call or a crash
+leaves the batch's writes all done or none. Reads see the current versions; ``store.storage``'s reads with
+``as_of`` / ``known_at`` see the past ones. A TTL refresh on read moves the items' expiry only
 (:meth:`MemoryStorage.set_expiry`): no rewrite, no history event.
 """
 
@@ -39,22 +39,23 @@ from ltm.errors import InvalidInput
 from ltm.integrations.langgraph.embeddings import LangChainEmbedding
 from ltm.integrations.langgraph.listing import matching_namespaces
 from ltm.integrations.langgraph.records import (
-    Part,
     check_value,
-    head_id,
+    head_of,
     is_head,
     item_filter,
+    item_key,
     item_of,
-    item_parts,
     matches,
     namespace_filter,
+    part_id,
     search_item_of,
     texts_of,
     value_filter,
     value_of,
 )
+from ltm.integrations.langgraph.writes import write_puts
 from ltm.message import Message
-from ltm.store import NO_VECTOR, MemoryHit, MemoryStorage, Mode
+from ltm.store import MemoryHit, MemoryStorage, Mode
 
 __all__ = ["ItemStore", "LtmStore"]
 
@@ -153,10 +154,10 @@ class ItemStore(BaseStore):
 
     # -- reads ---------------------------------------------------------------------------------------------
     def _get(self, op: GetOp, refresh: dict[str, Message]) -> Item | None:
-        page = self.storage.list({"id": head_id(op.namespace, op.key)}, limit=1)
-        if not page.messages:
+        heads = self.storage.list(_and(item_filter([item_key(op.namespace, op.key)]), _HEADS), limit=_PAGE).messages
+        if not heads:
             return None
-        head = page.messages[0]
+        head = max(heads, key=lambda m: float(m.metadata["lg_updated"]))  # two: first puts of a key racing
         if op.refresh_ttl and "lg_ttl" in head.metadata:
             refresh[head.metadata["lg_item"]] = head
         return item_of(head)
@@ -243,7 +244,7 @@ class ItemStore(BaseStore):
                 heads[stem] = hit.message if exact(hit.message) else None
                 wanted.pop(stem, None)
             else:
-                wanted[stem] = f"{stem}.0"
+                wanted[stem] = head_of(hit.message)
         for stem in wanted:
             heads[stem] = None
         for head in self._by_ids(list(wanted.values())):
@@ -277,45 +278,11 @@ class ItemStore(BaseStore):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _write(self, puts: Sequence[PutOp]) -> None:
-        now = time.time()
-        old = {m.id: m for m in self._by_ids([head_id(op.namespace, op.key) for op in puts])}
-        gone: list[dict[str, Any]] = []  # deleted items, and the parts re-put items no longer have
-        parts: list[Part] = []
-        for op in puts:
-            before = old.get(head_id(op.namespace, op.key))
-            if op.value is None:
-                if before is not None:
-                    gone.append(item_filter([before.metadata["lg_item"]]))
-                continue
-            new = item_parts(
-                op.namespace,
-                op.key,
-                op.value,
-                self._texts(op),
-                ttl_minutes=op.ttl,
-                updated=now,
-                created=before.metadata["lg_created"] if before is not None else now,
-            )
-            parts.extend(new)
-            if before is not None and before.metadata["lg_parts"] > len(new):
-                stale = {"metadata.lg_part": {"gte": len(new)}}
-                gone.append({"AND": [item_filter([before.metadata["lg_item"]]), stale]})
-        vectors = self._vectors(parts) if parts else None  # the model runs before anything is written
-        delete = None if not gone else gone[0] if len(gone) == 1 else {"OR": gone}
-        if parts or delete is not None:
-            self.storage.replace_batch([p.message for p in parts], vectors=vectors, delete=delete)
+        write_puts(self.storage, puts, self._texts)
 
     def _texts(self, op: PutOp) -> list[str]:
         value = check_value(op.value)
         return [] if op.index is False else texts_of(value, self._fields if op.index is None else list(op.index))
-
-    def _vectors(self, parts: list[Part]) -> list[Any]:
-        """One vector per part: the model's (batched and cached by ltm) for indexed texts; NO_VECTOR for the heads of
-        unindexed items, which the store keeps without a vector (no search reads them: every search filters on
-        ``lg_indexed``)."""
-        texts = [p.message.content for p in parts if p.indexed]
-        embedded = iter(self.storage.embed_texts(texts)) if texts else iter(())
-        return [next(embedded) if p.indexed else NO_VECTOR for p in parts]
 
     # -- time to live --------------------------------------------------------------------------------------
     def _refresh(self, heads: list[Message]) -> None:
@@ -325,8 +292,8 @@ class ItemStore(BaseStore):
         expiries: dict[str, float] = {}
         for head in heads:
             when = now + float(head.metadata["lg_ttl"]) * 60.0
-            stem = head.metadata["lg_item"]
-            expiries.update((f"{stem}.{i}", when) for i in range(int(head.metadata["lg_parts"])))
+            stem, version = head.metadata["lg_item"], str(head.metadata.get("lg_v", ""))
+            expiries.update((part_id(stem, version, i), when) for i in range(int(head.metadata["lg_parts"])))
         self.storage.set_expiry(expiries)
 
     def _sweep(self) -> int:
