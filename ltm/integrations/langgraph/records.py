@@ -56,11 +56,13 @@ __all__ = [
     "matches",
     "namespace_filter",
     "namespace_label",
+    "outside_filter",
     "part_id",
     "search_item_of",
     "texts_of",
     "value_filter",
     "value_of",
+    "within",
 ]
 
 ROLE = "langgraph"  # the role of every message that holds an item
@@ -252,11 +254,49 @@ def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
 
 
+def _bounds(prefix: Sequence[str]) -> tuple[str, str, str]:
+    """(the prefix's own label, and the range [low, high) of the labels of the namespaces below it): a label is
+    a JSON list whose labels are joined by ``", "``, so every deeper namespace's label starts with the prefix's
+    without its ``]``, then ``", "``; ``"!"`` follows ``" "`` in byte order."""
+    label = namespace_label(prefix)
+    return label, label[:-1] + ", ", label[:-1] + ",!"
+
+
 def namespace_filter(prefix: Sequence[str]) -> dict[str, Any] | None:
-    """Items whose namespace starts with ``prefix`` (literal labels, whole labels only); None for every item."""
+    """Items whose namespace starts with ``prefix`` (literal labels, whole labels only); None for every item.
+    Written as an equality and a range of ``lg_ns``, which the store's index on it serves (an index probe per
+    search, where a list's ``contains`` reads every row)."""
     if not prefix:
         return None
-    return {"metadata.lg_prefixes": {"contains": namespace_label(prefix)}}
+    label, low, high = _bounds(prefix)
+    field = "metadata.lg_ns"
+    return {"OR": [{field: label}, {"AND": [{field: {"gte": low}}, {field: {"lt": high}}]}]}
+
+
+def within(message: Message, prefix: Sequence[str]) -> bool:
+    """Whether ``message`` is a part of an indexed item whose namespace starts with ``prefix``."""
+    meta = message.metadata
+    if "lg_item" not in meta or not meta.get("lg_indexed"):
+        return False
+    if not prefix:
+        return True
+    label, low, high = _bounds(prefix)
+    found = str(meta.get("lg_ns", ""))
+    return found == label or low <= found < high
+
+
+def outside_filter(prefix: Sequence[str]) -> dict[str, Any]:
+    """Items whose namespace does not start with ``prefix`` (not empty): three ranges of ``lg_ns`` that are each
+    one index probe when empty, so that "is anything stored outside this prefix?" costs no scan."""
+    label, low, high = _bounds(prefix)
+    field = "metadata.lg_ns"
+    return {
+        "OR": [
+            {field: {"lt": low}},
+            {"AND": [{field: {"gte": high}}, {field: {"lt": label}}]},
+            {field: {"gt": label}},
+        ]
+    }
 
 
 def item_filter(stems: Sequence[str]) -> dict[str, Any]:

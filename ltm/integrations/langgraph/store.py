@@ -47,22 +47,27 @@ from ltm.integrations.langgraph.records import (
     item_of,
     matches,
     namespace_filter,
+    outside_filter,
     part_id,
     search_item_of,
     texts_of,
     value_filter,
     value_of,
+    within,
 )
 from ltm.integrations.langgraph.writes import write_puts
 from ltm.message import Message
 from ltm.store import MemoryHit, MemoryStorage, Mode
+from ltm.store.embedder import QUERY
 
 __all__ = ["ItemStore", "LtmStore"]
 
 _PAGE = 10_000  # messages per list() page, and ids per "in" filter (the store's largest)
 _MAX_K = 100_000  # the most results one store search ranks
 _HEADS = {"metadata.lg_part": 0}
-_Ranked = tuple[Message, dict[str, float | None]]  # an item's head, and its parts found with their cosines
+_MIXED_SEARCHES = 256  # searches of a prefix with items outside it before the store is probed again
+_MIXED_KEPT = 1024  # prefixes remembered so
+_Ranked = tuple[Message, dict[str, tuple[str, float | None]]]  # an item's head; its parts found: text, cosine
 
 
 def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -116,7 +121,10 @@ class ItemStore(BaseStore):
         fields: Any = (index or {}).get("fields") or (index or {}).get("text_fields") or ["$"]  # SqliteStore's name
         self._fields: list[str] = [fields] if isinstance(fields, str) else list(fields)
         self.storage = MemoryStorage(namespace, kind="langgraph", settings=self.settings, embedding=embedding)
+        self._mixed: dict[tuple[str, ...], int] = {}  # prefix -> searches left before it is probed again
         self.storage.index_metadata("lg_item")  # an item's parts: an index lookup for put, delete and refresh
+        self.storage.index_metadata("lg_ns")  # a namespace and its prefixes: an index probe per search
+        self.storage.index_metadata("lg_indexed")  # "any unindexed item?": an index probe per search
 
     # -- the two entry points ------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -188,11 +196,16 @@ class ItemStore(BaseStore):
         narrowed = value_filter(op.filter)
         if narrowed is not None:
             narrowed = {"OR": [{"AND": [_HEADS, narrowed]}, {"metadata.lg_part": {"ne": 0}}]}
-        where = _and(namespace_filter(op.namespace_prefix), narrowed, {"metadata.lg_indexed": True})
+        prefix = op.namespace_prefix
+        scoped = not self._all_within(prefix)
         heads: dict[str, Message | None] = {}  # an item's head, None when it fails the filter
         k = min(max(2 * wanted, 10), _MAX_K)
         while True:
-            hits = self.storage.search(query, k, mode=self.mode, filters=where)
+            scope = _and(namespace_filter(prefix), {"metadata.lg_indexed": True}) if scoped else None
+            hits = self.storage.search(query, k, mode=self.mode, filters=_and(scope, narrowed))
+            if not scoped and not all(within(h.message, prefix) for h in hits):
+                scoped = True  # written since the probe, or not an item: search again within the scope
+                continue
             self._resolve(hits, heads, exact)
             items: dict[str, _Ranked] = {}
             for hit in hits:
@@ -200,7 +213,8 @@ class ItemStore(BaseStore):
                 head = heads.get(stem)
                 if head is None:
                     continue
-                items.setdefault(stem, (head, {}))[1][hit.message.id] = hit.score if self.mode == "dense" else None
+                score = hit.score if self.mode == "dense" else None
+                items.setdefault(stem, (head, {}))[1][hit.message.id] = (hit.message.content, score)
             if len(items) >= wanted or len(hits) < k:
                 return list(items.values())
             if k >= _MAX_K:
@@ -211,22 +225,43 @@ class ItemStore(BaseStore):
                 )
             k = min(4 * k, _MAX_K)
 
+    def _all_within(self, prefix: tuple[str, ...]) -> bool:
+        """Whether every stored item is indexed and under ``prefix`` (probes of the indexes on ``lg_indexed``
+        and ``lg_ns`` that find nothing): then a search needs no filter to keep to them, and the engine ranks its
+        whole index instead of first reading which rows a filter lets through. A prefix found to have items
+        outside it is remembered for a while (a filter is always right, only slower): counting them is index
+        work that grows with them."""
+        seen = self._mixed.get(prefix)
+        if seen is not None and seen > 0:
+            self._mixed[prefix] = seen - 1
+            return False
+        probes: list[dict[str, Any]] = [{"metadata.lg_indexed": False}]
+        if prefix:
+            probes.append(outside_filter(prefix))
+        if self.storage.count({"OR": probes} if len(probes) > 1 else probes[0]) == 0:
+            self._mixed.pop(prefix, None)
+            return True
+        if len(self._mixed) >= _MIXED_KEPT:
+            self._mixed.clear()
+        self._mixed[prefix] = _MIXED_SEARCHES
+        return False
+
     def _scored(self, query: str, ranked: list[_Ranked]) -> list[tuple[Message, float | None]]:
         """Each item with its score: the best cosine similarity of the query to its parts found (None in keyword
-        mode, which has no query vector). A hybrid search's own scores are fused ones: the cosines come from a
-        dense search over just those parts (its query vector is the cached one), cheaper than ``explain``."""
+        mode, which has no query vector). A hybrid search's own scores are fused ones: the cosines are the query's
+        vector (the one the search just cached) against the parts' stored vectors (read by content, no model
+        call), with no second search and no ``explain``."""
         if self.mode == "hybrid" and ranked:
-            ids = [i for _, parts in ranked for i in parts]
-            dense: dict[str, float] = {}
-            for start in range(0, len(ids), _PAGE):
-                chunk = ids[start : start + _PAGE]
-                found = self.storage.search(query, len(chunk), mode="dense", filters={"id": {"in": chunk}})
-                dense.update((h.message.id, h.score) for h in found)
+            texts = {i: text for _, parts in ranked for i, (text, _) in parts.items()}
+            embedder, dim = self.storage.embedder, self.storage.dimension()
+            query_vector = embedder.embed([query], dim, purpose=QUERY)[0]
+            cosines = self.storage.embed_texts(list(texts.values())) @ query_vector
+            score = dict(zip(texts, (float(c) for c in cosines), strict=True))
             for _, parts in ranked:
-                parts.update((i, dense.get(i)) for i in parts)
+                parts.update((i, (text, score[i])) for i, (text, _) in parts.items())
         out: list[tuple[Message, float | None]] = []
         for head, parts in ranked:
-            scores = [v for v in parts.values() if v is not None]
+            scores = [v for _, v in parts.values() if v is not None]
             out.append((head, max(scores) if scores else None))
         return out
 

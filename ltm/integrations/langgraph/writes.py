@@ -28,7 +28,10 @@ from ltm.store import NO_VECTOR, MemoryStorage
 __all__ = ["REASON", "write_puts"]
 
 REASON = "langgraph put"  # the reason each supersession records in the history
-_TRIES = 8  # plans of a batch whose keys other writers keep changing, before it gives up
+_TRIES = 16  # plans of a batch whose keys other writers keep changing, before it gives up
+# what the store says when another writer changed an item between this batch's read and its transaction: a
+# version superseded, a first version stored, or one stored again since (so it began after this batch's time)
+_RACES = ("superseded already", "stored already", "a version replaces one that began before it")
 _PAGE = 10_000  # stems per "in" filter
 
 
@@ -47,7 +50,7 @@ def write_puts(storage: MemoryStorage, puts: Sequence[PutOp], texts: Callable[[P
         except NotFound:  # an item deleted meanwhile: plan again
             continue
         except InvalidInput as exc:  # a version superseded, or a first version stored, meanwhile: plan again
-            if "superseded already" not in str(exc) and "stored already" not in str(exc):
+            if not any(race in str(exc) for race in _RACES):
                 raise
     raise InvalidInput(f"the items of this batch changed {_TRIES} times while it was written; run it again")
 
