@@ -28,6 +28,7 @@ from langgraph.store.base import IndexConfig, InvalidNamespaceError, PutOp  # no
 from ltm.config import Settings  # noqa: E402
 from ltm.errors import ConfigError, InvalidInput, LTMError, StoreMismatch  # noqa: E402
 from ltm.integrations.langgraph import AsyncLtmStore, LtmStore  # noqa: E402
+from ltm.message import Message  # noqa: E402
 from ltm.store import MemoryStorage  # noqa: E402
 from tests.support.openai_server import OpenAIServer  # noqa: E402
 
@@ -581,3 +582,31 @@ def test_writers_racing_on_a_key_each_write_a_version(engine: Settings) -> None:
         assert len(first.storage.list({"metadata.lg_part": 0}).messages) == 1  # one current version
         [current] = first.storage.list({"metadata.lg_part": 0}).messages
         assert len(first.storage.versions(current.id)) == 13  # each put a version, none lost
+
+
+def test_a_query_search_keeps_to_its_namespace_prefix_with_or_without_a_filter(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["text"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("a", "b"), "1", {"text": "tea"})
+        store.put(("a", "b", "c"), "2", {"text": "tea and cat"})
+        assert store._all_within(("a", "b")) and store._all_within(("a",)) and store._all_within(())
+        assert sorted(h.key for h in store.search(("a", "b"), query="tea")) == ["1", "2"]  # unfiltered: all in
+        store.put(("a", "bb"), "3", {"text": "tea"})
+        store.put(("a", "b\"]"), "4", {"text": "tea"})  # a label that quotes the label syntax
+        store.put(("z",), "5", {"text": "tea"})
+        assert not store._all_within(("a", "b")) and not store._all_within(("a",)) and store._all_within(())
+        assert sorted(h.key for h in store.search(("a", "b"), query="tea")) == ["1", "2"]  # whole labels only
+        assert sorted(h.key for h in store.search(("a",), query="tea")) == ["1", "2", "3", "4"]
+        assert sorted(h.key for h in store.search(("a", "b", "c"), query="tea")) == ["2"]
+        assert sorted(h.key for h in store.search((), query="tea")) == ["1", "2", "3", "4", "5"]
+        store.put(("z",), "6", {"text": "tea"}, index=False)
+        assert not store._all_within(())  # an unindexed item: a search filters on lg_indexed again
+        assert [h.key for h in store.search((), query="tea")][-1] == "6"  # listed after the ranked ones
+        fresh = LtmStore(engine, index=index)  # nothing remembered: every search probes
+        try:
+            store.storage.add_batch([Message("tea tea tea")])  # not an item: no search returns it
+            store.delete(("z",), "6")
+            assert sorted(h.key for h in fresh.search((), query="tea")) == ["1", "2", "3", "4", "5"]
+            assert sorted(h.key for h in fresh.search(("a",), query="tea")) == ["1", "2", "3", "4"]
+        finally:
+            fresh.close()
