@@ -134,7 +134,9 @@ class Versions(DocumentStore):
         if delete is not None:
             tree = checked_filters(delete)
             if tree is None:
-                raise InvalidInput("supersede_batch's delete needs a non-empty filter; to delete every message use delete_all()")
+                raise InvalidInput(
+                    "supersede_batch's delete needs a non-empty filter; to delete every message use delete_all()"
+                )
         closes: dict[str, tuple[str, float]] = {}  # old id -> (its new head's id, when it stops being valid)
         messages: builtins.list[Message] = []
         heads: builtins.list[str] = []

@@ -494,7 +494,9 @@ def test_a_put_on_a_stored_key_supersedes_it_and_as_of_reads_the_old_value(engin
         assert now is not None and now.value == {"text": "coffee"}
         assert now.created_at == first.created_at and now.updated_at > first.updated_at
         hits = store.search(("u",), query="rain")  # the old version's "rain" part is found no more
-        assert sorted(h.key for h in hits) == ["drink", "pet"] and all(h.score == pytest.approx(0, abs=1e-3) for h in hits)
+        assert sorted(h.key for h in hits) == ["drink", "pet"] and all(
+            h.score == pytest.approx(0, abs=1e-3) for h in hits
+        )
         assert store.search(("u",), query="coffee")[0].score == pytest.approx(1.0, abs=1e-3)
         assert store.search(("u",), query="tea", filter={"text": "tea"}) == []
         assert store.list_namespaces() == [("u",)] and store.storage.count() == 2
@@ -592,7 +594,7 @@ def test_a_query_search_keeps_to_its_namespace_prefix_with_or_without_a_filter(e
         assert store._all_within(("a", "b")) and store._all_within(("a",)) and store._all_within(())
         assert sorted(h.key for h in store.search(("a", "b"), query="tea")) == ["1", "2"]  # unfiltered: all in
         store.put(("a", "bb"), "3", {"text": "tea"})
-        store.put(("a", "b\"]"), "4", {"text": "tea"})  # a label that quotes the label syntax
+        store.put(("a", 'b"]'), "4", {"text": "tea"})  # a label that quotes the label syntax
         store.put(("z",), "5", {"text": "tea"})
         assert not store._all_within(("a", "b")) and not store._all_within(("a",)) and store._all_within(())
         assert sorted(h.key for h in store.search(("a", "b"), query="tea")) == ["1", "2"]  # whole labels only

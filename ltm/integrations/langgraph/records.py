@@ -14,18 +14,21 @@ first version's ids are the ones above; a later version's carry a token of their
 ``lg-<hash>.<token>.<i>``, since the versions before stay stored.
 
 The head carries the item's value (``lg_value``) once, whatever the number of parts; every part carries what
-places it (``lg_item``, ``lg_key``, the namespace and its prefixes, ``lg_created`` / ``lg_updated`` as unix
+places it (``lg_item``, ``lg_key``, the namespace ``lg_ns``, ``lg_created`` / ``lg_updated`` as unix
 seconds, the item's TTL in minutes), so a search hit on any part leads to its head by id. A value whose dict
 keys hold ``.`` (which the store's metadata refuses, as filters read a dot as nesting) is kept with those keys
 escaped (``.`` as ``%2E``, ``%`` as ``%25``) and ``lg_escaped`` set; reads give back the keys as written. The
 expiry rides in ltm's own ``expires_at``: an expired item is invisible to every read at once and purged by the
 next one.
 
-Items written when every part carried the value read as ever: readers take the value from the head only.
+Items written when every part carried the value read as ever: readers take the value from the head only. Items
+written with ``lg_prefixes`` (every prefix of the namespace, which searches once read) keep it unread: a prefix is
+a range of ``lg_ns`` (:func:`namespace_filter`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -78,7 +81,12 @@ _INT_BOUND = 2**63  # SQLite and PostgreSQL bind integers up to 64 bits; larger 
 
 def namespace_label(namespace: Sequence[str]) -> str:
     """The namespace as one string (a JSON list: labels may hold any character but NUL)."""
-    return json.dumps(list(namespace), ensure_ascii=False)
+    return _label(tuple(namespace))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label(namespace: tuple[str, ...]) -> str:
+    return json.dumps(list(namespace), ensure_ascii=False)  # a store's puts go to few namespaces: made once each
 
 
 def item_key(namespace: Sequence[str], key: str) -> str:
@@ -180,13 +188,14 @@ def item_parts(
     updated: float,
     ttl_minutes: float | None,
     version: str = "",
+    stem: str | None = None,
 ) -> list[Part]:
-    """The messages that store the item's version ``version`` ("" for its first; see the module docstring)."""
-    stem = item_key(namespace, key)
+    """The messages that store the item's version ``version`` ("" for its first; see the module docstring);
+    ``stem``: :func:`item_key` of the namespace and key, when the caller has it."""
+    stem = item_key(namespace, key) if stem is None else stem
     metadata: dict[str, Any] = {
         "lg_item": stem,
         "lg_ns": namespace_label(namespace),
-        "lg_prefixes": [namespace_label(namespace[:n]) for n in range(1, len(namespace) + 1)],
         "lg_key": key,
         "lg_created": created,
         "lg_updated": updated,

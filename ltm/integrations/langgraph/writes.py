@@ -97,6 +97,7 @@ def _commit(
             updated=now,
             created=before.metadata["lg_created"] if before is not None else now,
             version="" if before is None else secrets.token_hex(6),
+            stem=stem,
         )
         # one vector per part: its text's, or NO_VECTOR for an unindexed item's head (no search reads it: every
         # search filters on lg_indexed)
