@@ -22,7 +22,6 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -37,7 +36,7 @@ from typing_extensions import Self
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.integrations.langgraph.embeddings import LangChainEmbedding
-from ltm.integrations.langgraph.listing import matching_namespaces
+from ltm.integrations.langgraph.listing import check_labels, literal_prefix, matching_namespaces
 from ltm.integrations.langgraph.records import (
     check_value,
     head_of,
@@ -47,7 +46,7 @@ from ltm.integrations.langgraph.records import (
     item_of,
     matches,
     namespace_filter,
-    outside_filter,
+    nothing_outside,
     part_id,
     search_item_of,
     texts_of,
@@ -58,13 +57,13 @@ from ltm.integrations.langgraph.records import (
 from ltm.integrations.langgraph.writes import write_puts
 from ltm.message import Message
 from ltm.store import MemoryHit, MemoryStorage, Mode
-from ltm.store.embedder import QUERY
 
 __all__ = ["ItemStore", "LtmStore"]
 
 _PAGE = 10_000  # messages per list() page, and ids per "in" filter (the store's largest)
 _MAX_K = 100_000  # the most results one store search ranks
 _HEADS = {"metadata.lg_part": 0}
+_QUERY = "query"  # the embedder's purpose of a search's query vector (cached apart from stored texts')
 _MIXED_SEARCHES = 256  # searches of a prefix with items outside it before the store is probed again
 _MIXED_KEPT = 1024  # prefixes remembered so
 _Ranked = tuple[Message, dict[str, tuple[str, float | None]]]  # an item's head; its parts found: text, cosine
@@ -77,16 +76,6 @@ def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _exact(head: Message, filters: dict[str, Any] | None) -> bool:
     return matches(value_of(head), filters)
-
-
-def _check_labels(namespace: tuple[str, ...]) -> None:
-    """LangGraph's label rules for ops that reach ``batch`` without its ``put`` / ``search`` checks."""
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty "
-                "strings without periods or NUL bytes"
-            )
 
 
 class ItemStore(BaseStore):
@@ -135,17 +124,17 @@ class ItemStore(BaseStore):
         refresh: dict[str, Message] = {}
         for i, op in enumerate(listed):
             if isinstance(op, GetOp):
-                _check_labels(op.namespace)
+                check_labels(op.namespace)
                 results[i] = self._get(op, refresh)
             elif isinstance(op, SearchOp):
-                _check_labels(op.namespace_prefix)
+                check_labels(op.namespace_prefix)
                 results[i] = self._search(op, refresh)
             elif isinstance(op, ListNamespacesOp):
                 for condition in op.match_conditions or ():
-                    _check_labels(tuple(condition.path))
+                    check_labels(tuple(condition.path))
                 results[i] = matching_namespaces(self._namespaces(op), op)
             elif isinstance(op, PutOp):
-                _check_labels(op.namespace)
+                check_labels(op.namespace)
                 puts[(op.namespace, op.key)] = op  # the last put of a key in a batch wins
             else:
                 raise InvalidInput(f"unknown store operation {type(op).__name__}")
@@ -235,10 +224,7 @@ class ItemStore(BaseStore):
         if seen is not None and seen > 0:
             self._mixed[prefix] = seen - 1
             return False
-        probes: list[dict[str, Any]] = [{"metadata.lg_indexed": False}]
-        if prefix:
-            probes.append(outside_filter(prefix))
-        if self.storage.count({"OR": probes} if len(probes) > 1 else probes[0]) == 0:
+        if nothing_outside(self.storage, prefix):
             self._mixed.pop(prefix, None)
             return True
         if len(self._mixed) >= _MIXED_KEPT:
@@ -254,7 +240,7 @@ class ItemStore(BaseStore):
         if self.mode == "hybrid" and ranked:
             texts = {i: text for _, parts in ranked for i, (text, _) in parts.items()}
             embedder, dim = self.storage.embedder, self.storage.dimension()
-            query_vector = embedder.embed([query], dim, purpose=QUERY)[0]
+            query_vector = embedder.embed([query], dim, purpose=_QUERY)[0]
             cosines = self.storage.embed_texts(list(texts.values())) @ query_vector
             score = dict(zip(texts, (float(c) for c in cosines), strict=True))
             for _, parts in ranked:
@@ -301,15 +287,7 @@ class ItemStore(BaseStore):
 
     def _namespaces(self, op: ListNamespacesOp) -> set[tuple[str, ...]]:
         """The distinct namespaces of the stored items (narrowed by a literal leading prefix, when given)."""
-        literal: list[str] = []
-        for condition in op.match_conditions or ():
-            if condition.match_type == "prefix":
-                for label in condition.path:
-                    if label == "*":
-                        break
-                    literal.append(label)
-                break
-        return {item_of(m).namespace for m in self._heads(namespace_filter(literal))}
+        return {item_of(m).namespace for m in self._heads(namespace_filter(literal_prefix(op)))}
 
     # -- writes --------------------------------------------------------------------------------------------
     def _write(self, puts: Sequence[PutOp]) -> None:
