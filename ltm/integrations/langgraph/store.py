@@ -215,11 +215,12 @@ class ItemStore(BaseStore):
             k = min(4 * k, _MAX_K)
 
     def _all_within(self, prefix: tuple[str, ...]) -> bool:
-        """Whether every stored item is indexed and under ``prefix`` (probes of the indexes on ``lg_indexed``
-        and ``lg_ns`` that find nothing): then a search needs no filter to keep to them, and the engine ranks its
-        whole index instead of first reading which rows a filter lets through. A prefix found to have items
-        outside it is remembered for a while (a filter is always right, only slower): counting them is index
-        work that grows with them."""
+        """Whether every stored item is indexed and under ``prefix`` (index probes that find nothing): then a
+        search needs no filter, and the engine ranks its whole index instead of first reading which rows a filter
+        lets through. A prefix with items outside it is remembered for a while (a filter is always right, only
+        slower). On PostgreSQL a search's filter is planned inside its query: no probe."""
+        if self.settings.store_url is not None:
+            return False
         seen = self._mixed.get(prefix)
         if seen is not None and seen > 0:
             self._mixed[prefix] = seen - 1
