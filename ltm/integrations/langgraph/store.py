@@ -64,8 +64,7 @@ _PAGE = 10_000  # messages per list() page, and ids per "in" filter (the store's
 _MAX_K = 100_000  # the most results one store search ranks
 _HEADS = {"metadata.lg_part": 0}
 _QUERY = "query"  # the embedder's purpose of a search's query vector (cached apart from stored texts')
-_MIXED_SEARCHES = 256  # searches of a prefix with items outside it before the store is probed again
-_MIXED_KEPT = 1024  # prefixes remembered so
+_MIXED_SEARCHES, _MIXED_KEPT = 256, 1024  # searches before a prefix with items outside is probed again; prefixes kept
 _Ranked = tuple[Message, dict[str, tuple[str, float | None]]]  # an item's head; its parts found: text, cosine
 
 
