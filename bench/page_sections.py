@@ -3,6 +3,7 @@ PostgreSQL, the service, the event loop), and the formatting every section share
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -168,7 +169,9 @@ def parse_retrieval(text: str) -> dict[str, dict[str, dict[str, float]]]:
     out: dict[str, dict[str, dict[str, float]]] = {}
     for block in re.split(r"\n(?=\*\*\w)", text.strip()):
         m = re.match(r"\*\*(\w+)\*\*", block)
-        lines = [ln for ln in block.splitlines() if ln.startswith("|")]
+        rows = block.splitlines()
+        first = next((i for i, ln in enumerate(rows) if ln.startswith("|")), len(rows))
+        lines = list(itertools.takewhile(lambda ln: ln.startswith("|"), rows[first:]))  # the systems' table only
         if not m or len(lines) < 3:
             continue
         head_cells = [c.strip() for c in lines[0].strip("|").split("|")]

@@ -72,11 +72,17 @@ class Lifespan(Protocol):
         adds no visibility clause."""
 
     def supersede(
-        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self,
+        old_ids: Sequence[str],
+        close: Callable[[Message], Message],
+        rows: Sequence[Row],
+        history_limit: int,
+        delete: Filter | None = None,
     ) -> None:
         """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (metadata and validity
         only), ``rows`` (the new version) are inserted, all recorded in the history; NotFound / InvalidInput as
-        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says."""
+        :meth:`MemoryStorage.supersede <ltm.store.storage.MemoryStorage.supersede>` says. ``delete``: the messages
+        matching it are deleted first, in the same transaction, each with its DELETE event."""
 
     def forget(
         self, ids: Sequence[str] | None, tree: Filter | None, reason: str | None, history_limit: int

@@ -23,10 +23,12 @@ from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from ltm.errors import InvalidInput
 from ltm.message import Message
 from ltm.store.backend import DocumentBackend, KeywordFirst
 from ltm.store.documents import DocumentStore
@@ -35,6 +37,7 @@ from ltm.store.records import KeywordAhead, KeywordSide, MemoryHit, Mode
 from ltm.store.request import SearchRequest
 from ltm.store.search.explain import check_threshold
 from ltm.store.search.query import analyse, check_query, checked_filters
+from ltm.store.search.rewrite import rewritten_search
 from ltm.store.search.speakers import dense_query, name_candidates
 from ltm.store.validation import check_k, normalise, text_of
 from ltm.store.validity import DefaultView, visibility, with_filters
@@ -67,6 +70,7 @@ class Searching(DocumentStore):
         vector: Any = None,
         as_of: Any = None,
         known_at: Any = None,
+        rewrite: bool = False,
     ) -> builtins.list[MemoryHit]:
         """The ``k`` best messages for a free-text ``query``; ``mode`` is hybrid, dense or keyword.
 
@@ -77,7 +81,25 @@ class Searching(DocumentStore):
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode. Only memories valid now are
         found (a superseded version, or one whose ``valid_from`` is ahead, is not); ``as_of``: those valid at that
         time; ``known_at``: what the store had recorded by then, as it stood (:mod:`ltm.store.validity`).
+        ``rewrite``: also search the queries the configured LLM writes for ``query`` (off by default; its cost in
+        ``explain``: :mod:`ltm.store.search.rewrite`).
         """
+        if rewrite:
+            if vector is not None:
+                raise InvalidInput("search(rewrite=True) embeds each query it searches: pass vector=None")
+            one = partial(
+                self.search,
+                k=k,
+                mode=mode,
+                filters=filters,
+                threshold=threshold,
+                explain=explain,
+                as_of=as_of,
+                known_at=known_at,
+            )
+            from ltm.llm.base import resolve_llm  # loaded only when asked: the default search needs no LLM
+
+            return rewritten_search(self.settings.llm, partial(resolve_llm, self.settings), query, k, one, explain)
         backend, request, text, dim = self._begin(query, k, mode, filters, threshold, explain, vector, as_of, known_at)
         vector_ = request.vector
         ahead: Future[KeywordSide | None] | None = None
@@ -107,8 +129,25 @@ class Searching(DocumentStore):
         vector: Any = None,
         as_of: Any = None,
         known_at: Any = None,
+        rewrite: bool = False,
     ) -> builtins.list[MemoryHit]:
         """Async twin of :meth:`search` (blocking work off the event loop; the keyword side beside the model)."""
+        if rewrite:
+            return await self._off(
+                partial(
+                    self.search,
+                    query,
+                    k,
+                    mode=mode,
+                    filters=filters,
+                    threshold=threshold,
+                    explain=explain,
+                    vector=vector,
+                    as_of=as_of,
+                    known_at=known_at,
+                    rewrite=True,
+                )
+            )
         backend, request, text, dim = await self._off(
             self._begin, query, k, mode, filters, threshold, explain, vector, as_of, known_at
         )

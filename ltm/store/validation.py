@@ -78,52 +78,53 @@ def check_content(text: str, max_bytes: int, what: str = "content") -> None:
 
 def _check_text(text: object, what: str | tuple[Any, ...], max_bytes: int = MAX_FIELD_BYTES) -> None:
     if not isinstance(text, str):
-        raise InvalidInput(f"{_named(what)} must be a str, got {type(text).__name__}")
+        raise InvalidInput(f"{what} must be a str, got {type(text).__name__}")
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise InvalidInput(
-            f"{_named(what)} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
+            f"{what} contains an unpaired surrogate at position {exc.start}; pass valid Unicode "
             "(decode the source with errors='replace')"
         ) from exc
     if size > max_bytes:
         raise InvalidInput(
-            f"{_named(what)} is {size} bytes, above the {max_bytes}-byte limit; shorten it (long text belongs in "
-            "content)"
+            f"{what} is {size} bytes, above the {max_bytes}-byte limit; shorten it (long text belongs in content)"
         )
     if "\x00" in text:
-        raise InvalidInput(f"{_named(what)} contains a NUL character; remove it")
+        raise InvalidInput(f"{what} contains a NUL character; remove it")
 
 
-def _named(what: str | tuple[Any, ...]) -> str:
-    """A checked value's name: ``what`` itself, or for a metadata value the path to it (``metadata['a'][0]``),
-    a (parent, key or index, suffix) tuple spelled out only when an error names it: a message's metadata has
-    dozens of values, and formatting each one's path cost more than checking it."""
-    if isinstance(what, str):
-        return what
-    parent, key, suffix = what
-    if key is None:
-        return f"{_named(parent)}{suffix}"
-    return f"{_named(parent)}[{key!r}]{suffix}" if isinstance(key, str) else f"{_named(parent)}[{key}]{suffix}"
-
-
-def _check_value(value: Any, what: str | tuple[Any, ...], depth: int) -> None:
-    """Metadata values: JSON types only in spirit (others are stored as str), finite numbers, bounded depth."""
+def _check_value(value: Any, what: str, depth: int, path: tuple[Any, ...] = ()) -> None:
+    """Metadata values: JSON types only in spirit (others are stored as str), finite numbers, bounded depth.
+    ``path``: the keys and indexes from ``what`` down to ``value``, written into a message only on an error (a
+    message's metadata holds dozens of values, and a store checks every message it writes)."""
     if depth > MAX_DEPTH:
-        raise InvalidInput(f"{_named(what)} is nested more than {MAX_DEPTH} levels deep; flatten it")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidInput(
-            f"{_named(what)} is {value!r}; metadata numbers must be finite (store it as a string or None)"
-        )
+        raise InvalidInput(f"{_at(what, path)} is nested more than {MAX_DEPTH} levels deep; flatten it")
     if isinstance(value, str):
-        _check_text(value, what, max_bytes=1 << 62)
+        if "\x00" in value or not value.isascii():  # what may fail the check: NUL, or an unpaired surrogate
+            _check_text(value, _at(what, path), max_bytes=1 << 62)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _check_text(key, (what, None, " key"), max_bytes=MAX_FIELD_BYTES) if isinstance(key, str) else None
-            _check_value(item, (what, key, ""), depth + 1)
+            if isinstance(key, str) and (len(key) > MAX_FIELD_BYTES // 4 or "\x00" in key or not key.isascii()):
+                _check_text(key, f"{_at(what, path)} key", max_bytes=MAX_FIELD_BYTES)
+            if isinstance(item, str) and depth < MAX_DEPTH:  # the common value, checked here without a call
+                if "\x00" in item or not item.isascii():
+                    _check_text(item, _at(what, (*path, key)), max_bytes=1 << 62)
+            elif isinstance(item, dict | list | tuple | set | frozenset | float) or depth >= MAX_DEPTH:
+                _check_value(item, what, depth + 1, (*path, key))
     elif isinstance(value, list | tuple | set | frozenset):
         for i, item in enumerate(value):
-            _check_value(item, (what, i, ""), depth + 1)
+            if isinstance(item, str | dict | list | tuple | set | frozenset | float) or depth >= MAX_DEPTH:
+                _check_value(item, what, depth + 1, (*path, i))
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(
+            f"{_at(what, path)} is {value!r}; metadata numbers must be finite (store it as a string or None)"
+        )
+
+
+def _at(what: str, path: tuple[Any, ...]) -> str:
+    """``what`` followed by the path into it, as ``what['key'][0]``."""
+    return what + "".join(f"[{step!r}]" if isinstance(step, str) else f"[{step}]" for step in path)
 
 
 def check_id(message_id: object) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ltm.errors import InvalidInput, NotFound
@@ -22,6 +22,7 @@ from ltm.store import rows as rowplan
 from ltm.store.documents import DocumentStore
 from ltm.store.embedder import TEXT
 from ltm.store.scopes import SCOPES
+from ltm.store.search.query import checked_filters
 from ltm.store.validation import check_id
 from ltm.store.validity import (
     KEY,
@@ -55,6 +56,23 @@ def _check_name(value: object, what: str, limit: int = 256) -> str:
             f"{what} must be non-empty text of at most {limit} characters, without NUL; got {value!r:.80}"
         )
     return value
+
+
+def _closed(old: Message, new_id: str, closure: float, now: float, reason: str | None) -> Message:
+    """``old`` as a version that ``new_id`` superseded at ``now``, valid up to ``closure``."""
+    meta = dict(old.metadata)
+    start = instant(meta[VALID_FROM], "valid_from") if meta.get(VALID_FROM) is not None else old.created_at
+    if closure < start:
+        raise InvalidInput(
+            f"the new version's valid_from ({closure}) is before {old.id!r}'s ({start}); a version "
+            "replaces one that began before it"
+        )
+    declared = meta.get(VALID_TO)
+    end = closure if declared is None else min(instant(declared, "valid_to"), closure)
+    meta.update({VALID_TO: end, SUPERSEDED_BY: new_id, SUPERSEDED_AT: now})
+    if reason is not None:
+        meta[REASON] = reason
+    return Message.load({**old.to_dict(), "metadata": meta})
 
 
 class Versions(DocumentStore):
@@ -96,6 +114,63 @@ class Versions(DocumentStore):
         vectors = await self._aembed(pending.texts, TEXT)
         await self._off(self._write_version, olds, pending, vectors, closure, reason)
         return messages[0].id
+
+    def supersede_batch(
+        self,
+        versions: Sequence[tuple[Sequence[str], Sequence[Message]]],
+        *,
+        vectors: Any = None,
+        delete: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> builtins.list[str]:
+        """Several supersessions, and first versions, in ONE transaction: each ``(old_ids, new_messages)`` pair is
+        what :meth:`supersede` takes as lists (a pair whose ``old_ids`` is empty stores a first version); returns
+        each pair's new head id. ``vectors``: one per new message, all pairs in order, as :meth:`replace_batch`
+        takes them (``NO_VECTOR`` included); None embeds with the model. ``delete`` (a filter): the messages
+        matching it are deleted first, in the same transaction. Everything is checked and embedded before
+        anything is written, and a crash leaves all of it or none: for an adapter whose batch of keyed writes
+        must land whole. NotFound / InvalidInput as :meth:`supersede`, for any pair (then nothing is written)."""
+        tree = None
+        if delete is not None:
+            tree = checked_filters(delete)
+            if tree is None:
+                raise InvalidInput(
+                    "supersede_batch's delete needs a non-empty filter; to delete every message use delete_all()"
+                )
+        closes: dict[str, tuple[str, float]] = {}  # old id -> (its new head's id, when it stops being valid)
+        messages: builtins.list[Message] = []
+        heads: builtins.list[str] = []
+        for old_ids, new in versions:
+            if not old_ids:
+                given = [Message(m) if isinstance(m, str) else m for m in new]
+                if not given:
+                    raise InvalidInput("supersede_batch needs a new version to store in every pair")
+                messages.extend(given)
+                heads.append(given[0].id)
+                continue
+            olds = _ids(old_ids)
+            linked, closure = self._next_version(olds, new, reason)
+            closes.update((old, (linked[0].id, closure)) for old in olds)
+            messages.extend(linked)
+            heads.append(linked[0].id)
+        listed, given_vectors = rowplan.given_vectors(messages, vectors, self._given_dim, self._model_dim)
+        pending = self._prepare(listed, fresh_only=False)
+        embedded = self._embed(rowplan.texts_to_embed(pending, given_vectors), TEXT)
+        full = rowplan.with_given(pending, given_vectors, embedded)
+        now = time.time()
+
+        def close(old: Message) -> Message:
+            new_id, closure = closes[old.id]
+            return _closed(old, new_id, closure, now, reason)
+
+        if not pending.messages:
+            raise InvalidInput("supersede_batch needs a new version to store")
+        with self._lock:
+            backend = self._engine()
+            backend.ensure_dim(full.shape[1])
+            rows = rowplan.build_rows(pending, self.embedder.keys(pending.contents), full)
+            backend.lifespan.supersede(list(closes), close, rows, self.settings.history_limit, delete=tree)
+        return heads
 
     def versions(self, message_id: str) -> builtins.list[Message]:
         """Every stored version of the chain ``message_id`` belongs to, oldest first (one message when it was
@@ -200,19 +275,7 @@ class Versions(DocumentStore):
         now = time.time()
 
         def close(old: Message) -> Message:
-            meta = dict(old.metadata)
-            start = instant(meta[VALID_FROM], "valid_from") if meta.get(VALID_FROM) is not None else old.created_at
-            if closure < start:
-                raise InvalidInput(
-                    f"the new version's valid_from ({closure}) is before {old.id!r}'s ({start}); a version "
-                    "replaces one that began before it"
-                )
-            declared = meta.get(VALID_TO)
-            end = closure if declared is None else min(instant(declared, "valid_to"), closure)
-            meta.update({VALID_TO: end, SUPERSEDED_BY: new_id, SUPERSEDED_AT: now})
-            if reason is not None:
-                meta[REASON] = reason
-            return Message.load({**old.to_dict(), "metadata": meta})
+            return _closed(old, new_id, closure, now, reason)
 
         with self._lock:
             backend = self._engine()

@@ -79,11 +79,32 @@ def test_harness_on_the_synthetic_fixture(tmp_path: Path) -> None:
     assert out["ranked"]["BM25 stemmed"]["a:0"][0] == "D1:1"
     text = run.table("fixture", out["summary"])
     assert "**ltm hybrid**" in text and "r@10 date (3)" in text
+    # per evidence shape: each question is in "one turn" or "2+ turns", and "2+ sessions" when its turns span two
+    shapes = out["summary"]["shapes"]
+    assert shapes["one turn"] + shapes["2+ turns"] == 9
+    hybrid = systems["ltm hybrid"]
+    assert set(hybrid["by_shape"]) == set(shapes)
+    assert out["search_ms_p95"]["hybrid"] >= out["search_ms_p50"]["hybrid"] > 0.0
+    assert 0 < out["context_tokens"]["top5"] <= out["context_tokens"]["top10"]
+    by_type = run.type_table(out["summary"], out)
+    assert f"all (9) {hybrid['all']['recall@5']:.3f} / {hybrid['all']['recall@10']:.3f}, date (3) " in by_type
+    assert "\n" not in by_type and "p95" in by_type
+    titled = run.with_types(text, by_type)
+    assert titled.count("\n") == text.count("\n") and titled.startswith("**fixture** (9 questions).")
+
     doc = tmp_path / "B.md"
     doc.write_text("# B\n\nbefore\n", "utf-8")
     run.write_section(doc, "one")
     run.write_section(doc, "two")
     assert doc.read_text("utf-8") == f"# B\n\nbefore\n\n{run.START}\ntwo\n{run.END}\n"
+
+
+def test_evidence_shapes() -> None:
+    session = {"D1:1": 1, "D1:2": 1, "D2:1": 2}
+    assert run.shape(["D1:1"], session) == ["one turn"]
+    assert run.shape(["D1:1", "D1:2"], session) == ["2+ turns"]
+    assert run.shape(["D1:1", "D2:1"], session) == ["2+ turns", "2+ sessions"]
+    assert run.shape(["a", "b"], {}) == ["2+ turns", "2+ sessions"]  # no sessions: each turn its own
 
 
 def test_session_dates_stamp_every_turn_at_its_sessions_first_time() -> None:

@@ -28,6 +28,7 @@ from langgraph.store.base import IndexConfig, InvalidNamespaceError, PutOp  # no
 from ltm.config import Settings  # noqa: E402
 from ltm.errors import ConfigError, InvalidInput, LTMError, StoreMismatch  # noqa: E402
 from ltm.integrations.langgraph import AsyncLtmStore, LtmStore  # noqa: E402
+from ltm.message import Message  # noqa: E402
 from ltm.store import MemoryStorage  # noqa: E402
 from tests.support.openai_server import OpenAIServer  # noqa: E402
 
@@ -372,8 +373,8 @@ def test_items_written_with_a_value_on_every_part_still_read(engine: Settings) -
         for part in [m for m, _ in store.storage.export() if m.metadata["lg_part"] != 0]:
             store.storage.update(part.id, metadata={"lg_value": {"a": "tea", "b": "dog", "n": 1}})
         assert [(h.key, h.value["n"]) for h in store.search(("o",), query="dog", filter={"n": 1})] == [("k", 1)]
-        store.put(("o",), "k", {"a": "tea", "b": "dog", "n": 2})
-        assert sum("lg_value" in m.metadata for m, _ in store.storage.export()) == 1
+        store.put(("o",), "k", {"a": "tea", "b": "dog", "n": 2})  # a new version, in the new layout
+        assert sum("lg_value" in m.metadata for m in store.storage.list(limit=100).messages) == 1
 
 
 def test_a_ttl_refresh_moves_the_expiry_only(engine: Settings) -> None:
@@ -475,3 +476,141 @@ def test_async_store_awaits_its_ttl_sweeper(engine: Settings) -> None:
             assert await store.stop_ttl_sweeper() and task.done()
 
     asyncio.run(run())
+
+
+def test_a_put_on_a_stored_key_supersedes_it_and_as_of_reads_the_old_value(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["text", "notes[*]"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("u",), "drink", {"text": "tea", "notes": ["rain"]})  # two parts: head and "rain"
+        store.put(("u",), "pet", {"text": "cat"})
+        first = store.get(("u",), "drink")
+        assert first is not None
+        time.sleep(0.05)
+        between = time.time()
+        time.sleep(0.05)
+        store.put(("u",), "drink", {"text": "coffee"})  # one part now
+        # LangGraph's API sees the new value only, as before
+        now = store.get(("u",), "drink")
+        assert now is not None and now.value == {"text": "coffee"}
+        assert now.created_at == first.created_at and now.updated_at > first.updated_at
+        hits = store.search(("u",), query="rain")  # the old version's "rain" part is found no more
+        assert sorted(h.key for h in hits) == ["drink", "pet"] and all(
+            h.score == pytest.approx(0, abs=1e-3) for h in hits
+        )
+        assert store.search(("u",), query="coffee")[0].score == pytest.approx(1.0, abs=1e-3)
+        assert store.search(("u",), query="tea", filter={"text": "tea"}) == []
+        assert store.list_namespaces() == [("u",)] and store.storage.count() == 2
+        # the store's validity API sees the old version
+        heads = {"AND": [{"metadata.lg_key": "drink"}, {"metadata.lg_part": 0}]}
+        [old] = store.storage.list(heads, as_of=between).messages
+        assert old.metadata["lg_value"] == {"text": "tea", "notes": ["rain"]}
+        [hit] = store.storage.search("rain", 5, mode="keyword", as_of=between)
+        assert hit.message.metadata["lg_key"] == "drink"
+        assert store.storage.search("rain", 5, mode="keyword") == []
+        [current] = store.storage.list(heads).messages
+        chain = store.storage.versions(current.id)
+        assert [m.metadata["lg_value"]["text"] for m in chain] == ["tea", "coffee"]
+        assert chain[0].metadata["supersede_reason"] == "langgraph put"
+        store.put(("u",), "drink", {"text": "sun"})  # a third version supersedes the second
+        assert [m.metadata["lg_value"]["text"] for m in store.storage.versions(current.id)] == ["tea", "coffee", "sun"]
+        got = store.get(("u",), "drink")
+        assert got is not None and got.value == {"text": "sun"}
+        # a delete removes the item with every version of it
+        store.delete(("u",), "drink")
+        assert store.get(("u",), "drink") is None
+        assert store.storage.list(heads, as_of=between).messages == []
+        assert [m.metadata["lg_key"] for m, _ in store.storage.export()] == ["pet"]
+        store.put(("u",), "drink", {"text": "tea"})  # the key again: a first version
+        again = store.get(("u",), "drink")
+        assert again is not None and again.value == {"text": "tea"} and again.created_at > first.created_at
+
+
+def test_a_batch_of_new_versions_is_all_or_nothing(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _failing_on("boom"), "fields": ["text"]}
+    with LtmStore(engine, index=index) as store:
+        store.batch([PutOp(("b",), k, {"text": t}) for k, t in [("A", "tea"), ("B", "cat"), ("C", "dog")]])
+        stored = sorted(m.id for m, _ in store.storage.export())
+        with pytest.raises(LTMError):  # the model fails: no version, no delete, no first version lands
+            store.batch(
+                [
+                    PutOp(("b",), "A", {"text": "coffee"}),
+                    PutOp(("b",), "B", None),
+                    PutOp(("b",), "D", {"text": "sun"}),
+                    PutOp(("b",), "C", {"text": "boom"}),
+                ]
+            )
+        assert sorted(m.id for m, _ in store.storage.export()) == stored
+        assert {i.key: i.value["text"] for i in store.search(("b",))} == {"A": "tea", "B": "cat", "C": "dog"}
+        store.batch(  # versions, a delete and a first version in one transaction
+            [PutOp(("b",), "A", {"text": "coffee"}), PutOp(("b",), "B", None), PutOp(("b",), "D", {"text": "sun"})]
+        )
+        assert {i.key: i.value["text"] for i in store.search(("b",))} == {"A": "coffee", "C": "dog", "D": "sun"}
+        assert len(list(store.storage.export())) == 4  # A's two versions, C, D
+
+
+def test_versions_keep_their_ttl_and_a_refresh_moves_the_current_one(engine: Settings) -> None:
+    with LtmStore(engine, ttl={"default_ttl": 10, "refresh_on_read": True}) as store:
+        store.put(("t",), "k", {"text": "first"})
+        store.put(("t",), "k", {"text": "second"}, ttl=20)
+        rows = {m.metadata["lg_value"]["text"]: m.metadata["expires_at"] for m, _ in store.storage.export()}
+        assert rows["second"] - rows["first"] == pytest.approx(600, abs=5)
+        time.sleep(0.05)
+        got = store.get(("t",), "k")
+        assert got is not None and got.value == {"text": "second"}
+        after = {m.metadata["lg_value"]["text"]: m.metadata["expires_at"] for m, _ in store.storage.export()}
+        assert after["first"] == rows["first"] and after["second"] > rows["second"]  # only the current one moves
+        ids = [m.id for m, _ in store.storage.export()]
+        store.storage.set_expiry(dict.fromkeys(ids, time.time() - 1))  # every version expired
+        assert store.get(("t",), "k") is None and store.storage.count() == 0
+        store.put(("t",), "k", {"text": "third"})
+        got = store.get(("t",), "k")
+        assert got is not None and got.value == {"text": "third"}
+
+
+def test_writers_racing_on_a_key_each_write_a_version(engine: Settings) -> None:
+    with LtmStore(engine) as first, LtmStore(engine) as second:
+        first.put(("r",), "k", {"n": 0})
+        stores = [first, second]
+
+        def put(i: int) -> None:
+            stores[i % 2].put(("r",), "k", {"n": i + 1})
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(put, range(12)))
+        got = first.get(("r",), "k")
+        assert got is not None and second.get(("r",), "k") == got
+        assert len(first.storage.list({"metadata.lg_part": 0}).messages) == 1  # one current version
+        [current] = first.storage.list({"metadata.lg_part": 0}).messages
+        assert len(first.storage.versions(current.id)) == 13  # each put a version, none lost
+
+
+def test_a_query_search_keeps_to_its_namespace_prefix_with_or_without_a_filter(engine: Settings) -> None:
+    index: Any = {"dims": 6, "embed": _words, "fields": ["text"]}
+    with LtmStore(engine, index=index) as store:
+        store.put(("a", "b"), "1", {"text": "tea"})
+        store.put(("a", "b", "c"), "2", {"text": "tea and cat"})
+        probed = engine.store_url is None  # the embedded engine: a prefix holding every item is searched unfiltered
+        assert store._all_within(("a", "b")) is store._all_within(("a",)) is store._all_within(()) is probed
+        assert sorted(h.key for h in store.search(("a", "b"), query="tea")) == ["1", "2"]  # unfiltered: all in
+        store.put(("a", "bb"), "3", {"text": "tea"})
+        store.put(("a", 'b"]'), "4", {"text": "tea"})  # a label that quotes the label syntax
+        store.put(("z",), "5", {"text": "tea"})
+        assert not store._all_within(("a", "b")) and not store._all_within(("a",))
+        assert store._all_within(()) is probed
+        assert sorted(h.key for h in store.search(("a", "b"), query="tea")) == ["1", "2"]  # whole labels only
+        assert sorted(h.key for h in store.search(("a",), query="tea")) == ["1", "2", "3", "4"]
+        assert sorted(h.key for h in store.search(("a", "b", "c"), query="tea")) == ["2"]
+        assert sorted(h.key for h in store.search((), query="tea")) == ["1", "2", "3", "4", "5"]
+        store.put(("z",), "6", {"text": "tea"}, index=False)
+        assert not store._all_within(())  # an unindexed item: a search filters on lg_indexed again
+        assert [h.key for h in store.search((), query="tea")][-1] == "6"  # listed after the ranked ones
+        fresh = LtmStore(engine, index=index)  # nothing remembered: every search probes
+        try:
+            store.storage.add_batch([Message("tea tea tea")])  # not an item: no search returns it
+            store.delete(("z",), "6")
+            assert sorted(h.key for h in fresh.search((), query="tea")) == ["1", "2", "3", "4", "5"]
+            assert sorted(h.key for h in fresh.search(("a",), query="tea")) == ["1", "2", "3", "4"]
+        finally:
+            fresh.close()

@@ -14,8 +14,9 @@ import hashlib
 import inspect
 import json
 import types
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import ensure_embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -135,7 +136,11 @@ class LangChainEmbedding(BaseEmbedding):
                     f"the index's embed returned a vector of {len(vector)} numbers but IndexConfig "
                     f"dims is {self._dims}; set dims to the model's dimension"
                 )
-        return [[float(x) for x in v] for v in vectors]
+        try:  # one conversion in C into the rows the store normalises, not a Python float per number
+            rows = np.asarray(vectors, dtype=np.float32).reshape(count, self._dims)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"the index's embed returned vectors that are not lists of numbers: {exc}") from exc
+        return cast(list[list[float]], list(rows))
 
     def _async_only(self) -> bool:
         """An async embedding function and no sync one (LangGraph's EmbeddingsLambda over a coroutine)."""
@@ -148,6 +153,20 @@ class LangChainEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return self._checked(self._documents(list(texts)), len(texts))
+
+    def get_text_embedding_batch(
+        self, texts: list[str], show_progress: bool = False, **kwargs: Any
+    ) -> list[list[float]]:
+        """Every text in one ``embed_documents`` call, as LangGraph's own stores make it (a LangChain
+        ``Embeddings`` chunks for its service itself): llama-index's loop would call it per 10 texts, with events
+        per text that cost more than a lookup model does."""
+        return self._get_text_embeddings(list(texts)) if texts else []
+
+    async def aget_text_embedding_batch(
+        self, texts: list[str], show_progress: bool = False, **kwargs: Any
+    ) -> list[list[float]]:
+        """Async twin of :meth:`get_text_embedding_batch`."""
+        return await self._aget_text_embeddings(list(texts)) if texts else []
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from langgraph.store.base import ListNamespacesOp, MatchCondition
+from langgraph.store.base import InvalidNamespaceError, ListNamespacesOp, MatchCondition
 
-__all__ = ["matching_namespaces"]
+__all__ = ["check_labels", "literal_prefix", "matching_namespaces"]
 
 
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -30,3 +30,27 @@ def matching_namespaces(namespaces: Iterable[tuple[str, ...]], op: ListNamespace
     if op.max_depth is not None:
         kept = list({ns[: op.max_depth] for ns in kept})
     return sorted(kept)[op.offset : op.offset + op.limit]
+
+
+def check_labels(namespace: tuple[str, ...]) -> None:
+    """LangGraph's label rules for ops that reach ``batch`` without its ``put`` / ``search`` checks."""
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty "
+                "strings without periods or NUL bytes"
+            )
+
+
+def literal_prefix(op: ListNamespacesOp) -> list[str]:
+    """The labels ``op``'s first prefix condition fixes, up to its first ``*`` (empty: none): what a listing can
+    narrow the stored items by before matching."""
+    literal: list[str] = []
+    for condition in op.match_conditions or ():
+        if condition.match_type == "prefix":
+            for label in condition.path:
+                if label == "*":
+                    break
+                literal.append(label)
+            break
+    return literal

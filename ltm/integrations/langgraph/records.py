@@ -8,24 +8,30 @@ each field an ``IndexConfig``'s ``fields`` names, and an item scores as its best
   placeholder, ``NO_VECTOR``) and kept out of every search;
 - parts 1.., ids ``lg-<hash>.<i>``: the other indexed texts.
 
+A put on a stored key writes a new **version** of the item: the store supersedes the old version's messages with
+the new one's (:meth:`MemoryStorage.supersede_batch`), so reads ``as_of`` a past time see the old value. The
+first version's ids are the ones above; a later version's carry a token of their own (``lg_v``), ids
+``lg-<hash>.<token>.<i>``, since the versions before stay stored.
+
 The head carries the item's value (``lg_value``) once, whatever the number of parts; every part carries what
-places it (``lg_item``, ``lg_key``, the namespace and its prefixes, ``lg_created`` / ``lg_updated`` as unix
+places it (``lg_item``, ``lg_key``, the namespace ``lg_ns``, ``lg_created`` / ``lg_updated`` as unix
 seconds, the item's TTL in minutes), so a search hit on any part leads to its head by id. A value whose dict
 keys hold ``.`` (which the store's metadata refuses, as filters read a dot as nesting) is kept with those keys
 escaped (``.`` as ``%2E``, ``%`` as ``%25``) and ``lg_escaped`` set; reads give back the keys as written. The
 expiry rides in ltm's own ``expires_at``: an expired item is invisible to every read at once and purged by the
 next one.
 
-Items written when every part carried the value read as ever: readers take the value from the head only.
+Items written when every part carried the value read as ever: readers take the value from the head only. Items
+written with ``lg_prefixes`` (every prefix of the namespace, which searches once read) keep it unread: a prefix is
+a range of ``lg_ns`` (:func:`namespace_filter`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,7 +40,9 @@ from typing import Any
 from langgraph.store.base import Item, SearchItem, get_text_at_path
 
 from ltm.errors import InvalidInput
+from ltm.integrations.langgraph.filters import matches, value_filter
 from ltm.message import Message
+from ltm.store import MemoryStorage
 
 __all__ = [
     "MAX_VALUE_DEPTH",
@@ -42,33 +50,38 @@ __all__ = [
     "check_value",
     "Part",
     "head_id",
+    "head_of",
     "is_head",
     "item_filter",
+    "item_key",
     "item_of",
     "item_parts",
     "matches",
     "namespace_filter",
     "namespace_label",
+    "nothing_outside",
+    "outside_filter",
+    "part_id",
     "search_item_of",
     "texts_of",
     "value_filter",
     "value_of",
+    "within",
 ]
 
 ROLE = "langgraph"  # the role of every message that holds an item
-_SEGMENT_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_OPS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
-_RANGES = {"$gt", "$gte", "$lt", "$lte"}
-_DOT = re.compile(r"(?<!\\)\.")  # a filter key's dot that reaches into a nested dict (``\.`` is a literal dot)
 _ESCAPED = re.compile(r"%(2E|25)")
-_FLOAT_MAX = sys.float_info.max
 MAX_VALUE_DEPTH = 31  # the store nests metadata at most 32 levels deep, lg_value being one of them
-_INT_BOUND = 2**63  # SQLite and PostgreSQL bind integers up to 64 bits; larger ones compare as floats
 
 
 def namespace_label(namespace: Sequence[str]) -> str:
     """The namespace as one string (a JSON list: labels may hold any character but NUL)."""
-    return json.dumps(list(namespace), ensure_ascii=False)
+    return _label(tuple(namespace))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label(namespace: tuple[str, ...]) -> str:
+    return json.dumps(list(namespace), ensure_ascii=False)  # a store's puts go to few namespaces: made once each
 
 
 def item_key(namespace: Sequence[str], key: str) -> str:
@@ -77,8 +90,18 @@ def item_key(namespace: Sequence[str], key: str) -> str:
 
 
 def head_id(namespace: Sequence[str], key: str) -> str:
-    """The id of the item's head message (part 0)."""
+    """The id of the item's first version's head message (part 0)."""
     return item_key(namespace, key) + ".0"
+
+
+def part_id(stem: str, version: str, part: int) -> str:
+    """The id of part ``part`` of the item ``stem``'s version ``version`` ("" for its first)."""
+    return f"{stem}.{version}.{part}" if version else f"{stem}.{part}"
+
+
+def head_of(message: Message) -> str:
+    """The id of the head of the version ``message`` (any of its parts) belongs to."""
+    return part_id(message.metadata["lg_item"], str(message.metadata.get("lg_v", "")), 0)
 
 
 def check_value(value: object) -> dict[str, Any]:
@@ -159,19 +182,23 @@ def item_parts(
     created: float,
     updated: float,
     ttl_minutes: float | None,
+    version: str = "",
+    stem: str | None = None,
 ) -> list[Part]:
-    """The messages that store the item (see the module docstring)."""
-    stem = item_key(namespace, key)
+    """The messages that store the item's version ``version`` ("" for its first; see the module docstring);
+    ``stem``: :func:`item_key` of the namespace and key, when the caller has it."""
+    stem = item_key(namespace, key) if stem is None else stem
     metadata: dict[str, Any] = {
         "lg_item": stem,
         "lg_ns": namespace_label(namespace),
-        "lg_prefixes": [namespace_label(namespace[:n]) for n in range(1, len(namespace) + 1)],
         "lg_key": key,
         "lg_created": created,
         "lg_updated": updated,
         "lg_parts": max(len(texts), 1),
         "lg_indexed": bool(texts),
     }
+    if version:
+        metadata["lg_v"] = version
     if ttl_minutes is not None:
         metadata["lg_ttl"] = ttl_minutes
         metadata["expires_at"] = updated + ttl_minutes * 60.0
@@ -184,7 +211,7 @@ def item_parts(
         Part(
             Message(
                 text,
-                id=f"{stem}.{i}",
+                id=part_id(stem, version, i),
                 role=ROLE,
                 created_at=updated,
                 metadata={**metadata, **(head if i == 0 else {}), "lg_part": i},
@@ -231,151 +258,60 @@ def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
 
 
+def _bounds(prefix: Sequence[str]) -> tuple[str, str, str]:
+    """(the prefix's own label, and the range [low, high) of the labels of the namespaces below it): a label is
+    a JSON list whose labels are joined by ``", "``, so every deeper namespace's label starts with the prefix's
+    without its ``]``, then ``", "``; ``"!"`` follows ``" "`` in byte order."""
+    label = namespace_label(prefix)
+    return label, label[:-1] + ", ", label[:-1] + ",!"
+
+
 def namespace_filter(prefix: Sequence[str]) -> dict[str, Any] | None:
-    """Items whose namespace starts with ``prefix`` (literal labels, whole labels only); None for every item."""
+    """Items whose namespace starts with ``prefix`` (literal labels, whole labels only); None for every item.
+    Written as an equality and a range of ``lg_ns``, which the store's index on it serves (an index probe per
+    search, where a list's ``contains`` reads every row)."""
     if not prefix:
         return None
-    return {"metadata.lg_prefixes": {"contains": namespace_label(prefix)}}
+    label, low, high = _bounds(prefix)
+    field = "metadata.lg_ns"
+    return {"OR": [{field: label}, {"AND": [{field: {"gte": low}}, {field: {"lt": high}}]}]}
+
+
+def within(message: Message, prefix: Sequence[str]) -> bool:
+    """Whether ``message`` is a part of an indexed item whose namespace starts with ``prefix``."""
+    meta = message.metadata
+    if "lg_item" not in meta or not meta.get("lg_indexed"):
+        return False
+    if not prefix:
+        return True
+    label, low, high = _bounds(prefix)
+    found = str(meta.get("lg_ns", ""))
+    return found == label or low <= found < high
+
+
+def outside_filter(prefix: Sequence[str]) -> dict[str, Any]:
+    """Items whose namespace does not start with ``prefix`` (not empty): three ranges of ``lg_ns`` that are each
+    one index probe when empty, so that "is anything stored outside this prefix?" costs no scan."""
+    label, low, high = _bounds(prefix)
+    field = "metadata.lg_ns"
+    return {
+        "OR": [
+            {field: {"lt": low}},
+            {"AND": [{field: {"gte": high}}, {field: {"lt": label}}]},
+            {field: {"gt": label}},
+        ]
+    }
+
+
+def nothing_outside(storage: MemoryStorage, prefix: Sequence[str]) -> bool:
+    """Whether every item ``storage`` holds is indexed and under ``prefix``: probes of the indexes on
+    ``lg_indexed`` and ``lg_ns`` that find nothing (a count of what they find, so no scan in any order)."""
+    probes: list[dict[str, Any]] = [{"metadata.lg_indexed": False}]
+    if prefix:
+        probes.append(outside_filter(prefix))
+    return storage.count({"OR": probes} if len(probes) > 1 else probes[0]) == 0
 
 
 def item_filter(stems: Sequence[str]) -> dict[str, Any]:
     """Every part of these items."""
     return {"metadata.lg_item": {"in": list(stems)}}
-
-
-def value_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """LangGraph's ``filter`` (exact values, nested dicts, ``$eq $ne $gt $gte $lt $lte``) in the store's filter
-    language over the head's ``lg_value``, as a narrowing: :func:`matches` decides (a numeric range lets every
-    text through, as text that reads as a number matches; a key written with ``\\.`` is a literal dotted key,
-    not narrowed here). None when there is nothing to narrow by. A key's dot reaches into a nested dict."""
-    if not filters:
-        return None
-    if not isinstance(filters, Mapping):
-        raise InvalidInput(f"filter must be a dict of value keys to conditions, got {type(filters).__name__}")
-    parts = _conditions("metadata.lg_value", filters)
-    return {"AND": parts} if parts else None
-
-
-def _segments(key: object) -> list[str]:
-    """A filter key's path: split at each dot but an escaped one (``\\.``, a literal dot in the key)."""
-    segments = [s.replace("\\.", ".") for s in _DOT.split(key)] if isinstance(key, str) else []
-    if not segments or not all(s and set(s.replace(".", "")) <= _SEGMENT_CHARS and len(s) <= 64 for s in segments):
-        raise InvalidInput(
-            f"Invalid filter key {key!r}: ltm filters on value keys of 1-64 letters, digits, _ or - "
-            "(a dot reaches into a nested dict; write a key's own dot as \\.)"
-        )
-    return segments
-
-
-def _conditions(path: str, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for key, condition in filters.items():
-        segments = _segments(key)
-        if any("." in s for s in segments):  # a literal dotted key: its stored form is escaped, matches() checks it
-            _check_operators(key, condition)
-            continue
-        field = f"{path}.{'.'.join(segments)}"
-        if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
-            _check_operators(key, condition)
-            for op, operand in condition.items():
-                compared = _compare(field, _OPS[op], operand)
-                if op in _RANGES and not isinstance(operand, str):  # a number stored as text may match too:
-                    compared = {"OR": [compared, {field: {"gte": ""}}]}  # every text passes, matches() decides
-                parts.append(compared)
-        elif isinstance(condition, Mapping):
-            parts.extend(_conditions(field, condition))
-        elif isinstance(condition, list | tuple):  # narrowed here to lists holding each element; matches() is exact
-            parts.extend(
-                _compare(field, "contains", element)
-                for element in condition
-                if isinstance(element, str | int | float) and not isinstance(element, bool)
-            )
-        else:
-            parts.append(_compare(field, "eq", condition))
-    return parts
-
-
-def _check_operators(key: object, condition: Any) -> None:
-    if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
-        for op in condition:
-            if op not in _OPS:
-                raise InvalidInput(f"filter operator {op!r} on {key!r} is not one of {sorted(_OPS)}")
-    elif isinstance(condition, Mapping):
-        for inner, nested in condition.items():
-            _segments(inner)
-            _check_operators(inner, nested)
-
-
-def matches(value: Mapping[str, Any], filters: Mapping[str, Any] | None) -> bool:
-    """Whether ``value`` meets LangGraph's ``filter`` exactly (as its InMemoryStore compares, a key's dots
-    reaching into nested dicts as in SqliteStore): the check after the store's SQL."""
-    return not filters or all(_meets(_at(value, key), condition) for key, condition in filters.items())
-
-
-def _at(value: Any, key: str) -> Any:
-    for segment in _segments(key):
-        value = value.get(segment) if isinstance(value, Mapping) else None
-    return value
-
-
-def _meets(have: Any, condition: Any) -> bool:
-    if isinstance(condition, Mapping):
-        if any(str(op).startswith("$") for op in condition):
-            return all(_holds(have, op, operand) for op, operand in condition.items())
-        return isinstance(have, Mapping) and all(_meets(_at(have, k), v) for k, v in condition.items())
-    if isinstance(condition, list | tuple):
-        return (
-            isinstance(have, list | tuple)
-            and len(have) == len(condition)
-            and all(_meets(h, c) for h, c in zip(have, condition, strict=True))
-        )
-    return bool(have == condition)
-
-
-def _holds(have: Any, op: str, operand: Any) -> bool:
-    """One operator, as LangGraph's stores apply it: ``$gt``-like ones with a number compare numbers, a stored
-    number given as text (``"7"``) included (text that is no number never matches: InMemoryStore and
-    PostgresStore raise on it, SqliteStore reads it as 0); with a text operand they compare text with text."""
-    if op == "$eq":
-        return bool(have == operand)
-    if op == "$ne":
-        return bool(have != operand)
-    if isinstance(operand, str):
-        if not isinstance(have, str):
-            return False
-        left: Any = have
-        right: Any = operand
-    else:
-        left, right = _number(have), _number(operand)
-        if left is None or right is None:
-            return False
-    return bool({"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op])
-
-
-def _number(value: Any) -> float | None:
-    if not isinstance(value, int | float | str):
-        return None
-    try:
-        return float(value)
-    except (ValueError, OverflowError):  # text that is no number; an int beyond a float's range
-        return None
-
-
-_NOTHING: dict[str, Any] = {"AND": [{"metadata.lg_part": {"eq": 0}}, {"metadata.lg_part": {"ne": 0}}]}
-
-
-def _compare(field: str, op: str, operand: Any) -> dict[str, Any]:
-    """One comparison; operands the store cannot bind (NaN, infinities, NUL text, huge ints) become the
-    condition they mean."""
-    if isinstance(operand, float) and math.isnan(operand):
-        return {"metadata.lg_part": {"ne": -1}} if op == "ne" else _NOTHING  # NaN equals and orders with nothing
-    if isinstance(operand, float) and math.isinf(operand):
-        up = operand > 0
-        if op in (("lt", "lte") if up else ("gt", "gte")):  # below +inf / above -inf: every number
-            return {field: {"gte" if up else "lte": -_FLOAT_MAX if up else _FLOAT_MAX}}
-        return {"metadata.lg_part": {"ne": -1}} if op == "ne" else _NOTHING
-    if isinstance(operand, int) and not isinstance(operand, bool) and abs(operand) >= _INT_BOUND:
-        operand = float(operand)
-    if isinstance(operand, str) and "\x00" in operand:  # stored text never holds NUL
-        return {"metadata.lg_part": {"ne": -1}} if op == "ne" else _NOTHING
-    return {field: {op: operand}}

@@ -1,10 +1,10 @@
 """``LtmStore``: LangGraph's ``BaseStore`` over one ltm namespace (see :mod:`.records` for the layout).
 
 A batch reads first (gets, searches, namespace listings see the store as it was before the batch), then writes
-all its puts and deletes. Every value is checked and every text embedded before anything is written; then the
-deleted items, the parts re-put items no longer have and every new part go in ONE transaction
-(:meth:`MemoryStorage.replace_batch` with ``delete``): a refused value, a failed model call or a crash leaves
-the batch's writes all done or none. A TTL refresh on read moves the items' expiry only
+all its puts and deletes in ONE transaction (:mod:`.writes`): a put on a stored key supersedes the item's
+version, a delete removes the item with its versions, and a refused value, a failed model call or a crash
+leaves the batch's writes all done or none. Reads see the current versions; ``store.storage``'s reads with
+``as_of`` / ``known_at`` see the past ones. A TTL refresh on read moves the items' expiry only
 (:meth:`MemoryStorage.set_expiry`): no rewrite, no history event.
 """
 
@@ -22,7 +22,6 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -37,31 +36,36 @@ from typing_extensions import Self
 from ltm.config import Settings
 from ltm.errors import InvalidInput
 from ltm.integrations.langgraph.embeddings import LangChainEmbedding
-from ltm.integrations.langgraph.listing import matching_namespaces
+from ltm.integrations.langgraph.listing import check_labels, literal_prefix, matching_namespaces
 from ltm.integrations.langgraph.records import (
-    Part,
     check_value,
-    head_id,
+    head_of,
     is_head,
     item_filter,
+    item_key,
     item_of,
-    item_parts,
     matches,
     namespace_filter,
+    nothing_outside,
+    part_id,
     search_item_of,
     texts_of,
     value_filter,
     value_of,
+    within,
 )
+from ltm.integrations.langgraph.writes import write_puts
 from ltm.message import Message
-from ltm.store import NO_VECTOR, MemoryHit, MemoryStorage, Mode
+from ltm.store import MemoryHit, MemoryStorage, Mode
 
 __all__ = ["ItemStore", "LtmStore"]
 
 _PAGE = 10_000  # messages per list() page, and ids per "in" filter (the store's largest)
 _MAX_K = 100_000  # the most results one store search ranks
 _HEADS = {"metadata.lg_part": 0}
-_Ranked = tuple[Message, dict[str, float | None]]  # an item's head, and its parts found with their cosines
+_QUERY = "query"  # the embedder's purpose of a search's query vector (cached apart from stored texts')
+_MIXED_SEARCHES, _MIXED_KEPT = 256, 1024  # searches before a prefix with items outside is probed again; prefixes kept
+_Ranked = tuple[Message, dict[str, tuple[str, float | None]]]  # an item's head; its parts found: text, cosine
 
 
 def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -71,16 +75,6 @@ def _and(*parts: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _exact(head: Message, filters: dict[str, Any] | None) -> bool:
     return matches(value_of(head), filters)
-
-
-def _check_labels(namespace: tuple[str, ...]) -> None:
-    """LangGraph's label rules for ops that reach ``batch`` without its ``put`` / ``search`` checks."""
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty "
-                "strings without periods or NUL bytes"
-            )
 
 
 class ItemStore(BaseStore):
@@ -115,7 +109,10 @@ class ItemStore(BaseStore):
         fields: Any = (index or {}).get("fields") or (index or {}).get("text_fields") or ["$"]  # SqliteStore's name
         self._fields: list[str] = [fields] if isinstance(fields, str) else list(fields)
         self.storage = MemoryStorage(namespace, kind="langgraph", settings=self.settings, embedding=embedding)
+        self._mixed: dict[tuple[str, ...], int] = {}  # prefix -> searches left before it is probed again
         self.storage.index_metadata("lg_item")  # an item's parts: an index lookup for put, delete and refresh
+        self.storage.index_metadata("lg_ns")  # a namespace and its prefixes: an index probe per search
+        self.storage.index_metadata("lg_indexed")  # "any unindexed item?": an index probe per search
 
     # -- the two entry points ------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -126,17 +123,17 @@ class ItemStore(BaseStore):
         refresh: dict[str, Message] = {}
         for i, op in enumerate(listed):
             if isinstance(op, GetOp):
-                _check_labels(op.namespace)
+                check_labels(op.namespace)
                 results[i] = self._get(op, refresh)
             elif isinstance(op, SearchOp):
-                _check_labels(op.namespace_prefix)
+                check_labels(op.namespace_prefix)
                 results[i] = self._search(op, refresh)
             elif isinstance(op, ListNamespacesOp):
                 for condition in op.match_conditions or ():
-                    _check_labels(tuple(condition.path))
+                    check_labels(tuple(condition.path))
                 results[i] = matching_namespaces(self._namespaces(op), op)
             elif isinstance(op, PutOp):
-                _check_labels(op.namespace)
+                check_labels(op.namespace)
                 puts[(op.namespace, op.key)] = op  # the last put of a key in a batch wins
             else:
                 raise InvalidInput(f"unknown store operation {type(op).__name__}")
@@ -153,10 +150,10 @@ class ItemStore(BaseStore):
 
     # -- reads ---------------------------------------------------------------------------------------------
     def _get(self, op: GetOp, refresh: dict[str, Message]) -> Item | None:
-        page = self.storage.list({"id": head_id(op.namespace, op.key)}, limit=1)
-        if not page.messages:
+        heads = self.storage.list(_and(item_filter([item_key(op.namespace, op.key)]), _HEADS), limit=_PAGE).messages
+        if not heads:
             return None
-        head = page.messages[0]
+        head = max(heads, key=lambda m: float(m.metadata["lg_updated"]))  # two: first puts of a key racing
         if op.refresh_ttl and "lg_ttl" in head.metadata:
             refresh[head.metadata["lg_item"]] = head
         return item_of(head)
@@ -187,11 +184,16 @@ class ItemStore(BaseStore):
         narrowed = value_filter(op.filter)
         if narrowed is not None:
             narrowed = {"OR": [{"AND": [_HEADS, narrowed]}, {"metadata.lg_part": {"ne": 0}}]}
-        where = _and(namespace_filter(op.namespace_prefix), narrowed, {"metadata.lg_indexed": True})
+        prefix = op.namespace_prefix
+        scoped = not self._all_within(prefix)
         heads: dict[str, Message | None] = {}  # an item's head, None when it fails the filter
         k = min(max(2 * wanted, 10), _MAX_K)
         while True:
-            hits = self.storage.search(query, k, mode=self.mode, filters=where)
+            scope = _and(namespace_filter(prefix), {"metadata.lg_indexed": True}) if scoped else None
+            hits = self.storage.search(query, k, mode=self.mode, filters=_and(scope, narrowed))
+            if not scoped and not all(within(h.message, prefix) for h in hits):
+                scoped = True  # written since the probe, or not an item: search again within the scope
+                continue
             self._resolve(hits, heads, exact)
             items: dict[str, _Ranked] = {}
             for hit in hits:
@@ -199,7 +201,8 @@ class ItemStore(BaseStore):
                 head = heads.get(stem)
                 if head is None:
                     continue
-                items.setdefault(stem, (head, {}))[1][hit.message.id] = hit.score if self.mode == "dense" else None
+                score = hit.score if self.mode == "dense" else None
+                items.setdefault(stem, (head, {}))[1][hit.message.id] = (hit.message.content, score)
             if len(items) >= wanted or len(hits) < k:
                 return list(items.values())
             if k >= _MAX_K:
@@ -210,22 +213,41 @@ class ItemStore(BaseStore):
                 )
             k = min(4 * k, _MAX_K)
 
+    def _all_within(self, prefix: tuple[str, ...]) -> bool:
+        """Whether every stored item is indexed and under ``prefix`` (index probes that find nothing): then a
+        search needs no filter, and the engine ranks its whole index instead of first reading which rows a filter
+        lets through. A prefix with items outside it is remembered for a while (a filter is always right, only
+        slower). On PostgreSQL a search's filter is planned inside its query: no probe."""
+        if self.settings.store_url is not None:
+            return False
+        seen = self._mixed.get(prefix)
+        if seen is not None and seen > 0:
+            self._mixed[prefix] = seen - 1
+            return False
+        if nothing_outside(self.storage, prefix):
+            self._mixed.pop(prefix, None)
+            return True
+        if len(self._mixed) >= _MIXED_KEPT:
+            self._mixed.clear()
+        self._mixed[prefix] = _MIXED_SEARCHES
+        return False
+
     def _scored(self, query: str, ranked: list[_Ranked]) -> list[tuple[Message, float | None]]:
         """Each item with its score: the best cosine similarity of the query to its parts found (None in keyword
-        mode, which has no query vector). A hybrid search's own scores are fused ones: the cosines come from a
-        dense search over just those parts (its query vector is the cached one), cheaper than ``explain``."""
+        mode, which has no query vector). A hybrid search's own scores are fused ones: the cosines are the query's
+        vector (the one the search just cached) against the parts' stored vectors (read by content, no model
+        call), with no second search and no ``explain``."""
         if self.mode == "hybrid" and ranked:
-            ids = [i for _, parts in ranked for i in parts]
-            dense: dict[str, float] = {}
-            for start in range(0, len(ids), _PAGE):
-                chunk = ids[start : start + _PAGE]
-                found = self.storage.search(query, len(chunk), mode="dense", filters={"id": {"in": chunk}})
-                dense.update((h.message.id, h.score) for h in found)
+            texts = {i: text for _, parts in ranked for i, (text, _) in parts.items()}
+            embedder, dim = self.storage.embedder, self.storage.dimension()
+            query_vector = embedder.embed([query], dim, purpose=_QUERY)[0]
+            cosines = self.storage.embed_texts(list(texts.values())) @ query_vector
+            score = dict(zip(texts, (float(c) for c in cosines), strict=True))
             for _, parts in ranked:
-                parts.update((i, dense.get(i)) for i in parts)
+                parts.update((i, (text, score[i])) for i, (text, _) in parts.items())
         out: list[tuple[Message, float | None]] = []
         for head, parts in ranked:
-            scores = [v for v in parts.values() if v is not None]
+            scores = [v for _, v in parts.values() if v is not None]
             out.append((head, max(scores) if scores else None))
         return out
 
@@ -243,7 +265,7 @@ class ItemStore(BaseStore):
                 heads[stem] = hit.message if exact(hit.message) else None
                 wanted.pop(stem, None)
             else:
-                wanted[stem] = f"{stem}.0"
+                wanted[stem] = head_of(hit.message)
         for stem in wanted:
             heads[stem] = None
         for head in self._by_ids(list(wanted.values())):
@@ -265,57 +287,15 @@ class ItemStore(BaseStore):
 
     def _namespaces(self, op: ListNamespacesOp) -> set[tuple[str, ...]]:
         """The distinct namespaces of the stored items (narrowed by a literal leading prefix, when given)."""
-        literal: list[str] = []
-        for condition in op.match_conditions or ():
-            if condition.match_type == "prefix":
-                for label in condition.path:
-                    if label == "*":
-                        break
-                    literal.append(label)
-                break
-        return {item_of(m).namespace for m in self._heads(namespace_filter(literal))}
+        return {item_of(m).namespace for m in self._heads(namespace_filter(literal_prefix(op)))}
 
     # -- writes --------------------------------------------------------------------------------------------
     def _write(self, puts: Sequence[PutOp]) -> None:
-        now = time.time()
-        old = {m.id: m for m in self._by_ids([head_id(op.namespace, op.key) for op in puts])}
-        gone: list[dict[str, Any]] = []  # deleted items, and the parts re-put items no longer have
-        parts: list[Part] = []
-        for op in puts:
-            before = old.get(head_id(op.namespace, op.key))
-            if op.value is None:
-                if before is not None:
-                    gone.append(item_filter([before.metadata["lg_item"]]))
-                continue
-            new = item_parts(
-                op.namespace,
-                op.key,
-                op.value,
-                self._texts(op),
-                ttl_minutes=op.ttl,
-                updated=now,
-                created=before.metadata["lg_created"] if before is not None else now,
-            )
-            parts.extend(new)
-            if before is not None and before.metadata["lg_parts"] > len(new):
-                stale = {"metadata.lg_part": {"gte": len(new)}}
-                gone.append({"AND": [item_filter([before.metadata["lg_item"]]), stale]})
-        vectors = self._vectors(parts) if parts else None  # the model runs before anything is written
-        delete = None if not gone else gone[0] if len(gone) == 1 else {"OR": gone}
-        if parts or delete is not None:
-            self.storage.replace_batch([p.message for p in parts], vectors=vectors, delete=delete)
+        write_puts(self.storage, puts, self._texts)
 
     def _texts(self, op: PutOp) -> list[str]:
         value = check_value(op.value)
         return [] if op.index is False else texts_of(value, self._fields if op.index is None else list(op.index))
-
-    def _vectors(self, parts: list[Part]) -> list[Any]:
-        """One vector per part: the model's (batched and cached by ltm) for indexed texts; NO_VECTOR for the heads of
-        unindexed items, which the store keeps without a vector (no search reads them: every search filters on
-        ``lg_indexed``)."""
-        texts = [p.message.content for p in parts if p.indexed]
-        embedded = iter(self.storage.embed_texts(texts)) if texts else iter(())
-        return [next(embedded) if p.indexed else NO_VECTOR for p in parts]
 
     # -- time to live --------------------------------------------------------------------------------------
     def _refresh(self, heads: list[Message]) -> None:
@@ -325,8 +305,8 @@ class ItemStore(BaseStore):
         expiries: dict[str, float] = {}
         for head in heads:
             when = now + float(head.metadata["lg_ttl"]) * 60.0
-            stem = head.metadata["lg_item"]
-            expiries.update((f"{stem}.{i}", when) for i in range(int(head.metadata["lg_parts"])))
+            stem, version = head.metadata["lg_item"], str(head.metadata.get("lg_v", ""))
+            expiries.update((part_id(stem, version, i), when) for i in range(int(head.metadata["lg_parts"])))
         self.storage.set_expiry(expiries)
 
     def _sweep(self) -> int:

@@ -234,10 +234,16 @@ class EmbeddedBackend(PooledNamespace, EmbeddedReads, Roles):
         return erase(self, ids, tree, reason, history_limit)
 
     def supersede(
-        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self,
+        old_ids: Sequence[str],
+        close: Callable[[Message], Message],
+        rows: Sequence[Row],
+        history_limit: int,
+        delete: Filter | None = None,
     ) -> None:
         log, mirror = self._require()
-        supersede(log, mirror, old_ids, close, rows, self.namespace, history_limit)
+        gone = None if delete is None else to_sql(delete)
+        supersede(log, mirror, old_ids, close, rows, self.namespace, history_limit, gone)
 
     def has_validity(self) -> bool:
         log = self._require()[0]

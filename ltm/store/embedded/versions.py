@@ -8,12 +8,14 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ltm.errors import InvalidInput, NotFound
 from ltm.message import Message
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
+from ltm.store.embedded.writes import delete_matching
 from ltm.store.records import Event, Row
 from ltm.store.validity import SUPERSEDED_BY, instant, superseded_message
 
@@ -28,13 +30,17 @@ def supersede(
     rows: Sequence[Row],
     namespace: str | None,
     history_limit: int,
+    delete: tuple[str, list[Any]] | None = None,
 ) -> None:
     """In ONE write transaction: each stored ``old_ids`` message becomes ``close(old)`` (its metadata and validity
     columns only: content, vectors and keyword index stay), ``rows`` (the new version) are inserted, and all are
     recorded in the history (UPDATE with the old body, ADD). NotFound when an old id is not stored, InvalidInput
-    naming the current version when one is superseded already, or when a new id is stored."""
+    naming the current version when one is superseded already, or when a new id is stored. ``delete``: (SQL,
+    params) of messages deleted first, in the same transaction, each with its DELETE event."""
     with mirror.writing(log) as write:
         events: list[tuple[str, Event, str | None]] = []
+        if delete is not None:
+            events.extend(delete_matching(log, write, *delete))
         for old_id in old_ids:
             found = log.db.execute("SELECT body FROM messages WHERE id = ?", (old_id,)).fetchone()
             if found is None:

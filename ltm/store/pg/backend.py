@@ -262,11 +262,19 @@ class PgBackend(PgDocuments, PgNearest, PgSearches, PgSeam, Roles):
                 self._indexed = ensure_hnsw(conn, self.ns, dim, *self._graph)
 
     def supersede(
-        self, old_ids: Sequence[str], close: Callable[[Message], Message], rows: Sequence[Row], history_limit: int
+        self,
+        old_ids: Sequence[str],
+        close: Callable[[Message], Message],
+        rows: Sequence[Row],
+        history_limit: int,
+        delete: Filter | None = None,
     ) -> None:
-        """The old version closed and the new one stored in one transaction (:mod:`ltm.store.pg.validity`)."""
+        """The old version closed and the new one stored in one transaction (:mod:`ltm.store.pg.validity`);
+        ``delete``: messages deleted first, in the same transaction."""
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, self.ns))
+            if delete is not None:
+                self._delete_matching(conn, delete, history_limit)
             events = supersede(conn, self.ns, self.name, old_ids, close, rows, insert_rows)
             contexts = sum(1 for r in rows if r.context_vector is not None)
             conn.execute(

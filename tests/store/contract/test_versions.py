@@ -316,3 +316,25 @@ def test_a_version_held_in_several_messages_is_superseded_whole(store: MemorySto
     with pytest.raises(NotFound):  # one unknown id: nothing changes
         store.supersede([new[0].id, "no-such-id"], Message("y"))
     assert "superseded_by" not in store.get(new[0].id).metadata and len(store) == 5
+
+
+def test_supersede_batch_writes_versions_first_versions_and_a_delete_in_one_transaction(store: MemoryStorage) -> None:
+    paris, tea, gone = Message(PARIS), Message("Bob drinks tea"), Message("Carol's old note")
+    store.add_batch([paris, tea, gone])
+    berlin, coffee, first = Message(BERLIN), Message("Bob drinks coffee"), Message("Dan joined")
+    with pytest.raises(NotFound):  # one pair names a message that is not stored: nothing of the batch is written
+        store.supersede_batch([([paris.id], [berlin]), (["nope"], [coffee]), ([], [first])], delete={"id": gone.id})
+    assert store.count() == 3 and store.list({"id": {"in": [berlin.id, first.id]}}).messages == []
+    heads = store.supersede_batch(
+        [([paris.id], [berlin]), ([tea.id], [coffee]), ([], [first])], delete={"id": gone.id}, reason="batch"
+    )
+    assert heads == [berlin.id, coffee.id, first.id]
+    assert sorted(m.content for m in store.list().messages) == sorted([BERLIN, "Bob drinks coffee", "Dan joined"])
+    assert [m.content for m in store.versions(berlin.id)] == [PARIS, BERLIN]
+    assert store.get(tea.id).metadata["superseded_by"] == coffee.id
+    assert store.get(tea.id).metadata["supersede_reason"] == "batch"
+    assert [e.event for e in store.history(gone.id)] == ["ADD", "DELETE"]
+    with pytest.raises(InvalidInput, match="superseded already"):
+        store.supersede_batch([([paris.id], [Message(LISBON)])])
+    with pytest.raises(InvalidInput, match="non-empty filter"):
+        store.supersede_batch([([], [Message(LISBON)])], delete={})
