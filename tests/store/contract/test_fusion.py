@@ -424,9 +424,15 @@ def test_feedback_over_a_flat_index_ranks_the_first_searchs_pool_as_a_second_sca
         scanned: list[tuple[int, int | None]] = []  # per search of the content index: k, the seqs it was limited to
         search = VectorIndex.search
 
-        def counted(self: VectorIndex, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> object:
+        def counted(
+            self: VectorIndex,
+            queries: np.ndarray,
+            k: int,
+            allowed: np.ndarray | None = None,
+            excluded: frozenset[int] | None = None,
+        ) -> object:
             scanned.append((k, None if allowed is None else len(allowed)))
-            return search(self, queries, k, allowed)
+            return search(self, queries, k, allowed, excluded)
 
         monkeypatch.setattr(VectorIndex, "search", counted)
         for pool, searches in ((4, [(200, None), (50, 200)]), (0, [(50, None), (50, None)])):
