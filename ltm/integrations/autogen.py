@@ -112,9 +112,9 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
         if not text.strip():
             return MemoryQueryResult(results=[])
         filters = _stored_filters(kwargs.get("filters"))
-        hits = await self._store.asearch(
-            text, kwargs.get("k", self._config.k), filters=filters, threshold=self._config.score_threshold, explain=True
-        )
+        k, threshold = kwargs.get("k", self._config.k), self._config.score_threshold
+        # the score is the dense cosine: the explain pass reads the vectors' scores and skips the keyword one
+        hits = await self._store._asearched(text, k, "hybrid", filters, threshold, True, None, None, None, False)
         return MemoryQueryResult(results=[_to_content(hit) for hit in hits])
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:

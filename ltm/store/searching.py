@@ -148,9 +148,27 @@ class Searching(DocumentStore):
                     rewrite=True,
                 )
             )
+        return await self._asearched(query, k, mode, filters, threshold, explain, vector, as_of, known_at)
+
+    async def _asearched(
+        self,
+        query: str,
+        k: int,
+        mode: Mode,
+        filters: Mapping[str, Any] | None,
+        threshold: float | None,
+        explain: bool,
+        vector: Any,
+        as_of: Any,
+        known_at: Any,
+        explain_keyword: bool = True,
+    ) -> builtins.list[MemoryHit]:
+        """:meth:`asearch` without ``rewrite``; ``explain_keyword=False``: ``explain`` and ``threshold`` read the
+        hits' vector scores only, for a caller that uses the dense cosine alone (the AutoGen adapter's score)."""
         backend, request, text, dim = await self._off(
             self._begin, query, k, mode, filters, threshold, explain, vector, as_of, known_at
         )
+        request = replace(request, explain_keyword=explain_keyword)
         vector_ = request.vector
         ahead: Future[KeywordSide | None] | None = None
         beside = False
