@@ -127,7 +127,7 @@ def main() -> None:
             found.append(index.search(q[None, :], 10, params=params)[1][0])
             times.append(time.perf_counter() - t)
         hits = sum(len(set(f.tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
-        # what ltm answers: 2k candidates rescored with the stored float16 vectors (ltm.store.embedded.retrieval.dense)
+        # what ltm answers: 2k candidates rescored with the stored float16 vectors (ltm.store.embedded.nearest.dense)
         wide = index.search(queries, args.rescore, params=params)[1]  # ids are rows + 1
         rescored = rescored_recall(np.where(wide > 0, wide - 1, -1), stored, queries, truth - 1)
         top1 = index.search(dups, 1, params=params)[1][:, 0]

@@ -1,7 +1,7 @@
 """Ranking for :meth:`MemoryStorage.search`: dense (FAISS), keyword (FTS5 BM25) and their calibrated fusion.
 
 FAISS's search with exact cosines, and the lookups of the messages nearest to given vectors, are
-:mod:`ltm.store.embedded.nearest`'s (``dense``, ``similar`` and ``best_similarities`` stay importable from here)."""
+:mod:`ltm.store.embedded.nearest`'s."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from ltm.message import Message
 from ltm.store.embedded.log import CandidateRow, MessageLog
 from ltm.store.embedded.mirror import IndexMirror
-from ltm.store.embedded.nearest import _by_cosine, best_similarities, dense, similar
+from ltm.store.embedded.nearest import _by_cosine, dense
 from ltm.store.embedded.query import SearchQuery
 from ltm.store.embedded.vectors import VectorIndex
 from ltm.store.embedded.when import newest_time
@@ -42,7 +42,7 @@ from ltm.store.search.when import query_window
 # (200 for k <= 16) instead of scanning the index again: see _hybrid.
 FEEDBACK_POOL = 4
 
-__all__ = ["best_similarities", "dense", "keyword_match", "keyword_side", "retrieve", "similar"]
+__all__ = ["keyword_match", "keyword_side", "retrieve"]
 
 
 def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[MemoryHit]:
