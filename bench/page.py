@@ -18,7 +18,6 @@ from bench.page_sections import (
     EMBEDDED_END,
     EMBEDDED_START,
     EMBEDDED_STORES_MD,
-    FRAMEWORKS_100K_MD,
     FRAMEWORKS_MD,
     PAGE,
     PG_1M,
@@ -83,12 +82,8 @@ SOURCES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ),
     (
         "Inside the frameworks",
-        (FRAMEWORKS_MD.name, FRAMEWORKS_100K_MD.name),
-        (
-            "python -m bench.retrieval.fetch",
-            "python -m bench.peers.frameworks --pg",
-            "python -m bench.peers.frameworks --size 100000 --out bench/results/peers_frameworks_100k",
-        ),
+        (FRAMEWORKS_MD.name,),
+        ("python -m bench.retrieval.fetch", "python -m bench.peers.frameworks --pg"),
     ),
     (
         "Retrieval quality",
