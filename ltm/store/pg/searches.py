@@ -44,7 +44,7 @@ class PgSearches:
 
         def dimension(self) -> int | None: ...
         def _hnsw(self, filtered: bool) -> bool: ...
-        def _ef_search(self, conn: Any, k: int) -> None: ...
+        def _ef_search(self, conn: Any, k: int) -> int: ...
 
     def _ranked(self, request: SearchRequest) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
@@ -61,7 +61,8 @@ class PgSearches:
         if k == 0:
             return []
         dense = mode != "keyword" and vector is not None and self.dimension() is not None
-        hnsw = dense and self._hnsw(request.filters is not None)
+        # filtered too: the statement tests the filter on the graph's candidates (search._graph_then_filter)
+        hnsw = dense and self._hnsw(False)
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
         by_lines = hybrid and dense and lines is not None and len(lines) > 1
@@ -86,7 +87,7 @@ class PgSearches:
                 lines=[query_vector(v) for v in lines] if by_lines and lines is not None else None,
             )
             if hnsw:
-                self._ef_search(conn, fetch)
+                params["graph"] = self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
             one_vector = hybrid and dense and not by_lines
             terms = question_stems(text) if one_vector else None  # a question's: the prior's

@@ -50,8 +50,10 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     return seen
 
 
-def _filled(url: str, tmp_path: Path, name: str, n: int, seed: int) -> tuple[MemoryStorage, np.ndarray]:
-    store = MemoryStorage(name, settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=url))
+def _filled(
+    url: str, tmp_path: Path, name: str, n: int, seed: int, **settings: Any
+) -> tuple[MemoryStorage, np.ndarray]:
+    store = MemoryStorage(name, settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=url, **settings))
     dim = store.embed_texts(["probe"]).shape[1]
     vectors = _unit(np.random.default_rng(seed).standard_normal((n, dim)))
     store.add_batch([Message(f"{name} message {i}", id=f"{name}{i}") for i in range(n)], vectors=vectors)
@@ -184,5 +186,52 @@ def test_speaker_names_are_looked_up_in_the_keyword_index(
         conn.execute("ANALYZE ltm_messages")
     plan = _plan(pg_url, *asked[0])
     assert "ltm_messages_fts" in plan and "Seq Scan on ltm_messages" not in plan, plan
+    store.close()
+    close_pools()
+
+
+def test_a_filtered_search_of_a_big_namespace_tests_its_filter_on_the_graphs_candidates(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pgvector 0.6 has no filtered graph search: a filtered search takes the graph's ef_search nearest and tests the
+    filter on them (no scan of the namespace) when enough pass, and scans the rows that pass exactly when too few do
+    (a selective filter), in one statement. The keyword side tests the filter on its best matches first: the same
+    hits as testing it on every match."""
+    # ef_search 40: the graph's 40 nearest, which the planner reads through the index (its 384 of 1,200 rows it
+    # would rather sort from a scan)
+    store, held = _filled(pg_url, tmp_path, "big", HNSW_ROWS + 200, seed=6, hnsw_ef_search=40)
+    assert store.stats().index == "hnsw"
+    seen: list[tuple[str, Any]] = []
+    execute = psycopg.Connection.execute
+
+    def spy(self: psycopg.Connection[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if isinstance(query, str) and "graph AS MATERIALIZED" in query:
+            seen.append((query, params))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    query = _unit(np.random.default_rng(7).standard_normal((1, held.shape[1])))[0]
+    cosines = held @ query
+    everyone = {"role": {"in": ["user", "assistant", "system"]}}  # every row passes
+    unfiltered = [h.message.id for h in store.search("", 10, mode="dense", vector=query)]
+    assert [h.message.id for h in store.search("", 10, mode="dense", vector=query, filters=everyone)] == unfiltered
+
+    few = [f"big{i}" for i in range(0, HNSW_ROWS, 37)]  # 28 rows pass, fewer than a graph's candidates hold
+    found = store.search("", 10, mode="dense", vector=query, filters={"id": {"in": few}})
+    exact = sorted(few, key=lambda i: -cosines[int(i[3:])])[:10]
+    assert [h.message.id for h in found] == exact  # the exact scan of the rows that pass
+
+    sql, params = seen[0]
+    with psycopg.connect(pg_url) as conn, conn.transaction():
+        register_vector(conn)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(params["graph"]),))
+        plan = "\n".join(str(r[0]) for r in conn.execute("EXPLAIN ANALYZE " + sql, params).fetchall())
+    assert "Index Scan using ltm_hnsw_ns" in plan, plan
+    scan = next(line for line in plan.splitlines() if "Seq Scan on ltm_messages" in line)
+    assert "never executed" in scan, plan
+
+    words = {"role": "user"}  # the keyword side: the filter tested on the best matches, then on all of them
+    hybrid = [h.message.id for h in store.search("big message 7", 20, mode="keyword", filters=words)]
+    assert hybrid == [h.message.id for h in store.search("big message 7", 20, mode="keyword")]
     store.close()
     close_pools()
