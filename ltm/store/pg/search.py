@@ -10,8 +10,6 @@
   a big namespace's dense side is as approximate as its graph (recall against exact: docs/frameworks/langgraph.md).
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
-  Filtered, the filter is tested on the best matches first and on every match only when too few of those pass
-  (:func:`_ranked_then_filter`): the same rows either way.
 - a long multi-line query (hybrid only): the dense candidates are scored exactly by
   :func:`ltm.store.search.fusion.line_scores` (each line's cosine from ``unnest`` of the line vectors), as the embedded
   engine scores them.
@@ -45,7 +43,6 @@ __all__ = [
 
 TSQUERY_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"  # ts_rank_cd's D, C, B, A
 _WORD = re.compile(r"\w+", re.UNICODE)
-_RANK = f"ts_rank_cd('{TSQUERY_WEIGHTS}', m.fts, t.q)::float8"  # a row's keyword score
 
 
 def tsquery_text(query: str) -> str | None:
@@ -112,37 +109,15 @@ def _signals(
             f"AND m.context_embedding IS NOT NULL AND ({where}) ORDER BY d LIMIT %(fetch)s) x)"
         )
         parts.append("SELECT seq, r, s, 'context' AS sig, 2 AS o FROM ctx")
-    if keyword and where != "TRUE":
-        ctes.extend(_ranked_then_filter(where))
-        parts.append("SELECT seq, r, s, 'keyword' AS sig, 3 AS o FROM kw")
-    elif keyword:
+    if keyword:
         ctes.append(
             "kw AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r, s FROM ("
-            f"SELECT m.seq, {_RANK} AS s FROM ltm_messages m, to_tsquery('english', %(tsq)s) AS t(q) "
+            f"SELECT m.seq, ts_rank_cd('{TSQUERY_WEIGHTS}', m.fts, t.q)::float8 AS s FROM ltm_messages m, "
+            "to_tsquery('english', %(tsq)s) AS t(q) "
             f"WHERE m.ns = %(ns)s AND m.fts @@ t.q AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)"
         )
         parts.append("SELECT seq, r, s, 'keyword' AS sig, 3 AS o FROM kw")
     return ctes, parts
-
-
-def _ranked_then_filter(where: str) -> list[str]:
-    """The CTEs of a filtered keyword side, the same rows as the filter tested on every match: the namespace's
-    best ``2 * %(fetch)s`` matches, the filter tested on those alone (through the primary key), and their best
-    ``%(fetch)s`` that pass; when fewer pass and there were more matches, the filtered ranking of every match
-    instead. A filter that most rows pass (a LangGraph namespace prefix) is then tested on a hundred rows, not on
-    every row holding a query word."""
-    enough = "((SELECT count(*) FROM kw_ok) >= %(fetch)s OR (SELECT count(*) FROM kw_top) < 2 * %(fetch)s)"
-    return [
-        f"kw_top AS MATERIALIZED (SELECT m.seq, {_RANK} AS s FROM ltm_messages m, to_tsquery('english', %(tsq)s) "
-        "AS t(q) WHERE m.ns = %(ns)s AND m.fts @@ t.q ORDER BY s DESC, m.seq LIMIT 2 * %(fetch)s)",
-        "kw_ok AS MATERIALIZED (SELECT k.seq, k.s FROM kw_top k JOIN ltm_messages m ON m.ns = %(ns)s "
-        f"AND m.seq = k.seq WHERE ({where}))",
-        "kw AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r, s FROM ("
-        f"(SELECT seq, s FROM kw_ok WHERE {enough} ORDER BY s DESC, seq LIMIT %(fetch)s) UNION ALL "
-        f"(SELECT m.seq, {_RANK} AS s FROM ltm_messages m, to_tsquery('english', %(tsq)s) AS t(q) "
-        f"WHERE m.ns = %(ns)s AND m.fts @@ t.q AND ({where}) AND NOT {enough} ORDER BY s DESC, m.seq "
-        "LIMIT %(fetch)s)) x)",
-    ]
 
 
 def _graph_then_filter(where: str, dim: int | None, ns: int) -> list[str]:
