@@ -4,10 +4,11 @@
   for a small namespace (no HNSW index yet, see :mod:`ltm.store.pg.backend`); else the namespace's own HNSW
   index (``embedding::vector(d)`` with ``ns = <id>`` written into the statement, so the planner can prove the
   partial index applies), with ``hnsw.ef_search`` from the settings. pgvector 0.6 (pgserver's) has no filtered
-  graph search (0.8's iterative scans): a filtered query takes the graph's ``ef_search`` nearest, tests the
-  filter on those, and keeps its best ``fetch`` that pass; a filter that leaves fewer (a selective one) gets the
-  exact scan of the rows that pass instead, in the same statement (:func:`_graph_then_filter`). Filtered or not,
-  a big namespace's dense side is as approximate as its graph (recall against exact: docs/frameworks/langgraph.md).
+  graph search (0.8's iterative scans): a filter that many rows pass (:mod:`ltm.store.pg.shares`) takes the
+  graph's ``ef_search`` nearest, tests the filter on those, and keeps its best ``fetch`` that pass; should fewer
+  pass, the same statement ranks the rows that pass exactly instead (:func:`_graph_then_filter`). Such a search
+  is as approximate as an unfiltered one (recall against exact: docs/frameworks/langgraph.md); a selective filter
+  is ranked exactly.
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
 - a long multi-line query (hybrid only): the dense candidates are scored exactly by

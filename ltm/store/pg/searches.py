@@ -22,6 +22,7 @@ from ltm.store.pg.nearest import query_vector
 from ltm.store.pg.pool import translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.search import candidates_sql, search_sql
+from ltm.store.pg.shares import FilterShares
 from ltm.store.records import MemoryHit
 from ltm.store.request import SearchRequest
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
@@ -38,6 +39,7 @@ class PgSearches:
     pool: Any
     settings: Settings
     keywords: KeywordPlanner
+    shares: FilterShares
     _dim: int | None
 
     if TYPE_CHECKING:  # PgBackend's and PgNearest's
@@ -61,13 +63,13 @@ class PgSearches:
         if k == 0:
             return []
         dense = mode != "keyword" and vector is not None and self.dimension() is not None
-        # filtered too: the statement tests the filter on the graph's candidates (search._graph_then_filter)
-        hnsw = dense and self._hnsw(False)
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
         by_lines = hybrid and dense and lines is not None and len(lines) > 1
         build = partial(candidates_sql, lines=by_lines) if hybrid else partial(search_sql, mode)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            # filtered: through the graph when many rows pass (its candidates tested, search._graph_then_filter)
+            hnsw = dense and self._hnsw(False) and (request.filters is None or self.shares.graph(conn, where, params))
             tsq = self.keywords.tsquery(conn, text) if mode != "dense" else None
             sql = build(
                 where,
