@@ -43,6 +43,7 @@ from ltm.store.pg.pool import pool_for, redact, translate
 from ltm.store.pg.schema import LOCK_CLASS
 from ltm.store.pg.seam import PgSeam
 from ltm.store.pg.searches import PgSearches
+from ltm.store.pg.shares import FilterShares
 from ltm.store.pg.validity import has_validity, supersede
 from ltm.store.records import ForgetReceipt, MemoryHit, Row, StoreStats
 from ltm.store.request import SearchContext, SearchRequest, answered, context_of, expire
@@ -80,6 +81,7 @@ class PgBackend(PgDocuments, PgNearest, PgSearches, PgSeam, Roles):
             dim = None  # no vectors: the first write records this handle's model and dimension (write)
         self.ns: int = int(ns)
         self.keywords = KeywordPlanner(self.ns)  # which words a keyword search ranks (bounded past a budget)
+        self.shares = FilterShares(self.ns)  # which filtered searches read the HNSW graph
         self._dim: int | None = None if dim is None else int(dim)
         self.hnsw_rows = min(settings.hnsw_threshold, HNSW_ROWS)
         self._graph = (settings.store_hnsw_m, settings.store_hnsw_ef_construction)  # the index's build parameters

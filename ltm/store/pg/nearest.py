@@ -41,12 +41,14 @@ class PgNearest:
         def _index_valid(self) -> bool: ...
         def _rows(self, sql: str, params: Any) -> list[Any]: ...
 
-    def _ef_search(self, conn: Any, k: int) -> None:
-        """``hnsw.ef_search`` for this transaction: the settings' floor, raised to 4k (pgvector's limit 1000);
-        for the nearest one (k=0, find_news), the lower of the floor and :data:`NEAREST_EF_SEARCH`."""
+    def _ef_search(self, conn: Any, k: int) -> int:
+        """Set ``hnsw.ef_search`` for this transaction, and return it: the settings' floor, raised to 4k
+        (pgvector's limit 1000); for the nearest one (k=0, find_news), the lower of the floor and
+        :data:`NEAREST_EF_SEARCH`."""
         floor = self.settings.hnsw_ef_search
         ef = min(floor, NEAREST_EF_SEARCH) if k == 0 else min(max(floor, 4 * k), 1000)
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        return ef
 
     def _read(self, hnsw: bool, k: int, sql: str, params: Any) -> list[Any]:
         """The rows of one query; through the HNSW index with ``ef_search`` for ``k`` when ``hnsw``."""
@@ -56,8 +58,9 @@ class PgNearest:
             return list(conn.execute(sql, params).fetchall())
 
     def _hnsw(self, filtered: bool) -> bool:
-        """Search through the namespace's HNSW index (unfiltered: pgvector 0.6 filters after the graph search,
-        which could leave fewer than k)."""
+        """Look up through the namespace's HNSW index (``filtered``: never; pgvector 0.6 filters after the graph
+        search, which could leave fewer than k. A search's statement tests its filter on the graph's candidates
+        itself: :func:`ltm.store.pg.search._graph_then_filter`)."""
         return not filtered and self.dimension() is not None and self._index_valid()
 
     def _shown(self) -> tuple[str, dict[str, Any]]:

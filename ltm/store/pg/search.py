@@ -1,10 +1,14 @@
 """Search on PostgreSQL as single SQL statements: dense (pgvector), keyword (tsvector) and hybrid fused in SQL.
 
 - dense: cosine similarity ``1 - (embedding <=> q)``. Exact (the namespace's rows through the ``ns`` index)
-  for a small namespace (no HNSW index yet, see :mod:`ltm.store.pg.backend`) or when filtered; else the
-  namespace's own HNSW index (``embedding::vector(d)`` with ``ns = <id>`` written into the statement, so the
-  planner can prove the partial index applies), with ``hnsw.ef_search`` from the settings.
-  (pgvector 0.6 filters HNSW results after the scan, so a filtered query stays exact to keep its k.)
+  for a small namespace (no HNSW index yet, see :mod:`ltm.store.pg.backend`); else the namespace's own HNSW
+  index (``embedding::vector(d)`` with ``ns = <id>`` written into the statement, so the planner can prove the
+  partial index applies), with ``hnsw.ef_search`` from the settings. pgvector 0.6 (pgserver's) has no filtered
+  graph search (0.8's iterative scans): a filter that many rows pass (:mod:`ltm.store.pg.shares`) takes the
+  graph's ``ef_search`` nearest, tests the filter on those, and keeps its best ``fetch`` that pass; should fewer
+  pass, the same statement ranks the rows that pass exactly instead (:func:`_graph_then_filter`). Such a search
+  is as approximate as an unfiltered one (recall against exact: docs/frameworks/langgraph.md); a selective filter
+  is ranked exactly.
 - keyword: ``to_tsvector('english', ...)`` stems, weighted by field as the embedded BM25 columns (content A
   1.0; who and when B 0.6; conversation context C 0.3), ranked by ``ts_rank_cd``; the query's words are OR-ed.
 - a long multi-line query (hybrid only): the dense candidates are scored exactly by
@@ -88,6 +92,9 @@ def _signals(
             f"WHERE m.ns = %(ns)s AND ({where}) ORDER BY s DESC, m.seq LIMIT %(fetch)s) x)"
         )
         parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
+    elif dense and hnsw and where != "TRUE":
+        ctes.extend(_graph_then_filter(where, dim, ns))
+        parts.append("SELECT seq, r, s, 'dense' AS sig, 1 AS o FROM dense")
     elif dense:
         expr, extra = dense_expr("embedding", dim, hnsw, ns)
         ctes.append(
@@ -112,6 +119,23 @@ def _signals(
         )
         parts.append("SELECT seq, r, s, 'keyword' AS sig, 3 AS o FROM kw")
     return ctes, parts
+
+
+def _graph_then_filter(where: str, dim: int | None, ns: int) -> list[str]:
+    """The CTEs of a filtered dense side through the namespace's HNSW index: the graph's ``%(graph)s`` nearest
+    (the search's ``hnsw.ef_search``, all pgvector 0.6 hands back) with the filter tested on each, then their best
+    ``%(fetch)s`` that pass; when fewer than that pass, the namespace's rows that pass, exactly, instead (a
+    selective filter: few rows to scan). Each branch is gated by the count, so only one of them runs."""
+    expr, extra = dense_expr("embedding", dim, True, ns)
+    passed = "(SELECT count(*) FROM graph WHERE ok)"
+    return [
+        f"graph AS MATERIALIZED (SELECT m.seq, {expr} <=> %(q)s AS d, coalesce(({where}), false) AS ok "
+        f"FROM ltm_messages m WHERE m.ns = %(ns)s{extra} ORDER BY d LIMIT %(graph)s)",
+        "dense AS (SELECT seq, row_number() OVER (ORDER BY d, seq) AS r, 1 - d AS s FROM ("
+        f"(SELECT seq, d FROM graph WHERE ok AND {passed} >= %(fetch)s ORDER BY d, seq LIMIT %(fetch)s) UNION ALL "
+        f"(SELECT m.seq, m.embedding <=> %(q)s AS d FROM ltm_messages m WHERE m.ns = %(ns)s AND ({where}) "
+        f"AND {passed} < %(fetch)s ORDER BY d LIMIT %(fetch)s)) x)",
+    ]
 
 
 def search_sql(

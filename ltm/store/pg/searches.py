@@ -22,6 +22,7 @@ from ltm.store.pg.nearest import query_vector
 from ltm.store.pg.pool import translate
 from ltm.store.pg.ranking import candidates, fused, weights_for
 from ltm.store.pg.search import candidates_sql, search_sql
+from ltm.store.pg.shares import FilterShares
 from ltm.store.records import MemoryHit
 from ltm.store.request import SearchRequest
 from ltm.store.search.fusion import DEPTH, FEEDBACK_SEEDS, FEEDBACK_WEIGHT, feedback_vector, fuse
@@ -38,13 +39,14 @@ class PgSearches:
     pool: Any
     settings: Settings
     keywords: KeywordPlanner
+    shares: FilterShares
     _dim: int | None
 
     if TYPE_CHECKING:  # PgBackend's and PgNearest's
 
         def dimension(self) -> int | None: ...
         def _hnsw(self, filtered: bool) -> bool: ...
-        def _ef_search(self, conn: Any, k: int) -> None: ...
+        def _ef_search(self, conn: Any, k: int) -> int: ...
 
     def _ranked(self, request: SearchRequest) -> list[MemoryHit]:
         """The ``k`` best hits, each mode in one statement (see :mod:`ltm.store.pg.search`): the statement ranks
@@ -61,12 +63,13 @@ class PgSearches:
         if k == 0:
             return []
         dense = mode != "keyword" and vector is not None and self.dimension() is not None
-        hnsw = dense and self._hnsw(request.filters is not None)
         hybrid = mode == "hybrid"
         fetch = max(3 * k, DEPTH) if hybrid else k
         by_lines = hybrid and dense and lines is not None and len(lines) > 1
         build = partial(candidates_sql, lines=by_lines) if hybrid else partial(search_sql, mode)
         with translate(self.url), self.pool.connection() as conn, conn.transaction():
+            # filtered: through the graph when many rows pass (its candidates tested, search._graph_then_filter)
+            hnsw = dense and self._hnsw(False) and (request.filters is None or self.shares.graph(conn, where, params))
             tsq = self.keywords.tsquery(conn, text) if mode != "dense" else None
             sql = build(
                 where,
@@ -86,7 +89,7 @@ class PgSearches:
                 lines=[query_vector(v) for v in lines] if by_lines and lines is not None else None,
             )
             if hnsw:
-                self._ef_search(conn, fetch)
+                params["graph"] = self._ef_search(conn, fetch)
             rows = conn.execute(sql, params).fetchall() if sql else []
             one_vector = hybrid and dense and not by_lines
             terms = question_stems(text) if one_vector else None  # a question's: the prior's

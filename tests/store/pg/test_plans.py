@@ -17,6 +17,7 @@ from pgvector.psycopg import register_vector
 
 from ltm import MemoryStorage, Message
 from ltm.config import Settings
+from ltm.store.pg import shares
 from ltm.store.pg.backend import HNSW_ROWS, PgBackend
 from ltm.store.pg.hnsw import hnsw_index
 from ltm.store.pg.pool import close_pools
@@ -50,8 +51,10 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     return seen
 
 
-def _filled(url: str, tmp_path: Path, name: str, n: int, seed: int) -> tuple[MemoryStorage, np.ndarray]:
-    store = MemoryStorage(name, settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=url))
+def _filled(
+    url: str, tmp_path: Path, name: str, n: int, seed: int, **settings: Any
+) -> tuple[MemoryStorage, np.ndarray]:
+    store = MemoryStorage(name, settings=Settings(storage_dir=tmp_path, embedding="hash", store_url=url, **settings))
     dim = store.embed_texts(["probe"]).shape[1]
     vectors = _unit(np.random.default_rng(seed).standard_normal((n, dim)))
     store.add_batch([Message(f"{name} message {i}", id=f"{name}{i}") for i in range(n)], vectors=vectors)
@@ -186,3 +189,56 @@ def test_speaker_names_are_looked_up_in_the_keyword_index(
     assert "ltm_messages_fts" in plan and "Seq Scan on ltm_messages" not in plan, plan
     store.close()
     close_pools()
+
+
+def test_a_filtered_search_of_a_big_namespace_tests_its_filter_on_the_graphs_candidates(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pgvector 0.6 has no filtered graph search: a filtered search whose filter a sample says many rows pass takes
+    the graph's ef_search nearest and tests the filter on them (no scan of the namespace; the exact ranking only
+    should too few of them pass); a selective filter has the rows that pass ranked exactly, as before."""
+    # ef_search 40: the graph's 40 nearest, which the planner reads through the index (its 384 of 1,200 rows it
+    # would rather sort from a scan)
+    store, held = _filled(pg_url, tmp_path, "big", HNSW_ROWS + 200, seed=6, hnsw_ef_search=40)
+    assert store.stats().index == "hnsw"
+    monkeypatch.setattr(shares, "GRAPH_FROM_PASSING", 600)  # the graph for half of these 1,200 rows and up
+    seen: list[tuple[str, Any]] = []
+    execute = psycopg.Connection.execute
+
+    def spy(self: psycopg.Connection[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if isinstance(query, str) and "graph AS MATERIALIZED" in query:
+            seen.append((query, params))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    query = _unit(np.random.default_rng(7).standard_normal((1, held.shape[1])))[0]
+    cosines = held @ query
+    everyone = {"role": {"in": ["user", "assistant", "system"]}}  # every row passes
+    unfiltered = [h.message.id for h in store.search("", 10, mode="dense", vector=query)]
+    assert [h.message.id for h in store.search("", 10, mode="dense", vector=query, filters=everyone)] == unfiltered
+
+    few = [f"big{i}" for i in range(0, HNSW_ROWS, 37)]  # 28 rows pass
+    found = store.search("", 10, mode="dense", vector=query, filters={"id": {"in": few}})
+    exact = sorted(few, key=lambda i: -cosines[int(i[3:])])[:10]
+    assert [h.message.id for h in found] == exact  # the exact scan of the rows that pass
+    assert len(seen) == 1  # the selective filter's statement does not read the graph
+
+    broad = _analysed(pg_url, *seen[0])
+    assert "Index Scan using ltm_hnsw_ns" in _line(broad, "ltm_hnsw_ns"), broad
+    assert "never executed" not in _line(broad, "ltm_hnsw_ns"), broad
+    assert "never executed" in _line(broad, "Seq Scan on ltm_messages"), broad  # the exact ranking
+    store.close()
+    close_pools()
+
+
+def _analysed(url: str, sql: str, params: Any) -> str:
+    """EXPLAIN ANALYZE of a search's statement, at the ``hnsw.ef_search`` it was run with."""
+    with psycopg.connect(url) as conn, conn.transaction():
+        register_vector(conn)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(params["graph"]),))
+        return "\n".join(str(r[0]) for r in conn.execute("EXPLAIN ANALYZE " + sql, params).fetchall())
+
+
+def _line(plan: str, node: str) -> str:
+    """The first line of ``plan`` that names ``node``."""
+    return next((line for line in plan.splitlines() if node in line), "")
