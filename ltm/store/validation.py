@@ -40,6 +40,7 @@ __all__ = [
     "check_id",
     "check_k",
     "check_message",
+    "checked_json",
     "context_text",
     "held_by_another_model",
     "normalise",
@@ -146,6 +147,13 @@ def check_k(k: object, what: str = "k") -> int:
 
 def check_message(message: object, max_bytes: int) -> Message:
     """The message itself when it can be stored; InvalidInput naming its id otherwise."""
+    checked_json(message, max_bytes)
+    assert isinstance(message, Message)
+    return message
+
+
+def checked_json(message: object, max_bytes: int) -> str:
+    """:func:`check_message`, returning the message's metadata as the JSON its row stores."""
     if not isinstance(message, Message):
         kind = type(message)
         hint = (
@@ -170,15 +178,16 @@ def check_message(message: object, max_bytes: int) -> Message:
     if ic is not None:
         _check_value(ic if isinstance(ic, dict) else ic.model_dump(mode="python"), f"{what} instruct_content", 1)
     try:
-        size = len(json.dumps(message.metadata, default=str, ensure_ascii=False).encode("utf-8"))
+        encoded = json.dumps(message.metadata, default=str, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError) as exc:
         raise InvalidInput(f"{what} metadata cannot be stored as JSON ({exc}); use JSON types") from exc
+    size = len(encoded.encode("utf-8"))
     if size > max_bytes:
         raise InvalidInput(
             f"{what} metadata is {size} bytes as JSON, above max_content_bytes={max_bytes}; "
             "keep large data in content or outside the store"
         )
-    return message
+    return encoded
 
 
 def context_text(message: Message, max_bytes: int) -> str | None:

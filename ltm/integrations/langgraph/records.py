@@ -86,7 +86,9 @@ def _label(namespace: tuple[str, ...]) -> str:
 
 def item_key(namespace: Sequence[str], key: str) -> str:
     """The item's id stem: a hash of its namespace and key (ids stay short whatever the key)."""
-    return "lg-" + hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()[:40]
+    # the text hashed is json.dumps([list(namespace), key], ensure_ascii=False), the namespace's part made once
+    text = "[" + _label(tuple(namespace)) + ", " + json.dumps(key, ensure_ascii=False) + "]"
+    return "lg-" + hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
 def head_id(namespace: Sequence[str], key: str) -> str:
