@@ -111,6 +111,9 @@ def _check_value(value: Any, what: str, depth: int, path: tuple[Any, ...] = ()) 
             if isinstance(item, str) and depth < MAX_DEPTH:  # the common value, checked here without a call
                 if "\x00" in item or not item.isascii():
                     _check_text(item, _at(what, (*path, key)), max_bytes=1 << 62)
+            elif type(item) is float and depth < MAX_DEPTH:  # a time, a score: checked here too
+                if not math.isfinite(item):
+                    _check_value(item, what, depth + 1, (*path, key))
             elif isinstance(item, dict | list | tuple | set | frozenset | float) or depth >= MAX_DEPTH:
                 _check_value(item, what, depth + 1, (*path, key))
     elif isinstance(value, list | tuple | set | frozenset):

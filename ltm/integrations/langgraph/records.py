@@ -110,7 +110,8 @@ def check_value(value: object) -> dict[str, Any]:
     """``value`` when it is a JSON object (what the store keeps); InvalidInput naming the problem otherwise."""
     if not isinstance(value, dict):
         raise InvalidInput(f"a store value is a dict, got {type(value).__name__}")
-    if _depth(value) > MAX_VALUE_DEPTH:
+    flat = all(isinstance(v, str | int | float | bool) or v is None for v in value.values())  # the common value
+    if not flat and _depth(value) > MAX_VALUE_DEPTH:
         raise InvalidInput(
             f"a store value is nested more than {MAX_VALUE_DEPTH} levels deep (ltm keeps values in its "
             "metadata, which bounds the depth); flatten it or keep the deep part as a JSON string"
