@@ -105,12 +105,12 @@ def _metadata_sql(node: Compare, params: list[Any]) -> str:
             if value is None:
                 null = True
             else:
-                sql_value, *kinds = _json_typed(value)
-                groups.setdefault((kinds[0], kinds[1]), []).append(sql_value)
+                sql_value, first, second = _json_typed(value)
+                groups.setdefault((first, second), []).append(sql_value)
         parts = [f"{type_sql} = 'null'"] if null else []
-        for kinds, values in groups.items():
+        for types, values in groups.items():
             params.extend(values)
-            params.extend(kinds)
+            params.extend(types)
             test = "= ?" if len(values) == 1 else f"IN ({','.join('?' * len(values))})"
             parts.append(f"({value_sql} {test} AND {type_sql} IN (?, ?))")
         return "(" + " OR ".join(parts) + ")"

@@ -203,7 +203,7 @@ def _take_codes(index: Any, codes: memoryview, ids: np.ndarray) -> None:
     """Fill an empty ``IndexIDMap2`` over a float16 ``IndexScalarQuantizer`` with ``codes`` (its float16 rows, as
     ``_write_flat`` wrote them) under ``ids``: what adding their float32 values would make (each is a float16
     value, encoded as itself), without converting 2 x 384 numbers per row there and back."""
-    inner = faiss.downcast_index(index.index)
+    inner: Any = faiss.downcast_index(index.index)
     faiss.copy_array_to_vector(np.frombuffer(codes, dtype=np.uint8), inner.codes)
     inner.ntotal = len(ids)
     faiss.copy_array_to_vector(np.ascontiguousarray(ids, dtype=np.int64), index.id_map)
@@ -232,7 +232,7 @@ def _header(handle: IO[bytes]) -> dict[str, Any] | None:
 def _code_size(index: Any) -> int:
     """Bytes per stored vector in an ``IndexIDMap2`` over HNSW: 4 * dim for float vectors (``IndexHNSWFlat``,
     older snapshots), dim for 8-bit codes (``IndexHNSWSQ``)."""
-    inner = faiss.downcast_index(index.index)
+    inner: Any = faiss.downcast_index(index.index)
     storage = getattr(inner, "storage", None)
     return int(storage.sa_code_size()) if storage is not None else 4 * int(index.d)
 
