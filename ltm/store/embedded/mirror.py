@@ -281,6 +281,8 @@ class IndexMirror(MirrorWrites):
             for index, name in ((self.content, _CONTENT_FILE), (self.context, _CONTEXT_FILE)):
                 # flat: SQLite holds these float16 vectors too, but reading them back from its rows on open took
                 # 8x as long as reading this file (10,000 vectors); HNSW: only a graph that changed is rewritten
+                if index.kind == "flat":
+                    index.compact()  # the file holds no deleted vector: a reopen starts without ghosts
                 if index.kind == "flat" or index.graph_changes or not (self.dir / name).exists():
                     index.save(self.dir / name)
             self.unsaved = 0
