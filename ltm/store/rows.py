@@ -21,7 +21,7 @@ from ltm.message import Message
 from ltm.store.records import VECTOR_DTYPE, Row
 from ltm.store.scopes import scope_values
 from ltm.store.search.query import keyword_columns
-from ltm.store.validation import check_message, context_text, normalise
+from ltm.store.validation import checked_json, context_text, normalise
 from ltm.store.validity import validity_values
 
 __all__ = [
@@ -50,6 +50,8 @@ class Pending:
     with_context: list[int]  # positions in ``messages`` of the messages that have a context text
     drafts: list[Row] | None = None  # draft_rows', made while the model embeds the texts (add_groups)
     unvectored: frozenset[str] = frozenset()  # ids of the messages stored without a vector (with_given sets it)
+    # each message's metadata as the JSON its row stores, when the check made it already (None: made with the row)
+    metadata_json: list[str] | None = None
 
     @property
     def contents(self) -> list[str]:
@@ -72,15 +74,21 @@ def prepare(
     does, so that bad input fails in its own call, not in a group's), so only the planning is left."""
     if isinstance(messages, Message):
         messages = [messages]
-    ready = list(messages) if checked else [check_message(m, max_bytes) for m in messages]
-    known = existing([m.id for m in ready]) if existing is not None else set()
+    listed = list(messages)
+    # the check writes each message's metadata as JSON to measure it: the row stores that very text
+    encoded: list[str | None] = [None] * len(listed) if checked else [checked_json(m, max_bytes) for m in listed]
+    ready = list(zip(listed, encoded, strict=True))
+    known = existing([m.id for m in listed]) if existing is not None else set()
     if existing is not None:
-        fresh = list({m.id: m for m in reversed(ready) if m.id not in known}.values())[::-1]
+        kept = list({m.id: (m, j) for m, j in reversed(ready) if m.id not in known}.values())[::-1]
     else:
-        fresh = list({m.id: m for m in ready}.values())
+        kept = list({m.id: (m, j) for m, j in ready}.values())
+    fresh = [m for m, _ in kept]
     found = [(i, context_text(m, max_bytes)) for i, m in enumerate(fresh)]
     contexts = [(i, text) for i, text in found if text is not None]
-    return Pending(fresh, [m.content for m in fresh] + [t for _, t in contexts], [i for i, _ in contexts])
+    texts = [m.content for m in fresh] + [t for _, t in contexts]
+    jsons = None if checked else [str(j) for _, j in kept]
+    return Pending(fresh, texts, [i for i, _ in contexts], metadata_json=jsons)
 
 
 class NoVector:
@@ -220,13 +228,23 @@ def with_given(pending: Pending, given: dict[str, np.ndarray] | None, embedded: 
 def build_rows(pending: Pending, keys: Sequence[bytes], vectors: np.ndarray) -> list[Row]:
     """One row per pending message. Rows keep the stored (float16) form and FAISS gets decode() of it, as a
     rebuild from SQLite would: search results and find_news decisions are the same before and after a restart."""
-    return finish_rows(pending, draft_rows(pending, keys), vectors)
+    vectors = vectors.astype(VECTOR_DTYPE)
+    n = len(pending.messages)
+    context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
+    return _rows(pending, keys, list(vectors[:n]), [context_of.get(i) for i in range(n)])
 
 
 def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
     """Every column but the vectors (JSON, the body, keyword texts, scopes): what can be made before the model
     answers. ``keys``: the content keys of the messages' texts."""
-    empty = np.zeros(0, dtype=VECTOR_DTYPE)
+    n = len(pending.messages)
+    return _rows(pending, keys, [np.zeros(0, dtype=VECTOR_DTYPE)] * n, [None] * n)
+
+
+def _rows(
+    pending: Pending, keys: Sequence[bytes], vectors: Sequence[np.ndarray], contexts: Sequence[np.ndarray | None]
+) -> list[Row]:
+    jsons: Sequence[str | None] = pending.metadata_json or [None] * len(pending.messages)
     return [
         Row(
             id=m.id,
@@ -234,15 +252,16 @@ def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
             cause_by=m.cause_by,
             sent_from=m.sent_from,
             created_at=float(m.created_at),
-            metadata=json.dumps(m.metadata, default=str, ensure_ascii=False),
+            metadata=encoded if encoded is not None else json.dumps(m.metadata, default=str, ensure_ascii=False),
             body=m.dump(),
             text_key=no_vector_key(m.id) if m.id in pending.unvectored else key,
-            vector=empty,
+            vector=vector,
             fts=keyword_columns(m),
+            context_vector=context,
             scopes=scope_values(m),
             validity=validity_values(m),
         )
-        for m, key in zip(pending.messages, keys, strict=True)
+        for m, key, encoded, vector, context in zip(pending.messages, keys, jsons, vectors, contexts, strict=True)
     ]
 
 

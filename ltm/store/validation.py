@@ -40,6 +40,7 @@ __all__ = [
     "check_id",
     "check_k",
     "check_message",
+    "checked_json",
     "context_text",
     "held_by_another_model",
     "normalise",
@@ -110,6 +111,9 @@ def _check_value(value: Any, what: str, depth: int, path: tuple[Any, ...] = ()) 
             if isinstance(item, str) and depth < MAX_DEPTH:  # the common value, checked here without a call
                 if "\x00" in item or not item.isascii():
                     _check_text(item, _at(what, (*path, key)), max_bytes=1 << 62)
+            elif type(item) is float and depth < MAX_DEPTH:  # a time, a score: checked here too
+                if not math.isfinite(item):
+                    _check_value(item, what, depth + 1, (*path, key))
             elif isinstance(item, dict | list | tuple | set | frozenset | float) or depth >= MAX_DEPTH:
                 _check_value(item, what, depth + 1, (*path, key))
     elif isinstance(value, list | tuple | set | frozenset):
@@ -146,6 +150,13 @@ def check_k(k: object, what: str = "k") -> int:
 
 def check_message(message: object, max_bytes: int) -> Message:
     """The message itself when it can be stored; InvalidInput naming its id otherwise."""
+    checked_json(message, max_bytes)
+    assert isinstance(message, Message)
+    return message
+
+
+def checked_json(message: object, max_bytes: int) -> str:
+    """:func:`check_message`, returning the message's metadata as the JSON its row stores."""
     if not isinstance(message, Message):
         kind = type(message)
         hint = (
@@ -170,15 +181,16 @@ def check_message(message: object, max_bytes: int) -> Message:
     if ic is not None:
         _check_value(ic if isinstance(ic, dict) else ic.model_dump(mode="python"), f"{what} instruct_content", 1)
     try:
-        size = len(json.dumps(message.metadata, default=str, ensure_ascii=False).encode("utf-8"))
+        encoded = json.dumps(message.metadata, default=str, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError) as exc:
         raise InvalidInput(f"{what} metadata cannot be stored as JSON ({exc}); use JSON types") from exc
+    size = len(encoded.encode("utf-8"))
     if size > max_bytes:
         raise InvalidInput(
             f"{what} metadata is {size} bytes as JSON, above max_content_bytes={max_bytes}; "
             "keep large data in content or outside the store"
         )
-    return message
+    return encoded
 
 
 def context_text(message: Message, max_bytes: int) -> str | None:

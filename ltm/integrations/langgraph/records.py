@@ -86,7 +86,9 @@ def _label(namespace: tuple[str, ...]) -> str:
 
 def item_key(namespace: Sequence[str], key: str) -> str:
     """The item's id stem: a hash of its namespace and key (ids stay short whatever the key)."""
-    return "lg-" + hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()[:40]
+    # the text hashed is json.dumps([list(namespace), key], ensure_ascii=False), the namespace's part made once
+    text = "[" + _label(tuple(namespace)) + ", " + json.dumps(key, ensure_ascii=False) + "]"
+    return "lg-" + hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
 def head_id(namespace: Sequence[str], key: str) -> str:
@@ -108,7 +110,8 @@ def check_value(value: object) -> dict[str, Any]:
     """``value`` when it is a JSON object (what the store keeps); InvalidInput naming the problem otherwise."""
     if not isinstance(value, dict):
         raise InvalidInput(f"a store value is a dict, got {type(value).__name__}")
-    if _depth(value) > MAX_VALUE_DEPTH:
+    flat = all(isinstance(v, str | int | float | bool) or v is None for v in value.values())  # the common value
+    if not flat and _depth(value) > MAX_VALUE_DEPTH:
         raise InvalidInput(
             f"a store value is nested more than {MAX_VALUE_DEPTH} levels deep (ltm keeps values in its "
             "metadata, which bounds the depth); flatten it or keep the deep part as a JSON string"

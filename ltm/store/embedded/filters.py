@@ -97,13 +97,22 @@ def _metadata_sql(node: Compare, params: list[Any]) -> str:
     path = metadata_path(node.field)
     value_sql, type_sql = f"json_extract(m.metadata, {path})", f"json_type(m.metadata, {path})"
     if node.op in ("eq", "in"):
-        parts = []
+        # values of one JSON type are one IN list: an index on the path serves it as one probe per value, and its
+        # SQL stays short (an OR per value cost ~50 us a value to prepare, more than the probes themselves)
+        groups: dict[tuple[str, str], list[Any]] = {}
+        null = False
         for value in node.value if node.op == "in" else (node.value,):
             if value is None:
-                parts.append(f"{type_sql} = 'null'")
+                null = True
             else:
-                params.extend(_json_typed(value))
-                parts.append(f"({value_sql} = ? AND {type_sql} IN (?, ?))")
+                sql_value, first, second = _json_typed(value)
+                groups.setdefault((first, second), []).append(sql_value)
+        parts = [f"{type_sql} = 'null'"] if null else []
+        for types, values in groups.items():
+            params.extend(values)
+            params.extend(types)
+            test = "= ?" if len(values) == 1 else f"IN ({','.join('?' * len(values))})"
+            parts.append(f"({value_sql} {test} AND {type_sql} IN (?, ?))")
         return "(" + " OR ".join(parts) + ")"
     if node.op in _SQL_OP and isinstance(node.value, int | float) and not isinstance(node.value, bool):
         return _number_range_sql(value_sql, type_sql, _SQL_OP[node.op], node.value, params)

@@ -16,7 +16,9 @@ May session" still reaches the right turn.
 from __future__ import annotations
 
 import calendar
+import functools
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -160,7 +162,16 @@ def _day(created_at: float) -> str:
     """The UTC day a message was made, as words ("2024-04-09 April 9 2024"), so a question naming the date
     reaches it by keyword (schema 3)."""
     try:
-        day = datetime.fromtimestamp(created_at, tz=timezone.utc)
+        return _day_words(math.floor(created_at / 86_400))  # a batch's messages share a few days: words made once
+    except (OverflowError, ValueError):
+        return ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _day_words(days: int) -> str:
+    """:func:`_day` of the UTC day ``days`` days after 1970-01-01."""
+    try:
+        day = datetime.fromtimestamp(days * 86_400, tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
         return ""
     return f"{day:%Y-%m-%d} {calendar.month_name[day.month]} {day.day} {day.year}"

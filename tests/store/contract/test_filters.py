@@ -216,6 +216,7 @@ _CASES: list[dict[str, Any]] = [
     {"metadata.score": {"lte": 3.5}},
     {"metadata.score": {"gte": "a"}},
     {"metadata.score": {"in": [1, 2, 3, "high"]}},
+    {"metadata.score": {"in": [True, None, 7, "7", 3.5, "high", False]}},  # one IN list per JSON type
     {"metadata.score": {"nin": [1, 2, 3]}},
     {"metadata.tags": {"contains": "alpha"}},
     {"metadata.tags": {"icontains": "beta"}},
