@@ -3,10 +3,10 @@
 SQLite (:mod:`ltm.store.embedded.log`) is the truth; the content and context :class:`VectorIndex` are a mirror of it
 that may lag and is repaired from it, never the other way round. Everything that knows how lives here:
 
-- :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``): an HNSW graph, or a flat
-  index's float16 vectors (a second copy of SQLite's, 768 bytes a 384-d message below ``hnsw_threshold``, kept
-  because reading them out of the rows on open cost 8x as long as reading the file). A snapshot older than the
-  log (a crash after later commits) is caught up by the first sync, which replays what it misses;
+- :meth:`IndexMirror.open` loads the snapshots (``index.faiss``, ``context.faiss``): an HNSW graph only. A flat
+  index is not snapshotted: its vectors are exactly SQLite's float16 ones, so a second copy doubled
+  the bytes per message for nothing but a faster open; it is replayed from SQLite on open instead (older
+  stores' flat snapshots still load, and are removed at the next save);
 - :meth:`IndexMirror.sync` replays the rows and tombstones committed since the mirror last looked, by this
   process or another (``PRAGMA data_version`` tells cheaply whether anything changed), and rebuilds from
   SQLite's stored vectors when a snapshot is damaged or does not match (no embedding call);
@@ -125,7 +125,7 @@ class IndexMirror(MirrorWrites):
                 "copied from another namespace): rebuilding them from it",
                 directory,
             )
-        elif content is not None:  # the rows written after it: replayed by the first sync
+        elif content is not None:  # a flat index has no snapshot (see save): the first sync replays it
             self.content, self.context = content, context
 
     # -- the indexes, with the writes deferred by writing(defer=True) applied before anyone looks ---------------
@@ -279,10 +279,8 @@ class IndexMirror(MirrorWrites):
                 binding = {"log": identity.meta(self.log, "log_id"), "tail": tail}
                 self.content.binding = self.context.binding = binding
             for index, name in ((self.content, _CONTENT_FILE), (self.context, _CONTEXT_FILE)):
-                # flat: SQLite holds these float16 vectors too, but reading them back from its rows on open took
-                # 8x as long as reading this file (10,000 vectors); HNSW: only a graph that changed is rewritten
-                if index.kind == "flat":
-                    index.compact()  # the file holds no deleted vector: a reopen starts without ghosts
-                if index.kind == "flat" or index.graph_changes or not (self.dir / name).exists():
+                if index.kind == "flat":  # SQLite holds these very float16 vectors: read back from it on open
+                    (self.dir / name).unlink(missing_ok=True)
+                elif index.graph_changes or not (self.dir / name).exists():  # else the file holds this graph
                     index.save(self.dir / name)
             self.unsaved = 0

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import sys
 import threading
 import zlib
 from collections.abc import Callable
@@ -178,7 +177,7 @@ def _read_flat(data: bytes) -> Loaded | None:
     try:
         (size,) = struct.unpack_from("<I", data, 0)
         header: dict[str, Any] = json.loads(data[4 : 4 + size])
-        payload = memoryview(data)[4 + size :]  # a view: the vectors are not copied on their way to the index
+        payload = data[4 + size :]
         if len(payload) != header["payload_len"] or zlib.crc32(payload) != header["crc32"] or header["kind"] != "flat":
             return None
         dim = int(header["dim"])
@@ -188,27 +187,13 @@ def _read_flat(data: bytes) -> Loaded | None:
         ids = np.frombuffer(payload, dtype="<i8", count=n)
         vectors = np.frombuffer(payload, dtype="<f2", offset=8 * n).reshape(n, dim)
         index = faiss.IndexIDMap2(flat_index(dim, n))
-        if n >= HALF_FROM and sys.byteorder == "little":  # the file's float16 bytes are the index's codes
-            _take_codes(index, payload[8 * n :], ids)
-        elif n >= HALF_FROM:  # float16 in, float16 held: the same values as before saving
+        if n >= HALF_FROM:  # float16 in, float16 held: the same values as before saving
             index.add_with_ids(vectors.astype(np.float32), ids.astype(np.int64))
         elif n:  # decode(f16(decode(x))) == decode(x) (checked on 20k vectors): the same values as before saving
             index.add_with_ids(decode(vectors), ids.astype(np.int64))
     except (ValueError, KeyError, TypeError, struct.error, RuntimeError):
         return None
     return Loaded(header, index, None)
-
-
-def _take_codes(index: Any, codes: memoryview, ids: np.ndarray) -> None:
-    """Fill an empty ``IndexIDMap2`` over a float16 ``IndexScalarQuantizer`` with ``codes`` (its float16 rows, as
-    ``_write_flat`` wrote them) under ``ids``: what adding their float32 values would make (each is a float16
-    value, encoded as itself), without converting 2 x 384 numbers per row there and back."""
-    inner: Any = faiss.downcast_index(index.index)
-    faiss.copy_array_to_vector(np.frombuffer(codes, dtype=np.uint8), inner.codes)
-    inner.ntotal = len(ids)
-    faiss.copy_array_to_vector(np.ascontiguousarray(ids, dtype=np.int64), index.id_map)
-    index.ntotal = len(ids)
-    index.construct_rev_map()
 
 
 def _header(handle: IO[bytes]) -> dict[str, Any] | None:
@@ -232,7 +217,7 @@ def _header(handle: IO[bytes]) -> dict[str, Any] | None:
 def _code_size(index: Any) -> int:
     """Bytes per stored vector in an ``IndexIDMap2`` over HNSW: 4 * dim for float vectors (``IndexHNSWFlat``,
     older snapshots), dim for 8-bit codes (``IndexHNSWSQ``)."""
-    inner: Any = faiss.downcast_index(index.index)
+    inner = faiss.downcast_index(index.index)
     storage = getattr(inner, "storage", None)
     return int(storage.sa_code_size()) if storage is not None else 4 * int(index.d)
 

@@ -369,7 +369,7 @@ def test_instruct_content_round_trip(settings: Settings) -> None:
 @pytest.mark.embedded_only
 def test_flat_deletes_are_ghosts_until_compacted(settings: Settings) -> None:
     """A flat delete leaves a ghost (no O(N) compaction per delete); searches skip ghosts, enough ghosts are
-    compacted in one pass, and a reopen holds no deleted row (the flat snapshot is written compacted)."""
+    compacted in one pass, and a reopen (a flat index is replayed from SQLite) holds no deleted row."""
     from ltm.store.embedded import vectors
 
     store = MemoryStorage("ghosts", settings=settings)

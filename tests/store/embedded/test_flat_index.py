@@ -99,9 +99,6 @@ def test_a_flat_snapshot_reopens_with_the_same_answers(tmp_path: Path) -> None:
     assert np.array_equal(before[1], after[1])
     np.testing.assert_allclose(before[0], after[0], atol=1e-7)
     assert _bytes_a_vector(loaded) == 2 * DIM
-    held = int(index.index.ntotal)  # the file's float16 rows became the index's codes: the very same copies
-    assert np.array_equal(loaded.index.index.reconstruct_n(0, held), index.index.index.reconstruct_n(0, held))
-    assert np.array_equal(loaded.index.reconstruct(42), index.index.reconstruct(42))  # found by seq, as before
     small, _ = _flat(100)  # a snapshot below the line reads back as float32
     small.save(tmp_path / "small.faiss")
     again = VectorIndex.load(tmp_path / "small.faiss", DIM)
