@@ -76,7 +76,8 @@ class Searching(DocumentStore):
 
         ``filters``: the store's filter language (:mod:`ltm.store.search.filters`). Hybrid fuses dense and BM25
         scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
-        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
+        ``-bm25`` (keyword); each dense or hybrid hit carries its cosine to the query in ``hit.similarity`` (no
+        explanation needed); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
         :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode. Only memories valid now are
         found (a superseded version, or one whose ``valid_from`` is ahead, is not); ``as_of``: those valid at that
@@ -161,14 +162,11 @@ class Searching(DocumentStore):
         vector: Any,
         as_of: Any,
         known_at: Any,
-        explain_keyword: bool = True,
     ) -> builtins.list[MemoryHit]:
-        """:meth:`asearch` without ``rewrite``; ``explain_keyword=False``: ``explain`` and ``threshold`` read the
-        hits' vector scores only, for a caller that uses the dense cosine alone (the AutoGen adapter's score)."""
+        """:meth:`asearch` without ``rewrite``."""
         backend, request, text, dim = await self._off(
             self._begin, query, k, mode, filters, threshold, explain, vector, as_of, known_at
         )
-        request = replace(request, explain_keyword=explain_keyword)
         vector_ = request.vector
         ahead: Future[KeywordSide | None] | None = None
         beside = False

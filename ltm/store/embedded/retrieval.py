@@ -90,9 +90,12 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
         bodies = log.bodies([s for s, _, _ in ranked])
+        similar = {s: v for s, v, _ in ranked} if mode == "dense" else {}  # a dense score is the cosine
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, side)
-    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+        ranked, bodies, similar = _hybrid(
+            log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, side
+        )
+    return [MemoryHit(Message.load(bodies[s]), v, sig, None, similar.get(s)) for s, v, sig in ranked if s in bodies]
 
 
 def keyword_hits(
@@ -188,9 +191,10 @@ def _hybrid(
     terms: frozenset[str] | None = None,
     rescore: bool = False,
     side: KeywordSide | None = None,
-) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
-    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
-    bodies. Every candidate's row (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
+) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str], dict[int, float]]:
+    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, their bodies
+    and their cosines to the query (from the rows' vectors, as the explanation computes them). Every candidate's row
+    (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
 
     ``pool``: the query's :data:`FEEDBACK_POOL` x ``fetch`` nearest in a flat index, of which ``signals["dense"]``
     is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
@@ -260,7 +264,11 @@ def _hybrid(
     best = [s for s, _, _ in ranked[:k]]
     bodies = {s: body for s in best if s in found and (body := found[s].body) is not None}
     missing = [s for s in best if s not in bodies]  # the keyword side read the others' with their rows
-    return ranked[:k], {**bodies, **log.bodies(missing)} if missing else bodies
+    similar: dict[int, float] = {}
+    if vector is not None:
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        similar = {s: float(found[s].vector @ query_vector) for s in best if s in found}
+    return ranked[:k], {**bodies, **log.bodies(missing)} if missing else bodies, similar
 
 
 def _exact_cosines(
