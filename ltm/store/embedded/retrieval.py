@@ -13,6 +13,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from ltm.message import Message
+from ltm.store.embedded.kept_rows import KeptRows
 from ltm.store.embedded.log import CandidateRow, MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.nearest import _by_cosine, dense
@@ -92,8 +93,9 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         bodies = log.bodies([s for s, _, _ in ranked])
         similar = {s: v for s, v, _ in ranked} if mode == "dense" else {}  # a dense score is the cosine
     else:
+        rows = _Rows(log, side, mirror.rows)
         ranked, bodies, similar = _hybrid(
-            log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, side
+            log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, rows
         )
     return [MemoryHit(Message.load(bodies[s]), v, sig, None, similar.get(s)) for s, v, sig in ranked if s in bodies]
 
@@ -160,22 +162,34 @@ def keyword_side(
 
 class _Rows:
     """The candidates' rows (:meth:`MessageLog.candidates`), each read once however many stops of the search ask;
-    those the keyword side read while the model embedded the query count as read unless the store changed since."""
+    those the keyword side read while the model embedded the query count as read unless the store changed since,
+    and those the namespace keeps in RAM (:class:`~ltm.store.embedded.kept_rows.KeptRows`) are not read at all."""
 
-    def __init__(self, log: MessageLog, ahead: KeywordSide | None = None) -> None:
+    def __init__(self, log: MessageLog, ahead: KeywordSide | None = None, kept: KeptRows | None = None) -> None:
         self._log = log
+        self._kept = kept
         self.rows: dict[int, CandidateRow] = {}
         self._asked: set[int] = set()
         if ahead is not None and ahead.rows and ahead.version == log.heads():
             self.rows.update(ahead.rows)
             self._asked.update(s for s, _ in ahead.hits)
+            if kept is not None:
+                kept.put(ahead.rows.values())
 
     def read(self, seqs: Sequence[int]) -> dict[int, CandidateRow]:
-        """The rows of ``seqs`` still live, reading those not read yet in one query."""
+        """The rows of ``seqs`` still live, reading those neither read yet nor kept in one query."""
         missing = [s for s in seqs if s not in self._asked]
         if missing:
             self._asked.update(missing)
-            self.rows.update((row.seq, row) for row in self._log.candidates(missing))
+            if self._kept is not None:
+                kept = self._kept.found(missing)
+                self.rows.update(kept)
+                missing = [s for s in missing if s not in kept]
+            if missing:
+                read = self._log.candidates(missing)
+                self.rows.update((row.seq, row) for row in read)
+                if self._kept is not None:
+                    self._kept.put(read)
         return {s: self.rows[s] for s in seqs if s in self.rows}
 
 
@@ -190,7 +204,7 @@ def _hybrid(
     pool: list[tuple[int, float]] | None = None,
     terms: frozenset[str] | None = None,
     rescore: bool = False,
-    side: KeywordSide | None = None,
+    rows: _Rows | None = None,
 ) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str], dict[int, float]]:
     """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, their bodies
     and their cosines to the query (from the rows' vectors, as the explanation computes them). Every candidate's row
@@ -216,7 +230,7 @@ def _hybrid(
         exact = [s for s in exact if s in permitted]
     if hidden:
         exact = [s for s in exact if s not in hidden]
-    rows = _Rows(log, side)
+    rows = _Rows(log) if rows is None else rows
     found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     if rescore and vector is not None:  # the quantized graph's candidates, by their exact cosines
         signals["dense"] = _exact_cosines(signals["dense"], found, vector)

@@ -65,7 +65,7 @@ def explained(
     :mod:`ltm.store.pg.documents`); a hit it does not return was deleted meanwhile."""
     if not hits or (threshold is None and not explain):
         return list(hits)
-    if not explain and mode != "keyword" and all(h.similarity is not None for h in hits):
+    if threshold is not None and not explain and mode != "keyword" and all(h.similarity is not None for h in hits):
         return [h for h in hits if h.similarity is not None and h.similarity >= threshold]  # no read: see MemoryHit
     found = signals([h.message.id for h in hits])
     out = []
