@@ -4,10 +4,9 @@
 ``ChromaDBVectorMemory(...)``. A ``MemoryContent`` is stored as one message: its text as the content (a JSON dict
 as its JSON text), its metadata as the message's metadata (so ``query(..., filters={"metadata.KEY": ...})`` runs
 as SQL in the store; any key and value given back exactly: ltm.integrations.framework_metadata) plus
-``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword,
-fused); each result's metadata carries its ``id`` and ``score``, the cosine similarity of the memory to the query
-(the hit's ``similarity``),
-which ``score_threshold`` bounds from below. :meth:`LtmMemory.update_context` does what AutoGen's vector memories
+``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword, fused); each result's metadata
+carries its ``id`` and ``score``, the cosine similarity of the memory to the query (the hit's ``similarity``), which
+``score_threshold`` bounds from below. :meth:`LtmMemory.update_context` does what AutoGen's vector memories
 do: it queries with the last message of the model context and appends the results as one ``SystemMessage``
 (a context with no message yet gets the ``k`` most recent memories, as ``ListMemory`` gives its memories).
 Memories are durable on every add: a new ``LtmMemory`` on the same namespace after a restart sees them all.
