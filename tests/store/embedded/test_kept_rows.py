@@ -123,3 +123,29 @@ def test_a_reopened_namespace_reads_each_candidate_once_then_keeps_it(
     store.delete(doomed)
     assert not mirror.rows.found([seq])
     assert doomed not in [h[0] for h in _hits(store, QUERIES[1])]
+
+
+@pytest.mark.embedded_only
+@pytest.mark.parametrize(
+    ("content", "metadata"),
+    [
+        ('say "hi"\n\\ back\t', {"speaker": "Ann B"}),
+        ("caf\u00e9 \u2028 \U0001f600 \u00a0end", {"speaker": 'Zo\u00eb "Z"'}),
+        ("x", {}),
+        ("a speaker that is no string", {"speaker": 7}),
+        ('  {"content": 1}  ', {"nested": {"speaker": "not top-level"}, "speaker": None}),
+    ],
+)
+def test_a_kept_row_is_the_row_a_read_gives(tmp_path: Path, content: str, metadata: dict[str, Any]) -> None:
+    """Whatever the content and speaker: a row is kept as ``MessageLog.candidates`` reads it, or not kept (a speaker
+    that is not a string), never kept otherwise."""
+    store = MemoryStorage("odd", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"))
+    store.add_batch([Message(content, role="user", sent_from="Ann", metadata=metadata), Message("another turn")])
+    log, mirror = embedded_of(store)._require()
+    mirror.settle(log)  # an add may leave its rows for the next read to apply (writing(defer=True))
+    kept = mirror.rows.found([1, 2])
+    assert 2 in kept
+    for read in log.candidates([1, 2]):
+        assert read.seq not in kept or _same(kept[read.seq], read)
+    speaker = metadata.get("speaker")
+    assert (1 in kept) == (speaker is None or (isinstance(speaker, str) and "\x00" not in speaker))
