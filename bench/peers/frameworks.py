@@ -95,6 +95,11 @@ SPECS = (
 )
 
 
+def default_out(size: int) -> Path:
+    """Where a run of ``size`` items writes its tables: the page shows the 10,000-item run and a 100,000-item one."""
+    return RESULTS / ("peers_frameworks" if size == 10_000 else f"peers_frameworks_{size // 1000}k")
+
+
 def venv_python(venv_dir: Path, framework: str) -> Path:
     """The framework environment's interpreter; a clear exit naming the command that builds it when missing."""
     python = venv_dir / framework / "bin" / "python"
@@ -375,7 +380,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=500, help="items per put batch (AutoGen: adds per chunk)")
     parser.add_argument("--reopens", type=int, default=2, help="reopen + first query rounds")
     parser.add_argument("-k", type=int, default=10, help="results per search")
-    parser.add_argument("--out", default=str(RESULTS / "peers_frameworks"), help="writes OUT.json and OUT.md")
+    parser.add_argument(
+        "--out",
+        default="",
+        help="writes OUT.json and OUT.md (default bench/results/peers_frameworks, with _100k at --size 100000)",
+    )
     parser.add_argument("--baseline", help="also run ltm's adapters as of this git ref (its ltm/ package), interleaved")
     args = parser.parse_args(argv)
     chosen = [f for f in args.frameworks.split(",") if f]
@@ -413,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += rows_of(framework, specs, samples)
             released.append(versions(pythons[framework], framework))
             loads.append(os.getloadavg())
-            write(Path(args.out), args, rows, released, started, loads)
+            write(Path(args.out or default_out(args.size)), args, rows, released, started, loads)
     return 0
 
 

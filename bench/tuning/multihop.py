@@ -23,6 +23,7 @@ import numpy as np
 from bench.retrieval.explore import embed
 from bench.retrieval.harness import (
     MODEL,
+    Conversation,
     Question,
     build,
     dense_scores,
@@ -37,7 +38,7 @@ from bench.retrieval.harness import (
 from bench.retrieval.metrics import mean, score
 from bench.retrieval.run import DATA_DIR
 from ltm.store.search import fusion
-from ltm.store.search.query import question_stems
+from ltm.store.search.query import query_terms, question_stems
 from ltm.store.search.speakers import dense_query
 
 Scored = list[tuple[int, float]]
@@ -212,6 +213,183 @@ def statement(mix: float) -> Lever:
     return run
 
 
+_SITTINGS: dict[int, np.ndarray] = {}
+
+
+def sittings(c: Conversation) -> np.ndarray:
+    """Each turn's sitting number (row i = seq i + 1): a new sitting after a gap of more than NEIGHBOUR_GAP, as the
+    store could tell it from the messages' times."""
+    if id(c) not in _SITTINGS:
+        times = np.array([c.times[i + 1] for i in range(len(c.ids))])
+        _SITTINGS[id(c)] = np.concatenate([[0], np.cumsum(np.diff(times) > fusion.NEIGHBOUR_GAP)])
+    return _SITTINGS[id(c)]
+
+
+def sitting_cap(most: int) -> Lever:
+    """Diversity by sitting: the fused order, but at most ``most`` turns of one sitting in the top 10 (the ones
+    passed over fill what is left, if anything)."""
+
+    def run(q: Question) -> list[int]:
+        first, where = ranked(q), sittings(q.conv)
+        taken: dict[int, int] = {}
+        out: list[int] = []
+        rest: list[int] = []
+        for s, _ in first:
+            n = taken.get(int(where[s - 1]), 0)
+            (out if n < most else rest).append(s)
+            taken[int(where[s - 1])] = n + 1
+        return (out + rest)[:10]
+
+    return run
+
+
+def mmr(keep: float) -> Lever:
+    """Maximal marginal relevance over the fused top 60 with the stored vectors: each pick maximises ``keep`` x its
+    fused score (scaled 0-1 over the list) - (1 - ``keep``) x its best cosine to what is already picked."""
+
+    def run(q: Question) -> list[int]:
+        first = ranked(q)
+        if len(first) < 2:
+            return [s for s, _ in first]
+        seqs = [s for s, _ in first]
+        values = np.array([v for _, v in first])
+        rel = (values - values.min()) / max(values.max() - values.min(), 1e-9)
+        vec = q.conv.vectors[[s - 1 for s in seqs]]
+        sim = vec @ vec.T
+        picked = [0]
+        best = sim[0].copy()
+        while len(picked) < min(10, len(seqs)):
+            gain = keep * rel - (1 - keep) * best
+            gain[picked] = -np.inf
+            i = int(np.argmax(gain))
+            picked.append(i)
+            best = np.maximum(best, sim[i])
+        return [seqs[i] for i in picked]
+
+    return run
+
+
+def sitting_score(weight: float, top: int) -> Lever:
+    """Session then turn: each sitting scores the sum of its ``top`` best fused scores among the candidates
+    (scaled by the best sitting's), and each candidate gains ``weight`` x its sitting's score."""
+
+    def run(q: Question) -> list[int]:
+        first, where = ranked(q), sittings(q.conv)
+        by: dict[int, list[float]] = {}
+        for s, v in first:
+            by.setdefault(int(where[s - 1]), []).append(v)
+        total = {k: sum(sorted(v, reverse=True)[:top]) for k, v in by.items()}
+        scale = max(max(total.values()), 1e-9)
+        out = {s: v + weight * total[int(where[s - 1])] / scale for s, v in first}
+        return sorted(out, key=lambda s: -out[s])[:10]
+
+    return run
+
+
+def rocchio_rerank(weight: float, seeds: int) -> Lever:
+    """Feedback after the fusion, for questions too: each candidate gains ``weight`` x its cosine to the mean
+    vector of the first ``seeds`` hits (no second search, no model call)."""
+
+    def run(q: Question) -> list[int]:
+        first = ranked(q)
+        vectors = q.conv.vectors
+        centroid = vectors[[s - 1 for s, _ in first[:seeds]]].mean(axis=0)
+        centroid = centroid / max(float(np.linalg.norm(centroid)), 1e-9)
+        out = {s: v + weight * float(vectors[s - 1] @ centroid) for s, v in first}
+        return sorted(out, key=lambda s: -out[s])[:10]
+
+    return run
+
+
+def question_feedback(weight: float) -> Lever:
+    """The dense side searched again by the Rocchio vector (the store's feedback, ``weight`` x the mean of the first
+    fusion's FEEDBACK_SEEDS best) for questions too, beside the prior."""
+
+    def run(q: Question) -> list[int]:
+        c, original = q.conv, q
+        q = spoken(q)
+        signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(original))[:50]}
+        seeds = [s for s, _ in ranked(original)[: fusion.FEEDBACK_SEEDS]]
+        centroid = c.vectors[[s - 1 for s in seeds]].mean(axis=0)
+        signals["dense"] = dense_scores(q, fusion.LINE_WHOLE, centroid, weight)
+        one_line = "\n" not in original.text.strip()
+        fused = fusion.fuse(
+            signals,
+            10,
+            depth=50,
+            weights=weights_for(q),
+            times=c.times,
+            named=named_turns(q) if one_line else (),
+            priors=priors_of(q, original.text, signals) if one_line else None,
+        )
+        return [s for s, _, _ in fused]
+
+    return run
+
+
+def subject_said(weight: float, depth: int) -> Lever:
+    """Implied answers: a question naming a speaker; each of that speaker's ``depth`` turns nearest the question
+    (among the candidates) gains ``weight`` x its cosine rank share, so what the subject said about the topic
+    anywhere comes before what others said."""
+
+    def run(q: Question) -> list[int]:
+        first = ranked(q)
+        named = named_turns(q)
+        if not named:
+            return [s for s, _ in first[:10]]
+        v = spoken(q).vector
+        mine = sorted((s for s, _ in first if s in named), key=lambda s: -float(q.conv.vectors[s - 1] @ v))[:depth]
+        lift = {s: weight * (1 - i / depth) for i, s in enumerate(mine)}
+        out = {s: val + lift.get(s, 0.0) for s, val in first}
+        return sorted(out, key=lambda s: -out[s])[:10]
+
+    return run
+
+
+_VOCABULARY: dict[int, tuple[list[str], np.ndarray]] = {}
+
+
+def vocabulary(c: Conversation) -> tuple[list[str], np.ndarray]:
+    """The conversation's words of four letters or more (the keyword index's terms) and each one's vector: an
+    index-time facet without an LLM, one short embedding per new word."""
+    if id(c) not in _VOCABULARY:
+        words = sorted({w for t in c.texts for w in query_terms(t) if len(w) > 3 and w.isalpha()})
+        _VOCABULARY[id(c)] = (words, embed(MODEL[0], words))
+    return _VOCABULARY[id(c)]
+
+
+def word_expansion(count: int, weight: float) -> Lever:
+    """The words an answer would use: the ``count`` words of the conversation nearest the question (by the
+    model's vectors of the words alone, the question's own left out) are searched as a third, keyword signal of
+    ``weight`` ("hobbies" -> painting, hiking, ...)."""
+
+    def run(q: Question) -> list[int]:
+        c, original = q.conv, q
+        words, vectors = vocabulary(c)
+        q = spoken(q)
+        own = {w[: fusion.STEM] for w in query_terms(original.text)} | name_words(c.speakers)
+        order = np.argsort(-(vectors @ q.vector), kind="stable")
+        near = [words[i] for i in order[: count * 4] if words[i][: fusion.STEM] not in own][:count]
+        signals = {"dense": dense_scores(q, fusion.LINE_WHOLE), "keyword": c.keyword(match_of(original))[:50]}
+        one_line = "\n" not in original.text.strip()
+        if one_line and question_stems(original.text) is None:
+            signals = with_feedback(q, signals)
+        if near:
+            signals["expansion"] = c.keyword(match_of(original, near))[:50]
+        fused = fusion.fuse(
+            signals,
+            10,
+            depth=50,
+            weights={**weights_for(q), "expansion": weight},
+            times=c.times,
+            named=named_turns(q) if one_line else (),
+            priors=priors_of(q, original.text, signals) if one_line else None,
+        )
+        return [s for s, _, _ in fused]
+
+    return run
+
+
 def levers() -> dict[str, Lever]:
     return {
         "shipped": shipped,
@@ -225,6 +403,24 @@ def levers() -> dict[str, Lever]:
         "alternate named speakers": alternate,
         "statement 0.3": statement(0.3),
         "statement 0.5": statement(0.5),
+        "sitting cap 2": sitting_cap(2),
+        "sitting cap 3": sitting_cap(3),
+        "mmr 0.9": mmr(0.9),
+        "mmr 0.8": mmr(0.8),
+        "mmr 0.7": mmr(0.7),
+        "sitting score 0.1 x top 3": sitting_score(0.1, 3),
+        "sitting score 0.2 x top 3": sitting_score(0.2, 3),
+        "sitting score 0.2 x top 1": sitting_score(0.2, 1),
+        "rocchio rerank 0.2 x 5": rocchio_rerank(0.2, 5),
+        "rocchio rerank 0.4 x 5": rocchio_rerank(0.4, 5),
+        "rocchio rerank 0.3 x 10": rocchio_rerank(0.3, 10),
+        "question feedback 0.3": question_feedback(0.3),
+        "question feedback 0.5": question_feedback(0.5),
+        "subject said 0.2 x 10": subject_said(0.2, 10),
+        "subject said 0.3 x 20": subject_said(0.3, 20),
+        "word expansion 5 x 0.2": word_expansion(5, 0.2),
+        "word expansion 10 x 0.2": word_expansion(10, 0.2),
+        "word expansion 10 x 0.4": word_expansion(10, 0.4),
     }
 
 
