@@ -13,6 +13,7 @@ it does not find here. At most :data:`ROWS_KEPT` rows, the oldest put first out.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 
@@ -46,8 +47,9 @@ class KeptRows:
         kept = self._rows
         for row in rows:
             kept[row.seq] = row if row.body is None else row._replace(body=None)
-        if len(kept) > self.limit:
-            for seq in list(kept)[: len(kept) - self.limit]:
+        excess = len(kept) - self.limit
+        if excess > 0:  # the oldest first: a dict iterates in insertion order (only the excess is walked)
+            for seq in list(itertools.islice(kept, excess)):
                 del kept[seq]
 
     def written(self, inserted: Sequence[tuple[int, Row]], vectors: np.ndarray) -> None:
