@@ -3,6 +3,7 @@
     python -m bench.peers.frameworks                            # LangGraph, AutoGen, CrewAI at 10,000 items
     python -m bench.peers.frameworks --frameworks langgraph --pg --size 100000
     python -m bench.peers.frameworks --venv-dir /elsewhere      # <dir>/langgraph, <dir>/autogen, <dir>/crewai
+    python -m bench.peers.frameworks --frameworks autogen --baseline main   # also ltm's adapters as of main
 
 Every store runs in its own :mod:`bench.peers.framework_worker` process inside its framework's environment,
 ``<venv-dir>/<framework>`` (default ``.venv-frameworks``, built by ``scripts/frameworks/<framework>``:
@@ -45,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,10 +54,11 @@ import numpy as np
 
 from bench import ROOT
 from bench.peers import corpus
-from bench.peers.run import call_worker, start_worker, stop_worker
+from bench.peers.run import baseline_tree, call_worker, start_worker, stop_worker
 from bench.peers.stores import rotations
 
 RESULTS = ROOT / "bench" / "results"
+BASELINES: dict[str, Path] = {}  # git ref -> a directory holding that commit's ltm package (--baseline)
 FRAMEWORKS = ("langgraph", "autogen", "crewai")
 PG = "PostgreSQL"
 
@@ -72,10 +74,12 @@ class Spec:
     durable: bool = True
     searches: bool = True
     pg: bool = False
+    ref: str | None = None  # ltm's adapter as of this git ref (--baseline), beside this tree's
 
     @property
     def label(self) -> str:
-        return f"{self.store} on {PG}" if self.pg and self.store.startswith("Ltm") else self.store
+        label = f"{self.store} on {PG}" if self.pg and self.store.startswith("Ltm") else self.store
+        return label if self.ref is None else f"{label}@{self.ref}"
 
 
 HYBRID = "hybrid: dense + keyword (BM25), fused"
@@ -138,8 +142,9 @@ class Worker:
     def __init__(self, spec: Spec, python: Path, log: IO[str], cwd: Path) -> None:
         self.spec = spec
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "LTM_"))}
+        path = str(ROOT) if spec.ref is None else f"{BASELINES[spec.ref]}{os.pathsep}{ROOT}"
         env.update(
-            PYTHONPATH=str(ROOT),
+            PYTHONPATH=path,
             LTM_QUERY_CACHE_SIZE="0",  # each question is asked once per round: no cache may answer a repeat
             HF_HUB_OFFLINE="1",
             TRANSFORMERS_OFFLINE="1",
@@ -382,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="writes OUT.json and OUT.md (default bench/results/peers_frameworks, with _100k at --size 100000)",
     )
+    parser.add_argument("--baseline", help="also run ltm's adapters as of this git ref (its ltm/ package), interleaved")
     args = parser.parse_args(argv)
     chosen = [f for f in args.frameworks.split(",") if f]
     unknown = set(chosen) - set(FRAMEWORKS)
@@ -400,6 +406,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ltm-frameworks-") as tmp, logs.open("w") as log:
         for framework in chosen:
             specs = [s for s in SPECS if s.framework == framework and (args.pg or not s.pg) and s.label in only]
+            if args.baseline:
+                if args.baseline not in BASELINES:
+                    BASELINES[args.baseline] = baseline_tree(args.baseline, Path(tmp))
+                ref = args.baseline  # each ltm store followed by itself at the baseline
+                specs = [t for s in specs for t in ([s, replace(s, ref=ref)] if s.store.startswith("Ltm") else [s])]
             server = (
                 PostgresServer(pythons[framework], Path(tmp), log) if args.pg and framework == "langgraph" else None
             )

@@ -7,7 +7,8 @@ starts one worker process per side (this module with ``--serve``): this tree, an
 REF's ``ltm`` package ahead of it on the path (``git archive``, as :mod:`bench.peers.stores` does) or this tree
 with a module constant changed. Each side answers every question once before the
 clock starts (the page cache and the model warm). Then each question goes to both sides in turn, in a random order,
-end to end (the model embeds it), for ``--rounds`` rounds. Prints each side's median, the median of the
+end to end (the model embeds it; with ``--given``, with its precomputed vector: the store's work alone), for
+``--rounds`` rounds. Prints each side's median, the median of the
 per-question ratios (the two sides share the machine's load question by question, so the ratio is the finding)
 and how many of the top-10 lists are identical.
 """
@@ -78,6 +79,9 @@ def _serve() -> int:
 
         apply_set(json.loads(os.environ.get("PAIRS_SET", "{}")))
         state["questions"] = json.loads(Path(request["corpus"]).read_text("utf-8"))["questions"]
+        import numpy as np
+
+        state["vectors"] = np.load(Path(request["corpus"]).with_suffix(".npz"))["queries"]
         state["store"] = MemoryStorage(
             "pairs", kind="bench", settings=Settings.load(storage_dir=request["dir"], query_cache_size=0)
         )
@@ -89,8 +93,9 @@ def _serve() -> int:
         import time
 
         question = state["questions"][request["question"]]
+        vector = state["vectors"][request["question"]] if request.get("given") else None
         started = time.perf_counter()
-        hits = state["store"].search(question, k=10)
+        hits = state["store"].search(question, k=10, vector=vector)
         return {"seconds": time.perf_counter() - started, "ids": [h.message.id for h in hits]}
 
     return serve(protocol, open_, handle, lambda: state["store"].close())
@@ -108,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="the other side: this tree with ltm.store.embedded.backend.NAME = VALUE (or, when "
         "NAME is dotted, that module's constant)",
+    )
+    parser.add_argument(
+        "--given", action="store_true", help="search with each question's vector given: the store's work alone"
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -145,13 +153,15 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             for question in range(len(data["questions"])):
                 for name in rng.sample(list(sides), len(sides)):
-                    answer = call_worker(sides[name], name, {"op": "search", "question": question})
+                    ask = {"op": "search", "question": question, "given": args.given}
+                    answer = call_worker(sides[name], name, ask)
                     times[name].append(answer["seconds"])
                     lists[name].append(answer["ids"])
         for name, proc in sides.items():
             call_worker(proc, name, {"op": "close"})
             proc.wait()
-    print(f"{args.size:,} messages, {len(data['questions'])} questions x {args.rounds} rounds, end to end, k=10")
+    how = "the query vector given" if args.given else "end to end"
+    print(f"{args.size:,} messages, {len(data['questions'])} questions x {args.rounds} rounds, {how}, k=10")
     print("\n".join(summary(times, lists)))
     return 0
 

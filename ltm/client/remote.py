@@ -28,7 +28,10 @@ def _messages(body: Any) -> list[Message]:
 
 
 def _hits(body: Any) -> list[MemoryHit]:
-    return [MemoryHit(Message.load(h["message"]), float(h["score"]), tuple(h["signals"])) for h in body["hits"]]
+    return [
+        MemoryHit(Message.load(h["message"]), float(h["score"]), tuple(h["signals"]), similarity=h.get("similarity"))
+        for h in body["hits"]
+    ]
 
 
 def _listed(messages: Iterable[Message] | Message) -> list[Message]:

@@ -4,9 +4,9 @@
 ``ChromaDBVectorMemory(...)``. A ``MemoryContent`` is stored as one message: its text as the content (a JSON dict
 as its JSON text), its metadata as the message's metadata (so ``query(..., filters={"metadata.KEY": ...})`` runs
 as SQL in the store; any key and value given back exactly: ltm.integrations.framework_metadata) plus
-``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword,
-fused); each result's metadata carries its ``id`` and ``score``, the cosine similarity of the memory to the query,
-which ``score_threshold`` bounds from below. :meth:`LtmMemory.update_context` does what AutoGen's vector memories
+``mime_type``. :meth:`LtmMemory.query` is ltm's hybrid search (dense and keyword, fused); each result's metadata
+carries its ``id`` and ``score``, the cosine similarity of the memory to the query (the hit's ``similarity``), which
+``score_threshold`` bounds from below. :meth:`LtmMemory.update_context` does what AutoGen's vector memories
 do: it queries with the last message of the model context and appends the results as one ``SystemMessage``
 (a context with no message yet gets the ``k`` most recent memories, as ``ListMemory`` gives its memories).
 Memories are durable on every add: a new ``LtmMemory`` on the same namespace after a restart sees them all.
@@ -113,8 +113,7 @@ class LtmMemory(Memory, Component[LtmMemoryConfig]):
             return MemoryQueryResult(results=[])
         filters = _stored_filters(kwargs.get("filters"))
         k, threshold = kwargs.get("k", self._config.k), self._config.score_threshold
-        # the score is the dense cosine: the explain pass reads the vectors' scores and skips the keyword one
-        hits = await self._store._asearched(text, k, "hybrid", filters, threshold, True, None, None, None, False)
+        hits = await self._store.asearch(text, k, filters=filters, threshold=threshold)
         return MemoryQueryResult(results=[_to_content(hit) for hit in hits])
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
@@ -223,6 +222,6 @@ def _to_content(found: MemoryHit | Message) -> MemoryContent:
     metadata = {**decode_metadata(message.metadata, _OWNED), _MIME: mime}
     value: str | dict[str, Any] = json.loads(message.content) if mime == MemoryMimeType.JSON.value else message.content
     if isinstance(found, MemoryHit):
-        metadata["score"] = float((found.explain or {}).get("dense", found.score))
+        metadata["score"] = float(found.score if found.similarity is None else found.similarity)
     metadata["id"] = message.id
     return MemoryContent(content=value, mime_type=mime, metadata=metadata)

@@ -173,8 +173,11 @@ def message_out(message: Message) -> dict[str, Any]:
 
 
 def hit_out(hit: MemoryHit, scores: dict[str, float] | None = None) -> dict[str, Any]:
-    """A search hit as JSON; ``scores`` are the per-signal scores when explained."""
+    """A search hit as JSON (``similarity``: its cosine to the query, absent in keyword mode); ``scores`` are the
+    per-signal scores when explained."""
     out: dict[str, Any] = {"message": message_out(hit.message), "score": hit.score, "signals": list(hit.signals)}
+    if hit.similarity is not None:
+        out["similarity"] = hit.similarity
     if scores is not None:
         out["scores"] = scores
     return out

@@ -159,6 +159,7 @@ def _labelled(
         hit.score if score is None else score,
         hit.signals,
         explain,
+        hit.similarity,
         namespace=str(store.namespace),
         kind=store.kind,
     )

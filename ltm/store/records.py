@@ -99,13 +99,18 @@ class Analysis:
 @dataclass(frozen=True)
 class MemoryHit:
     """One search result: the message, its score (each mode's scale: :mod:`ltm.store.storage`) and the
-    signals that found it: ``("dense",)``, ``("keyword",)`` or ``("dense", "keyword")``."""
+    signals that found it: ``("dense",)``, ``("keyword",)`` or ``("dense", "keyword")``.
+
+    ``similarity`` is the cosine similarity of the message's content vector to the query's, in [-1, 1], whichever
+    signal found it, as ``explain["dense"]`` reports it and ``threshold`` bounds it: set by every dense and hybrid
+    search (in dense mode it is the score), without the explanation's extra read; None in keyword mode."""
 
     message: Message
     score: float
     signals: tuple[str, ...]
     # per-signal scores, with search(explain=True): see ltm.store.search.explain
     explain: dict[str, float] | None = None
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,6 @@ class SearchRequest:
     keyword: KeywordAhead | None = None  # hybrid: the keyword side found beside the model (KeywordFirst engines)
     threshold: float | None = None  # a minimum score on each mode's scale (search.explain)
     explain: bool = False  # fill each hit's per-signal scores (search.explain)
-    explain_keyword: bool = True  # False: explain and threshold read the vectors' scores only (no keyword statement)
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,5 @@ def expire(engine: _Searched, history_limit: int) -> None:
 def answered(engine: _Searched, request: SearchRequest, hits: list[MemoryHit]) -> list[MemoryHit]:
     """``hits`` with the request's ``explain`` and ``threshold`` applied (:func:`ltm.store.search.explain.explained`,
     the per-signal scores read from the engine for the final hits only)."""
-    text = request.text if request.explain_keyword else None  # no text: the engine reads no keyword score
-    signals = partial(engine.signal_scores, vector=request.vector, text=text)
+    signals = partial(engine.signal_scores, vector=request.vector, text=request.text)
     return explained(hits, request.mode, signals, request.threshold, request.explain)

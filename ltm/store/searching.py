@@ -76,7 +76,8 @@ class Searching(DocumentStore):
 
         ``filters``: the store's filter language (:mod:`ltm.store.search.filters`). Hybrid fuses dense and BM25
         scores, calibrated (see :mod:`ltm.store.search.fusion`). ``threshold``: a minimum cosine (dense, hybrid) or
-        ``-bm25`` (keyword); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
+        ``-bm25`` (keyword); each dense or hybrid hit carries its cosine to the query in ``hit.similarity`` (no
+        explanation needed); ``explain``: each hit's per-signal scores in ``hit.explain`` (see
         :mod:`ltm.store.search.explain`). ``vector``: a query embedding computed elsewhere (e.g. by llama-index), used
         instead of embedding ``query``; with it, ``query`` may be empty in dense mode. Only memories valid now are
         found (a superseded version, or one whose ``valid_from`` is ahead, is not); ``as_of``: those valid at that
@@ -100,14 +101,11 @@ class Searching(DocumentStore):
             from ltm.llm.base import resolve_llm  # loaded only when asked: the default search needs no LLM
 
             return rewritten_search(self.settings.llm, partial(resolve_llm, self.settings), query, k, one, explain)
-        backend, request, text, dim = self._begin(query, k, mode, filters, threshold, explain, vector, as_of, known_at)
+        model_done = threading.Event()
+        begun = self._begin(query, k, mode, filters, threshold, explain, vector, as_of, known_at, model_done)
+        backend, request, text, dim, ahead, beside = begun
         vector_ = request.vector
-        ahead: Future[KeywordSide | None] | None = None
-        beside = False
         if text is not None:
-            model_done = threading.Event()
-            if mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
-                ahead, beside = self._keyword_ahead(backend, request, model_done)
             try:
                 vector_ = self._embed([text], QUERY, dim=dim)
             finally:
@@ -161,21 +159,15 @@ class Searching(DocumentStore):
         vector: Any,
         as_of: Any,
         known_at: Any,
-        explain_keyword: bool = True,
     ) -> builtins.list[MemoryHit]:
-        """:meth:`asearch` without ``rewrite``; ``explain_keyword=False``: ``explain`` and ``threshold`` read the
-        hits' vector scores only, for a caller that uses the dense cosine alone (the AutoGen adapter's score)."""
-        backend, request, text, dim = await self._off(
-            self._begin, query, k, mode, filters, threshold, explain, vector, as_of, known_at
+        """:meth:`asearch` without ``rewrite``."""
+        model_done = threading.Event()
+        begun = await self._off(
+            self._begin, query, k, mode, filters, threshold, explain, vector, as_of, known_at, model_done
         )
-        request = replace(request, explain_keyword=explain_keyword)
+        backend, request, text, dim, ahead, beside = begun
         vector_ = request.vector
-        ahead: Future[KeywordSide | None] | None = None
-        beside = False
         if text is not None:
-            model_done = threading.Event()
-            if mode == "hybrid":
-                ahead, beside = await self._off(self._keyword_ahead, backend, request, model_done)
             try:
                 vector_ = await self._aembed([text], QUERY, dim=dim)
             finally:
@@ -215,11 +207,14 @@ class Searching(DocumentStore):
         vector: Any,
         as_of: Any,
         known_at: Any,
-    ) -> tuple[DocumentBackend, SearchRequest, str | None, int | None]:
+        model_done: threading.Event,
+    ) -> tuple[DocumentBackend, SearchRequest, str | None, int | None, Future[KeywordSide | None] | None, bool]:
         """A search's input checked (InvalidInput) and what it needs of the engine asked in one call
-        (:meth:`~ltm.store.backend.DocumentBackend.search_context`): (the engine, the request with the caller's
-        vector when given, the text to embed as the query (None when the search calls no model), the
-        namespace's dimension)."""
+        (:meth:`~ltm.store.backend.DocumentBackend.search_context`), and a hybrid search's keyword side started
+        when the model will embed the query (:meth:`_keyword_ahead`, until ``model_done``), in one hop off an event
+        loop: (the engine, the request with the caller's vector when given, the text to embed as the query (None
+        when the search calls no model), the namespace's dimension, the keyword side's future and whether it runs
+        beside the store's lock)."""
         view = visibility(as_of, known_at)  # the versions a read sees (InvalidInput for a bad time)
         check_query(query if vector is None or mode != "dense" else query or "-", mode)
         given = vector is not None and mode != "keyword"
@@ -247,7 +242,11 @@ class Searching(DocumentStore):
         )
         dense = query_vector is None and mode != "keyword" and context.dimension is not None
         text = dense_query(query, lambda _: context.names) if dense else None
-        return backend, request, text, context.dimension
+        ahead: Future[KeywordSide | None] | None = None
+        beside = False
+        if text is not None and mode == "hybrid":  # the keyword side needs no vector: run it meanwhile
+            ahead, beside = self._keyword_ahead(backend, request, model_done)
+        return backend, request, text, context.dimension, ahead, beside
 
     def _keyword_ahead(
         self, backend: DocumentBackend, request: SearchRequest, model_done: threading.Event

@@ -89,11 +89,13 @@ def test_search_modes_and_per_signal_scores(http: httpx.Client) -> None:
     for mode in ("hybrid", "dense", "keyword"):
         hits = http.post("/v1/namespaces/s/search", json={"query": "violin", "k": 2, "mode": mode}).json()["hits"]
         assert 0 < len(hits) <= 2 and "violin" in hits[0]["message"]["content"]
+        assert all(("similarity" in h) == (mode != "keyword") for h in hits)  # each hit's cosine, unasked
     explained = http.post("/v1/namespaces/s/search", json={"query": "violin tune", "k": 3, "explain": True}).json()
     top = explained["hits"][0]
     assert top["message"]["content"] == "the violin is out of tune"
     assert set(top["scores"]) == {"dense", "keyword"} and top["signals"] == ["dense", "keyword"]
     assert -1.0 <= top["scores"]["dense"] <= 1.0 and top["scores"]["keyword"] >= 0
+    assert top["similarity"] == pytest.approx(top["scores"]["dense"], abs=1e-5)
     bad = http.post("/v1/namespaces/s/search", json={"query": "x", "mode": "fuzzy"})
     assert bad.status_code == 400 and bad.json()["error"] == "InvalidInput"
     filtered = http.post("/v1/namespaces/s/search", json={"query": "violin", "filters": {"colour": "red"}})

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from ltm.store.embedded import history as trail
 from ltm.store.embedded.filters import to_sql
-from ltm.store.embedded.log import MessageLog, _names_of, translate
+from ltm.store.embedded.log import MessageLog, names_of, translate
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.shared import SharedNamespace
 from ltm.store.records import FORGET, ForgetReceipt, forget_note
@@ -192,7 +192,7 @@ def _drop_caches(backend: Erasing, log: MessageLog) -> int:
     logs = [log] if log._reader is None else [log, log._reader]
     for each in logs:
         each._start_keyword_reads()
-    _names_of.cache_clear()
+    names_of.cache_clear()
     embedders = [getattr(h, "_embedder", None) for h in list(getattr(backend._shared, "handles", ()))]
     for embedder in embedders:
         if embedder is not None:

@@ -1,5 +1,6 @@
-"""Per-signal scores of the embedded engine's hits, for ``search(explain=True)`` and ``threshold``: read from
-the stored vectors and FTS5 (the facade's half: :mod:`ltm.store.search.explain`)."""
+"""Per-signal scores of the embedded engine's hits, for ``search(explain=True)`` and a keyword ``threshold`` (a
+dense or hybrid one compares the hits' ``similarity``): read from the stored vectors and FTS5 (the facade's half:
+:mod:`ltm.store.search.explain`)."""
 
 from __future__ import annotations
 

@@ -283,7 +283,7 @@ class MessageLog(KeywordReads, VectorReads):
         if not rows:
             return []
         matrix = decode(np.frombuffer(b"".join(r[6] for r in rows), dtype=VECTOR_DTYPE).reshape(len(rows), -1))
-        names = _names_of
+        names = names_of
         return [
             CandidateRow(seq, at, names(speaker, sent_from, role), content, vector, body)
             for (seq, at, speaker, sent_from, role, content, _, body), vector in zip(rows, matrix, strict=True)
@@ -351,7 +351,7 @@ class CandidateRow(NamedTuple):
 
 
 @functools.lru_cache(maxsize=4096)
-def _names_of(speaker: object, sent_from: object, role: object) -> tuple[str, ...]:
+def names_of(speaker: object, sent_from: object, role: object) -> tuple[str, ...]:
     """A row's names (metadata speaker, ``sent_from``, role) as the fusion compares them: one tuple per distinct
     triple, since a namespace's messages share a few speakers."""
     return tuple([str(v) for v in (speaker, sent_from, role) if v])

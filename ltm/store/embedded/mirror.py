@@ -29,6 +29,7 @@ from typing import overload
 
 from ltm.config import Settings
 from ltm.store.embedded import identity
+from ltm.store.embedded.kept_rows import KeptRows
 from ltm.store.embedded.log import CONTENT, CONTEXT, MessageLog
 from ltm.store.embedded.manifest import Manifest
 from ltm.store.embedded.mirror_writes import MirrorWrites, Write
@@ -67,6 +68,7 @@ class _Settled:
 
     def __set__(self, mirror: IndexMirror, index: VectorIndex | None) -> None:
         mirror._deferred = []
+        mirror.rows.clear()  # kept for the index they follow: a new one starts without them
         setattr(mirror, self._slot, index)
 
 
@@ -85,6 +87,7 @@ class IndexMirror(MirrorWrites):
         self.stale = False  # a write began and did not finish: replay before trusting the indexes
         self.unsaved = 0  # changes since the last snapshot
         self.loaded = True  # False: opened lazily, no snapshot read yet (the first sync reads them)
+        self.rows = KeptRows()  # the live rows' search fields, as the content index holds their vectors
 
     @classmethod
     def open(
@@ -227,7 +230,9 @@ class IndexMirror(MirrorWrites):
         for index, column in ((self.content, CONTENT), (self.context, CONTEXT)):
             if (index.last_seq, index.last_tseq) == heads:
                 continue
-            index.remove(log.tombstones_after(index.last_tseq))
+            removed = log.tombstones_after(index.last_tseq)
+            index.remove(removed)
+            self.rows.drop(removed.tolist())
             seqs, vectors = log.vectors_after(index.last_seq, column)
             index.add(seqs, vectors)
             index.last_seq, index.last_tseq = heads

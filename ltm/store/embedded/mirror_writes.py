@@ -19,6 +19,7 @@ import numpy as np
 from ltm.config import Settings
 from ltm.errors import BackendUnavailable
 from ltm.store.embedded import identity
+from ltm.store.embedded.kept_rows import KeptRows
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.manifest import MIGRATE, Manifest
 from ltm.store.embedded.vectors import VectorIndex
@@ -62,6 +63,7 @@ class MirrorWrites:
     _content: VectorIndex | None
     _context: VectorIndex | None
     _deferred: list[tuple[Write, int]]
+    rows: KeptRows
 
     if TYPE_CHECKING:  # IndexMirror's
         content: VectorIndex | None
@@ -185,12 +187,15 @@ class MirrorWrites:
             for index in (self.content, self.context):
                 index.remove(seqs)
                 index.last_tseq = tseq
+            self.rows.drop(write.removed)
             self.unsaved += len(write.removed)
         inserted = write.inserted
         if inserted:
-            self.content.add(
-                np.array([s for s, _ in inserted], dtype=np.int64), decode(np.stack([r.vector for _, r in inserted]))
-            )
+            stored = np.stack([r.vector for _, r in inserted])
+            vectors = decode(stored)
+            self.content.add(np.array([s for s, _ in inserted], dtype=np.int64), vectors)
+            if stored.dtype == VECTOR_DTYPE:  # what a read of the stored copies decodes to
+                self.rows.written(inserted, vectors)
             with_context = [(s, r.context_vector) for s, r in inserted if r.context_vector is not None]
             if with_context:
                 self.context.add(

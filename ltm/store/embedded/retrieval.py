@@ -13,6 +13,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from ltm.message import Message
+from ltm.store.embedded.kept_rows import KeptRows
 from ltm.store.embedded.log import CandidateRow, MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from ltm.store.embedded.nearest import _by_cosine, dense
@@ -90,9 +91,13 @@ def retrieve(log: MessageLog, mirror: IndexMirror, query: SearchQuery) -> list[M
         name = "keyword" if mode == "keyword" else "dense"
         ranked: list[tuple[int, float, tuple[str, ...]]] = [(s, v, (name,)) for s, v in signals.get(name, [])[:k]]
         bodies = log.bodies([s for s, _, _ in ranked])
+        similar = {s: v for s, v, _ in ranked} if mode == "dense" else {}  # a dense score is the cosine
     else:
-        ranked, bodies = _hybrid(log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, side)
-    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked if s in bodies]
+        rows = _Rows(log, side, mirror.rows)
+        ranked, bodies, similar = _hybrid(
+            log, mirror.content, query, plan, signals, allowed, fetch, pool, terms, rescore, rows
+        )
+    return [MemoryHit(Message.load(bodies[s]), v, sig, None, similar.get(s)) for s, v, sig in ranked if s in bodies]
 
 
 def keyword_hits(
@@ -157,22 +162,34 @@ def keyword_side(
 
 class _Rows:
     """The candidates' rows (:meth:`MessageLog.candidates`), each read once however many stops of the search ask;
-    those the keyword side read while the model embedded the query count as read unless the store changed since."""
+    those the keyword side read while the model embedded the query count as read unless the store changed since,
+    and those the namespace keeps in RAM (:class:`~ltm.store.embedded.kept_rows.KeptRows`) are not read at all."""
 
-    def __init__(self, log: MessageLog, ahead: KeywordSide | None = None) -> None:
+    def __init__(self, log: MessageLog, ahead: KeywordSide | None = None, kept: KeptRows | None = None) -> None:
         self._log = log
+        self._kept = kept
         self.rows: dict[int, CandidateRow] = {}
         self._asked: set[int] = set()
         if ahead is not None and ahead.rows and ahead.version == log.heads():
             self.rows.update(ahead.rows)
             self._asked.update(s for s, _ in ahead.hits)
+            if kept is not None:
+                kept.put(ahead.rows.values())
 
     def read(self, seqs: Sequence[int]) -> dict[int, CandidateRow]:
-        """The rows of ``seqs`` still live, reading those not read yet in one query."""
+        """The rows of ``seqs`` still live, reading those neither read yet nor kept in one query."""
         missing = [s for s in seqs if s not in self._asked]
         if missing:
             self._asked.update(missing)
-            self.rows.update((row.seq, row) for row in self._log.candidates(missing))
+            if self._kept is not None:
+                kept = self._kept.found(missing)
+                self.rows.update(kept)
+                missing = [s for s in missing if s not in kept]
+            if missing:
+                read = self._log.candidates(missing)
+                self.rows.update((row.seq, row) for row in read)
+                if self._kept is not None:
+                    self._kept.put(read)
         return {s: self.rows[s] for s in seqs if s in self.rows}
 
 
@@ -187,10 +204,11 @@ def _hybrid(
     pool: list[tuple[int, float]] | None = None,
     terms: frozenset[str] | None = None,
     rescore: bool = False,
-    side: KeywordSide | None = None,
-) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str]]:
-    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, and their
-    bodies. Every candidate's row (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
+    rows: _Rows | None = None,
+) -> tuple[list[tuple[int, float, tuple[str, ...]]], dict[int, str], dict[int, float]]:
+    """The fused ``k`` best (with the time window's candidates, if weighted), exact matches first, their bodies
+    and their cosines to the query (from the rows' vectors, as the explanation computes them). Every candidate's row
+    (time, names, content, vector) is read once (:class:`_Rows`); the hits' bodies last.
 
     ``pool``: the query's :data:`FEEDBACK_POOL` x ``fetch`` nearest in a flat index, of which ``signals["dense"]``
     is the head. The feedback search is then that index's search restricted to the pool (a selector: FAISS
@@ -212,7 +230,7 @@ def _hybrid(
         exact = [s for s in exact if s in permitted]
     if hidden:
         exact = [s for s in exact if s not in hidden]
-    rows = _Rows(log, side)
+    rows = _Rows(log) if rows is None else rows
     found = rows.read(sorted({s for hits in signals.values() for s, _ in hits} | set(exact)))
     if rescore and vector is not None:  # the quantized graph's candidates, by their exact cosines
         signals["dense"] = _exact_cosines(signals["dense"], found, vector)
@@ -260,7 +278,11 @@ def _hybrid(
     best = [s for s, _, _ in ranked[:k]]
     bodies = {s: body for s in best if s in found and (body := found[s].body) is not None}
     missing = [s for s in best if s not in bodies]  # the keyword side read the others' with their rows
-    return ranked[:k], {**bodies, **log.bodies(missing)} if missing else bodies
+    similar: dict[int, float] = {}
+    if vector is not None:
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        similar = {s: float(found[s].vector @ query_vector) for s in best if s in found}
+    return ranked[:k], {**bodies, **log.bodies(missing)} if missing else bodies, similar
 
 
 def _exact_cosines(

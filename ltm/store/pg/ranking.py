@@ -28,8 +28,7 @@ def fused(
     """Hybrid hits from the candidates of :func:`ltm.store.pg.search.candidates_sql` (signal, seq, score, body),
     fused as the embedded engine fuses (same weights, the query verbatim first, then its near-exact copies, and
     for one question, ``terms`` its :func:`~ltm.store.search.query.question_stems`, each candidate's prior from
-    ``cosines``,
-    its query vector's cosine)."""
+    ``cosines``, its query vector's cosine, which each hit also carries as its ``similarity``)."""
     signals, bodies = candidates(rows)
     bodies.update((int(seq), str(body)) for seq, body in exact)
     weights = weights_for(text)
@@ -38,12 +37,12 @@ def fused(
     times = {seq: float(data["created_at"]) for seq, data in loaded.items()}  # neighbours' gap
     candidates_ = {seq for hits in signals.values() for seq, _ in hits}
     named = spoken_by_named(text, {s: body_speakers(loaded[s]) for s in candidates_}) if weights["speaker"] else set()
-    given = cosines
+    given = cosines or {}
     priors = (
         None
-        if terms is None or given is None
+        if terms is None or cosines is None
         else prior_source(
-            lambda seqs: {s: given[s] for s in seqs if s in given},
+            lambda seqs: {s: given[s] for s in seqs if s in given and s in candidates_},
             lambda seqs: {s: str(loaded[s]["content"]) for s in seqs if s in loaded},
             terms,
         )
@@ -64,7 +63,9 @@ def fused(
             named=named,
             priors=priors,
         )
-    return [MemoryHit(Message.load(bodies[s]), v, sig) for s, v, sig in ranked[:k] if s in bodies]
+    return [
+        MemoryHit(Message.load(bodies[s]), v, sig, similarity=given.get(s)) for s, v, sig in ranked[:k] if s in bodies
+    ]
 
 
 def candidates(rows: Sequence[Any]) -> tuple[dict[str, list[tuple[int, float]]], dict[int, str]]:

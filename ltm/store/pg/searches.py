@@ -107,16 +107,20 @@ class PgSearches:
                 ).fetchall()
             )
             cosines = None
-            if terms is not None:  # the prior's cosines
+            if hybrid and dense:  # every candidate's cosine: the hits' similarity, and a question's prior
+                seqs = sorted({int(row[1]) for row in rows} | {int(seq) for seq, _ in exact})
                 cosines = dict(
                     conn.execute(
                         "SELECT seq, 1 - (embedding <=> %(q)s) FROM ltm_messages "
                         "WHERE ns = %(ns)s AND seq = ANY(%(seqs)s) AND embedding IS NOT NULL",
-                        {"q": params["q"], "ns": self.ns, "seqs": sorted({int(row[1]) for row in rows})},
+                        {"q": params["q"], "ns": self.ns, "seqs": seqs},
                     ).fetchall()
                 )
         if not hybrid:
-            return [MemoryHit(Message.load(body), float(score), tuple(signals)) for body, score, signals in rows]
+            return [
+                MemoryHit(Message.load(body), float(score), tuple(signals), similarity=float(score) if dense else None)
+                for body, score, signals in rows
+            ]
         return fused(text, k, fetch, rows, exact, terms, cosines)
 
     def _with_feedback(

@@ -10,7 +10,9 @@ one FTS5 statement, whatever the mode:
 - ``fusion``: the fused score, in hybrid mode (it is the hit's ``score``: :mod:`ltm.store.search.fusion`).
 
 ``threshold`` is a minimum on the scale users can reason about: the cosine similarity (``dense``) in dense and
-hybrid modes, ``-bm25`` in keyword mode. A hit below it is dropped, so fewer than k may come back.
+hybrid modes, ``-bm25`` in keyword mode. A hit below it is dropped, so fewer than k may come back. Without
+``explain``, a dense or hybrid search compares each hit's ``similarity`` (the same cosine, which the engine sets
+on its hits from the vectors it ranked them with) and reads nothing more.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def explained(
     :mod:`ltm.store.pg.documents`); a hit it does not return was deleted meanwhile."""
     if not hits or (threshold is None and not explain):
         return list(hits)
+    if threshold is not None and not explain and mode != "keyword" and all(h.similarity is not None for h in hits):
+        return [h for h in hits if h.similarity is not None and h.similarity >= threshold]  # no read: see MemoryHit
     found = signals([h.message.id for h in hits])
     out = []
     for hit in hits:

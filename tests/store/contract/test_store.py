@@ -157,6 +157,8 @@ def test_search_modes_and_signals(store: MemoryStorage) -> None:
         assert all(isinstance(h, MemoryHit) for h in hits)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert "violin" in hits[0].message.content or "saturn" in hits[0].message.content
+        assert all((h.similarity is None) == (mode == "keyword") for h in hits)  # each hit's cosine, unasked
+        assert all(-1.0 <= (h.similarity or 0.0) <= 1.0 for h in hits)
     assert all(h.signals == ("keyword",) for h in store.search("violin", mode="keyword"))
     assert all(h.signals == ("dense",) for h in store.search("violin", mode="dense"))
     assert any(h.signals == ("dense", "keyword") for h in store.search("violin saturn", mode="hybrid"))

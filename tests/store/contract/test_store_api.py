@@ -21,7 +21,7 @@ import pytest
 from ltm.config import Settings
 from ltm.errors import InvalidInput, LTMError, NotFound
 from ltm.message import Message
-from ltm.store import MemoryHit, MemoryStorage, scoped
+from ltm.store import MemoryStorage, scoped
 from ltm.store.embedded.manifest import SCHEMA_VERSION
 
 # Every test here runs on both engines (tests/store/conftest.py), except the SQLite schema migration's.
@@ -405,24 +405,31 @@ def test_async_search_takes_threshold_and_explain(settings: Settings) -> None:
     assert [(h.message.id, h.explain) for h in hits] == [(h.message.id, h.explain) for h in sync]
 
 
-def test_explain_without_the_keyword_score_keeps_hits_and_cosines(settings: Settings) -> None:
-    """The AutoGen adapter's search (``_asearched(explain_keyword=False)``): the same hits, the same per-signal
-    scores but the keyword one (which it does not read), and the same hits cut by ``threshold``."""
+def test_each_hit_carries_its_cosine_without_the_explanation(settings: Settings) -> None:
+    """``hit.similarity``: the cosine ``explain["dense"]`` reports (to the bit in hybrid mode, where the engine takes
+    it from the candidates' rows; the score itself in dense mode), set without ``explain``; ``threshold`` without
+    ``explain`` keeps the hits it keeps with it; None in keyword mode."""
     store = _store(settings)
     _team(store)
-    read: list[MemoryHit] = []
-    for threshold in (None, 0.0, 0.3):
-        full = asyncio.run(store.asearch("login passwords", k=4, explain=True, threshold=threshold))
-        lean = asyncio.run(
-            store._asearched("login passwords", 4, "hybrid", None, threshold, True, None, None, None, False)
-        )
-        assert [h.message.id for h in lean] == [h.message.id for h in full]
-        assert [h.score for h in lean] == [h.score for h in full]
-        assert [h.explain for h in lean] == [
-            {k: v for k, v in (h.explain or {}).items() if k != "keyword"} for h in full
-        ]
-        read += full
-    assert any("keyword" in (h.explain or {}) for h in read)  # the full pass did read a keyword score
+    kept: list[int] = []
+    for mode in ("hybrid", "dense"):
+        for threshold in (None, 0.0, 0.3):
+            full = asyncio.run(store.asearch("login passwords", k=4, mode=mode, explain=True, threshold=threshold))
+            lean = asyncio.run(store.asearch("login passwords", k=4, mode=mode, threshold=threshold))
+            assert [(h.message.id, h.score, h.similarity) for h in lean] == [
+                (h.message.id, h.score, h.similarity) for h in full
+            ]
+            assert all(h.explain is None and h.similarity is not None for h in lean)
+            kept.append(len(lean))
+            for hit in full:
+                assert hit.explain is not None and hit.similarity is not None
+                if mode == "hybrid":
+                    assert hit.similarity == hit.explain["dense"]
+                else:
+                    assert hit.similarity == hit.score
+                    assert hit.similarity == pytest.approx(hit.explain["dense"], abs=1e-5)
+    assert kept[0] == kept[3] == 4 and min(kept) < 4  # a threshold did cut some hits
+    assert all(h.similarity is None for h in store.search("login passwords", k=4, mode="keyword"))
 
 
 def test_search_with_a_given_query_vector(settings: Settings) -> None:

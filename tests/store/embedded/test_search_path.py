@@ -31,6 +31,13 @@ TURNS = [
 ] * 5
 
 
+@pytest.fixture(autouse=True)
+def _nothing_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read path as a search takes it for rows it does not keep in RAM (another process's, or past
+    ROWS_KEPT): tests/store/embedded/test_kept_rows.py is about the rows it keeps."""
+    monkeypatch.setattr("ltm.store.embedded.kept_rows.ROWS_KEPT", 0)
+
+
 def _store(tmp_path: Path, embedding: Any = None) -> MemoryStorage:
     store = MemoryStorage(
         "talk", kind="t", settings=Settings(storage_dir=tmp_path, embedding="hash"), embedding=embedding
