@@ -24,7 +24,9 @@ from ltm.store.records import Row
 
 __all__ = ["ROWS_KEPT", "KeptRows"]
 
-ROWS_KEPT = 50_000  # rows kept per namespace, ~1.8 KB each with its float32 vector (~90 MB when full)
+# rows kept per namespace, ~2 KB each with its float32 vector: 40 MB when full, every row of a flat index (the
+# default hnsw_threshold), so a process holding many namespaces keeps its memory bounded per namespace
+ROWS_KEPT = 20_000
 
 
 class KeptRows:
