@@ -13,16 +13,10 @@ from ltm import MemoryStorage, Message, Settings
 from ltm.store.embedded.log import MessageLog
 from ltm.store.embedded.mirror import IndexMirror
 from tests.store.embedded.test_mirror import World, _rows, _write, world  # noqa: F401 (the fixture)
+from tests.store.embedded.test_search_path import TURNS as SEARCH_PATH_TURNS
 from tests.support.embedded import embedded_of
 
-TURNS = [
-    ("Fahim", "I went for a morning run after the rain"),
-    ("Elise", "the rain kept me inside all day"),
-    ("Fahim", "my girlfriend and I cooked sushi"),
-    ("Elise", "sushi is my favourite food"),
-    ("Fahim", "work was long and my boss was angry"),
-    ("Elise", "I signed up for a pottery class"),
-] * 4
+TURNS = SEARCH_PATH_TURNS[:24]  # the same chat, four times over
 QUERIES = ["when did Fahim go for a run in the rain?", "what food does Elise like, sushi?", "pottery class", "boss"]
 
 
