@@ -81,7 +81,8 @@ def _serve() -> int:
         state["questions"] = json.loads(Path(request["corpus"]).read_text("utf-8"))["questions"]
         import numpy as np
 
-        state["vectors"] = np.load(Path(request["corpus"]).with_suffix(".npz"))["queries"]
+        vectors = Path(request["corpus"]).with_suffix(".npz")  # the questions' vectors, for --given
+        state["vectors"] = np.load(vectors)["queries"] if vectors.exists() else None
         state["store"] = MemoryStorage(
             "pairs", kind="bench", settings=Settings.load(storage_dir=request["dir"], query_cache_size=0)
         )
@@ -93,6 +94,8 @@ def _serve() -> int:
         import time
 
         question = state["questions"][request["question"]]
+        if request.get("given") and state["vectors"] is None:
+            raise ValueError("--given needs the corpus's .npz beside its .json (bench.peers.corpus writes both)")
         vector = state["vectors"][request["question"]] if request.get("given") else None
         started = time.perf_counter()
         hits = state["store"].search(question, k=10, vector=vector)
