@@ -18,6 +18,7 @@ from bench.page_sections import (
     EMBEDDED_END,
     EMBEDDED_START,
     EMBEDDED_STORES_MD,
+    FRAMEWORKS_100K_MD,
     FRAMEWORKS_MD,
     PAGE,
     PG_1M,
@@ -82,8 +83,13 @@ SOURCES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ),
     (
         "Inside the frameworks",
-        (FRAMEWORKS_MD.name,),
-        ("python -m bench.retrieval.fetch", "python -m bench.peers.frameworks --pg"),
+        (FRAMEWORKS_MD.name, FRAMEWORKS_100K_MD.name),
+        (
+            "python -m bench.retrieval.fetch",
+            "python -m bench.peers.frameworks --pg",
+            "python -m bench.peers.frameworks --size 100000 --pg --frameworks langgraph,crewai --stores "
+            '"LtmStore,SqliteStore,LtmStore on PostgreSQL,PostgresStore,LtmStorage,LanceDBStorage"',
+        ),
     ),
     (
         "Retrieval quality",
