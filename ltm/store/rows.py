@@ -228,10 +228,7 @@ def with_given(pending: Pending, given: dict[str, np.ndarray] | None, embedded: 
 def build_rows(pending: Pending, keys: Sequence[bytes], vectors: np.ndarray) -> list[Row]:
     """One row per pending message. Rows keep the stored (float16) form and FAISS gets decode() of it, as a
     rebuild from SQLite would: search results and find_news decisions are the same before and after a restart."""
-    vectors = vectors.astype(VECTOR_DTYPE)
-    n = len(pending.messages)
-    context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
-    return _rows(pending, keys, list(vectors[:n]), [context_of.get(i) for i in range(n)])
+    return _rows(pending, keys, *_split(pending, vectors))
 
 
 def draft_rows(pending: Pending, keys: Sequence[bytes]) -> list[Row]:
@@ -267,10 +264,17 @@ def _rows(
 
 def finish_rows(pending: Pending, drafts: list[Row], vectors: np.ndarray) -> list[Row]:
     """``drafts`` (of ``pending``, in order) with their vectors set: ``vectors`` in ``pending.texts`` order."""
+    contents, contexts = _split(pending, vectors)
+    return [
+        replace(row, vector=vec, context_vector=context)
+        for row, vec, context in zip(drafts, contents, contexts, strict=True)
+    ]
+
+
+def _split(pending: Pending, vectors: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+    """``vectors`` (in ``pending.texts`` order) in their stored form, as (each message's content vector, each
+    message's context vector or None)."""
     vectors = vectors.astype(VECTOR_DTYPE)
     n = len(pending.messages)
     context_of = dict(zip(pending.with_context, vectors[n:], strict=True))
-    return [
-        replace(row, vector=vec, context_vector=context_of.get(i))
-        for i, (row, vec) in enumerate(zip(drafts, vectors[:n], strict=True))
-    ]
+    return list(vectors[:n]), [context_of.get(i) for i in range(n)]
